@@ -1,0 +1,257 @@
+"""``fleetq`` command line: argument parsing and wiring only.
+
+Exit codes: 0 ok; 1 problems found (``validate``); 2 usage or environment error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from reconciler import __version__
+from reconciler.core.model import Phase
+from reconciler.fleet.state import PLACEMENTS, decision_item, read_placements
+from reconciler.gitops.repo import FleetRepo, GitError
+from reconciler.pipeline import (
+    Outcome,
+    compute,
+    parse_now,
+    reconcile,
+    state_ref,
+)
+from reconciler.render.text import as_json, as_yaml, placements_table, problems_text
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"fleetq: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _progress(enabled: bool) -> Any:
+    if not enabled:
+        return lambda _msg: None
+
+    def report(msg: str) -> None:
+        print(f"\r\033[K{msg}", end="", file=sys.stderr, flush=True)
+
+    return report
+
+
+def _end_progress(enabled: bool) -> None:
+    if enabled:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+
+def _print_data(items: list[dict[str, Any]], output: str, *, wide: bool = False) -> None:
+    if output == "json":
+        print(as_json(items))
+    elif output == "yaml":
+        print(as_yaml(items))
+    elif items:
+        print(placements_table(items, wide=wide))
+    else:
+        print("No jobs.")
+
+
+def _summary(outcome: Outcome) -> str:
+    counts: dict[str, int] = {}
+    for d in outcome.decisions:
+        counts[d.phase.value] = counts.get(d.phase.value, 0) + 1
+    parts = [f"{counts.get(p.value, 0)} {p.value.lower()}" for p in Phase
+             if counts.get(p.value)]
+    return ", ".join(parts) or "no jobs"
+
+
+def cmd_reconcile(args: argparse.Namespace) -> int:
+    repo = FleetRepo(args.repo)
+    show = sys.stderr.isatty() and not args.quiet
+    outcome = reconcile(repo, source_rev=args.source, state_branch=args.state_branch,
+                        remote=args.remote, now=parse_now(args.now),
+                        progress=_progress(show))
+    _end_progress(show)
+    if outcome.computed.problems:
+        print(problems_text(outcome.computed.problems), file=sys.stderr)
+    branch = args.state_branch or "state branch"
+    if outcome.commit:
+        print(f"committed {outcome.commit[:12]} to {branch}: {_summary(outcome)}")
+    else:
+        print(f"no change: {_summary(outcome)}")
+    if args.output != "none":
+        _print_data([decision_item(d) for d in outcome.decisions], args.output)
+    return EXIT_OK
+
+
+def _state_items(repo: FleetRepo, branch: str) -> list[dict[str, Any]]:
+    sha = repo.resolve(state_ref(branch))
+    if sha is None:
+        raise GitError(f"no state branch {branch!r} yet; run `fleetq reconcile` first")
+    data = repo.read_file(sha, PLACEMENTS)
+    _, problems = read_placements(data)
+    for p in problems:
+        print(p, file=sys.stderr)
+    from reconciler.fleet.documents import parse_documents
+
+    docs, _ = parse_documents(PLACEMENTS, data or b"")
+    items = docs[0].value.get("items") if docs and isinstance(docs[0].value, dict) else []
+    return list(items or [])
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    repo = FleetRepo(args.repo)
+    items = _state_items(repo, args.state_branch or "fleetq/state")
+    if args.phase:
+        items = [i for i in items if i.get("phase", "").lower() == args.phase.lower()]
+    if args.namespace:
+        items = [i for i in items if i["job"]["namespace"] == args.namespace]
+    _print_data(items, args.output, wide=args.wide)
+    return EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    repo = FleetRepo(args.repo)
+    computed = compute(repo, source_rev=args.source, state_base=None, now=parse_now(None))
+    problems = computed.problems
+    errors = [p for p in problems if p.severity == "error"]
+    if args.output == "json":
+        print(as_json([{"path": p.path, "line": p.line, "severity": p.severity,
+                        "message": p.message} for p in problems]))
+    else:
+        if problems:
+            print(problems_text(problems))
+        inputs = computed.inputs
+        print(f"{inputs.files} files, {len(inputs.jobs) + len(inputs.invalid)} jobs, "
+              f"{len(inputs.clusters)} member clusters, {len(inputs.policies)} policies: "
+              f"{len(errors)} error(s), {len(problems) - len(errors)} warning(s)")
+    return EXIT_PROBLEMS if errors else EXIT_OK
+
+
+def template_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "fleet-repo-template", here.parent / "fleet-repo-template"):
+        if candidate.is_dir():
+            return candidate
+    raise GitError("fleet-repo-template/ is not installed beside fleetq; install from a "
+                   "checkout of the fleetq repository (pip install -e .)")
+
+
+def _git(cwd: Path, *args: str) -> None:
+    env = dict(os.environ, GIT_AUTHOR_NAME="fleetq demo", GIT_AUTHOR_EMAIL="demo@fleetq.local",
+               GIT_COMMITTER_NAME="fleetq demo", GIT_COMMITTER_EMAIL="demo@fleetq.local")
+    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+
+def init_repo(target: Path, *, commit: bool) -> None:
+    if target.exists() and any(target.iterdir()):
+        raise GitError(f"{target} is not empty; fleetq init needs a new or empty folder")
+    shutil.copytree(template_dir(), target, dirs_exist_ok=True)
+    if commit:
+        _git(target, "init", "-q", "-b", "main")
+        _git(target, "add", "-A")
+        _git(target, "commit", "-q", "-m", "Fleet repo from the fleetq template")
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    target = Path(args.path)
+    init_repo(target, commit=not args.no_git)
+    print(f"created fleet repo {target} from the template"
+          + ("" if args.no_git else " (git repo, branch main)"))
+    print(f"next: cd {target} && fleetq validate && fleetq reconcile && fleetq status")
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="fleetq-demo-") as tmp:
+        target = Path(tmp) / "fleet"
+        init_repo(target, commit=True)
+        print(f"fleet repo: {template_dir().name}/ copied to a temporary git repo")
+        repo = FleetRepo(target)
+        outcome = reconcile(repo, now=parse_now(args.now))
+        if outcome.computed.problems:
+            print(problems_text(outcome.computed.problems))
+        print(f"reconciled {outcome.computed.source.sha[:12]}: committed "
+              f"{(outcome.commit or '')[:12]} to fleetq/state ({_summary(outcome)})\n")
+        _print_data([decision_item(d) for d in outcome.decisions], args.output,
+                    wide=args.wide)
+        files = [e.path for e in repo.list_tree("fleetq/state")]
+        clusters = sorted({p.split("/")[1] for p in files if p.startswith("clusters/")})
+        print(f"\nstate branch fleetq/state: placements.yaml and {len(files) - 1} rendered "
+              f"files for {', '.join(clusters) or 'no cluster'}")
+        for path in files:
+            if path.startswith("clusters/"):
+                print(f"  {path}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="fleetq", description=(
+        "GitOps reconciler for gang-scheduled training jobs across member clusters"))
+    parser.add_argument("--version", action="version", version=f"fleetq {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def common(p: argparse.ArgumentParser, *, output: bool = True) -> None:
+        p.add_argument("--repo", default=".", help="fleet repo path (default: .)")
+        if output:
+            p.add_argument("-o", "--output", choices=["table", "json", "yaml", "wide"],
+                           default="table", help="output format (default: table)")
+
+    p = sub.add_parser("reconcile", help="decide and commit the state branch")
+    common(p, output=False)
+    p.add_argument("-o", "--output", choices=["none", "table", "json", "yaml"], default="none")
+    p.add_argument("--source", default="HEAD", help="source revision (default: HEAD)")
+    p.add_argument("--state-branch", default=None, help="default: fleet.yaml or fleetq/state")
+    p.add_argument("--remote", default=None, help="push the state branch to this remote")
+    p.add_argument("--now", default=None, help="fix the clock (RFC 3339)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=cmd_reconcile)
+
+    p = sub.add_parser("status", help="show the decisions on the state branch")
+    common(p)
+    p.add_argument("--state-branch", default=None)
+    p.add_argument("--phase", default=None, help="only jobs in this phase")
+    p.add_argument("-n", "--namespace", default=None)
+    p.set_defaults(func=cmd_status, wide=False)
+
+    p = sub.add_parser("validate", help="check the fleet repo; exit 1 on errors")
+    common(p)
+    p.add_argument("--source", default="HEAD")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("demo", help="run the whole loop on the bundled template")
+    common(p)
+    p.add_argument("--now", default=None)
+    p.set_defaults(func=cmd_demo, wide=False)
+
+    p = sub.add_parser("init", help="start a fleet repo from the template")
+    p.add_argument("path")
+    p.add_argument("--no-git", action="store_true", help="copy files only")
+    p.set_defaults(func=cmd_init)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "output", None) == "wide":
+        args.output, args.wide = "table", True
+    try:
+        code: int = args.func(args)
+        return code
+    except GitError as exc:
+        print(f"fleetq: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:  # pragma: no cover - `fleetq status | head`
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,547 @@
+"""One reconcile cycle: from the fleet's values to a decision per job.
+
+``reconcile_cycle`` is the whole scheduler. It is pure and deterministic: the
+same ``CycleInput`` gives equal ``CycleResult`` values, and iteration orders
+never depend on hashing.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field, replace
+
+from reconciler.core.gang import ClusterState, Fit, choose_cluster, job_cluster_total
+from reconciler.core.model import (
+    Decision,
+    FleetSettings,
+    Job,
+    JobKey,
+    MemberCluster,
+    Phase,
+    PlacementStrategy,
+    PodSet,
+    PodSetCount,
+    Policy,
+    PriorPlacement,
+    QueueStrategy,
+)
+from reconciler.core.policy import candidate_groups, select_policy
+from reconciler.core.preemption import Admitted, PreemptionContext, find_victims
+from reconciler.core.problems import Problem
+from reconciler.core.quota import QuotaTree, QuotaUsage, max_jobs_hint
+from reconciler.core.resources import MAX_JOBS, Resources, ResourcesView
+
+MAX_CLUSTER_NOTES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidJob:
+    """A job whose manifest could be identified but not used."""
+
+    key: JobKey
+    api_version: str
+    path: str
+    line: int
+    blob: str
+    message: str
+
+
+@dataclass(frozen=True)
+class CycleInput:
+    jobs: tuple[Job, ...]
+    tree: QuotaTree | None
+    clusters: tuple[MemberCluster, ...]
+    policies: tuple[Policy, ...]
+    priority_classes: dict[str, int]
+    default_priority: int
+    workload_priority_classes: dict[str, int]
+    prior: dict[JobKey, PriorPlacement]
+    source_time: str
+    now: str
+    invalid: tuple[InvalidJob, ...] = ()
+    broken_paths: dict[str, str] = field(default_factory=dict)
+    settings: FleetSettings = field(default_factory=FleetSettings)
+
+
+@dataclass
+class CycleResult:
+    decisions: list[Decision]
+    problems: list[Problem]
+    quota_used: dict[str, Resources]
+    cluster_free: dict[str, Resources]
+
+
+@dataclass
+class _Pending:
+    """A job waiting for a decision, with everything the cycle resolved for it."""
+
+    job: Job
+    policy: Policy
+    quota: str | None
+    priority: int
+    enqueued_at: str
+    groups: list[list[str]]
+    notes: list[str]
+    total: Resources
+    prior: PriorPlacement | None
+    order: tuple[int, str, JobKey] = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Queue order (DESIGN §3 "Order"): priority desc, enqueue time asc, ns/name.
+        self.order = (-self.priority, self.enqueued_at, self.job.key)
+
+
+def reconcile_cycle(inp: CycleInput) -> CycleResult:
+    """Decide every job of the fleet.
+
+    Steps:
+      1. Resolve each job: policy, quota binding, priority and enqueue time.
+         A job that cannot be resolved is Invalid; one no policy selects is
+         Inadmissible.
+      2. Snapshot: quota usage and cluster capacity charged with the jobs the
+         previous state admitted that are still there (no flapping), in
+         admission order. A job whose source turned invalid keeps its last
+         good placement and is flagged.
+      3. Inadmissible: a job the quota or every candidate cluster could not
+         take even when empty.
+      4. Capacity-only jobs (policy without ``suspension.scheduling``) are
+         placed by capacity alone, by priority then enqueue time.
+      5. Queued jobs: one queue per leaf quota; the best head across queues
+         (priority, dominant share, enqueue time) is admitted when its quota
+         and a member cluster fit it, else it may preempt, else it is
+         skipped (BestEffortFIFO) or blocks its queue (StrictFIFO).
+      6. Positions and reasons for the jobs that wait.
+    """
+    state = _Cycle(inp)
+    state.resolve()  # 1
+    state.snapshot()  # 2
+    state.screen_inadmissible()  # 3
+    state.place_capacity_only()  # 4
+    state.admit_queued()  # 5
+    return state.result()  # 6
+
+
+class _Cycle:
+    def __init__(self, inp: CycleInput) -> None:
+        self.inp = inp
+        self.tree = inp.tree
+        self.usage = QuotaUsage(inp.tree) if inp.tree is not None else None
+        self.clusters = {c.name: ClusterState(c) for c in inp.clusters}
+        self._empty: dict[str, ClusterState] = {}
+        self.decisions: dict[JobKey, Decision] = {}
+        self.problems: list[Problem] = []
+        self.pending: dict[JobKey, _Pending] = {}
+        self.admitted: dict[JobKey, Admitted] = {}
+        self.requeue_notes: dict[JobKey, str] = {}
+        self._groups_cache: dict[tuple[str, str], tuple[list[list[str]], list[str]]] = {}
+        self._never_fit_cache: dict[tuple[object, ...], str | None] = {}
+        self._fail_memo: dict[tuple[str, object], int] = {}
+        self.preemption = PreemptionContext(
+            usage=self.usage, clusters=self.clusters, admitted=self.admitted,
+            settings=inp.settings)
+
+    # -- 1 ---------------------------------------------------------------------
+
+    def resolve(self) -> None:
+        inp = self.inp
+        policies = inp.policies
+        default_policy = self._default_policy()
+        for bad in inp.invalid:
+            self.decisions[bad.key] = Decision(
+                key=bad.key, api_version=bad.api_version, path=bad.path, blob=bad.blob,
+                phase=Phase.INVALID, reason=f"{bad.path}:{bad.line}: {bad.message}",
+                enqueued_at=self._enqueued(None, bad.key))
+        for job in sorted(inp.jobs, key=lambda j: j.key):
+            key = job.key
+            prior = inp.prior.get(key)
+            enqueued = self._enqueued(job, key)
+            problem = None
+            priority = inp.default_priority
+            if job.workload_priority_class is not None:
+                if job.workload_priority_class in inp.workload_priority_classes:
+                    priority = inp.workload_priority_classes[job.workload_priority_class]
+                else:
+                    problem = (f"WorkloadPriorityClass {job.workload_priority_class!r} does not "
+                               f"exist; create it or fix label kueue.x-k8s.io/priority-class")
+            elif job.priority_class is not None:
+                if job.priority_class in inp.priority_classes:
+                    priority = inp.priority_classes[job.priority_class]
+                else:
+                    problem = (f"PriorityClass {job.priority_class!r} does not exist; create it "
+                               f"or fix priorityClassName")
+            policy = select_policy(policies, job) or default_policy
+            quota: str | None = None
+            if problem is None and self.tree is not None:
+                quota, why = self.tree.bind(key.namespace, job.quota_name)
+                if quota is None:
+                    problem = why
+            elif problem is None and policy is not None and policy.queued:
+                problem = ("no ElasticQuotaTree in the fleet, but its policy "
+                           f"{policy.ref} queues jobs; add an ElasticQuotaTree")
+            base = Decision(key=key, api_version=job.api_version, path=job.path,
+                            blob=job.blob, phase=Phase.INVALID, reason="",
+                            enqueued_at=enqueued, quota=quota, priority=priority,
+                            requests=job.requests,
+                            pod_sets=tuple(PodSetCount(p.name, p.replicas)
+                                           for p in job.pod_sets),
+                            preempted_by=prior.preempted_by if prior else None,
+                            preemptions=prior.preemptions if prior else 0,
+                            policy=policy.ref if policy else None)
+            if problem is not None:
+                self.problems.append(Problem(job.path, job.line, problem))
+                self.decisions[key] = replace(base, reason=f"{job.path}:{job.line}: {problem}")
+                continue
+            if policy is None:
+                self.decisions[key] = replace(base, phase=Phase.INADMISSIBLE, reason=(
+                    f"no PropagationPolicy or ClusterPropagationPolicy selects "
+                    f"{job.api_version} {key.kind} {key.namespace}/{key.name}; add one or set "
+                    f"spec.defaultPolicy in fleet.yaml"))
+                continue
+            groups, notes = self._groups(policy, key.kind_ref)
+            self.decisions[key] = base
+            self.pending[key] = _Pending(
+                job=job, policy=policy, quota=quota, priority=priority, enqueued_at=enqueued,
+                groups=groups, notes=notes, total=job_cluster_total(job.pod_sets), prior=prior)
+
+    def _default_policy(self) -> Policy | None:
+        ref = self.inp.settings.default_policy
+        if ref is None:
+            return None
+        for p in self.inp.policies:
+            if (p.namespace, p.name) == ref or (ref[0] is None and p.name == ref[1]):
+                return p
+        return None
+
+    def _enqueued(self, job: Job | None, key: JobKey) -> str:
+        if job is not None and job.created_at:
+            return job.created_at
+        prior = self.inp.prior.get(key)
+        if prior is not None and prior.enqueued_at:
+            return prior.enqueued_at
+        return self.inp.source_time
+
+    def _groups(self, policy: Policy, kind_ref: str) -> tuple[list[list[str]], list[str]]:
+        ck = (policy.ref, kind_ref)
+        got = self._groups_cache.get(ck)
+        if got is None:
+            got = candidate_groups(policy, kind_ref, self.inp.clusters)
+            self._groups_cache[ck] = got
+        return got
+
+    # -- 2 ---------------------------------------------------------------------
+
+    def snapshot(self) -> None:
+        inp = self.inp
+        broken = inp.broken_paths
+        invalid = {bad.key: bad for bad in inp.invalid}
+        priors = sorted((p for p in inp.prior.values() if p.phase is Phase.ADMITTED),
+                        key=lambda p: (p.admitted_at or "", p.key))
+        changed: list[_Pending] = []
+        for prior in priors:
+            key = prior.key
+            cluster = self.clusters.get(prior.cluster or "")
+            pending = self.pending.get(key)
+            if pending is not None:
+                if cluster is None:
+                    self.requeue_notes[key] = (f"its cluster {prior.cluster} left the fleet; "
+                                               f"placed again")
+                    continue
+                same = (prior.requests == dict(pending.job.requests) and prior.pod_sets ==
+                        tuple(PodSetCount(p.name, p.replicas) for p in pending.job.pod_sets))
+                if same:
+                    self._admit(pending, cluster, None, admitted_at=prior.admitted_at,
+                                force=True)
+                else:
+                    changed.append(pending)
+                continue
+            bad_reason = None
+            if key in invalid:
+                bad = invalid[key]
+                bad_reason = f"{bad.path}:{bad.line}: {bad.message}"
+            elif prior.path in broken:
+                bad_reason = broken[prior.path]
+            if bad_reason is None or cluster is None:
+                continue  # deleted from the source (or its cluster is gone): freed
+            self._keep_last_good(prior, cluster, bad_reason)
+        for pending in changed:
+            key = pending.job.key
+            was = pending.prior
+            assert was is not None
+            cluster = self.clusters[was.cluster or ""]
+            fit = cluster.fit(key, pending.job.pod_sets, pending.total)
+            short = self._quota_shortfall(pending)
+            if isinstance(fit, Fit) and short is None:
+                self._admit(pending, cluster, fit, admitted_at=was.admitted_at)
+            else:
+                why = fit if isinstance(fit, str) else (short or "")
+                self.requeue_notes[key] = (f"its requests changed and no longer fit where it ran "
+                                           f"({why}); queued again")
+
+    def _keep_last_good(self, prior: PriorPlacement, cluster: ClusterState,
+                        bad_reason: str) -> None:
+        key = prior.key
+        pod_sets = (PodSet(name="kept", replicas=1, per_pod=dict(prior.requests)),)
+        total = dict(prior.requests)
+        total.pop(MAX_JOBS, None)
+        cluster.place(key, pod_sets, Fit(cluster.name, total))
+        if self.usage is not None and prior.quota in self.usage.tree.nodes:
+            # Charged as preemptible usage, but never a victim (preemptible=False below).
+            self.usage.charge(prior.quota, prior.requests, preemptible=True)
+        self.admitted[key] = Admitted(
+            key=key, quota=prior.quota, priority=prior.priority, preemptible=False,
+            requests=dict(prior.requests), cluster=cluster.name, pod_sets=pod_sets,
+            admitted_at=prior.admitted_at or "", enqueued_at=prior.enqueued_at)
+        previous = self.decisions.get(key)
+        api_version = previous.api_version if previous else prior.api_version
+        self.decisions[key] = Decision(
+            key=key, api_version=api_version, path=prior.path, blob=prior.blob,
+            phase=Phase.ADMITTED, enqueued_at=prior.enqueued_at, quota=prior.quota,
+            priority=prior.priority, cluster=prior.cluster, pod_sets=prior.pod_sets,
+            requests=dict(prior.requests), admitted_at=prior.admitted_at, kept=True,
+            reason=(f"source is invalid ({bad_reason}); keeping the last good placement "
+                    f"until it is fixed"))
+
+    # -- 3 ---------------------------------------------------------------------
+
+    def screen_inadmissible(self) -> None:
+        for key in sorted(self.pending):
+            pending = self.pending[key]
+            if key in self.admitted:
+                continue
+            why = self._never_admissible(pending)
+            if why is not None:
+                del self.pending[key]
+                self.decisions[key] = replace(self.decisions[key], phase=Phase.INADMISSIBLE,
+                                              reason=why)
+
+    def _never_admissible(self, p: _Pending) -> str | None:
+        job = p.job
+        if p.policy.queued and self.usage is not None and p.quota is not None:
+            short = self.usage.never_fits(p.quota, job.requests, preemptible=job.preemptible)
+            if short is not None:
+                return (f"{short.describe().replace(' 0 used + ', ' ')} even with the quota "
+                        f"empty; lower the job's requests or raise the quota's {short.bound}")
+        if not any(p.groups):
+            why = "; ".join(p.notes) if p.notes else "its policy's clusterAffinity selects none"
+            return f"no member cluster is a candidate for it under {p.policy.ref}: {why}"
+        shape = _shape(job.pod_sets)
+        reasons: list[str] = []
+        for name in sorted({c for g in p.groups for c in g}):
+            ck = (name, shape)
+            if ck not in self._never_fit_cache:
+                empty = self._empty_state(name)
+                fit = empty.fit(job.key, job.pod_sets, p.total)
+                self._never_fit_cache[ck] = fit if isinstance(fit, str) else None
+            why_not = self._never_fit_cache[ck]
+            if why_not is None:
+                return None
+            reasons.append(why_not)
+        return ("it fits no candidate member cluster even when empty: "
+                + _join_notes(reasons) + "; lower its requests or add capacity")
+
+    def _empty_state(self, name: str) -> ClusterState:
+        state = self._empty.get(name)
+        if state is None:
+            state = ClusterState(self.clusters[name].cluster)
+            self._empty[name] = state
+        return state
+
+    # -- 4 ---------------------------------------------------------------------
+
+    def place_capacity_only(self) -> None:
+        waiting = sorted((p for p in self.pending.values()
+                          if not p.policy.queued and p.job.key not in self.admitted),
+                         key=lambda p: p.order)
+        for p in waiting:
+            choice = self._find_cluster(p)
+            if isinstance(choice, str):
+                self._wait(p, f"no member cluster has room for the whole gang now: {choice}")
+            else:
+                self._admit(p, choice[0], choice[1], admitted_at=None)
+
+    # -- 5 ---------------------------------------------------------------------
+
+    def admit_queued(self) -> None:
+        # One heap per leaf quota in queue order; ``heads`` holds each open
+        # queue's current head under the cross-queue key. A victim evicted
+        # during the loop goes back into its queue (keeping its enqueue time)
+        # and may be admitted again, elsewhere, in this same cycle.
+        self._queues: dict[str, list[tuple[tuple[int, str, JobKey], _Pending]]] = {}
+        for p in self.pending.values():
+            if p.policy.queued and p.job.key not in self.admitted and p.quota is not None:
+                self._queues.setdefault(p.quota, []).append((p.order, p))
+        for q in self._queues.values():
+            heapq.heapify(q)
+        self._heads: list[tuple[tuple[int, float, str, JobKey], str, int]] = []
+        self._head_version: dict[str, int] = {}
+        self._blocked: set[str] = set()
+        for leaf in sorted(self._queues):
+            self._push_head(leaf)
+        while self._heads:
+            _, leaf, version = heapq.heappop(self._heads)
+            if version != self._head_version[leaf] or leaf in self._blocked:
+                continue
+            queue = self._queues[leaf]
+            _, p = heapq.heappop(queue)
+            outcome = self._try_admit(p)
+            if outcome is not None:
+                self._wait(p, outcome)
+                if self.inp.settings.for_quota(leaf).strategy is QueueStrategy.STRICT_FIFO:
+                    self._blocked.add(leaf)
+                    while queue:
+                        _, rest = heapq.heappop(queue)
+                        self._wait(rest, (f"blocked behind {p.job.key} at the head of "
+                                          f"StrictFIFO queue {leaf.replace('/', '-')}"))
+                    continue
+            self._push_head(leaf)
+
+    def _push_head(self, leaf: str) -> None:
+        queue = self._queues.get(leaf)
+        if not queue or leaf in self._blocked:
+            return
+        version = self._head_version.get(leaf, 0) + 1
+        self._head_version[leaf] = version
+        heapq.heappush(self._heads, (self._head_key(leaf, queue[0][1]), leaf, version))
+
+    def _head_key(self, leaf: str, p: _Pending) -> tuple[int, float, str, JobKey]:
+        """Across queues: priority desc, then dominant share asc, then enqueue time."""
+        return (-p.priority, self.preemption.dominant_share(leaf), p.enqueued_at, p.job.key)
+
+    def _quota_shortfall(self, p: _Pending) -> str | None:
+        if not p.policy.queued or self.usage is None or p.quota is None:
+            return None
+        short = self.usage.shortfall(p.quota, p.job.requests, preemptible=p.job.preemptible)
+        return None if short is None else max_jobs_hint(short)
+
+    def _try_admit(self, p: _Pending) -> str | None:
+        """Admit ``p`` if it fits, preempting if allowed; else say why it waits."""
+        short = self._quota_shortfall(p)
+        if short is None:
+            choice = self._find_cluster(p)
+            if not isinstance(choice, str):
+                self._admit(p, choice[0], choice[1], admitted_at=None)
+                return None
+            why = f"its quota has room but no member cluster fits the whole gang now: {choice}"
+        else:
+            why = f"waiting for quota: {short}"
+        plan = find_victims(self.preemption, job=p.job, quota=p.quota, priority=p.priority,
+                            enqueued_at=p.enqueued_at, groups=p.groups, total=p.total,
+                            strategy=self._strategy(p))
+        if plan is None:
+            return why
+        for victim in plan.victims:
+            self._evict(victim, by=p.job.key, why=plan.reason)
+        self._admit(p, self.clusters[plan.fit.cluster], plan.fit, admitted_at=None)
+        return None
+
+    def _strategy(self, p: _Pending) -> PlacementStrategy:
+        return p.policy.strategy or self.inp.settings.strategy
+
+    def _find_cluster(self, p: _Pending) -> tuple[ClusterState, Fit] | str:
+        job = p.job
+        shape = _shape(job.pod_sets)
+        notes: list[str] = []
+        for group in p.groups:
+            fits: list[tuple[ClusterState, Fit]] = []
+            for name in group:
+                cs = self.clusters[name]
+                memo = self._fail_memo.get((name, shape))
+                if memo is not None and memo == cs.removals:
+                    notes.append(f"{name}: still full")
+                    continue
+                fit = cs.fit(job.key, job.pod_sets, p.total)
+                if isinstance(fit, str):
+                    self._fail_memo[(name, shape)] = cs.removals
+                    notes.append(fit)
+                else:
+                    fits.append((cs, fit))
+            if fits:
+                cs, fit = choose_cluster(fits, self._strategy(p))
+                return cs, fit
+        return _join_notes(notes) if notes else "no candidate member cluster"
+
+    def _admit(self, p: _Pending, cluster: ClusterState, fit: Fit | None, *,
+               admitted_at: str | None, force: bool = False) -> None:
+        job = p.job
+        key = job.key
+        if force or fit is None:
+            cluster.force_place(key, job.pod_sets, p.total)
+        else:
+            cluster.place(key, job.pod_sets, fit)
+        if self.usage is not None and p.quota is not None:
+            self.usage.charge(p.quota, job.requests, preemptible=job.preemptible)
+        when = admitted_at or self.inp.now
+        self.admitted[key] = Admitted(
+            key=key, quota=p.quota, priority=p.priority, preemptible=job.preemptible,
+            requests=dict(job.requests), cluster=cluster.name, pod_sets=job.pod_sets,
+            admitted_at=when, enqueued_at=p.enqueued_at, queued=p.policy.queued)
+        note = self.requeue_notes.pop(key, "")
+        placed = ", ".join(f"{ps.name} {ps.replicas}" for ps in job.pod_sets)
+        reason = f"admitted to {cluster.name} ({placed})"
+        if note:
+            reason += f"; {note}"
+        self.decisions[key] = replace(self.decisions[key], phase=Phase.ADMITTED,
+                                      cluster=cluster.name, admitted_at=when, reason=reason,
+                                      position=None)
+
+    def _evict(self, victim: Admitted, *, by: JobKey, why: str) -> None:
+        key = victim.key
+        self.clusters[victim.cluster].remove(key, victim.pod_sets)
+        if self.usage is not None and victim.quota is not None:
+            self.usage.release(victim.quota, victim.requests, preemptible=victim.preemptible)
+        del self.admitted[key]
+        pending = self.pending.get(key)
+        if pending is not None and victim.quota is not None and victim.queued:
+            queue = self._queues.setdefault(victim.quota, [])
+            heapq.heappush(queue, (pending.order, pending))
+            if victim.quota not in self._blocked and queue[0][1] is pending:
+                self._push_head(victim.quota)
+        d = self.decisions[key]
+        self.decisions[key] = replace(
+            d, phase=Phase.QUEUED, cluster=None, admitted_at=None,
+            preempted_by=f"{by.kind} {by.namespace}/{by.name}",
+            preemptions=d.preemptions + 1,
+            reason=f"preempted by {by}: {why}; back in its queue keeping its place")
+
+    def _wait(self, p: _Pending, why: str) -> None:
+        key = p.job.key
+        note = self.requeue_notes.pop(key, "")
+        d = self.decisions[key]
+        if key in self.preemption.evicted:
+            return  # evicted in this cycle: keep the eviction's reason
+        self.decisions[key] = replace(d, phase=Phase.QUEUED, reason=why + (
+            f"; {note}" if note else ""))
+
+    # -- 6 ---------------------------------------------------------------------
+
+    def result(self) -> CycleResult:
+        by_queue: dict[str, list[tuple[tuple[int, str, JobKey], JobKey]]] = {}
+        for key, d in self.decisions.items():
+            if d.phase is Phase.QUEUED:
+                order = (-d.priority, d.enqueued_at, key)
+                by_queue.setdefault(d.quota or "", []).append((order, key))
+        for entries in by_queue.values():
+            entries.sort()
+            for position, (_, key) in enumerate(entries, start=1):
+                self.decisions[key] = replace(self.decisions[key], position=position)
+        decisions = [self.decisions[k] for k in sorted(self.decisions)]
+        quota_used = {} if self.usage is None else {
+            p: dict(sorted(u.items())) for p, u in sorted(self.usage.used.items())}
+        cluster_free = {n: dict(sorted(c.free.items())) for n, c in sorted(self.clusters.items())}
+        return CycleResult(decisions=decisions, problems=sorted(self.problems),
+                           quota_used=quota_used, cluster_free=cluster_free)
+
+
+def _shape(pod_sets: tuple[PodSet, ...]) -> tuple[object, ...]:
+    return tuple((tuple(sorted(ps.per_pod.items())), ps.replicas, ps.node_selector,
+                  ps.tolerations) for ps in pod_sets)
+
+
+def _join_notes(notes: list[str]) -> str:
+    if len(notes) <= MAX_CLUSTER_NOTES:
+        return "; ".join(notes)
+    return "; ".join(notes[:MAX_CLUSTER_NOTES]) + f"; and {len(notes) - MAX_CLUSTER_NOTES} more"
+
+
+def request_view(res: ResourcesView) -> Resources:
+    return dict(res)

@@ -1,0 +1,206 @@
+"""Gang fit: can every pod of a job start together on one member cluster?
+
+``ClusterState`` holds a member cluster's free capacity during a cycle. With
+``resourceReservation`` every pod is packed onto a node (free resources,
+nodeSelector, tolerations vs node taints, pods); without it the cluster's free
+sum must cover the job's total. Free = allocatable - reserved - requests of
+the jobs already placed there.
+
+``choose_cluster`` picks among the clusters that fit: ``binpack`` takes the one
+left fullest, ``spread`` the one left emptiest; ties go to the cluster name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reconciler.core.model import (
+    JobKey,
+    MemberCluster,
+    PlacementStrategy,
+    PodSet,
+    Taint,
+    untolerated,
+)
+from reconciler.core.resources import (
+    MAX_JOBS,
+    PODS,
+    Resources,
+    ResourcesView,
+    add_into,
+    copies_that_fit,
+    first_excess,
+    format_quantity,
+    sub_into,
+)
+
+DEFAULT_PODS_PER_NODE = 110 * 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """Where a job's pods go on one cluster: (node index, pod set, count) triples."""
+
+    cluster: str
+    total: Resources
+    nodes: tuple[tuple[int, int, int], ...] = ()
+
+
+def job_cluster_total(pod_sets: tuple[PodSet, ...]) -> Resources:
+    """What a job takes from a cluster: every pod's requests plus one ``pods`` each."""
+    out: Resources = {}
+    for ps in pod_sets:
+        add_into(out, ps.per_pod, ps.replicas)
+        out[PODS] = out.get(PODS, 0) + ps.replicas * 1000
+    out.pop(MAX_JOBS, None)
+    return out
+
+
+def _pod_size_key(ps: PodSet) -> tuple[int, int, int, str]:
+    p = ps.per_pod
+    return (-p.get("nvidia.com/gpu", 0), -p.get("cpu", 0), -p.get("memory", 0), ps.name)
+
+
+class ClusterState:
+    """Free capacity of one member cluster, changed as jobs are placed and removed."""
+
+    def __init__(self, cluster: MemberCluster) -> None:
+        self.cluster = cluster
+        self.name = cluster.name
+        self.node_free: list[Resources] = []
+        self.node_labels: list[dict[str, str]] = []
+        self.node_taints: list[tuple[Taint, ...]] = []
+        capacity: Resources = {}
+        for node in cluster.nodes:
+            alloc = dict(node.allocatable)
+            alloc.setdefault(PODS, DEFAULT_PODS_PER_NODE)
+            self.node_free.append(alloc)
+            self.node_labels.append(dict(node.labels))
+            self.node_taints.append(node.taints)
+            add_into(capacity, alloc)
+        sub_into(capacity, cluster.reserved)
+        self.capacity: Resources = capacity
+        self.free: Resources = dict(capacity)
+        self.placed: dict[JobKey, Fit] = {}
+        self._max_node_free: Resources | None = None
+        self.removals = 0  # a fit that failed stays failed until something leaves
+
+    # -- reading -------------------------------------------------------------
+
+    def max_node_free(self) -> Resources:
+        if self._max_node_free is None:
+            out: Resources = {}
+            for free in self.node_free:
+                for name, value in free.items():
+                    if value > out.get(name, -1):
+                        out[name] = value
+            self._max_node_free = out
+        return self._max_node_free
+
+    def fit(self, key: JobKey, pod_sets: tuple[PodSet, ...],
+            total: ResourcesView) -> Fit | str:
+        """A ``Fit`` for the job on this cluster now, or why it does not fit."""
+        short = first_excess(total, self.free)
+        if short is not None:
+            return (f"{self.name}: free {short} {format_quantity(short, self.free.get(short, 0))}"
+                    f" < {format_quantity(short, total[short])} requested")
+        if not self.cluster.resource_reservation:
+            return Fit(self.name, dict(total))
+        return self._pack(pod_sets, total)
+
+    def _pack(self, pod_sets: tuple[PodSet, ...], total: ResourcesView) -> Fit | str:
+        biggest = self.max_node_free()
+        for ps in pod_sets:
+            short = first_excess(ps.per_pod, biggest)
+            if short is not None:
+                return (f"{self.name}: a {ps.name} pod needs {short} "
+                        f"{format_quantity(short, ps.per_pod[short])} but no node has more "
+                        f"than {format_quantity(short, biggest.get(short, 0))} free")
+        trial: dict[int, Resources] = {}
+        placed: list[tuple[int, int, int]] = []
+        order = sorted(range(len(pod_sets)), key=lambda i: _pod_size_key(pod_sets[i]))
+        for ps_index in order:
+            ps = pod_sets[ps_index]
+            per_pod = dict(ps.per_pod)
+            per_pod[PODS] = 1000
+            selector = ps.node_selector
+            main = _main_resource(per_pod)
+            eligible = []
+            for i, labels in enumerate(self.node_labels):
+                if selector and any(labels.get(k) != v for k, v in selector):
+                    continue
+                if self.node_taints[i] and untolerated(self.node_taints[i], ps.tolerations):
+                    continue
+                eligible.append(i)
+            if not eligible:
+                return (f"{self.name}: no node matches the {ps.name} pods' nodeSelector "
+                        f"and tolerations")
+            eligible.sort(key=lambda i: (trial.get(i, self.node_free[i]).get(main, 0), i))
+            left = ps.replicas
+            for i in eligible:
+                free = trial.get(i, self.node_free[i])
+                n = copies_that_fit(per_pod, free, left)
+                if n:
+                    free = dict(free)
+                    sub_into(free, per_pod, n)
+                    trial[i] = free
+                    placed.append((i, ps_index, n))
+                    left -= n
+                    if not left:
+                        break
+            if left:
+                return (f"{self.name}: only {ps.replicas - left} of {ps.replicas} {ps.name} "
+                        f"pods fit on its nodes")
+        return Fit(self.name, dict(total), tuple(placed))
+
+    # -- changing ------------------------------------------------------------
+
+    def place(self, key: JobKey, pod_sets: tuple[PodSet, ...], fit: Fit) -> None:
+        sub_into(self.free, fit.total)
+        for node, ps_index, count in fit.nodes:
+            per_pod = dict(pod_sets[ps_index].per_pod)
+            per_pod[PODS] = 1000
+            sub_into(self.node_free[node], per_pod, count)
+        self.placed[key] = fit
+        self._max_node_free = None
+
+    def force_place(self, key: JobKey, pod_sets: tuple[PodSet, ...], total: ResourcesView) -> None:
+        """Charge a job that is already running here, even if it no longer packs."""
+        fit = self.fit(key, pod_sets, total)
+        if isinstance(fit, str):
+            fit = Fit(self.name, dict(total))
+        self.place(key, pod_sets, fit)
+
+    def remove(self, key: JobKey, pod_sets: tuple[PodSet, ...]) -> None:
+        fit = self.placed.pop(key)
+        add_into(self.free, fit.total)
+        for node, ps_index, count in fit.nodes:
+            per_pod = dict(pod_sets[ps_index].per_pod)
+            per_pod[PODS] = 1000
+            add_into(self.node_free[node], per_pod, count)
+        self._max_node_free = None
+        self.removals += 1
+
+    def score(self, fit: Fit) -> float:
+        """The share of this cluster left free after ``fit``, averaged over its resources."""
+        parts = []
+        for name, value in fit.total.items():
+            cap = self.capacity.get(name, 0)
+            if cap > 0 and value > 0:
+                parts.append((self.free.get(name, 0) - value) / cap)
+        return sum(parts) / len(parts) if parts else 1.0
+
+
+def _main_resource(per_pod: ResourcesView) -> str:
+    for name in ("nvidia.com/gpu", "cpu", "memory"):
+        if per_pod.get(name, 0) > 0:
+            return name
+    return PODS
+
+
+def choose_cluster(fits: list[tuple[ClusterState, Fit]], strategy: PlacementStrategy
+                   ) -> tuple[ClusterState, Fit]:
+    """binpack: the cluster left fullest; spread: the one left emptiest; then by name."""
+    if strategy is PlacementStrategy.SPREAD:
+        return min(fits, key=lambda cf: (-cf[0].score(cf[1]), cf[0].name))
+    return min(fits, key=lambda cf: (cf[0].score(cf[1]), cf[0].name))

@@ -1,0 +1,304 @@
+"""The values the scheduling core works on, in the words of DESIGN.md §1.
+
+``fleet`` builds these from a commit; ``core.cycle`` turns them into
+``Decision`` values; ``render`` and ``fleet.state`` write the decisions out.
+All are frozen: a cycle never changes its inputs.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from reconciler.core.resources import Resources
+
+
+class Phase(enum.StrEnum):
+    ADMITTED = "Admitted"
+    QUEUED = "Queued"
+    INADMISSIBLE = "Inadmissible"
+    INVALID = "Invalid"
+    FINISHED = "Finished"
+    FAILED = "Failed"
+
+
+class QueueStrategy(enum.StrEnum):
+    BEST_EFFORT_FIFO = "BestEffortFIFO"
+    STRICT_FIFO = "StrictFIFO"
+
+
+class PreemptionPolicy(enum.StrEnum):
+    NEVER = "Never"
+    LOWER_PRIORITY = "LowerPriority"
+    LOWER_OR_NEWER_EQUAL_PRIORITY = "LowerOrNewerEqualPriority"
+
+
+class PlacementStrategy(enum.StrEnum):
+    BINPACK = "binpack"
+    SPREAD = "spread"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class JobKey:
+    """A job's identity: (apiVersion group, kind, namespace, name)."""
+
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+    @property
+    def kind_ref(self) -> str:
+        """``group/Kind`` as used by MemberCluster capabilities (``batch/Job``)."""
+        return f"{self.group}/{self.kind}" if self.group else self.kind
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"  # Equal | Exists
+    value: str = ""
+    effect: str = ""  # "" tolerates every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if not self.key:
+            return self.operator == "Exists"
+        if self.key != taint.key:
+            return False
+        return self.operator == "Exists" or self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+def untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) -> Taint | None:
+    """The first NoSchedule/NoExecute taint none of ``tolerations`` tolerates."""
+    for taint in taints:
+        if taint.effect == "PreferNoSchedule":
+            continue
+        if not any(t.tolerates(taint) for t in tolerations):
+            return taint
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class PodSet:
+    """One role of a job: ``replicas`` identical pods of ``per_pod`` each."""
+
+    name: str
+    replicas: int
+    per_pod: Resources
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A workload manifest reduced to what scheduling needs.
+
+    ``priority_class``/``workload_priority_class`` are names resolved by the
+    cycle; ``quota_name`` is the value of the quota label, if any.
+    """
+
+    key: JobKey
+    api_version: str
+    path: str
+    line: int
+    blob: str
+    pod_sets: tuple[PodSet, ...]
+    requests: Resources
+    labels: tuple[tuple[str, str], ...] = ()
+    quota_name: str | None = None
+    priority_class: str | None = None
+    workload_priority_class: str | None = None
+    preemptible: bool = True
+    created_at: str | None = None
+
+    @property
+    def label_map(self) -> dict[str, str]:
+        return dict(self.labels)
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    allocatable: Resources
+    labels: tuple[tuple[str, str], ...] = ()
+    taints: tuple[Taint, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MemberCluster:
+    name: str
+    labels: tuple[tuple[str, str], ...] = ()
+    resource_reservation: bool = True
+    gang_dialect: str = "ack"
+    capabilities: tuple[str, ...] | None = None
+    taints: tuple[Taint, ...] = ()
+    reserved: Resources = field(default_factory=dict)
+    nodes: tuple[Node, ...] = ()
+    kubeconfig_context: str | None = None
+
+    @property
+    def label_map(self) -> dict[str, str]:
+        return dict(self.labels)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelRequirement:
+    key: str
+    operator: str  # In | NotIn | Exists | DoesNotExist
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[LabelRequirement, ...] = ()
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        for key, value in self.match_labels:
+            if labels.get(key) != value:
+                return False
+        for req in self.match_expressions:
+            present = req.key in labels
+            if req.operator == "In" and (not present or labels[req.key] not in req.values):
+                return False
+            if req.operator == "NotIn" and present and labels[req.key] in req.values:
+                return False
+            if req.operator == "Exists" and not present:
+                return False
+            if req.operator == "DoesNotExist" and present:
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSelector:
+    api_version: str
+    kind: str
+    name: str | None = None
+    namespace: str | None = None
+    label_selector: LabelSelector | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterAffinity:
+    cluster_names: tuple[str, ...] = ()
+    label_selector: LabelSelector | None = None
+    exclude: tuple[str, ...] = ()
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Failover:
+    toleration_seconds: int | None = None
+    purge_mode: str = "Gracefully"
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """A PropagationPolicy (``namespace`` set) or ClusterPropagationPolicy."""
+
+    name: str
+    namespace: str | None
+    path: str
+    line: int
+    selectors: tuple[ResourceSelector, ...]
+    priority: int = 0
+    gang: bool = False
+    queued: bool = False
+    duplicated: bool = False
+    affinity: ClusterAffinity | None = None
+    affinities: tuple[ClusterAffinity, ...] = ()
+    cluster_tolerations: tuple[Toleration, ...] = ()
+    failover: Failover | None = None
+    propagate_deps: bool = False
+    strategy: PlacementStrategy | None = None
+
+    @property
+    def ref(self) -> str:
+        kind = "PropagationPolicy" if self.namespace is not None else "ClusterPropagationPolicy"
+        where = f"{self.namespace}/{self.name}" if self.namespace is not None else self.name
+        return f"{kind} {where}"
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaSettings:
+    """Per-quota settings from ``fleet.yaml`` (``spec.quotas``)."""
+
+    strategy: QueueStrategy = QueueStrategy.BEST_EFFORT_FIFO
+    preemption: PreemptionPolicy = PreemptionPolicy.LOWER_PRIORITY
+    weight: int = 1000  # milli-weight: 1000 = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetCount:
+    name: str
+    replicas: int
+
+
+@dataclass(frozen=True, slots=True)
+class PriorPlacement:
+    """What the previous state branch said of a job (``placements.yaml``)."""
+
+    key: JobKey
+    phase: Phase
+    enqueued_at: str
+    path: str = ""
+    blob: str = ""
+    quota: str | None = None
+    priority: int = 0
+    cluster: str | None = None
+    pod_sets: tuple[PodSetCount, ...] = ()
+    requests: Resources = field(default_factory=dict)
+    admitted_at: str | None = None
+    preempted_by: str | None = None
+    preemptions: int = 0
+    reason: str = ""
+    api_version: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The outcome for one job: one item of ``placements.yaml``."""
+
+    key: JobKey
+    api_version: str
+    path: str
+    blob: str
+    phase: Phase
+    reason: str
+    enqueued_at: str
+    quota: str | None = None
+    priority: int = 0
+    cluster: str | None = None
+    pod_sets: tuple[PodSetCount, ...] = ()
+    requests: Resources = field(default_factory=dict)
+    admitted_at: str | None = None
+    position: int | None = None
+    preempted_by: str | None = None
+    preemptions: int = 0
+    kept: bool = False  # admitted on its last good version; the source is invalid now
+    policy: str | None = None
+
+
+@dataclass(frozen=True)
+class FleetSettings:
+    """The scheduling part of ``fleet.yaml``."""
+
+    quotas: dict[str, QuotaSettings] = field(default_factory=dict)
+    default_policy: tuple[str | None, str] | None = None  # (namespace, name)
+    strategy: PlacementStrategy = PlacementStrategy.BINPACK
+
+    def for_quota(self, path: str) -> QuotaSettings:
+        return self.quotas.get(path) or QuotaSettings()

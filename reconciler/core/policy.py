@@ -1,0 +1,100 @@
+"""Which policy places a job, and which member clusters it may go to.
+
+Policy choice follows Karmada: a PropagationPolicy selects jobs of its own
+namespace only, a ClusterPropagationPolicy jobs of any namespace. Among the
+policies that select a job the preference key is (DESIGN §3 "Policies")::
+
+    (match level: name > label selector > kind only,
+     spec.priority (higher first),
+     PropagationPolicy before ClusterPropagationPolicy,
+     namespace/name)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from reconciler.core.model import (
+    ClusterAffinity,
+    Job,
+    MemberCluster,
+    Policy,
+    ResourceSelector,
+    untolerated,
+)
+
+MATCH_NAME = 3
+MATCH_LABELS = 2
+MATCH_KIND = 1
+
+
+def match_level(selector: ResourceSelector, job: Job) -> int:
+    """How specifically ``selector`` names ``job`` (0: it does not select it)."""
+    if selector.api_version != job.api_version or selector.kind != job.key.kind:
+        return 0
+    if selector.namespace is not None and selector.namespace != job.key.namespace:
+        return 0
+    if selector.name is not None:
+        return MATCH_NAME if selector.name == job.key.name else 0
+    if selector.label_selector is not None:
+        return MATCH_LABELS if selector.label_selector.matches(job.label_map) else 0
+    return MATCH_KIND
+
+
+def policy_match(policy: Policy, job: Job) -> int:
+    if policy.namespace is not None and policy.namespace != job.key.namespace:
+        return 0
+    return max((match_level(s, job) for s in policy.selectors), default=0)
+
+
+def select_policy(policies: Iterable[Policy], job: Job) -> Policy | None:
+    best: tuple[int, int, int, str, str] | None = None
+    chosen: Policy | None = None
+    for policy in policies:
+        level = policy_match(policy, job)
+        if not level:
+            continue
+        key = (-level, -policy.priority, 0 if policy.namespace is not None else 1,
+               policy.namespace or "", policy.name)
+        if best is None or key < best:
+            best, chosen = key, policy
+    return chosen
+
+
+def affinity_selects(affinity: ClusterAffinity, cluster: MemberCluster) -> bool:
+    if affinity.cluster_names and cluster.name not in affinity.cluster_names:
+        return False
+    if affinity.label_selector is not None and not affinity.label_selector.matches(
+            cluster.label_map):
+        return False
+    return cluster.name not in affinity.exclude
+
+
+def candidate_groups(policy: Policy, kind_ref: str, clusters: Iterable[MemberCluster]
+                     ) -> tuple[list[list[str]], list[str]]:
+    """Candidate cluster names in preference groups, and why others were left out.
+
+    ``clusterAffinity`` gives one group; ``clusterAffinities`` one group per
+    term, tried in order. Clusters whose taints the policy does not tolerate,
+    or whose capabilities lack the job's kind, are left out.
+    """
+    notes: list[str] = []
+    usable: list[MemberCluster] = []
+    for cluster in sorted(clusters, key=lambda c: c.name):
+        if cluster.capabilities is not None and kind_ref not in cluster.capabilities:
+            notes.append(f"{cluster.name} does not run {kind_ref}")
+            continue
+        taint = untolerated(cluster.taints, policy.cluster_tolerations)
+        if taint is not None:
+            notes.append(f"{cluster.name} has taint {taint.key}={taint.value}:{taint.effect} "
+                         f"that {policy.ref} does not tolerate")
+            continue
+        usable.append(cluster)
+    terms = policy.affinities or ((policy.affinity,) if policy.affinity else (None,))
+    groups: list[list[str]] = []
+    for term in terms:
+        if term is None:
+            groups.append([c.name for c in usable])
+        else:
+            groups.append([c.name for c in usable if affinity_selects(term, c)])
+    return groups, notes

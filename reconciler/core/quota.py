@@ -1,0 +1,325 @@
+"""The ElasticQuotaTree: validation, quota binding and the admission test.
+
+A quota is named by its path (``root/algorithm/video``). ``QuotaTree`` is an
+immutable index over the nodes; usage lives in ``QuotaUsage`` so that a cycle
+can try an admission, undo it, and keep the tree itself untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from reconciler.core.problems import Problem
+from reconciler.core.resources import (
+    MAX_JOBS,
+    PODS,
+    Resources,
+    ResourcesView,
+    add_into,
+    format_quantity,
+    sub_into,
+)
+
+QUOTA_LABEL = "quota.scheduling.alibabacloud.com/name"
+PREEMPTIBLE_LABEL = "quota.scheduling.alibabacloud.com/preemptible"
+COUNTING = (PODS, MAX_JOBS)
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaSpec:
+    """One node as written in the manifest (before validation)."""
+
+    name: str
+    min: Resources
+    max: Resources
+    namespaces: tuple[str, ...] = ()
+    children: tuple[QuotaSpec, ...] = ()
+    line: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaNode:
+    path: str
+    name: str
+    min: Resources
+    max: Resources
+    namespaces: tuple[str, ...]
+    parent: str | None
+    children: tuple[str, ...]
+    line: int
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.children
+
+    @property
+    def queue_name(self) -> str:
+        """The Kube Queue style queue name: the path joined with ``-``."""
+        return self.path.replace("/", "-")
+
+
+@dataclass(frozen=True)
+class QuotaTree:
+    nodes: dict[str, QuotaNode]
+    root: str
+    path: str = ""
+    by_alias: dict[str, str] = field(default_factory=dict)
+    by_namespace: dict[str, str] = field(default_factory=dict)
+
+    def ancestry(self, path: str) -> list[QuotaNode]:
+        """The nodes from ``path`` up to the root, leaf first."""
+        out = []
+        cur: str | None = path
+        while cur is not None:
+            node = self.nodes[cur]
+            out.append(node)
+            cur = node.parent
+        return out
+
+    def leaves(self) -> list[QuotaNode]:
+        return [n for n in self.nodes.values() if n.is_leaf]
+
+    def bind(self, namespace: str, label: str | None) -> tuple[str | None, str]:
+        """The leaf quota a job belongs to, or ``None`` and why not.
+
+        The quota label names a node by its name or by its path joined with
+        ``-`` (with or without ``root``); without it the namespace decides.
+        """
+        if label is not None:
+            path = self.by_alias.get(label)
+            if path is None:
+                return None, (
+                    f"label {QUOTA_LABEL}={label!r} names no quota of the ElasticQuotaTree; "
+                    f"use a quota name or its path joined with '-' "
+                    f"(e.g. {self._alias_example()})"
+                )
+        else:
+            found = self.by_namespace.get(namespace)
+            if found is None:
+                return None, (
+                    f"namespace {namespace!r} is listed on no leaf quota; add it to a leaf's "
+                    f"namespaces in the ElasticQuotaTree or set label {QUOTA_LABEL}"
+                )
+            path = found
+        if not self.nodes[path].is_leaf:
+            return None, (
+                f"quota {path} is not a leaf (it has children); bind the job to one of "
+                f"{', '.join(self.nodes[path].children)}"
+            )
+        return path, ""
+
+    def _alias_example(self) -> str:
+        leaves = sorted(n.path for n in self.leaves())
+        return leaves[0].split("/")[-1] if leaves else "root"
+
+
+def build_tree(spec: QuotaSpec, *, path: str) -> tuple[QuotaTree | None, list[Problem]]:
+    """Validate ``spec`` (DESIGN §3 "Tree validation") and index it.
+
+    Returns ``None`` when the tree cannot be used at all; problems that leave
+    the tree usable are returned beside it.
+    """
+    problems: list[Problem] = []
+    nodes: dict[str, QuotaNode] = {}
+    seen_names: dict[str, int] = {}
+
+    def visit(node: QuotaSpec, parent: str | None) -> None:
+        node_path = node.name if parent is None else f"{parent}/{node.name}"
+        if node.name in seen_names:
+            problems.append(Problem(path, node.line, (
+                f"quota name {node.name!r} is used twice (first at line "
+                f"{seen_names[node.name]}); quota names must be unique")))
+        seen_names.setdefault(node.name, node.line)
+        if node_path in nodes:
+            return
+        nodes[node_path] = QuotaNode(
+            path=node_path, name=node.name, min=node.min, max=node.max,
+            namespaces=node.namespaces, parent=parent,
+            children=tuple(f"{node_path}/{c.name}" for c in node.children), line=node.line)
+        for child in node.children:
+            visit(child, node_path)
+
+    visit(spec, None)
+    root = spec.name
+    by_namespace: dict[str, str] = {}
+    for node in nodes.values():
+        if node.namespaces and not node.is_leaf:
+            problems.append(Problem(path, node.line, (
+                f"quota {node.path} lists namespaces but has children; "
+                f"namespaces belong on leaf quotas only")))
+        for ns in node.namespaces:
+            if ns in by_namespace:
+                problems.append(Problem(path, node.line, (
+                    f"namespace {ns!r} is listed on both {by_namespace[ns]} and {node.path}; "
+                    f"list each namespace on one leaf only")))
+                continue
+            by_namespace[ns] = node.path
+        for name, lo in sorted(node.min.items()):
+            hi = node.max.get(name)
+            if hi is not None and lo > hi:
+                problems.append(Problem(path, node.line, (
+                    f"quota {node.path}: min {name} {format_quantity(name, lo)} is more than "
+                    f"max {format_quantity(name, hi)}; min must be <= max")))
+        if node.children:
+            child_min: Resources = {}
+            for child in node.children:
+                add_into(child_min, nodes[child].min)
+            for name, value in sorted(child_min.items()):
+                if value > node.min.get(name, 0):
+                    problems.append(Problem(path, node.line, (
+                        f"quota {node.path}: children's min {name} add up to "
+                        f"{format_quantity(name, value)}, more than its min "
+                        f"{format_quantity(name, node.min.get(name, 0))}; lower the children's "
+                        f"min or raise {node.path}'s")))
+    root_node = nodes[root]
+    if root_node.min != root_node.max:
+        problems.append(Problem(path, root_node.line, (
+            "root quota: min must equal max (both are the fleet's total); "
+            f"min {_fmt(root_node.min)} vs max {_fmt(root_node.max)}")))
+    aliases: dict[str, str] = {}
+    for node in nodes.values():
+        dashed = node.path.replace("/", "-")
+        aliases.setdefault(dashed, node.path)
+        if node.parent is not None:
+            aliases.setdefault(dashed[len(root) + 1:], node.path)
+    for node in nodes.values():
+        aliases[node.name] = node.path  # a node's own name wins over a dashed path
+    tree = QuotaTree(nodes=nodes, root=root, path=path, by_alias=aliases,
+                     by_namespace=by_namespace)
+    return tree, problems
+
+
+def _fmt(res: ResourcesView) -> str:
+    return "{" + ", ".join(f"{k}: {format_quantity(k, v)}" for k, v in sorted(res.items())) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaShortfall:
+    """Why a request does not fit a quota: the first quota and resource that block it."""
+
+    quota: str
+    resource: str
+    used: int
+    request: int
+    limit: int
+    bound: str  # "max" | "min" | "root min"
+
+    def describe(self) -> str:
+        r = self.resource
+        return (f"quota {self.quota} {r}: {format_quantity(r, self.used)} used + "
+                f"{format_quantity(r, self.request)} requested > {self.bound} "
+                f"{format_quantity(r, self.limit)}")
+
+
+class QuotaUsage:
+    """Usage per quota path: all admitted jobs, and the non-preemptible ones apart.
+
+    Mutated by the cycle through ``charge``/``release``; everything else reads.
+    """
+
+    def __init__(self, tree: QuotaTree) -> None:
+        self.tree = tree
+        self.used: dict[str, Resources] = {p: {} for p in tree.nodes}
+        self.np_used: dict[str, Resources] = {p: {} for p in tree.nodes}
+        self._paths: dict[str, list[QuotaNode]] = {p: tree.ancestry(p) for p in tree.nodes}
+
+    def path_nodes(self, leaf: str) -> list[QuotaNode]:
+        return self._paths[leaf]
+
+    def charge(self, leaf: str, request: ResourcesView, *, preemptible: bool) -> None:
+        for node in self._paths[leaf]:
+            add_into(self.used[node.path], request)
+            if not preemptible:
+                add_into(self.np_used[node.path], request)
+
+    def release(self, leaf: str, request: ResourcesView, *, preemptible: bool) -> None:
+        for node in self._paths[leaf]:
+            sub_into(self.used[node.path], request)
+            if not preemptible:
+                sub_into(self.np_used[node.path], request)
+
+    def shortfall(self, leaf: str, request: ResourcesView, *,
+                  preemptible: bool) -> QuotaShortfall | None:
+        """The first limit the request breaks on the path leaf -> root, or ``None``.
+
+        Preemptible: used + request <= max for every resource in each quota's
+        max, and <= min at the root. Non-preemptible: additionally the
+        non-preemptible usage + request <= min for every resource the quota
+        limits (in its min or its max).
+        """
+        for node in self._paths[leaf]:
+            used = self.used[node.path]
+            for name in sorted(node.max):
+                req = request.get(name, 0)
+                if req and used.get(name, 0) + req > node.max[name]:
+                    return QuotaShortfall(node.path, name, used.get(name, 0), req,
+                                          node.max[name], "max")
+            if node.parent is None:
+                for name in sorted(node.min):
+                    req = request.get(name, 0)
+                    if req and used.get(name, 0) + req > node.min[name]:
+                        return QuotaShortfall(node.path, name, used.get(name, 0), req,
+                                              node.min[name], "root min")
+            if not preemptible:
+                np_used = self.np_used[node.path]
+                for name in min_limited(node):
+                    req = request.get(name, 0)
+                    limit = node.min.get(name, 0)
+                    if req and np_used.get(name, 0) + req > limit:
+                        return QuotaShortfall(node.path, name, np_used.get(name, 0), req,
+                                              limit, "min (non-preemptible)")
+        return None
+
+    def never_fits(self, leaf: str, request: ResourcesView, *,
+                   preemptible: bool) -> QuotaShortfall | None:
+        """The limit the request breaks even with the whole quota empty."""
+        for node in self._paths[leaf]:
+            for name in sorted(node.max):
+                req = request.get(name, 0)
+                if req > node.max[name]:
+                    return QuotaShortfall(node.path, name, 0, req, node.max[name], "max")
+            if node.parent is None:
+                for name in sorted(node.min):
+                    req = request.get(name, 0)
+                    if req > node.min[name]:
+                        return QuotaShortfall(node.path, name, 0, req, node.min[name],
+                                              "root min")
+            if not preemptible:
+                for name in min_limited(node):
+                    req = request.get(name, 0)
+                    if req > node.min.get(name, 0):
+                        return QuotaShortfall(node.path, name, 0, req, node.min.get(name, 0),
+                                              "min (non-preemptible)")
+        return None
+
+    def above_min(self, path: str) -> Resources:
+        """How far a quota's usage exceeds its min, per resource (borrowed)."""
+        node = self.tree.nodes[path]
+        used = self.used[path]
+        return {r: v - node.min.get(r, 0) for r, v in used.items()
+                if v > node.min.get(r, 0)}
+
+
+def min_limited(node: QuotaNode) -> list[str]:
+    """Resources a non-preemptible job must fit within ``node``'s min.
+
+    Every resource the quota limits (in its min or max), except the counting
+    resources ``pods`` and ``kube-queue/max-jobs``, which min limits only
+    when it names them.
+    """
+    names = set(node.min)
+    names.update(r for r in node.max if r not in COUNTING)
+    return sorted(names)
+
+
+def max_jobs_hint(shortfall: QuotaShortfall) -> str:
+    if shortfall.resource == MAX_JOBS:
+        return (f"quota {shortfall.quota} runs at most "
+                f"{format_quantity(MAX_JOBS, shortfall.limit)} job(s) at a time "
+                f"({MAX_JOBS})")
+    return shortfall.describe()
+
+
+def leaves_of(tree: QuotaTree, paths: Iterable[str]) -> list[str]:
+    return [p for p in paths if tree.nodes[p].is_leaf]

@@ -1,0 +1,107 @@
+"""YAML documents with their line numbers, parsed with libyaml.
+
+Each document is composed to a node tree (libyaml, in C) and constructed from
+it; the node tree is kept beside the value while the document is being read,
+so that any field can be traced back to its ``path:line``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+try:
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - PyYAML built without libyaml
+    _Loader = yaml.SafeLoader
+
+from reconciler.core.problems import Problem
+
+_FIELD_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+@dataclass
+class Document:
+    """One YAML document of a file: its value, where it starts, and its nodes."""
+
+    path: str
+    index: int
+    line: int
+    value: Any
+    node: yaml.Node | None = None
+
+    def line_of(self, field: str) -> int:
+        """The line of a dotted field (``spec.root.children[0].max``), or the
+        nearest enclosing one that exists."""
+        node = self.node
+        line = self.line
+        if node is None or not field:
+            return line
+        for name, index in _FIELD_PART.findall(field):
+            if isinstance(node, yaml.MappingNode) and name:
+                for k, v in node.value:
+                    if isinstance(k, yaml.ScalarNode) and k.value == name:
+                        node = v
+                        line = k.start_mark.line + 1
+                        break
+                else:
+                    return line
+            elif isinstance(node, yaml.SequenceNode) and index:
+                i = int(index)
+                if i >= len(node.value):
+                    return line
+                node = node.value[i]
+                line = node.start_mark.line + 1
+            else:
+                return line
+        return line
+
+
+def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Problem | None]:
+    """All documents of one file, and the YAML error that stopped reading, if any.
+
+    Documents before an error are returned; empty documents are skipped.
+    """
+    docs: list[Document] = []
+    loader = _Loader(data)
+    index = 0
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            value = loader.construct_document(node)
+            if value is not None:
+                docs.append(Document(path, index, node.start_mark.line + 1, value, node))
+            index += 1
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 1 if mark is not None else 0
+        problem = getattr(exc, "problem", None) or str(exc)
+        context = getattr(exc, "context", None)
+        text = f"{context} {problem}" if context else str(problem)
+        return docs, Problem(path, line, f"not valid YAML: {text}; fix the syntax")
+    except UnicodeDecodeError as exc:
+        return docs, Problem(path, 1, f"not UTF-8 text ({exc.reason}); save the file as UTF-8")
+    finally:
+        loader.dispose()
+    return docs, None
+
+
+def iter_mapping_docs(docs: list[Document], problems: list[Problem]) -> Iterator[Document]:
+    """Documents that are mappings with apiVersion and kind; others become problems."""
+    for doc in docs:
+        value = doc.value
+        if not isinstance(value, dict):
+            problems.append(Problem(doc.path, doc.line, (
+                f"document {doc.index + 1} is a {type(value).__name__}, not a Kubernetes "
+                f"object; every document needs apiVersion, kind and metadata")))
+            continue
+        if not isinstance(value.get("apiVersion"), str) or not isinstance(value.get("kind"), str):
+            problems.append(Problem(doc.path, doc.line, (
+                "document has no apiVersion or kind; add both "
+                "(e.g. apiVersion: kubeflow.org/v1, kind: PyTorchJob)")))
+            continue
+        yield doc

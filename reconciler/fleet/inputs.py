@@ -1,0 +1,595 @@
+"""A commit's files to the values of one reconcile (DESIGN §2).
+
+``read_fleet`` classifies every document by apiVersion + kind and builds the
+quota tree, policies, member clusters, priority classes, settings and jobs.
+Every problem is a ``Problem`` with ``path:line``; one bad file or job never
+stops the others from being read.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.core.cycle import InvalidJob
+from reconciler.core.model import (
+    ClusterAffinity,
+    Failover,
+    FleetSettings,
+    JobKey,
+    LabelRequirement,
+    LabelSelector,
+    MemberCluster,
+    Node,
+    PlacementStrategy,
+    Policy,
+    PreemptionPolicy,
+    QueueStrategy,
+    QuotaSettings,
+    ResourceSelector,
+    Taint,
+    Toleration,
+)
+from reconciler.core.problems import Problem
+from reconciler.core.quota import QuotaSpec, QuotaTree, build_tree
+from reconciler.fleet.documents import Document, iter_mapping_docs, parse_documents
+from reconciler.fleet.jobs import JobSource, build_job, job_key
+from reconciler.jobkinds import kind_for
+from reconciler.jobkinds.base import ManifestError, parse_resources
+
+FLEET_FILES = ("fleet.yaml", "fleet.yml")
+TEMPLATES_DIR = "templates/"
+POLICY_API_VERSIONS = ("policy.one.alibabacloud.com/v1alpha1", "policy.karmada.io/v1alpha1")
+DEPENDENCY_KINDS = ("ConfigMap", "Secret", "PersistentVolumeClaim", "ServiceAccount")
+KNOWN_OTHER = {
+    ("scheduling.sigs.k8s.io/v1beta1", "ElasticQuotaTree"),
+    ("scheduling.k8s.io/v1", "PriorityClass"),
+    ("kueue.x-k8s.io/v1beta1", "WorkloadPriorityClass"),
+    ("fleetq.io/v1alpha1", "MemberCluster"),
+    ("fleetq.io/v1alpha1", "Fleet"),
+    ("v1", "Namespace"),
+}
+QUEUE_STRATEGY_NAMES = {
+    "StrictFIFO": QueueStrategy.STRICT_FIFO, "Block": QueueStrategy.STRICT_FIFO,
+    "BestEffortFIFO": QueueStrategy.BEST_EFFORT_FIFO, "NonBlock": QueueStrategy.BEST_EFFORT_FIFO,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    path: str
+    blob: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Dependency:
+    kind: str
+    namespace: str
+    name: str
+    path: str
+    manifest: dict[str, Any]
+
+
+@dataclass
+class GitSettings:
+    state_branch: str = "fleetq/state"
+    remote: str | None = None
+    committer_name: str | None = None
+    committer_email: str | None = None
+
+
+@dataclass
+class FleetInputs:
+    """Everything one reconcile reads from the source commit."""
+
+    settings: FleetSettings = field(default_factory=FleetSettings)
+    git: GitSettings = field(default_factory=GitSettings)
+    exclude: tuple[str, ...] = ()
+    tree: QuotaTree | None = None
+    policies: list[Policy] = field(default_factory=list)
+    clusters: list[MemberCluster] = field(default_factory=list)
+    priority_classes: dict[str, int] = field(default_factory=dict)
+    default_priority: int = 0
+    workload_priority_classes: dict[str, int] = field(default_factory=dict)
+    jobs: dict[JobKey, JobSource] = field(default_factory=dict)
+    invalid: list[InvalidJob] = field(default_factory=list)
+    broken_paths: dict[str, str] = field(default_factory=dict)
+    dependencies: dict[tuple[str, str, str], Dependency] = field(default_factory=dict)
+    namespaces: dict[str, dict[str, Any]] = field(default_factory=dict)
+    templates: dict[str, str] = field(default_factory=dict)
+    unknown: list[Problem] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    files: int = 0
+    documents: int = 0
+
+    def error_count(self) -> int:
+        return sum(1 for p in self.problems if p.severity == "error")
+
+
+def is_yaml(path: str) -> bool:
+    return path.endswith((".yaml", ".yml"))
+
+
+def excluded(path: str, patterns: Iterable[str]) -> bool:
+    for pattern in patterns:
+        if fnmatch.fnmatchcase(path, pattern):
+            return True
+        if pattern.endswith("/**") and path.startswith(pattern[:-2]):
+            return True
+    return False
+
+
+def read_fleet_settings(files: Mapping[str, SourceFile], inputs: FleetInputs) -> None:
+    """``fleet.yaml`` first: it says which other files to read."""
+    for name in FLEET_FILES:
+        src = files.get(name)
+        if src is None:
+            continue
+        docs, problem = parse_documents(name, src.data)
+        if problem is not None:
+            inputs.problems.append(problem)
+            inputs.broken_paths[name] = str(problem)
+        for doc in iter_mapping_docs(docs, inputs.problems):
+            if (doc.value["apiVersion"], doc.value["kind"]) != ("fleetq.io/v1alpha1", "Fleet"):
+                inputs.problems.append(Problem(name, doc.line, (
+                    "fleet.yaml holds the Fleet settings (apiVersion fleetq.io/v1alpha1, "
+                    f"kind Fleet), not a {doc.value['kind']}")))
+                continue
+            _guard(inputs, doc, lambda d: _fleet(d, inputs))
+        return
+
+
+def read_fleet(files: Iterable[SourceFile],
+               parse_job: Callable[[SourceFile], list[JobSource | InvalidJob | Problem]] | None
+               = None) -> FleetInputs:
+    """Classify and build every document of the commit.
+
+    ``parse_job`` may answer for a whole file from a cache (by blob id); it
+    returns ``None``-free lists of jobs, invalid jobs and problems.
+    """
+    inputs = FleetInputs()
+    by_path = {f.path: f for f in files}
+    read_fleet_settings(by_path, inputs)
+    trees: list[Document] = []
+    for path in sorted(by_path):
+        src = by_path[path]
+        if path.startswith(TEMPLATES_DIR):
+            inputs.templates[path[len(TEMPLATES_DIR):]] = src.data.decode("utf-8", "replace")
+            continue
+        if not is_yaml(path) or path in FLEET_FILES or excluded(path, inputs.exclude):
+            continue
+        inputs.files += 1
+        if parse_job is not None:
+            cached = parse_job(src)
+            if cached:
+                _take_cached(inputs, cached)
+                continue
+        read_file(src, inputs, trees)
+    _finish(inputs, trees)
+    return inputs
+
+
+def _take_cached(inputs: FleetInputs, items: list[JobSource | InvalidJob | Problem]) -> None:
+    for item in items:
+        if isinstance(item, JobSource):
+            _add_job(inputs, item)
+        elif isinstance(item, InvalidJob):
+            inputs.invalid.append(item)
+        else:
+            inputs.problems.append(item)
+
+
+def file_is_jobs_only(docs: list[Document]) -> bool:
+    return all(isinstance(d.value, dict) and kind_for(str(d.value.get("apiVersion")),
+                                                      str(d.value.get("kind"))) is not None
+               for d in docs)
+
+
+def read_file(src: SourceFile, inputs: FleetInputs, trees: list[Document],
+              record: list[JobSource | InvalidJob | Problem] | None = None) -> None:
+    """Read one file's documents into ``inputs``; ``record`` collects the job
+    outcomes of a jobs-only file so a cache can replay them."""
+    path = src.path
+    docs, problem = parse_documents(path, src.data)
+    if problem is not None:
+        inputs.problems.append(problem)
+        inputs.broken_paths[path] = str(problem)
+        if record is not None:
+            record.append(problem)
+    for doc in iter_mapping_docs(docs, inputs.problems):
+        inputs.documents += 1
+        value = doc.value
+        api_version, kind = value["apiVersion"], value["kind"]
+        job_kind = kind_for(api_version, kind)
+        if job_kind is not None:
+            outcome = _read_job(doc, job_kind, src.blob)
+            if record is not None:
+                record.append(outcome)
+            if isinstance(outcome, JobSource):
+                _add_job(inputs, outcome)
+            else:
+                inputs.invalid.append(outcome)
+                inputs.problems.append(Problem(path, outcome.line, outcome.message))
+            continue
+        if kind == "ElasticQuotaTree" and api_version == "scheduling.sigs.k8s.io/v1beta1":
+            trees.append(doc)
+        elif kind in ("PropagationPolicy", "ClusterPropagationPolicy") and (
+                api_version in POLICY_API_VERSIONS):
+            _guard(inputs, doc, lambda d: inputs.policies.append(_policy(d)))
+        elif (api_version, kind) == ("scheduling.k8s.io/v1", "PriorityClass"):
+            _guard(inputs, doc, lambda d: _priority_class(d, inputs))
+        elif (api_version, kind) == ("kueue.x-k8s.io/v1beta1", "WorkloadPriorityClass"):
+            _guard(inputs, doc, lambda d: _workload_priority_class(d, inputs))
+        elif (api_version, kind) == ("fleetq.io/v1alpha1", "MemberCluster"):
+            _guard(inputs, doc, lambda d: inputs.clusters.append(_cluster(d)))
+        elif (api_version, kind) == ("fleetq.io/v1alpha1", "Fleet"):
+            inputs.problems.append(Problem(path, doc.line, (
+                "a Fleet belongs in fleet.yaml at the top of the repo; move it there")))
+        elif api_version == "v1" and kind in DEPENDENCY_KINDS:
+            _guard(inputs, doc, lambda d: _dependency(d, inputs))
+        elif (api_version, kind) == ("v1", "Namespace"):
+            _guard(inputs, doc, lambda d: _namespace(d, inputs))
+        else:
+            inputs.unknown.append(Problem(path, doc.line, (
+                f"{api_version} {kind} is not a kind fleetq reads; it is ignored "
+                f"(move it out of the fleet repo or exclude it in fleet.yaml)"), "warning"))
+
+
+def _read_job(doc: Document, job_kind: Any, blob: str) -> JobSource | InvalidJob:
+    try:
+        return build_job(doc.value, job_kind, path=doc.path, index=doc.index, line=doc.line,
+                         blob=blob)
+    except ManifestError as exc:
+        line = doc.line_of(exc.field)
+        try:
+            key = job_key(doc.value, doc.path, doc.index)
+        except (ManifestError, KeyError, TypeError):
+            key = JobKey(str(doc.value.get("apiVersion")).rsplit("/", 1)[0],
+                         str(doc.value.get("kind")), "default",
+                         f"<unnamed:{doc.path}#{doc.index}>")
+        return InvalidJob(key=key, api_version=str(doc.value["apiVersion"]), path=doc.path,
+                          line=line, blob=blob, message=f"{exc}; fix the manifest")
+
+
+def _add_job(inputs: FleetInputs, source: JobSource) -> None:
+    key = source.job.key
+    other = inputs.jobs.get(key)
+    if other is not None:
+        inputs.problems.append(Problem(source.job.path, source.job.line, (
+            f"{key} is also defined at {other.job.path}:{other.job.line}; a job is "
+            f"identified by group, kind, namespace and name: rename one")))
+        return
+    inputs.jobs[key] = source
+
+
+def _guard(inputs: FleetInputs, doc: Document, action: Callable[[Document], object]) -> None:
+    try:
+        action(doc)
+    except ManifestError as exc:
+        inputs.problems.append(Problem(doc.path, doc.line_of(exc.field), str(exc)))
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+        inputs.problems.append(Problem(doc.path, doc.line, (
+            f"{doc.value.get('kind')} is malformed ({exc}); check it against DESIGN §2")))
+
+
+def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
+    usable = []
+    for doc in trees:
+        ns = (doc.value.get("metadata") or {}).get("namespace")
+        if ns != "kube-system":
+            inputs.problems.append(Problem(doc.path, doc.line, (
+                f"ElasticQuotaTree in namespace {ns or 'default'!r} takes no effect; "
+                f"it must be in kube-system")))
+            continue
+        usable.append(doc)
+    if len(usable) > 1:
+        first = usable[0]
+        for doc in usable[1:]:
+            inputs.problems.append(Problem(doc.path, doc.line, (
+                f"a second ElasticQuotaTree; only one is supported (the first is at "
+                f"{first.path}:{first.line}): merge them")))
+    if usable:
+        doc = usable[0]
+        try:
+            spec = _quota_spec(doc, doc.value.get("spec", {}).get("root"), "spec.root")
+            tree, problems = build_tree(spec, path=doc.path)
+            inputs.problems.extend(problems)
+            inputs.tree = tree
+            resolve_quota_settings(inputs)
+        except ManifestError as exc:
+            inputs.problems.append(Problem(doc.path, doc.line_of(exc.field), str(exc)))
+            inputs.broken_paths[doc.path] = str(exc)
+    inputs.policies.sort(key=lambda p: (p.namespace or "", p.name))
+    seen: dict[tuple[str | None, str], Policy] = {}
+    for p in inputs.policies:
+        k = (p.namespace, p.name)
+        if k in seen:
+            inputs.problems.append(Problem(p.path, p.line, (
+                f"{p.ref} is defined twice (also at {seen[k].path}:{seen[k].line}); "
+                f"keep one")))
+        seen.setdefault(k, p)
+    inputs.policies = list(seen.values())
+    names: dict[str, MemberCluster] = {}
+    for c in inputs.clusters:
+        if c.name in names:
+            inputs.problems.append(Problem("", 0, f"MemberCluster {c.name} is defined twice"))
+        names.setdefault(c.name, c)
+    inputs.clusters = sorted(names.values(), key=lambda c: c.name)
+    inputs.problems.sort()
+    inputs.unknown.sort()
+
+
+# -- builders ----------------------------------------------------------------
+
+
+def _meta(doc: Document) -> dict[str, Any]:
+    meta = doc.value.get("metadata")
+    if not isinstance(meta, dict) or not meta.get("name"):
+        raise ManifestError("metadata.name is missing", "metadata")
+    return meta
+
+
+def _quota_spec(doc: Document, raw: Any, field: str) -> QuotaSpec:
+    if not isinstance(raw, dict) or not raw.get("name"):
+        raise ManifestError(f"{field} needs a name", field)
+    children = raw.get("children") or []
+    if not isinstance(children, list):
+        raise ManifestError(f"{field}.children must be a list", f"{field}.children")
+    namespaces = raw.get("namespaces") or []
+    if not isinstance(namespaces, list):
+        raise ManifestError(f"{field}.namespaces must be a list", f"{field}.namespaces")
+    return QuotaSpec(
+        name=str(raw["name"]),
+        min=parse_resources(raw.get("min"), f"{field}.min"),
+        max=parse_resources(raw.get("max"), f"{field}.max"),
+        namespaces=tuple(str(n) for n in namespaces),
+        children=tuple(_quota_spec(doc, c, f"{field}.children[{i}]")
+                       for i, c in enumerate(children)),
+        line=doc.line_of(f"{field}.name"))
+
+
+def _label_selector(raw: Any, field: str) -> LabelSelector | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ManifestError(f"{field} must be a mapping", field)
+    exprs = []
+    for i, e in enumerate(raw.get("matchExpressions") or []):
+        op = str(e.get("operator"))
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            raise ManifestError(f"{field}.matchExpressions[{i}].operator {op!r} is not one of "
+                                f"In, NotIn, Exists, DoesNotExist",
+                                f"{field}.matchExpressions[{i}].operator")
+        exprs.append(LabelRequirement(str(e["key"]), op,
+                                      tuple(str(v) for v in e.get("values") or ())))
+    labels = raw.get("matchLabels") or {}
+    return LabelSelector(tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+                         tuple(exprs))
+
+
+def _affinity(raw: Any, field: str) -> ClusterAffinity:
+    if not isinstance(raw, dict):
+        raise ManifestError(f"{field} must be a mapping", field)
+    return ClusterAffinity(
+        cluster_names=tuple(str(n) for n in raw.get("clusterNames") or ()),
+        label_selector=_label_selector(raw.get("labelSelector"), f"{field}.labelSelector"),
+        exclude=tuple(str(n) for n in raw.get("exclude") or ()),
+        name=str(raw.get("affinityName") or ""))
+
+
+def _tolerations(raw: Any) -> tuple[Toleration, ...]:
+    return tuple(Toleration(key=str(t.get("key") or ""), operator=str(t.get("operator") or (
+        "Exists" if not t.get("value") else "Equal")), value=str(t.get("value") or ""),
+        effect=str(t.get("effect") or "")) for t in raw or ())
+
+
+def _taints(raw: Any) -> tuple[Taint, ...]:
+    return tuple(Taint(key=str(t["key"]), value=str(t.get("value") or ""),
+                       effect=str(t.get("effect") or "NoSchedule")) for t in raw or ())
+
+
+def _policy(doc: Document) -> Policy:
+    value = doc.value
+    meta = _meta(doc)
+    spec = value.get("spec")
+    if not isinstance(spec, dict):
+        raise ManifestError("spec is missing", "spec")
+    namespace = None
+    if value["kind"] == "PropagationPolicy":
+        namespace = str(meta.get("namespace") or "default")
+    selectors = []
+    raw_selectors = spec.get("resourceSelectors")
+    if not isinstance(raw_selectors, list) or not raw_selectors:
+        raise ManifestError("spec.resourceSelectors must list at least one selector",
+                            "spec.resourceSelectors")
+    for i, s in enumerate(raw_selectors):
+        where = f"spec.resourceSelectors[{i}]"
+        if not isinstance(s, dict) or not s.get("apiVersion") or not s.get("kind"):
+            raise ManifestError(f"{where} needs apiVersion and kind", where)
+        selectors.append(ResourceSelector(
+            api_version=str(s["apiVersion"]), kind=str(s["kind"]),
+            name=str(s["name"]) if s.get("name") else None,
+            namespace=str(s["namespace"]) if s.get("namespace") else None,
+            label_selector=_label_selector(s.get("labelSelector"), f"{where}.labelSelector")))
+    placement = spec.get("placement") or {}
+    rs = placement.get("replicaScheduling") or {}
+    affinity = None
+    if placement.get("clusterAffinity") is not None:
+        affinity = _affinity(placement["clusterAffinity"], "spec.placement.clusterAffinity")
+    affinities = tuple(_affinity(a, f"spec.placement.clusterAffinities[{i}]")
+                       for i, a in enumerate(placement.get("clusterAffinities") or ()))
+    failover = None
+    app = (spec.get("failover") or {}).get("application")
+    if isinstance(app, dict):
+        seconds = (app.get("decisionConditions") or {}).get("tolerationSeconds")
+        failover = Failover(toleration_seconds=int(seconds) if seconds is not None else None,
+                            purge_mode=str(app.get("purgeMode") or "Gracefully"))
+    strategy = None
+    annotations = meta.get("annotations") or {}
+    if annotations.get("fleetq.io/placement-strategy"):
+        strategy = _strategy(str(annotations["fleetq.io/placement-strategy"]),
+                             "metadata.annotations")
+    gang_type = rs.get("customSchedulingType")
+    if gang_type is not None and gang_type != "Gang":
+        raise ManifestError(f"spec.placement.replicaScheduling.customSchedulingType "
+                            f"{gang_type!r} is not supported; use Gang",
+                            "spec.placement.replicaScheduling.customSchedulingType")
+    return Policy(
+        name=str(meta["name"]), namespace=namespace, path=doc.path, line=doc.line,
+        selectors=tuple(selectors), priority=int(spec.get("priority") or 0),
+        gang=gang_type == "Gang",
+        queued=bool((spec.get("suspension") or {}).get("scheduling")),
+        duplicated=rs.get("replicaSchedulingType") == "Duplicated",
+        affinity=affinity, affinities=affinities,
+        cluster_tolerations=_tolerations(placement.get("clusterTolerations")),
+        failover=failover, propagate_deps=bool(spec.get("propagateDeps")), strategy=strategy)
+
+
+def _strategy(text: str, field: str) -> PlacementStrategy:
+    try:
+        return PlacementStrategy(text.lower())
+    except ValueError:
+        raise ManifestError(f"{field}: placement strategy {text!r} is not binpack or spread",
+                            field) from None
+
+
+def _priority_class(doc: Document, inputs: FleetInputs) -> None:
+    meta = _meta(doc)
+    value = doc.value.get("value")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ManifestError("PriorityClass value must be a whole number", "value")
+    inputs.priority_classes[str(meta["name"])] = value
+    if doc.value.get("globalDefault") is True:
+        inputs.default_priority = value
+
+
+def _workload_priority_class(doc: Document, inputs: FleetInputs) -> None:
+    meta = _meta(doc)
+    value = doc.value.get("value")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ManifestError("WorkloadPriorityClass value must be a whole number", "value")
+    inputs.workload_priority_classes[str(meta["name"])] = value
+
+
+def _cluster(doc: Document) -> MemberCluster:
+    meta = _meta(doc)
+    spec = doc.value.get("spec") or {}
+    nodes: list[Node] = []
+    for i, n in enumerate(spec.get("nodes") or ()):
+        where = f"spec.nodes[{i}]"
+        nodes.append(Node(name=str(n.get("name") or f"node-{i}"),
+                          allocatable=parse_resources(n.get("allocatable"), f"{where}.allocatable"),
+                          labels=tuple(sorted((str(k), str(v))
+                                              for k, v in (n.get("labels") or {}).items())),
+                          taints=_taints(n.get("taints"))))
+    for i, g in enumerate(spec.get("nodeGroups") or ()):
+        where = f"spec.nodeGroups[{i}]"
+        count = g.get("count", 1)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ManifestError(f"{where}.count must be a whole number >= 0", f"{where}.count")
+        alloc = parse_resources(g.get("allocatable"), f"{where}.allocatable")
+        labels = tuple(sorted((str(k), str(v)) for k, v in (g.get("labels") or {}).items()))
+        taints = _taints(g.get("taints"))
+        base = str(g.get("name") or f"group-{i}")
+        nodes.extend(Node(name=f"{base}-{k}", allocatable=alloc, labels=labels, taints=taints)
+                     for k in range(count))
+    dialect = str(spec.get("gangDialect") or "ack")
+    if dialect not in ("ack", "scheduler-plugins", "volcano", "kueue"):
+        raise ManifestError(f"spec.gangDialect {dialect!r} is not one of ack, "
+                            f"scheduler-plugins, volcano, kueue", "spec.gangDialect")
+    caps = spec.get("capabilities")
+    return MemberCluster(
+        name=str(meta["name"]),
+        labels=tuple(sorted((str(k), str(v)) for k, v in (meta.get("labels") or {}).items())),
+        resource_reservation=bool(spec.get("resourceReservation", True)),
+        gang_dialect=dialect,
+        capabilities=tuple(str(c) for c in caps) if caps is not None else None,
+        taints=_taints(spec.get("taints")),
+        reserved=parse_resources(spec.get("reserved"), "spec.reserved"),
+        nodes=tuple(nodes),
+        kubeconfig_context=spec.get("kubeconfigContext"))
+
+
+def _dependency(doc: Document, inputs: FleetInputs) -> None:
+    meta = _meta(doc)
+    ns = str(meta.get("namespace") or "default")
+    kind = str(doc.value["kind"])
+    key = (kind, ns, str(meta["name"]))
+    if key in inputs.dependencies:
+        other = inputs.dependencies[key]
+        raise ManifestError(f"{kind} {ns}/{meta['name']} is also defined in {other.path}; "
+                            f"keep one")
+    inputs.dependencies[key] = Dependency(kind, ns, str(meta["name"]), doc.path, doc.value)
+
+
+def _namespace(doc: Document, inputs: FleetInputs) -> None:
+    meta = _meta(doc)
+    inputs.namespaces[str(meta["name"])] = doc.value
+
+
+def _fleet(doc: Document, inputs: FleetInputs) -> None:
+    spec = doc.value.get("spec") or {}
+    if not isinstance(spec, dict):
+        raise ManifestError("spec must be a mapping", "spec")
+    git = inputs.git
+    git.state_branch = str(spec.get("stateBranch") or git.state_branch)
+    git.remote = spec.get("remote") or None
+    committer = spec.get("committer") or {}
+    git.committer_name = committer.get("name")
+    git.committer_email = committer.get("email")
+    exclude = spec.get("exclude") or []
+    if not isinstance(exclude, list):
+        raise ManifestError("spec.exclude must be a list of path patterns", "spec.exclude")
+    inputs.exclude = tuple(str(e) for e in exclude)
+    quotas: dict[str, QuotaSettings] = {}
+    for name, raw in (spec.get("quotas") or {}).items():
+        where = f"spec.quotas.{name}"
+        raw = raw or {}
+        strategy_name = str(raw.get("queueStrategy") or "BestEffortFIFO")
+        if strategy_name not in QUEUE_STRATEGY_NAMES:
+            raise ManifestError(f"{where}.queueStrategy {strategy_name!r} is not one of "
+                                f"{', '.join(QUEUE_STRATEGY_NAMES)}", f"{where}.queueStrategy")
+        preemption = str(raw.get("preemption") or "LowerPriority")
+        try:
+            policy = PreemptionPolicy(preemption)
+        except ValueError:
+            raise ManifestError(f"{where}.preemption {preemption!r} is not one of "
+                                f"{', '.join(p.value for p in PreemptionPolicy)}",
+                                f"{where}.preemption") from None
+        weight = raw.get("weight", 1)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
+            raise ManifestError(f"{where}.weight must be a number > 0", f"{where}.weight")
+        quotas[str(name)] = QuotaSettings(strategy=QUEUE_STRATEGY_NAMES[strategy_name],
+                                          preemption=policy, weight=int(weight * 1000))
+    default = spec.get("defaultPolicy")
+    default_ref: tuple[str | None, str] | None = None
+    if isinstance(default, str) and default:
+        ns, _, name = default.rpartition("/")
+        default_ref = (ns or None, name)
+    elif isinstance(default, dict) and default.get("name"):
+        default_ref = (default.get("namespace"), str(default["name"]))
+    strategy = _strategy(str(spec.get("placementStrategy") or "binpack"),
+                         "spec.placementStrategy")
+    inputs.settings = FleetSettings(quotas=quotas, default_policy=default_ref, strategy=strategy)
+
+
+def resolve_quota_settings(inputs: FleetInputs) -> None:
+    """Key ``spec.quotas`` by quota path (it may name a quota by name or path)."""
+    tree = inputs.tree
+    if tree is None or not inputs.settings.quotas:
+        return
+    resolved: dict[str, QuotaSettings] = {}
+    for name, settings in inputs.settings.quotas.items():
+        path = name if name in tree.nodes else tree.by_alias.get(name)
+        if path is None:
+            inputs.problems.append(Problem("fleet.yaml", 0, (
+                f"spec.quotas names {name!r}, which is no quota of the ElasticQuotaTree; "
+                f"use a quota path such as {tree.root}/...")))
+            continue
+        resolved[path] = settings
+    inputs.settings = FleetSettings(quotas=resolved,
+                                    default_policy=inputs.settings.default_policy,
+                                    strategy=inputs.settings.strategy)

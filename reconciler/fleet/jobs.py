@@ -1,0 +1,200 @@
+"""A job manifest to a core ``Job``: pod sets, requests, priority, quota label.
+
+Also finds what a job depends on (ConfigMaps, Secrets, PVCs, ServiceAccounts
+its pod templates reference), sent with it when its policy propagates deps.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from reconciler.core.model import Job, JobKey, PodSet, Toleration
+from reconciler.core.quota import PREEMPTIBLE_LABEL, QUOTA_LABEL
+from reconciler.core.resources import MAX_JOBS, PODS, Resources, add_into
+from reconciler.jobkinds.base import JobKind, Manifest, ManifestError, pod_requests
+
+WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+DEFAULT_NAMESPACE = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class JobSource:
+    """A job with what the fleet layer needs beside the core value."""
+
+    job: Job
+    deps: tuple[tuple[str, str], ...]  # (kind, name) in the job's namespace
+    index: int  # document index in its file
+
+
+def api_group(api_version: str) -> str:
+    return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+
+
+def stable_name(prefix: str, path: str, index: int) -> str:
+    """``generateName`` plus a short hash of the source path: the same every time."""
+    seed = path if index == 0 else f"{path}#{index}"
+    return prefix + hashlib.sha256(seed.encode()).hexdigest()[:5]
+
+
+def job_name(obj: Manifest, path: str, index: int) -> str:
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        raise ManifestError("metadata is missing; give the job metadata.name", "metadata")
+    name = meta.get("name")
+    if isinstance(name, str) and name:
+        return name
+    prefix = meta.get("generateName")
+    if isinstance(prefix, str) and prefix:
+        return stable_name(prefix, path, index)
+    raise ManifestError("metadata.name (or metadata.generateName) is missing", "metadata")
+
+
+def job_key(obj: Manifest, path: str, index: int) -> JobKey:
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    return JobKey(api_group(str(obj["apiVersion"])), str(obj["kind"]),
+                  str(namespace or DEFAULT_NAMESPACE), job_name(obj, path, index))
+
+
+def rfc3339(value: object) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(value, dt.date):
+        return value.strftime("%Y-%m-%dT00:00:00Z")
+    text = str(value)
+    try:
+        parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ManifestError(f"metadata.creationTimestamp {text!r} is not an RFC 3339 time",
+                            "metadata.creationTimestamp") from None
+    return rfc3339(parsed)
+
+
+def _tolerations(raw: object, field: str) -> tuple[Toleration, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ManifestError(f"{field} must be a list", field)
+    out = []
+    for t in raw:
+        if not isinstance(t, Mapping):
+            raise ManifestError(f"{field} entries must be mappings", field)
+        out.append(Toleration(key=str(t.get("key") or ""),
+                              operator=str(t.get("operator") or "Equal"),
+                              value=str(t.get("value") or ""), effect=str(t.get("effect") or "")))
+    return tuple(out)
+
+
+def _labels(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    labels = meta.get("labels") or {}
+    if not isinstance(labels, Mapping):
+        raise ManifestError("metadata.labels must be a mapping", "metadata.labels")
+    return tuple(sorted((str(k), str(v)) for k, v in labels.items()))
+
+
+def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
+              blob: str) -> JobSource:
+    """The core ``Job`` of a manifest; raises ``ManifestError`` naming the field."""
+    key = job_key(obj, path, index)
+    meta = obj["metadata"]
+    labels = _labels(meta)
+    label_map = dict(labels)
+    pod_sets: list[PodSet] = []
+    total: Resources = {}
+    pods = 0
+    priority_classes: set[str] = set()
+    deps: set[tuple[str, str]] = set()
+    for ref in kind.pod_templates(obj):
+        per_pod = pod_requests(ref.template, ref.field)
+        spec = ref.template["spec"]
+        selector = spec.get("nodeSelector") or {}
+        if not isinstance(selector, Mapping):
+            raise ManifestError(f"{ref.field}.spec.nodeSelector must be a mapping", ref.field)
+        pod_sets.append(PodSet(
+            name=ref.name, replicas=ref.replicas, per_pod=per_pod,
+            node_selector=tuple(sorted((str(k), str(v)) for k, v in selector.items())),
+            tolerations=_tolerations(spec.get("tolerations"), f"{ref.field}.spec.tolerations")))
+        add_into(total, per_pod, ref.replicas)
+        pods += ref.replicas
+        if spec.get("priorityClassName"):
+            priority_classes.add(str(spec["priorityClassName"]))
+        deps.update(pod_dependencies(spec))
+    if len(priority_classes) > 1:
+        names = ", ".join(sorted(priority_classes))
+        raise ManifestError(
+            f"pod templates name different priority classes ({names}); a gang has one "
+            f"priority: use the same priorityClassName everywhere")
+    priority_class = next(iter(priority_classes), None) or kind.scheduling_priority_class(obj)
+    total[PODS] = pods * 1000
+    total[MAX_JOBS] = 1000
+    preemptible_raw = label_map.get(PREEMPTIBLE_LABEL)
+    if preemptible_raw is not None and preemptible_raw not in ("true", "false"):
+        raise ManifestError(f"label {PREEMPTIBLE_LABEL} must be \"true\" or \"false\", "
+                            f"not {preemptible_raw!r}", "metadata.labels")
+    job = Job(
+        key=key, api_version=str(obj["apiVersion"]), path=path, line=line, blob=blob,
+        pod_sets=tuple(pod_sets), requests={k: v for k, v in sorted(total.items()) if v},
+        labels=labels, quota_name=label_map.get(QUOTA_LABEL),
+        priority_class=priority_class,
+        workload_priority_class=label_map.get(WORKLOAD_PRIORITY_LABEL),
+        preemptible=preemptible_raw != "false",
+        created_at=rfc3339(meta.get("creationTimestamp")))
+    return JobSource(job=job, deps=tuple(sorted(deps)), index=index)
+
+
+def pod_dependencies(spec: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """ConfigMaps, Secrets, PVCs and the ServiceAccount a pod spec references."""
+    out: set[tuple[str, str]] = set()
+    if spec.get("serviceAccountName"):
+        out.add(("ServiceAccount", str(spec["serviceAccountName"])))
+    for ref in spec.get("imagePullSecrets") or []:
+        if isinstance(ref, Mapping) and ref.get("name"):
+            out.add(("Secret", str(ref["name"])))
+    for vol in spec.get("volumes") or []:
+        if not isinstance(vol, Mapping):
+            continue
+        _volume_deps(vol, out)
+        for src in (vol.get("projected") or {}).get("sources") or []:
+            if isinstance(src, Mapping):
+                _volume_deps(src, out)
+    for group in ("containers", "initContainers"):
+        for c in spec.get(group) or []:
+            if not isinstance(c, Mapping):
+                continue
+            for env_from in c.get("envFrom") or []:
+                if not isinstance(env_from, Mapping):
+                    continue
+                for field, kind in (("configMapRef", "ConfigMap"), ("secretRef", "Secret")):
+                    ref = env_from.get(field)
+                    if isinstance(ref, Mapping) and ref.get("name"):
+                        out.add((kind, str(ref["name"])))
+            for env in c.get("env") or []:
+                source = env.get("valueFrom") if isinstance(env, Mapping) else None
+                if not isinstance(source, Mapping):
+                    continue
+                for field, kind in (("configMapKeyRef", "ConfigMap"),
+                                    ("secretKeyRef", "Secret")):
+                    ref = source.get(field)
+                    if isinstance(ref, Mapping) and ref.get("name"):
+                        out.add((kind, str(ref["name"])))
+    return out
+
+
+def _volume_deps(vol: Mapping[str, Any], out: set[tuple[str, str]]) -> None:
+    cm = vol.get("configMap")
+    if isinstance(cm, Mapping) and cm.get("name"):
+        out.add(("ConfigMap", str(cm["name"])))
+    secret = vol.get("secret")
+    if isinstance(secret, Mapping) and (secret.get("secretName") or secret.get("name")):
+        out.add(("Secret", str(secret.get("secretName") or secret.get("name"))))
+    pvc = vol.get("persistentVolumeClaim")
+    if isinstance(pvc, Mapping) and pvc.get("claimName"):
+        out.add(("PersistentVolumeClaim", str(pvc["claimName"])))

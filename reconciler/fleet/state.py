@@ -1,0 +1,161 @@
+"""``placements.yaml``: the decisions written to, and read back from, the state branch.
+
+The file is a ``PlacementList`` with one item per job, sorted by job identity.
+It is written by a small emitter of its own (the schema is fixed and plain),
+which is byte-for-byte deterministic and much faster than a generic dumper.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from reconciler.core.model import Decision, JobKey, Phase, PodSetCount, PriorPlacement
+from reconciler.core.problems import Problem
+from reconciler.core.resources import format_resources
+from reconciler.fleet.documents import parse_documents
+from reconciler.jobkinds.base import ManifestError, parse_resources
+
+PLACEMENTS = "placements.yaml"
+API_VERSION = "fleetq.io/v1alpha1"
+
+_PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./@-]*$")
+_RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
+
+
+def scalar(value: object) -> str:
+    """A YAML scalar: plain when unambiguous, else a JSON (double-quoted) string."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    text = str(value)
+    if _PLAIN.match(text) and text.lower() not in _RESERVED:
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+def emit(value: Any, indent: int = 0) -> list[str]:
+    """Block-style YAML lines for dicts, lists and scalars (keys keep their order)."""
+    pad = " " * indent
+    out: list[str] = []
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if isinstance(v, Mapping) and v and _is_flat(v):
+                inner = ", ".join(f"{scalar(a)}: {scalar(b)}" for a, b in v.items())
+                out.append(f"{pad}{scalar(k)}: {{{inner}}}")
+            elif isinstance(v, (Mapping, list)) and v:
+                out.append(f"{pad}{scalar(k)}:")
+                out.extend(emit(v, indent + 2))
+            elif isinstance(v, Mapping):
+                out.append(f"{pad}{scalar(k)}: {{}}")
+            elif isinstance(v, list):
+                out.append(f"{pad}{scalar(k)}: []")
+            else:
+                out.append(f"{pad}{scalar(k)}: {scalar(v)}")
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, Mapping) and item and _is_flat(item):
+                inner = ", ".join(f"{scalar(a)}: {scalar(b)}" for a, b in item.items())
+                out.append(f"{pad}- {{{inner}}}")
+            elif isinstance(item, (Mapping, list)) and item:
+                lines = emit(item, indent + 2)
+                out.append(f"{pad}- {lines[0].lstrip()}")
+                out.extend(lines[1:])
+            else:
+                out.append(f"{pad}- {scalar(item)}")
+    else:
+        out.append(pad + scalar(value))
+    return out
+
+
+def _is_flat(value: Mapping[str, Any]) -> bool:
+    return len(value) <= 6 and all(not isinstance(v, (Mapping, list)) for v in value.values())
+
+
+def decision_item(d: Decision) -> dict[str, Any]:
+    """One placements item (DESIGN §4), fields in the documented order."""
+    item: dict[str, Any] = {
+        "job": {"apiVersion": d.api_version, "kind": d.key.kind,
+                "namespace": d.key.namespace, "name": d.key.name},
+        "source": {"path": d.path, "blob": d.blob},
+    }
+    if d.quota is not None:
+        item["quota"] = d.quota
+    item["priority"] = d.priority
+    item["enqueuedAt"] = d.enqueued_at
+    item["phase"] = d.phase.value
+    if d.cluster is not None:
+        item["cluster"] = d.cluster
+    if d.pod_sets:
+        item["podSets"] = [{"name": p.name, "replicas": p.replicas} for p in d.pod_sets]
+    if d.requests:
+        item["requests"] = format_resources(d.requests)
+    if d.admitted_at is not None:
+        item["admittedAt"] = d.admitted_at
+    if d.position is not None:
+        item["position"] = d.position
+    if d.preempted_by is not None:
+        item["preemptedBy"] = d.preempted_by
+    if d.preemptions:
+        item["preemptions"] = d.preemptions
+    if d.kept:
+        item["sourceInvalid"] = True
+    if d.policy is not None:
+        item["policy"] = d.policy
+    item["reason"] = d.reason
+    return item
+
+
+def render_placements(decisions: Iterable[Decision], *, source_commit: str) -> bytes:
+    lines = [f"apiVersion: {API_VERSION}", "kind: PlacementList",
+             f"sourceCommit: {scalar(source_commit)}", "items:"]
+    count = 0
+    for d in decisions:
+        lines.extend(emit([decision_item(d)], 0))
+        count += 1
+    if not count:
+        lines[-1] = "items: []"
+    return ("\n".join(lines) + "\n").encode()
+
+
+def read_placements(data: bytes | None) -> tuple[dict[JobKey, PriorPlacement], list[Problem]]:
+    """The previous state's decisions; a damaged file is reported, never fatal."""
+    if not data:
+        return {}, []
+    docs, problem = parse_documents(PLACEMENTS, data)
+    problems = [problem] if problem is not None else []
+    prior: dict[JobKey, PriorPlacement] = {}
+    if not docs or not isinstance(docs[0].value, dict):
+        return prior, problems
+    for i, item in enumerate(docs[0].value.get("items") or []):
+        try:
+            p = prior_from_item(item)
+        except (KeyError, TypeError, ValueError, ManifestError) as exc:
+            problems.append(Problem(PLACEMENTS, docs[0].line_of(f"items[{i}]"), (
+                f"state item is damaged ({exc}); it is dropped and its job scheduled anew")))
+            continue
+        prior[p.key] = p
+    return prior, problems
+
+
+def prior_from_item(item: Mapping[str, Any]) -> PriorPlacement:
+    job = item["job"]
+    api_version = str(job["apiVersion"])
+    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    key = JobKey(group, str(job["kind"]), str(job["namespace"]), str(job["name"]))
+    source = item.get("source") or {}
+    return PriorPlacement(
+        key=key, phase=Phase(item["phase"]), enqueued_at=str(item.get("enqueuedAt") or ""),
+        path=str(source.get("path") or ""), blob=str(source.get("blob") or ""),
+        quota=item.get("quota"), priority=int(item.get("priority") or 0),
+        cluster=item.get("cluster"),
+        pod_sets=tuple(PodSetCount(str(p["name"]), int(p["replicas"]))
+                       for p in item.get("podSets") or ()),
+        requests=parse_resources(item.get("requests"), "requests"),
+        admitted_at=item.get("admittedAt"), preempted_by=item.get("preemptedBy"),
+        preemptions=int(item.get("preemptions") or 0), reason=str(item.get("reason") or ""),
+        api_version=api_version)
+

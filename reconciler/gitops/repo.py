@@ -1,0 +1,249 @@
+"""Git plumbing for fleetq: read a commit's files, write trees and commits, move refs.
+
+Reading lists a commit's tree once (``ls-tree -r``) and streams the blobs it
+needs through one ``cat-file --batch`` process. Writing never touches the work
+tree or the index: blobs, trees and the commit are written as loose objects
+from Python, and the state branch moves by compare-and-swap (``update-ref``
+with the old value), or by a push with a lease on a remote.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import subprocess
+import tempfile
+import threading
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import git as gitpython
+
+
+class GitError(Exception):
+    """The repository cannot be read or written as asked (an environment error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TreeEntry:
+    mode: str
+    type: str
+    sha: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class CommitInfo:
+    sha: str
+    tree: str
+    committed_at: str  # RFC 3339, UTC
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    name: str
+    email: str
+
+
+class FleetRepo:
+    """A fleet repository on disk (a work tree or a bare repository)."""
+
+    def __init__(self, path: str | Path) -> None:
+        try:
+            repo = gitpython.Repo(str(path), search_parent_directories=True)
+        except (gitpython.InvalidGitRepositoryError, gitpython.NoSuchPathError):
+            raise GitError(f"{path} is not inside a git repository; run fleetq in a fleet "
+                           f"repo or pass --repo PATH") from None
+        self.bare = repo.bare
+        self.root = Path(repo.git_dir if repo.bare else (repo.working_tree_dir or repo.git_dir))
+        self.git_dir = Path(repo.git_dir)
+        repo.close()
+        objects = self.run("rev-parse", "--git-path", "objects").decode().strip()
+        self.objects = Path(objects) if os.path.isabs(objects) else self.root / objects
+        self._written: set[str] = set()
+
+    # -- running git -----------------------------------------------------------
+
+    def run(self, *args: str, data: bytes | None = None,
+            env: Mapping[str, str] | None = None, check: bool = True) -> bytes:
+        full_env = dict(os.environ)
+        if env:
+            full_env.update(env)
+        proc = subprocess.run(["git", *args], cwd=self.root, input=data, env=full_env,
+                              capture_output=True, check=False)
+        if check and proc.returncode != 0:
+            raise GitError(f"git {' '.join(args)} failed: "
+                           f"{proc.stderr.decode(errors='replace').strip()}")
+        return proc.stdout
+
+    def resolve(self, rev: str) -> str | None:
+        proc = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                              cwd=self.root, capture_output=True, check=False)
+        return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+    def current_branch(self) -> str | None:
+        out = subprocess.run(["git", "symbolic-ref", "--quiet", "--short", "HEAD"],
+                             cwd=self.root, capture_output=True, check=False)
+        return out.stdout.decode().strip() or None
+
+    def commit_info(self, sha: str) -> CommitInfo:
+        out = self.run("show", "-s", "--format=%T%x00%ct%x00%B", sha).decode()
+        tree, ts, message = out.split("\0", 2)
+        when = dt.datetime.fromtimestamp(int(ts), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return CommitInfo(sha=sha, tree=tree, committed_at=when, message=message)
+
+    # -- reading ---------------------------------------------------------------
+
+    def list_tree(self, rev: str) -> list[TreeEntry]:
+        out = self.run("ls-tree", "-r", "-z", "--full-tree", rev)
+        entries = []
+        for record in out.split(b"\0"):
+            if not record:
+                continue
+            meta, path = record.split(b"\t", 1)
+            mode, kind, sha = meta.decode().split(" ")
+            entries.append(TreeEntry(mode, kind, sha, path.decode("utf-8", "surrogateescape")))
+        return entries
+
+    def read_blobs(self, shas: Iterable[str]) -> dict[str, bytes]:
+        """The contents of many blobs through one ``git cat-file --batch``."""
+        wanted = list(dict.fromkeys(shas))
+        if not wanted:
+            return {}
+        proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self.root,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        assert proc.stdin is not None and proc.stdout is not None
+
+        def feed() -> None:
+            assert proc.stdin is not None
+            try:
+                proc.stdin.write("".join(f"{s}\n" for s in wanted).encode())
+                proc.stdin.close()
+            except BrokenPipeError:  # pragma: no cover - git died; reported below
+                pass
+
+        writer = threading.Thread(target=feed, daemon=True)
+        writer.start()
+        out: dict[str, bytes] = {}
+        stream = proc.stdout
+        try:
+            for sha in wanted:
+                header = stream.readline().split()
+                if len(header) < 2 or header[1] == b"missing":
+                    raise GitError(f"object {sha} is missing from the repository")
+                size = int(header[2])
+                out[sha] = stream.read(size)
+                stream.read(1)
+        finally:
+            writer.join()
+            proc.stdout.close()
+            proc.wait()
+        return out
+
+    def read_file(self, rev: str, path: str) -> bytes | None:
+        proc = subprocess.run(["git", "cat-file", "blob", f"{rev}:{path}"], cwd=self.root,
+                              capture_output=True, check=False)
+        return proc.stdout if proc.returncode == 0 else None
+
+    # -- writing ---------------------------------------------------------------
+
+    def _store(self, kind: bytes, body: bytes) -> str:
+        header = kind + b" " + str(len(body)).encode() + b"\0"
+        sha = hashlib.sha1(header + body, usedforsecurity=False).hexdigest()
+        if sha in self._written:
+            return sha
+        target = self.objects / sha[:2] / sha[2:]
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".fleetq-")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(zlib.compress(header + body, 1))
+            os.chmod(tmp, 0o444)
+            os.replace(tmp, target)
+        self._written.add(sha)
+        return sha
+
+    def write_blob(self, data: bytes) -> str:
+        return self._store(b"blob", data)
+
+    def write_tree(self, files: Mapping[str, bytes | str]) -> str:
+        """A tree object for ``path -> bytes`` (or an existing blob sha)."""
+        root: dict[str, object] = {}
+        for path, content in files.items():
+            node = root
+            parts = path.split("/")
+            for part in parts[:-1]:
+                child = node.setdefault(part, {})
+                assert isinstance(child, dict), f"{path}: a file is in the way"
+                node = child
+            node[parts[-1]] = content
+        return self._write_dir(root)
+
+    def _write_dir(self, node: Mapping[str, object]) -> str:
+        entries: list[tuple[bytes, bytes, bytes]] = []
+        for name, value in node.items():
+            raw = name.encode("utf-8", "surrogateescape")
+            if isinstance(value, dict):
+                sha = self._write_dir(value)
+                entries.append((raw + b"/", b"40000 " + raw, bytes.fromhex(sha)))
+            else:
+                sha = value if isinstance(value, str) else self.write_blob(value)  # type: ignore[arg-type]
+                entries.append((raw, b"100644 " + raw, bytes.fromhex(sha)))
+        entries.sort(key=lambda e: e[0])
+        body = b"".join(head + b"\0" + sha for _, head, sha in entries)
+        return self._store(b"tree", body)
+
+    def write_commit(self, *, tree: str, parents: Iterable[str], message: str,
+                     identity: Identity, when: dt.datetime) -> str:
+        stamp = f"{int(when.timestamp())} +0000"
+        person = f"{identity.name} <{identity.email}> {stamp}"
+        lines = [f"tree {tree}"]
+        lines.extend(f"parent {p}" for p in parents)
+        lines.append(f"author {person}")
+        lines.append(f"committer {person}")
+        body = ("\n".join(lines) + "\n\n" + message.rstrip("\n") + "\n").encode()
+        return self._store(b"commit", body)
+
+    def update_ref(self, ref: str, new: str, old: str | None) -> bool:
+        """Move ``ref`` to ``new`` only if it still points at ``old`` (None: absent)."""
+        expected = old or "0" * 40
+        proc = subprocess.run(["git", "update-ref", "-m", "fleetq reconcile", ref, new,
+                               expected], cwd=self.root, capture_output=True, check=False)
+        return proc.returncode == 0
+
+    # -- remotes ---------------------------------------------------------------
+
+    def fetch(self, remote: str, branch: str) -> str | None:
+        """Fetch ``branch`` of ``remote``; its sha, or None when it does not exist there."""
+        tracking = f"refs/remotes/{remote}/{branch}"
+        proc = subprocess.run(["git", "fetch", "--quiet", "--no-tags", remote,
+                               f"+refs/heads/{branch}:{tracking}"], cwd=self.root,
+                              capture_output=True, check=False)
+        if proc.returncode != 0:
+            err = proc.stderr.decode(errors="replace")
+            if "couldn't find remote ref" in err or "could not find remote ref" in err:
+                subprocess.run(["git", "update-ref", "-d", tracking], cwd=self.root,
+                               capture_output=True, check=False)
+                return None
+            raise GitError(f"git fetch {remote} {branch} failed: {err.strip()}")
+        return self.resolve(tracking)
+
+    def push_with_lease(self, remote: str, branch: str, new: str, old: str | None) -> bool:
+        """Push ``new`` to ``remote``'s ``branch`` only if it is still at ``old``."""
+        lease = f"--force-with-lease=refs/heads/{branch}:{old or ''}"
+        proc = subprocess.run(["git", "push", "--quiet", "--porcelain", lease, remote,
+                               f"{new}:refs/heads/{branch}"], cwd=self.root,
+                              capture_output=True, check=False)
+        if proc.returncode == 0:
+            subprocess.run(["git", "update-ref", f"refs/remotes/{remote}/{branch}", new],
+                           cwd=self.root, capture_output=True, check=False)
+            return True
+        text = (proc.stdout + proc.stderr).decode(errors="replace")
+        if "stale info" in text or "rejected" in text or "fetch first" in text:
+            return False
+        raise GitError(f"git push {remote} {branch} failed: {text.strip()}")

@@ -1,0 +1,184 @@
+"""The job-kind protocol and what every kind shares.
+
+A kind knows where its pod templates are (one per pod set, with replicas),
+how it is suspended, and where it names a priority class. Everything else
+(requests, gang labels, dependencies) is derived from the pod templates here,
+so a new kind is one small module plus one line in ``KINDS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal
+from functools import lru_cache
+from typing import Any, Protocol
+
+from reconciler.core.resources import Resources, add_into, pointwise_max
+
+Manifest = dict[str, Any]
+
+
+class ManifestError(ValueError):
+    """A job manifest that cannot be used; ``field`` is the dotted path at fault."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True, slots=True)
+class PodTemplateRef:
+    """One pod set of a job: its name, replicas and the pod template (live dict)."""
+
+    name: str
+    replicas: int
+    template: Manifest
+    field: str  # dotted path of the template, for messages
+
+
+class JobKind(Protocol):
+    api_version: str
+    kind: str
+
+    def pod_templates(self, obj: Manifest) -> list[PodTemplateRef]: ...
+
+    def set_suspended(self, obj: Manifest, suspended: bool) -> None: ...
+
+    def scheduling_priority_class(self, obj: Manifest) -> str | None: ...
+
+
+@lru_cache(maxsize=65536)
+def _parse(text: str) -> int:
+    from kubernetes.utils.quantity import parse_quantity  # the edge's one parser
+
+    try:
+        value = parse_quantity(text)  # type: ignore[no-untyped-call]
+    except ValueError as exc:
+        raise ManifestError(f"{text!r} is not a Kubernetes quantity ({exc})") from None
+    milli = (Decimal(value) * 1000).to_integral_value(rounding=ROUND_CEILING)
+    return int(milli)
+
+
+def parse_quantity_milli(value: object, field: str = "") -> int:
+    """A Kubernetes quantity (``10m``, ``2Gi``, ``1e3``, ``4``) in milli-units."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ManifestError(f"{field or 'quantity'}: {value!r} is not a Kubernetes quantity",
+                            field)
+    try:
+        return _parse(str(value))
+    except ManifestError as exc:
+        raise ManifestError(f"{field}: {exc}" if field else str(exc), field) from None
+
+
+def parse_resources(raw: object, field: str) -> Resources:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ManifestError(f"{field} must be a mapping of resource names to quantities", field)
+    return {str(k): parse_quantity_milli(v, f"{field}.{k}") for k, v in raw.items()}
+
+
+def _container_requests(container: Mapping[str, Any], field: str) -> Resources:
+    res = container.get("resources") or {}
+    if not isinstance(res, Mapping):
+        raise ManifestError(f"{field}.resources must be a mapping", field)
+    requests = parse_resources(res.get("requests"), f"{field}.resources.requests")
+    limits = parse_resources(res.get("limits"), f"{field}.resources.limits")
+    for name, value in limits.items():
+        requests.setdefault(name, value)  # limits without requests request the limits
+    return requests
+
+
+def pod_requests(template: Manifest, field: str) -> Resources:
+    """Per pod: the containers' sum (plus restartable init sidecars), raised to
+    the largest init container, plus the pod overhead."""
+    spec = template.get("spec")
+    if not isinstance(spec, Mapping):
+        raise ManifestError(f"{field}.spec is missing", field)
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise ManifestError(f"{field}.spec.containers must list at least one container", field)
+    total: Resources = {}
+    for i, c in enumerate(containers):
+        if not isinstance(c, Mapping):
+            raise ManifestError(f"{field}.spec.containers[{i}] must be a mapping", field)
+        add_into(total, _container_requests(c, f"{field}.spec.containers[{i}]"))
+    init_peak: Resources = {}
+    sidecars: Resources = {}
+    for i, c in enumerate(spec.get("initContainers") or []):
+        if not isinstance(c, Mapping):
+            raise ManifestError(f"{field}.spec.initContainers[{i}] must be a mapping", field)
+        req = _container_requests(c, f"{field}.spec.initContainers[{i}]")
+        if c.get("restartPolicy") == "Always":
+            add_into(sidecars, req)
+            continue
+        running = dict(sidecars)
+        add_into(running, req)
+        init_peak = pointwise_max(init_peak, running)
+    add_into(total, sidecars)
+    total = pointwise_max(total, init_peak)
+    add_into(total, parse_resources(spec.get("overhead"), f"{field}.spec.overhead"))
+    return {k: v for k, v in total.items() if v}
+
+
+def replicas_of(raw: object, field: str, default: int = 1) -> int:
+    if raw is None:
+        return default
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+        raise ManifestError(f"{field} must be a whole number >= 0, not {raw!r}", field)
+    return raw
+
+
+def mapping_at(obj: Manifest, *path: str) -> Manifest | None:
+    cur: Any = obj
+    for part in path:
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(part)
+    return cur if isinstance(cur, dict) else None
+
+
+def require_mapping(obj: Manifest, *path: str) -> Manifest:
+    found = mapping_at(obj, *path)
+    if found is None:
+        raise ManifestError(f"{'.'.join(path)} is missing or not a mapping", ".".join(path))
+    return found
+
+
+def replica_specs(obj: Manifest, field: str, order: tuple[str, ...]) -> list[PodTemplateRef]:
+    """Kubeflow-style ``<x>ReplicaSpecs``: roles in ``order`` first, then by name."""
+    specs = require_mapping(obj, "spec", field)
+    roles = sorted(specs, key=lambda r: (order.index(r) if r in order else len(order), r))
+    out = []
+    for role in roles:
+        spec = specs[role]
+        where = f"spec.{field}.{role}"
+        if not isinstance(spec, dict):
+            raise ManifestError(f"{where} must be a mapping", where)
+        template = spec.get("template")
+        if not isinstance(template, dict):
+            raise ManifestError(f"{where}.template is missing", where)
+        out.append(PodTemplateRef(role.lower(), replicas_of(spec.get("replicas"),
+                                                            f"{where}.replicas"),
+                                  template, f"{where}.template"))
+    return out
+
+
+def set_run_policy_suspend(obj: Manifest, suspended: bool) -> None:
+    spec = obj.setdefault("spec", {})
+    run_policy = spec.get("runPolicy")
+    if run_policy is None:
+        if not suspended:
+            return
+        run_policy = spec["runPolicy"] = {}
+    if suspended:
+        run_policy["suspend"] = True
+    elif "suspend" in run_policy:
+        run_policy["suspend"] = False
+
+
+def run_policy_priority_class(obj: Manifest) -> str | None:
+    sp = mapping_at(obj, "spec", "runPolicy", "schedulingPolicy")
+    value = sp.get("priorityClass") if sp else None
+    return str(value) if value else None

@@ -1,0 +1,35 @@
+"""Job (batch/v1): one pod set of ``parallelism`` pods (at most ``completions``)."""
+
+from __future__ import annotations
+
+from reconciler.jobkinds.base import (
+    Manifest,
+    ManifestError,
+    PodTemplateRef,
+    mapping_at,
+    replicas_of,
+)
+
+
+class BatchJobKind:
+    api_version = "batch/v1"
+    kind = "Job"
+
+    def pod_templates(self, obj: Manifest) -> list[PodTemplateRef]:
+        spec = mapping_at(obj, "spec")
+        template = mapping_at(obj, "spec", "template")
+        if spec is None or template is None:
+            raise ManifestError("spec.template is missing", "spec.template")
+        parallelism = replicas_of(spec.get("parallelism"), "spec.parallelism")
+        completions = spec.get("completions")
+        if completions is not None:
+            parallelism = min(parallelism, replicas_of(completions, "spec.completions"))
+        return [PodTemplateRef("main", parallelism, template, "spec.template")]
+
+    def set_suspended(self, obj: Manifest, suspended: bool) -> None:
+        spec = obj.setdefault("spec", {})
+        if suspended or "suspend" in spec:
+            spec["suspend"] = suspended
+
+    def scheduling_priority_class(self, obj: Manifest) -> str | None:
+        return None

@@ -1,0 +1,58 @@
+"""RayJob (ray.io/v1): the head group plus each worker group of ``rayClusterSpec``.
+
+A RayJob that runs on an existing RayCluster (``clusterSelector``) has no pod
+sets of its own.
+"""
+
+from __future__ import annotations
+
+from reconciler.jobkinds.base import (
+    Manifest,
+    ManifestError,
+    PodTemplateRef,
+    mapping_at,
+    replicas_of,
+)
+
+
+class RayJobKind:
+    api_version = "ray.io/v1"
+    kind = "RayJob"
+
+    def pod_templates(self, obj: Manifest) -> list[PodTemplateRef]:
+        cluster = mapping_at(obj, "spec", "rayClusterSpec")
+        if cluster is None:
+            if mapping_at(obj, "spec", "clusterSelector"):
+                return []
+            raise ManifestError("spec.rayClusterSpec is missing (or set spec.clusterSelector)",
+                                "spec.rayClusterSpec")
+        head = mapping_at(cluster, "headGroupSpec", "template")
+        if head is None:
+            raise ManifestError("spec.rayClusterSpec.headGroupSpec.template is missing",
+                                "spec.rayClusterSpec.headGroupSpec")
+        out = [PodTemplateRef("head", 1, head, "spec.rayClusterSpec.headGroupSpec.template")]
+        groups = cluster.get("workerGroupSpecs") or []
+        if not isinstance(groups, list):
+            raise ManifestError("spec.rayClusterSpec.workerGroupSpecs must be a list",
+                                "spec.rayClusterSpec.workerGroupSpecs")
+        for i, group in enumerate(groups):
+            where = f"spec.rayClusterSpec.workerGroupSpecs[{i}]"
+            if not isinstance(group, dict) or not isinstance(group.get("template"), dict):
+                raise ManifestError(f"{where}.template is missing", where)
+            name = str(group.get("groupName") or f"worker-{i}")
+            replicas = group.get("replicas")
+            if replicas is None:
+                replicas = group.get("minReplicas", 1)
+            if group.get("suspend") is True:
+                replicas = 0
+            out.append(PodTemplateRef(name, replicas_of(replicas, f"{where}.replicas"),
+                                      group["template"], f"{where}.template"))
+        return out
+
+    def set_suspended(self, obj: Manifest, suspended: bool) -> None:
+        spec = obj.setdefault("spec", {})
+        if suspended or "suspend" in spec:
+            spec["suspend"] = suspended
+
+    def scheduling_priority_class(self, obj: Manifest) -> str | None:
+        return None

@@ -1,0 +1,1 @@
+"""The only Kubernetes client I/O (observe, apply)."""

@@ -1,0 +1,252 @@
+"""The reconcile pipeline: read -> decide -> render -> commit -> push.
+
+Each step has one home: ``gitops`` reads and writes git, ``fleet`` turns files
+into values, ``core`` decides, ``render`` writes manifests and text. This
+module wires them, and retries when another writer moved the state branch
+first (compare-and-swap locally, a push lease on a remote).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
+from reconciler.core.model import Decision, JobKey, Phase, PriorPlacement
+from reconciler.core.problems import Problem
+from reconciler.fleet.documents import parse_documents
+from reconciler.fleet.inputs import FleetInputs, SourceFile, is_yaml, read_fleet
+from reconciler.fleet.jobs import JobSource
+from reconciler.fleet.state import PLACEMENTS, read_placements, render_placements
+from reconciler.gitops.repo import CommitInfo, FleetRepo, GitError, Identity
+from reconciler.jobkinds.base import Manifest
+from reconciler.render.manifests import render_state
+from reconciler.render.overlays import Overlays
+
+TRAILER = "Fleet-Source-Commit"
+DEFAULT_IDENTITY = Identity("fleetq", "fleetq@localhost")
+CARRIED_OVER = ("inventory/", "status/")
+MAX_ATTEMPTS = 8
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+@dataclass
+class Computed:
+    """One reconcile's result before it is committed."""
+
+    source: CommitInfo
+    inputs: FleetInputs
+    result: CycleResult
+    prior: dict[JobKey, PriorPlacement]
+    files: dict[str, bytes | str]
+    problems: list[Problem]
+    state_base: str | None
+    state_tree: str | None
+    changes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Outcome:
+    computed: Computed
+    commit: str | None
+    attempts: int
+
+    @property
+    def decisions(self) -> list[Decision]:
+        return self.computed.result.decisions
+
+
+def parse_now(text: str | None) -> dt.datetime:
+    if text:
+        try:
+            when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise GitError(f"--now {text!r} is not an RFC 3339 time "
+                           f"(e.g. 2026-11-29T11:00:00Z)") from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.UTC)
+        return when.astimezone(dt.UTC)
+    return dt.datetime.now(dt.UTC).replace(microsecond=0)
+
+
+def rfc3339(when: dt.datetime) -> str:
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def read_source(repo: FleetRepo, rev: str) -> tuple[CommitInfo, list[SourceFile]]:
+    sha = repo.resolve(rev)
+    if sha is None:
+        raise GitError(f"source revision {rev!r} does not exist; commit the fleet repo first "
+                       f"or pass --source REV")
+    info = repo.commit_info(sha)
+    entries = [e for e in repo.list_tree(sha) if e.type == "blob" and (
+        is_yaml(e.path) or e.path.startswith("templates/"))]
+    blobs = repo.read_blobs(e.sha for e in entries)
+    return info, [SourceFile(e.path, e.sha, blobs[e.sha]) for e in entries]
+
+
+def compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
+            now: dt.datetime, progress: Progress = _quiet) -> Computed:
+    """Read the source commit and the state at ``state_base`` and decide everything."""
+    progress("reading source commit")
+    info, files = read_source(repo, source_rev)
+    inputs = read_fleet(files)
+    progress(f"read {inputs.files} files, {len(inputs.jobs)} jobs")
+    prior: dict[JobKey, PriorPlacement] = {}
+    previous_entries: dict[str, str] = {}
+    problems: list[Problem] = []
+    state_tree = None
+    if state_base is not None:
+        state_tree = repo.commit_info(state_base).tree
+        previous_entries = {e.path: e.sha for e in repo.list_tree(state_base)
+                            if e.type == "blob"}
+        placements_sha = previous_entries.get(PLACEMENTS)
+        data = repo.read_blobs([placements_sha])[placements_sha] if placements_sha else None
+        prior, state_problems = read_placements(data)
+        problems.extend(state_problems)
+    cycle_input = CycleInput(
+        jobs=tuple(s.job for s in inputs.jobs.values()), tree=inputs.tree,
+        clusters=tuple(inputs.clusters), policies=tuple(inputs.policies),
+        priority_classes=inputs.priority_classes, default_priority=inputs.default_priority,
+        workload_priority_classes=inputs.workload_priority_classes, prior=prior,
+        source_time=info.committed_at, now=rfc3339(now), invalid=tuple(inputs.invalid),
+        broken_paths=inputs.broken_paths, settings=inputs.settings)
+    progress("scheduling")
+    result = reconcile_cycle(cycle_input)
+    progress("rendering")
+    by_path = {f.path: f for f in files}
+    kept_paths = [p for d in result.decisions if d.kept
+                  for p in previous_entries if p.startswith(f"clusters/{d.cluster}/")]
+    previous_bytes = repo.read_blobs(previous_entries[p] for p in kept_paths)
+    previous = {p: previous_bytes[previous_entries[p]] for p in kept_paths}
+    overlays = Overlays(inputs.templates)
+    rendered = render_state(result.decisions, inputs, _manifests(by_path), previous, overlays)
+    out: dict[str, bytes | str] = {
+        PLACEMENTS: render_placements(result.decisions, source_commit=info.sha)}
+    out.update(rendered.files)
+    for path, sha in previous_entries.items():
+        if path.startswith(CARRIED_OVER):
+            out[path] = sha
+    problems = sorted(set(problems + inputs.problems + inputs.unknown + result.problems
+                          + rendered.problems))
+    computed = Computed(source=info, inputs=inputs, result=result, prior=prior, files=out,
+                        problems=problems, state_base=state_base, state_tree=state_tree)
+    computed.changes = describe_changes(prior, result.decisions)
+    return computed
+
+
+def _manifests(by_path: dict[str, SourceFile]) -> Callable[[JobSource], Manifest | None]:
+    parsed: dict[str, list[Any]] = {}
+
+    def manifest_of(source: JobSource) -> Manifest | None:
+        path = source.job.path
+        if path not in parsed:
+            src = by_path.get(path)
+            docs = parse_documents(path, src.data)[0] if src is not None else []
+            parsed[path] = [None] * (max((d.index for d in docs), default=-1) + 1)
+            for d in docs:
+                parsed[path][d.index] = d.value
+        values = parsed[path]
+        value = values[source.index] if source.index < len(values) else None
+        return value if isinstance(value, dict) else None
+
+    return manifest_of
+
+
+def describe_changes(prior: dict[JobKey, PriorPlacement],
+                     decisions: list[Decision]) -> list[str]:
+    """One line per job whose phase or cluster changed, for the commit message."""
+    lines = []
+    seen = set()
+    for d in decisions:
+        seen.add(d.key)
+        before = prior.get(d.key)
+        name = f"{d.key.kind} {d.key.namespace}/{d.key.name}"
+        if before is not None and before.phase == d.phase and before.cluster == d.cluster:
+            continue
+        if d.phase is Phase.ADMITTED:
+            pods = ", ".join(f"{p.name} {p.replicas}" for p in d.pod_sets)
+            lines.append(f"admit {name} -> {d.cluster} ({pods})")
+        elif d.preempted_by and before is not None and before.phase is Phase.ADMITTED:
+            lines.append(f"preempt {name} from {before.cluster} (by {d.preempted_by})")
+        elif before is not None and before.phase is Phase.ADMITTED:
+            lines.append(f"remove {name} from {before.cluster}: {d.phase.value.lower()}")
+        else:
+            lines.append(f"{d.phase.value.lower()} {name}")
+    for key, before in sorted(prior.items()):
+        if key not in seen:
+            where = f" from {before.cluster}" if before.cluster else ""
+            lines.append(f"delete {key.kind} {key.namespace}/{key.name}{where}")
+    return lines
+
+
+def identity(inputs: FleetInputs) -> Identity:
+    name = os.environ.get("GIT_COMMITTER_NAME") or inputs.git.committer_name
+    email = os.environ.get("GIT_COMMITTER_EMAIL") or inputs.git.committer_email
+    return Identity(name or DEFAULT_IDENTITY.name, email or DEFAULT_IDENTITY.email)
+
+
+def commit_message(computed: Computed, overlays: Overlays) -> str:
+    counts = {p.value: 0 for p in Phase}
+    for d in computed.result.decisions:
+        counts[d.phase.value] += 1
+    context = {"source": {"sha": computed.source.sha, "short": computed.source.sha[:12]},
+               "counts": counts, "changes": computed.changes,
+               "decisions": computed.result.decisions}
+    message = overlays.commit_message(context, computed.problems).rstrip()
+    return f"{message}\n\n{TRAILER}: {computed.source.sha}\n"
+
+
+def state_ref(branch: str) -> str:
+    return f"refs/heads/{branch}"
+
+
+def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | None = None,
+              remote: str | None = None, now: dt.datetime | None = None,
+              progress: Progress = _quiet, commit: bool = True) -> Outcome:
+    """Reconcile one source commit onto the state branch; retry if another writer wins."""
+    when = now or parse_now(None)
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        branch = state_branch
+        if branch is None:
+            branch = _settings_branch(repo, source_rev)
+        use_remote = remote
+        base = repo.fetch(use_remote, branch) if use_remote else repo.resolve(state_ref(branch))
+        computed = compute(repo, source_rev=source_rev, state_base=base, now=when,
+                           progress=progress)
+        tree = repo.write_tree(computed.files) if commit else None
+        if not commit or tree == computed.state_tree:
+            return Outcome(computed, None, attempt)
+        assert tree is not None
+        message = commit_message(computed, Overlays(computed.inputs.templates))
+        sha = repo.write_commit(tree=tree, parents=[base] if base else [], message=message,
+                                identity=identity(computed.inputs), when=when)
+        if use_remote:
+            if not repo.push_with_lease(use_remote, branch, sha, base):
+                progress(f"state branch moved on {use_remote}; recomputing")
+                continue
+            repo.run("update-ref", state_ref(branch), sha)
+            return Outcome(computed, sha, attempt)
+        if repo.update_ref(state_ref(branch), sha, base):
+            return Outcome(computed, sha, attempt)
+        progress("state branch moved; recomputing")
+    raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
+
+
+def _settings_branch(repo: FleetRepo, source_rev: str) -> str:
+    data = repo.read_file(source_rev, "fleet.yaml") or repo.read_file(source_rev, "fleet.yml")
+    if data:
+        docs, _ = parse_documents("fleet.yaml", data)
+        for doc in docs:
+            spec = doc.value.get("spec") if isinstance(doc.value, dict) else None
+            if isinstance(spec, dict) and spec.get("stateBranch"):
+                return str(spec["stateBranch"])
+    return "fleetq/state"

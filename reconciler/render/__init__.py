@@ -1,0 +1,1 @@
+"""Manifests and text out of decisions: cluster folders, overlays, tables, messages."""

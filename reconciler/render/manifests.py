@@ -1,0 +1,219 @@
+"""Each member cluster's manifests out of the decisions (DESIGN §4).
+
+A rendered job is its source manifest with suspension lifted, fleetq's labels,
+and the member cluster's gang dialect on every pod template; then the fleet's
+overlays (``templates/overlays``) are applied. Dependencies, Namespaces and
+PodGroups are rendered beside it, and ``kustomization.yaml`` lists them all.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from reconciler.core.model import Decision, JobKey, MemberCluster, Phase, Policy
+from reconciler.core.problems import Problem
+from reconciler.core.quota import QUOTA_LABEL, QuotaTree
+from reconciler.fleet.inputs import Dependency, FleetInputs
+from reconciler.fleet.jobs import JobSource
+from reconciler.jobkinds import kind_for
+from reconciler.jobkinds.base import Manifest
+from reconciler.render.overlays import Overlays
+
+MANAGED_BY = "fleetq.io/managed-by"
+QUOTA = "fleetq.io/quota"
+CLUSTER = "fleetq.io/cluster"
+SOURCE = "fleetq.io/source"
+ACK_NAME = "pod-group.scheduling.sigs.k8s.io/name"
+ACK_MIN = "pod-group.scheduling.sigs.k8s.io/min-available"
+SP_GROUP = "scheduling.x-k8s.io/pod-group"
+VOLCANO_GROUP = "scheduling.k8s.io/group-name"
+KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
+SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
+
+_Dumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def dump(obj: Any) -> bytes:
+    text: str = yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+                          allow_unicode=True, width=4096)
+    return text.encode()
+
+
+def job_file(key: JobKey, cluster: str) -> str:
+    return f"clusters/{cluster}/{key.namespace}/{key.kind.lower()}-{key.name}.yaml"
+
+
+@dataclass
+class RenderedTree:
+    """The state tree as path -> bytes, and the problems met while rendering."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
+               tree: QuotaTree | None) -> tuple[Manifest, list[Manifest]]:
+    """The job as it goes to ``cluster``, and the PodGroups its dialect needs."""
+    obj = copy.deepcopy(manifest)
+    key = decision.key
+    kind = kind_for(decision.api_version, key.kind)
+    assert kind is not None, f"{decision.api_version} {key.kind} is a job kind"
+    meta = obj.setdefault("metadata", {})
+    meta.pop("generateName", None)
+    meta["name"] = key.name
+    meta["namespace"] = key.namespace
+    quota_name = _quota_name(decision.quota, tree)
+    labels = meta.get("labels") or {}
+    labels[MANAGED_BY] = "fleetq"
+    labels[CLUSTER] = cluster.name
+    if quota_name is not None:
+        labels[QUOTA] = quota_name
+        labels[QUOTA_LABEL] = quota_name
+    if cluster.gang_dialect == "kueue" and quota_name is not None:
+        labels[KUEUE_QUEUE] = quota_name
+    meta["labels"] = labels
+    annotations = meta.get("annotations") or {}
+    annotations[SOURCE] = decision.path
+    meta["annotations"] = annotations
+    kind.set_suspended(obj, False)
+    total = sum(p.replicas for p in decision.pod_sets)
+    for ref in kind.pod_templates(obj):
+        _gang(ref.template, cluster.gang_dialect, key.name, total, quota_name)
+    groups: list[Manifest] = []
+    if cluster.gang_dialect == "scheduler-plugins":
+        groups.append({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                       "metadata": {"name": key.name, "namespace": key.namespace,
+                                    "labels": {MANAGED_BY: "fleetq"}},
+                       "spec": {"minMember": total}})
+    elif cluster.gang_dialect == "volcano":
+        spec: dict[str, Any] = {"minMember": total}
+        groups.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                       "metadata": {"name": key.name, "namespace": key.namespace,
+                                    "labels": {MANAGED_BY: "fleetq"}},
+                       "spec": spec})
+    return obj, groups
+
+
+def _quota_name(path: str | None, tree: QuotaTree | None) -> str | None:
+    if path is None:
+        return None
+    if tree is not None and path in tree.nodes:
+        return tree.nodes[path].name
+    return path.rsplit("/", 1)[-1]
+
+
+def _gang(template: Manifest, dialect: str, name: str, total: int, queue: str | None) -> None:
+    meta = template.setdefault("metadata", {})
+    labels = meta.get("labels") or {}
+    if dialect == "ack":
+        labels[ACK_NAME] = name
+        labels[ACK_MIN] = str(total)
+    elif dialect == "scheduler-plugins":
+        labels[SP_GROUP] = name
+    elif dialect == "volcano":
+        annotations = meta.get("annotations") or {}
+        annotations[VOLCANO_GROUP] = name
+        meta["annotations"] = annotations
+        template.setdefault("spec", {})["schedulerName"] = "volcano"
+    elif dialect == "kueue" and queue is not None:
+        labels[KUEUE_QUEUE] = queue
+    meta["labels"] = labels
+
+
+def _namespace_manifest(ns: str, source: Mapping[str, Any] | None) -> Manifest:
+    if source is not None:
+        obj = copy.deepcopy(dict(source))
+        obj.setdefault("metadata", {}).setdefault("labels", {})[MANAGED_BY] = "fleetq"
+        return obj
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": ns, "labels": {MANAGED_BY: "fleetq"}}}
+
+
+def _dependency_manifest(dep: Dependency) -> Manifest:
+    obj = copy.deepcopy(dep.manifest)
+    meta = obj.setdefault("metadata", {})
+    meta["namespace"] = dep.namespace
+    meta.setdefault("labels", {})
+    if meta["labels"] is None:
+        meta["labels"] = {}
+    meta["labels"][MANAGED_BY] = "fleetq"
+    return obj
+
+
+def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
+                 manifest_of: Callable[[JobSource], Manifest | None],
+                 previous: Mapping[str, bytes], overlays: Overlays) -> RenderedTree:
+    """Every cluster folder of the state tree (placements.yaml is written apart).
+
+    ``manifest_of`` gives a job's source manifest; ``previous`` maps paths of
+    the previous state tree to their bytes (for jobs kept on their last good
+    version, whose source cannot be rendered now).
+    """
+    out = RenderedTree()
+    clusters = {c.name: c for c in inputs.clusters}
+    policies: dict[str, Policy] = {p.ref: p for p in inputs.policies}
+    per_cluster: dict[str, dict[str, bytes]] = {name: {} for name in clusters}
+    namespaces: dict[str, set[str]] = {name: set() for name in clusters}
+    for d in decisions:
+        if d.phase is not Phase.ADMITTED or d.cluster is None:
+            continue
+        cluster = clusters.get(d.cluster)
+        if cluster is None:
+            continue
+        files = per_cluster[d.cluster]
+        rel = f"{d.key.namespace}/{d.key.kind.lower()}-{d.key.name}.yaml"
+        namespaces[d.cluster].add(d.key.namespace)
+        source = inputs.jobs.get(d.key)
+        if d.kept or source is None:
+            _copy_previous(previous, d, files)
+            continue
+        manifest = manifest_of(source)
+        if manifest is None:
+            _copy_previous(previous, d, files)
+            continue
+        obj, groups = render_job(manifest, d, cluster, inputs.tree)
+        obj = overlays.apply(obj, d, cluster, out.problems)
+        files[rel] = dump(obj)
+        for group in groups:
+            files[f"{d.key.namespace}/podgroup-{d.key.name}.yaml"] = dump(group)
+        policy = policies.get(d.policy or "")
+        if policy is not None and policy.propagate_deps:
+            for kind, name in source.deps:
+                dep = inputs.dependencies.get((kind, d.key.namespace, name))
+                if dep is None:
+                    continue
+                files[f"{d.key.namespace}/{kind.lower()}-{name}.yaml"] = dump(
+                    _dependency_manifest(dep))
+    for name in sorted(per_cluster):
+        files = per_cluster[name]
+        if not files:
+            continue
+        for ns in sorted(namespaces[name]):
+            if ns in SYSTEM_NAMESPACES:
+                continue
+            files[f"{ns}/namespace-{ns}.yaml"] = dump(
+                _namespace_manifest(ns, inputs.namespaces.get(ns)))
+        for rel in sorted(files):
+            out.files[f"clusters/{name}/{rel}"] = files[rel]
+        out.files[f"clusters/{name}/kustomization.yaml"] = kustomization(sorted(files))
+    return out
+
+
+def _copy_previous(previous: Mapping[str, bytes], d: Decision, files: dict[str, bytes]) -> None:
+    prefix = f"clusters/{d.cluster}/{d.key.namespace}/"
+    for suffix in (f"{d.key.kind.lower()}-{d.key.name}.yaml", f"podgroup-{d.key.name}.yaml"):
+        data = previous.get(prefix + suffix)
+        if data is not None:
+            files[f"{d.key.namespace}/{suffix}"] = data
+
+
+def kustomization(resources: list[str]) -> bytes:
+    lines = ["apiVersion: kustomize.config.k8s.io/v1beta1", "kind: Kustomization",
+             "resources:"]
+    lines.extend(f"- {r}" for r in resources)
+    return ("\n".join(lines) + "\n").encode()

@@ -1,0 +1,173 @@
+"""The fleet's own Jinja2 templates: per-cluster overlays and the commit message.
+
+Templates live in the fleet repo's ``templates/`` folder and run sandboxed.
+
+``templates/overlays/<name>.yaml.j2`` renders, for each (cluster, job), to a
+YAML mapping (or nothing, to skip) with any of:
+
+- ``patch``: a JSON merge patch (RFC 7386) applied to the job manifest;
+- ``podTemplatePatch``: a merge patch applied to every pod template;
+- ``imageRewrite``: a list of ``{from: prefix, to: prefix}`` applied to the
+  image of every container and init container.
+
+The context is ``cluster`` (name, labels, gangDialect), ``job`` (apiVersion,
+kind, namespace, name, labels, quota, priority, podSets) and ``manifest``.
+
+``templates/commit-message.j2`` replaces the state commit message; its
+context is ``source`` (sha, short), ``counts``, ``changes`` and ``decisions``.
+The ``Fleet-Source-Commit`` trailer is always added by fleetq.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from importlib import resources
+from typing import Any
+
+import jinja2
+import jinja2.sandbox
+import yaml
+
+from reconciler.core.model import Decision, MemberCluster
+from reconciler.core.problems import Problem
+from reconciler.jobkinds import kind_for
+from reconciler.jobkinds.base import Manifest
+
+OVERLAY_DIR = "overlays/"
+COMMIT_TEMPLATE = "commit-message.j2"
+TEMPLATES_PREFIX = "templates/"
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: mappings merge, ``null`` deletes, anything else replaces."""
+    if not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, Mapping) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+def _environment(sources: Mapping[str, str]) -> jinja2.sandbox.SandboxedEnvironment:
+    env = jinja2.sandbox.SandboxedEnvironment(
+        loader=jinja2.DictLoader(dict(sources)), undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True, autoescape=False)
+    env.filters["to_yaml"] = lambda v: yaml.safe_dump(v, default_flow_style=True).strip()
+    return env
+
+
+class Overlays:
+    """The overlays and commit template of one fleet commit."""
+
+    def __init__(self, templates: Mapping[str, str]) -> None:
+        self.sources = dict(templates)
+        self.env = _environment(self.sources)
+        self.names = sorted(n for n in self.sources if n.startswith(OVERLAY_DIR)
+                            and n.endswith((".j2", ".jinja", ".jinja2")))
+        self._compiled: dict[str, jinja2.Template | None] = {}
+        self._reported: set[str] = set()
+
+    def _template(self, name: str, problems: list[Problem]) -> jinja2.Template | None:
+        if name not in self._compiled:
+            try:
+                self._compiled[name] = self.env.get_template(name)
+            except jinja2.TemplateSyntaxError as exc:
+                self._report(problems, name, exc.lineno or 0, f"template syntax: {exc.message}")
+                self._compiled[name] = None
+        return self._compiled[name]
+
+    def _report(self, problems: list[Problem], name: str, line: int, message: str) -> None:
+        if name in self._reported:
+            return
+        self._reported.add(name)
+        problems.append(Problem(TEMPLATES_PREFIX + name, line, (
+            f"{message}; the overlay is skipped until it is fixed")))
+
+    def apply(self, obj: Manifest, decision: Decision, cluster: MemberCluster,
+              problems: list[Problem]) -> Manifest:
+        if not self.names:
+            return obj
+        context = {
+            "cluster": {"name": cluster.name, "labels": cluster.label_map,
+                        "gangDialect": cluster.gang_dialect,
+                        "resourceReservation": cluster.resource_reservation},
+            "job": {"apiVersion": decision.api_version, "kind": decision.key.kind,
+                    "namespace": decision.key.namespace, "name": decision.key.name,
+                    "labels": dict((obj.get("metadata") or {}).get("labels") or {}),
+                    "quota": decision.quota, "priority": decision.priority,
+                    "podSets": [{"name": p.name, "replicas": p.replicas}
+                                for p in decision.pod_sets]},
+            "manifest": obj,
+        }
+        for name in self.names:
+            template = self._template(name, problems)
+            if template is None:
+                continue
+            try:
+                text = template.render(context)
+                spec = yaml.safe_load(text) if text.strip() else None
+            except jinja2.TemplateError as exc:
+                line = getattr(exc, "lineno", None) or 0
+                self._report(problems, name, line, f"template error: {exc}")
+                continue
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                self._report(problems, name, mark.line + 1 if mark else 0,
+                             f"renders to invalid YAML ({exc})")
+                continue
+            if spec is None:
+                continue
+            if not isinstance(spec, Mapping) or not set(spec) <= {
+                    "patch", "podTemplatePatch", "imageRewrite"}:
+                self._report(problems, name, 1, (
+                    "an overlay must render to a mapping of patch, podTemplatePatch "
+                    "and/or imageRewrite"))
+                continue
+            obj = _apply_one(obj, spec, decision)
+        return obj
+
+    def commit_message(self, context: Mapping[str, Any], problems: list[Problem]) -> str:
+        if COMMIT_TEMPLATE in self.sources:
+            template = self._template(COMMIT_TEMPLATE, problems)
+            if template is not None:
+                try:
+                    return template.render(context)
+                except jinja2.TemplateError as exc:
+                    self._report(problems, COMMIT_TEMPLATE, getattr(exc, "lineno", 0) or 0,
+                                 f"template error: {exc}")
+        return default_commit_template().render(context)
+
+
+def default_commit_template() -> jinja2.Template:
+    text = resources.files("reconciler.render").joinpath(
+        "templates/commit-message.j2").read_text(encoding="utf-8")
+    return _environment({}).from_string(text)
+
+
+def _apply_one(obj: Manifest, spec: Mapping[str, Any], decision: Decision) -> Manifest:
+    if spec.get("patch"):
+        obj = merge_patch(obj, spec["patch"])
+    kind = kind_for(decision.api_version, decision.key.kind)
+    if kind is None:
+        return obj
+    if spec.get("podTemplatePatch"):
+        for ref in kind.pod_templates(obj):
+            patched = merge_patch(ref.template, spec["podTemplatePatch"])
+            ref.template.clear()
+            ref.template.update(patched)
+    for rule in spec.get("imageRewrite") or ():
+        old, new = str(rule.get("from", "")), str(rule.get("to", ""))
+        if not old:
+            continue
+        for ref in kind.pod_templates(obj):
+            pod = ref.template.get("spec") or {}
+            for group in ("containers", "initContainers"):
+                for c in pod.get(group) or ():
+                    image = c.get("image")
+                    if isinstance(image, str) and image.startswith(old):
+                        c["image"] = new + image[len(old):]
+    return obj

@@ -1,0 +1,64 @@
+"""Tables and documents for the terminal: kubectl-style columns, JSON and YAML."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from reconciler.core.problems import Problem
+from reconciler.fleet.state import emit
+
+MAX_REASON = 110
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """Columns separated by three spaces, headers in capitals, like kubectl."""
+    body = [[str(c) if c is not None and c != "" else "-" for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in body:
+        for i, cell in enumerate(row[:-1]):
+            widths[i] = max(widths[i], len(cell))
+    lines = []
+    for row in [list(headers), *body]:
+        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])] + [row[-1]]
+        lines.append("   ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def short(text: str, limit: int = MAX_REASON) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def placements_table(items: Sequence[Mapping[str, Any]], *, wide: bool = False) -> str:
+    preempted = any(i.get("preemptedBy") for i in items)
+    headers = ["NAMESPACE", "NAME", "KIND", "PHASE", "QUOTA", "PRIORITY", "CLUSTER", "POS"]
+    if preempted:
+        headers.append("PREEMPTED-BY")
+    headers.append("REASON")
+    rows = []
+    for i in items:
+        job = i["job"]
+        row: list[object] = [job["namespace"], job["name"], job["kind"], i["phase"],
+                             i.get("quota"), i.get("priority"), i.get("cluster"),
+                             i.get("position")]
+        if preempted:
+            by = i.get("preemptedBy")
+            row.append(f"{by} (x{i.get('preemptions', 1)})" if by else None)
+        row.append(i.get("reason", "") if wide else short(str(i.get("reason", ""))))
+        rows.append(row)
+    return table(headers, rows)
+
+
+def as_json(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=False, ensure_ascii=False)
+
+
+def as_yaml(value: Any) -> str:
+    if isinstance(value, list) and not value:
+        return "[]"
+    return "\n".join(emit(value))
+
+
+def problems_text(problems: Iterable[Problem]) -> str:
+    return "\n".join(str(p) for p in problems)
