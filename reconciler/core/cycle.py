@@ -110,14 +110,20 @@ def reconcile_cycle(inp: CycleInput) -> CycleResult:
          (priority, dominant share, enqueue time) is admitted when its quota
          and a member cluster fit it, else it may preempt, else it is
          skipped (BestEffortFIFO) or blocks its queue (StrictFIFO).
+         Steps 4-5 repeat while a pass evicted jobs (their capacity may let
+         waiting jobs in); a job is a victim at most once per cycle.
       6. Positions and reasons for the jobs that wait.
     """
     state = _Cycle(inp)
     state.resolve()  # 1
     state.snapshot()  # 2
     state.screen_inadmissible()  # 3
-    state.place_capacity_only()  # 4
-    state.admit_queued()  # 5
+    while True:
+        evicted = len(state.preemption.evicted)
+        state.place_capacity_only()  # 4
+        state.admit_queued()  # 5
+        if len(state.preemption.evicted) == evicted:
+            break  # a pass without evictions frees nothing: what waits, waits
     return state.result()  # 6
 
 
