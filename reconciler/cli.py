@@ -16,17 +16,28 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import __version__
+from reconciler.core.explain import explain
 from reconciler.core.model import Phase
+from reconciler.fleet.documents import parse_documents
 from reconciler.fleet.state import PLACEMENTS, decision_item, read_placements
 from reconciler.gitops.repo import FleetRepo, GitError
 from reconciler.pipeline import (
     Outcome,
     compute,
+    diff_trees,
     parse_now,
     reconcile,
+    settings_branch,
     state_ref,
 )
-from reconciler.render.text import as_json, as_yaml, placements_table, problems_text
+from reconciler.render.text import (
+    as_json,
+    as_yaml,
+    placements_table,
+    problems_text,
+    short,
+    table,
+)
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -82,7 +93,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     _end_progress(show)
     if outcome.computed.problems:
         print(problems_text(outcome.computed.problems), file=sys.stderr)
-    branch = args.state_branch or "state branch"
+    branch = _branch(repo, args)
     if outcome.commit:
         print(f"committed {outcome.commit[:12]} to {branch}: {_summary(outcome)}")
     else:
@@ -100,16 +111,18 @@ def _state_items(repo: FleetRepo, branch: str) -> list[dict[str, Any]]:
     _, problems = read_placements(data)
     for p in problems:
         print(p, file=sys.stderr)
-    from reconciler.fleet.documents import parse_documents
-
     docs, _ = parse_documents(PLACEMENTS, data or b"")
     items = docs[0].value.get("items") if docs and isinstance(docs[0].value, dict) else []
     return list(items or [])
 
 
+def _branch(repo: FleetRepo, args: argparse.Namespace) -> str:
+    return str(args.state_branch or settings_branch(repo, getattr(args, "source", "HEAD")))
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
-    items = _state_items(repo, args.state_branch or "fleetq/state")
+    items = _state_items(repo, _branch(repo, args))
     if args.phase:
         items = [i for i in items if i.get("phase", "").lower() == args.phase.lower()]
     if args.namespace:
@@ -134,6 +147,93 @@ def cmd_validate(args: argparse.Namespace) -> int:
               f"{len(inputs.clusters)} member clusters, {len(inputs.policies)} policies: "
               f"{len(errors)} error(s), {len(problems) - len(errors)} warning(s)")
     return EXIT_PROBLEMS if errors else EXIT_OK
+
+
+def cmd_queue(args: argparse.Namespace) -> int:
+    repo = FleetRepo(args.repo)
+    items = [i for i in _state_items(repo, _branch(repo, args)) if i.get("phase") == "Queued"]
+    if args.quota:
+        items = [i for i in items if i.get("quota") in (args.quota, f"root/{args.quota}")]
+    items.sort(key=lambda i: (str(i.get("quota")), i.get("position") or 0))
+    if args.output != "table":
+        _print_data(items, args.output)
+        return EXIT_OK
+    if not items:
+        print("No queued jobs.")
+        return EXIT_OK
+    rows = [(i.get("quota"), i.get("position"), i["job"]["namespace"], i["job"]["name"],
+             i["job"]["kind"], i.get("priority"), i.get("enqueuedAt"),
+             i.get("reason", "") if args.wide else short(str(i.get("reason", ""))))
+            for i in items]
+    print(table(["QUEUE", "POS", "NAMESPACE", "NAME", "KIND", "PRIORITY", "ENQUEUED",
+                 "REASON"], rows))
+    return EXIT_OK
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    repo = FleetRepo(args.repo)
+    branch = _branch(repo, args)
+    base = repo.fetch(args.remote, branch) if args.remote else repo.resolve(state_ref(branch))
+    computed = compute(repo, source_rev=args.source, state_base=base, now=parse_now(args.now))
+    tree = repo.write_tree(computed.files)
+    files = diff_trees(repo, base, computed.files) if tree != computed.state_tree else []
+    changed = bool(files)
+    if args.output == "json":
+        print(as_json({"source": computed.source.sha, "stateBase": base, "changed": changed,
+                       "changes": computed.changes,
+                       "files": [{"change": c, "path": p} for c, p in files],
+                       "problems": [str(p) for p in computed.problems]}))
+    else:
+        print(f"fleetq plan: {computed.source.sha[:12]} onto {branch} "
+              f"({(base or 'empty')[:12]})")
+        if computed.problems:
+            print("\nProblems:")
+            print(problems_text(computed.problems))
+        if not changed:
+            print("\nNo changes. The state branch is up to date.")
+        else:
+            print("\nJobs:")
+            for line in computed.changes or ["(no job changes phase or cluster)"]:
+                print(f"  {line}")
+            print("\nState files:")
+            for change, path in files:
+                print(f"  {change} {path}")
+            counts = {c: sum(1 for x, _ in files if x == c) for c in "+~-"}
+            print(f"\nPlan: {len(computed.changes)} job change(s); {counts['+']} file(s) to "
+                  f"add, {counts['~']} to change, {counts['-']} to remove.")
+    return EXIT_PROBLEMS if changed and args.exit_code else EXIT_OK
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    repo = FleetRepo(args.repo)
+    branch = _branch(repo, args)
+    base = repo.resolve(state_ref(branch))
+    computed = compute(repo, source_rev=args.source, state_base=base, now=parse_now(args.now))
+    wanted = args.job
+    namespace, _, name = wanted.rpartition("/")
+    matches = [d for d in computed.result.decisions if d.key.name == name
+               and (not namespace or d.key.namespace == namespace)]
+    if not matches:
+        print(f"fleetq: no job named {wanted!r} in {computed.source.sha[:12]}; "
+              f"`fleetq status` lists them", file=sys.stderr)
+        return EXIT_USAGE
+    if len(matches) > 1:
+        names = ", ".join(f"{d.key.kind} {d.key.namespace}/{d.key.name}" for d in matches)
+        print(f"fleetq: {wanted!r} is ambiguous ({names}); name it as namespace/name",
+              file=sys.stderr)
+        return EXIT_USAGE
+    d = matches[0]
+    inputs = computed.inputs
+    holders = [x for x in computed.result.decisions
+               if x.quota == d.quota and x.phase is Phase.ADMITTED and x.key != d.key]
+    lines = explain(d, tree=inputs.tree, quota_used=computed.result.quota_used,
+                    cluster_free=computed.result.cluster_free,
+                    clusters={c.name: c for c in inputs.clusters}, admitted_in_quota=holders)
+    if args.output == "json":
+        print(as_json({"job": decision_item(d), "explanation": lines}))
+    else:
+        print("\n".join(lines))
+    return EXIT_OK
 
 
 def template_dir() -> Path:
@@ -226,6 +326,29 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--source", default="HEAD")
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("plan", help="show what a reconcile of a revision would change")
+    common(p)
+    p.add_argument("--source", default="HEAD", help="source revision, e.g. a pull request head")
+    p.add_argument("--state-branch", default=None)
+    p.add_argument("--remote", default=None, help="compare with the state branch of this remote")
+    p.add_argument("--now", default=None, help="fix the clock (RFC 3339)")
+    p.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("queue", help="list the queued jobs in queue order")
+    common(p)
+    p.add_argument("--state-branch", default=None)
+    p.add_argument("--quota", default=None, help="only this queue (quota path)")
+    p.set_defaults(func=cmd_queue, wide=False)
+
+    p = sub.add_parser("explain", help="why a job waits and what would let it run")
+    common(p)
+    p.add_argument("job", help="NAME or NAMESPACE/NAME")
+    p.add_argument("--source", default="HEAD")
+    p.add_argument("--state-branch", default=None)
+    p.add_argument("--now", default=None)
+    p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("demo", help="run the whole loop on the bundled template")
     common(p)

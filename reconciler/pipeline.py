@@ -217,7 +217,7 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
     for attempt in range(1, MAX_ATTEMPTS + 1):
         branch = state_branch
         if branch is None:
-            branch = _settings_branch(repo, source_rev)
+            branch = settings_branch(repo, source_rev)
         use_remote = remote
         base = repo.fetch(use_remote, branch) if use_remote else repo.resolve(state_ref(branch))
         computed = compute(repo, source_rev=source_rev, state_base=base, now=when,
@@ -241,7 +241,18 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
     raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
 
 
-def _settings_branch(repo: FleetRepo, source_rev: str) -> str:
+def diff_trees(repo: FleetRepo, base: str | None, files: dict[str, bytes | str]
+               ) -> list[tuple[str, str]]:
+    """(``+``/``~``/``-``, path) for each state file that a commit of ``files`` changes."""
+    before = {e.path: e.sha for e in repo.list_tree(base) if e.type == "blob"} if base else {}
+    after = {p: (v if isinstance(v, str) else repo.write_blob(v)) for p, v in files.items()}
+    out = [("-", p) for p in before if p not in after]
+    out += [("+", p) for p in after if p not in before]
+    out += [("~", p) for p in after if p in before and before[p] != after[p]]
+    return sorted(out, key=lambda c: (c[1], c[0]))
+
+
+def settings_branch(repo: FleetRepo, source_rev: str) -> str:
     data = repo.read_file(source_rev, "fleet.yaml") or repo.read_file(source_rev, "fleet.yml")
     if data:
         docs, _ = parse_documents("fleet.yaml", data)

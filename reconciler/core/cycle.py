@@ -84,11 +84,11 @@ class _Pending:
     notes: list[str]
     total: Resources
     prior: PriorPlacement | None
-    order: tuple[int, str, JobKey] = field(init=False)
+    order: tuple[int, str, tuple[str, str, str, str]] = field(init=False)
 
     def __post_init__(self) -> None:
         # Queue order (DESIGN §3 "Order"): priority desc, enqueue time asc, ns/name.
-        self.order = (-self.priority, self.enqueued_at, self.job.key)
+        self.order = (-self.priority, self.enqueued_at, self.job.key.order)
 
 
 def reconcile_cycle(inp: CycleInput) -> CycleResult:
@@ -137,14 +137,15 @@ class _Cycle:
         self.decisions: dict[JobKey, Decision] = {}
         self.problems: list[Problem] = []
         self.pending: dict[JobKey, _Pending] = {}
-        self.admitted: dict[JobKey, Admitted] = {}
         self.requeue_notes: dict[JobKey, str] = {}
+        self.blocked_by: dict[JobKey, str] = {}  # StrictFIFO: the job -> the head blocking it
+        self._copies: dict[JobKey, list[tuple[ClusterState, Fit]]] = {}
         self._groups_cache: dict[tuple[str, str], tuple[list[list[str]], list[str]]] = {}
         self._never_fit_cache: dict[tuple[object, ...], str | None] = {}
         self._fail_memo: dict[tuple[str, object], int] = {}
         self.preemption = PreemptionContext(
-            usage=self.usage, clusters=self.clusters, admitted=self.admitted,
-            settings=inp.settings)
+            usage=self.usage, clusters=self.clusters, settings=inp.settings)
+        self.admitted = self.preemption.admitted  # read-only view; changed via add/remove
 
     # -- 1 ---------------------------------------------------------------------
 
@@ -163,18 +164,18 @@ class _Cycle:
             enqueued = self._enqueued(job, key)
             problem = None
             priority = inp.default_priority
-            if job.workload_priority_class is not None:
-                if job.workload_priority_class in inp.workload_priority_classes:
-                    priority = inp.workload_priority_classes[job.workload_priority_class]
-                else:
-                    problem = (f"WorkloadPriorityClass {job.workload_priority_class!r} does not "
-                               f"exist; create it or fix label kueue.x-k8s.io/priority-class")
-            elif job.priority_class is not None:
+            if job.priority_class is not None:
                 if job.priority_class in inp.priority_classes:
                     priority = inp.priority_classes[job.priority_class]
                 else:
                     problem = (f"PriorityClass {job.priority_class!r} does not exist; create it "
                                f"or fix priorityClassName")
+            if job.workload_priority_class is not None:  # Kueue: it wins over the pods' class
+                if job.workload_priority_class in inp.workload_priority_classes:
+                    priority = inp.workload_priority_classes[job.workload_priority_class]
+                else:
+                    problem = (f"WorkloadPriorityClass {job.workload_priority_class!r} does not "
+                               f"exist; create it or fix label kueue.x-k8s.io/priority-class")
             policy = select_policy(policies, job) or default_policy
             quota: str | None = None
             if problem is None and self.tree is not None:
@@ -192,6 +193,7 @@ class _Cycle:
                                            for p in job.pod_sets),
                             preempted_by=prior.preempted_by if prior else None,
                             preemptions=prior.preemptions if prior else 0,
+                            preemption_reason=prior.preemption_reason if prior else None,
                             policy=policy.ref if policy else None)
             if problem is not None:
                 self.problems.append(Problem(job.path, job.line, problem))
@@ -256,7 +258,7 @@ class _Cycle:
                         tuple(PodSetCount(p.name, p.replicas) for p in pending.job.pod_sets))
                 if same:
                     self._admit(pending, cluster, None, admitted_at=prior.admitted_at,
-                                force=True)
+                                force=True, copies=prior.copies)
                 else:
                     changed.append(pending)
                 continue
@@ -293,10 +295,11 @@ class _Cycle:
         if self.usage is not None and prior.quota in self.usage.tree.nodes:
             # Charged as preemptible usage, but never a victim (preemptible=False below).
             self.usage.charge(prior.quota, prior.requests, preemptible=True)
-        self.admitted[key] = Admitted(
+        self.preemption.add(Admitted(
             key=key, quota=prior.quota, priority=prior.priority, preemptible=False,
             requests=dict(prior.requests), cluster=cluster.name, pod_sets=pod_sets,
-            admitted_at=prior.admitted_at or "", enqueued_at=prior.enqueued_at)
+            admitted_at=prior.admitted_at or "", enqueued_at=prior.enqueued_at,
+            seq=self.preemption.next_seq()))
         previous = self.decisions.get(key)
         api_version = previous.api_version if previous else prior.api_version
         self.decisions[key] = Decision(
@@ -304,6 +307,7 @@ class _Cycle:
             phase=Phase.ADMITTED, enqueued_at=prior.enqueued_at, quota=prior.quota,
             priority=prior.priority, cluster=prior.cluster, pod_sets=prior.pod_sets,
             requests=dict(prior.requests), admitted_at=prior.admitted_at, kept=True,
+            policy=prior.policy, copies=prior.copies,
             reason=(f"source is invalid ({bad_reason}); keeping the last good placement "
                     f"until it is fixed"))
 
@@ -361,7 +365,7 @@ class _Cycle:
         for p in waiting:
             choice = self._find_cluster(p)
             if isinstance(choice, str):
-                self._wait(p, f"no member cluster has room for the whole gang now: {choice}")
+                self._wait(p)
             else:
                 self._admit(p, choice[0], choice[1], admitted_at=None)
 
@@ -372,13 +376,15 @@ class _Cycle:
         # queue's current head under the cross-queue key. A victim evicted
         # during the loop goes back into its queue (keeping its enqueue time)
         # and may be admitted again, elsewhere, in this same cycle.
-        self._queues: dict[str, list[tuple[tuple[int, str, JobKey], _Pending]]] = {}
+        self._queues: dict[str, list[tuple[tuple[int, str, tuple[str, str, str, str]],
+                                           _Pending]]] = {}
         for p in self.pending.values():
             if p.policy.queued and p.job.key not in self.admitted and p.quota is not None:
                 self._queues.setdefault(p.quota, []).append((p.order, p))
         for q in self._queues.values():
             heapq.heapify(q)
-        self._heads: list[tuple[tuple[int, float, str, JobKey], str, int]] = []
+        self._heads: list[tuple[tuple[int, float, str, tuple[str, str, str, str]],
+                                str, int]] = []
         self._head_version: dict[str, int] = {}
         self._blocked: set[str] = set()
         for leaf in sorted(self._queues):
@@ -389,15 +395,15 @@ class _Cycle:
                 continue
             queue = self._queues[leaf]
             _, p = heapq.heappop(queue)
-            outcome = self._try_admit(p)
-            if outcome is not None:
-                self._wait(p, outcome)
+            if not self._try_admit(p):
+                self._wait(p)
                 if self.inp.settings.for_quota(leaf).strategy is QueueStrategy.STRICT_FIFO:
                     self._blocked.add(leaf)
                     while queue:
                         _, rest = heapq.heappop(queue)
-                        self._wait(rest, (f"blocked behind {p.job.key} at the head of "
-                                          f"StrictFIFO queue {leaf.replace('/', '-')}"))
+                        self._wait(rest, blocked_by=(
+                            f"blocked behind {p.job.key} at the head of StrictFIFO queue "
+                            f"{leaf.replace('/', '-')}"))
                     continue
             self._push_head(leaf)
 
@@ -409,9 +415,11 @@ class _Cycle:
         self._head_version[leaf] = version
         heapq.heappush(self._heads, (self._head_key(leaf, queue[0][1]), leaf, version))
 
-    def _head_key(self, leaf: str, p: _Pending) -> tuple[int, float, str, JobKey]:
+    def _head_key(self, leaf: str, p: _Pending
+                  ) -> tuple[int, float, str, tuple[str, str, str, str]]:
         """Across queues: priority desc, then dominant share asc, then enqueue time."""
-        return (-p.priority, self.preemption.dominant_share(leaf), p.enqueued_at, p.job.key)
+        return (-p.priority, self.preemption.dominant_share(leaf), p.enqueued_at,
+                p.job.key.order)
 
     def _quota_shortfall(self, p: _Pending) -> str | None:
         if not p.policy.queued or self.usage is None or p.quota is None:
@@ -419,31 +427,48 @@ class _Cycle:
         short = self.usage.shortfall(p.quota, p.job.requests, preemptible=p.job.preemptible)
         return None if short is None else max_jobs_hint(short)
 
-    def _try_admit(self, p: _Pending) -> str | None:
-        """Admit ``p`` if it fits, preempting if allowed; else say why it waits."""
-        short = self._quota_shortfall(p)
-        if short is None:
+    def _try_admit(self, p: _Pending) -> bool:
+        """Admit ``p`` if it fits, preempting if allowed; False if it must wait."""
+        if self._quota_shortfall(p) is None:
             choice = self._find_cluster(p)
             if not isinstance(choice, str):
                 self._admit(p, choice[0], choice[1], admitted_at=None)
-                return None
-            why = f"its quota has room but no member cluster fits the whole gang now: {choice}"
-        else:
-            why = f"waiting for quota: {short}"
+                return True
         plan = find_victims(self.preemption, job=p.job, quota=p.quota, priority=p.priority,
-                            enqueued_at=p.enqueued_at, groups=p.groups, total=p.total,
-                            strategy=self._strategy(p))
+                            enqueued_at=p.enqueued_at, groups=p.groups, total=p.total)
         if plan is None:
-            return why
+            return False
         for victim in plan.victims:
             self._evict(victim, by=p.job.key, why=plan.reason)
         self._admit(p, self.clusters[plan.fit.cluster], plan.fit, admitted_at=None)
-        return None
+        return True
+
+    def _why_waiting(self, p: _Pending) -> str:
+        """Why a job waits, told against the cycle's final state."""
+        short = self._quota_shortfall(p)
+        if short is not None:
+            return f"waiting for quota: {short}"
+        notes: list[str] = []
+        names = [n for g in p.groups for n in g]
+        for name in names[:MAX_CLUSTER_NOTES]:
+            fit = self.clusters[name].fit(p.job.key, p.job.pod_sets, p.total)
+            notes.append(fit if isinstance(fit, str) else f"{name}: room freed this cycle")
+        if len(names) > MAX_CLUSTER_NOTES:
+            notes.append(f"and {len(names) - MAX_CLUSTER_NOTES} more")
+        where = "; ".join(notes) or "no candidate member cluster"
+        if not p.policy.queued:
+            return f"no member cluster has room for the whole gang now: {where}"
+        return f"its quota has room but no member cluster fits the whole gang now: {where}"
 
     def _strategy(self, p: _Pending) -> PlacementStrategy:
         return p.policy.strategy or self.inp.settings.strategy
 
     def _find_cluster(self, p: _Pending) -> tuple[ClusterState, Fit] | str:
+        """The cluster for the gang (binpack/spread), or why none fits now.
+
+        Under a Duplicated policy every other cluster of the same group that
+        fits gets a full copy too (kept in ``self._copies`` for ``_admit``).
+        """
         job = p.job
         shape = _shape(job.pod_sets)
         notes: list[str] = []
@@ -463,39 +488,57 @@ class _Cycle:
                     fits.append((cs, fit))
             if fits:
                 cs, fit = choose_cluster(fits, self._strategy(p))
+                if p.policy.duplicated:
+                    self._copies[job.key] = [(c, f) for c, f in fits if c is not cs]
                 return cs, fit
         return _join_notes(notes) if notes else "no candidate member cluster"
 
     def _admit(self, p: _Pending, cluster: ClusterState, fit: Fit | None, *,
-               admitted_at: str | None, force: bool = False) -> None:
+               admitted_at: str | None, force: bool = False,
+               copies: tuple[str, ...] | None = None) -> None:
         job = p.job
         key = job.key
         if force or fit is None:
             cluster.force_place(key, job.pod_sets, p.total)
         else:
             cluster.place(key, job.pod_sets, fit)
-        if self.usage is not None and p.quota is not None:
-            self.usage.charge(p.quota, job.requests, preemptible=job.preemptible)
+        extra: list[str] = []
+        if copies is not None:  # a Duplicated job kept where its copies run
+            for name in copies:
+                if name in self.clusters:
+                    self.clusters[name].force_place(key, job.pod_sets, p.total)
+                    extra.append(name)
+        else:
+            for cs, copy_fit in self._copies.pop(key, []):
+                cs.place(key, job.pod_sets, copy_fit)
+                extra.append(cs.name)
+        if self.usage is not None and p.quota is not None and p.policy.queued:
+            for _ in range(1 + len(extra)):
+                self.usage.charge(p.quota, job.requests, preemptible=job.preemptible)
         when = admitted_at or self.inp.now
-        self.admitted[key] = Admitted(
-            key=key, quota=p.quota, priority=p.priority, preemptible=job.preemptible,
-            requests=dict(job.requests), cluster=cluster.name, pod_sets=job.pod_sets,
-            admitted_at=when, enqueued_at=p.enqueued_at, queued=p.policy.queued)
+        self.preemption.add(Admitted(
+            key=key, quota=p.quota, priority=p.priority,
+            preemptible=job.preemptible and not extra, requests=dict(job.requests),
+            cluster=cluster.name, pod_sets=job.pod_sets, admitted_at=when,
+            enqueued_at=p.enqueued_at, queued=p.policy.queued,
+            seq=self.preemption.next_seq()))
         note = self.requeue_notes.pop(key, "")
-        placed = ", ".join(f"{ps.name} {ps.replicas}" for ps in job.pod_sets)
+        placed = ", ".join(f"{ps.name} {ps.replicas}" for ps in job.pod_sets) or "no pods"
         reason = f"admitted to {cluster.name} ({placed})"
+        if extra:
+            reason += f"; a copy also on {', '.join(sorted(extra))} (Duplicated)"
         if note:
             reason += f"; {note}"
         self.decisions[key] = replace(self.decisions[key], phase=Phase.ADMITTED,
                                       cluster=cluster.name, admitted_at=when, reason=reason,
-                                      position=None)
+                                      position=None, copies=tuple(sorted(extra)))
 
     def _evict(self, victim: Admitted, *, by: JobKey, why: str) -> None:
         key = victim.key
         self.clusters[victim.cluster].remove(key, victim.pod_sets)
         if self.usage is not None and victim.quota is not None:
             self.usage.release(victim.quota, victim.requests, preemptible=victim.preemptible)
-        del self.admitted[key]
+        self.preemption.remove(key)
         pending = self.pending.get(key)
         if pending is not None and victim.quota is not None and victim.queued:
             queue = self._queues.setdefault(victim.quota, [])
@@ -506,25 +549,38 @@ class _Cycle:
         self.decisions[key] = replace(
             d, phase=Phase.QUEUED, cluster=None, admitted_at=None,
             preempted_by=f"{by.kind} {by.namespace}/{by.name}",
-            preemptions=d.preemptions + 1,
-            reason=f"preempted by {by}: {why}; back in its queue keeping its place")
+            preemptions=d.preemptions + 1, preemption_reason=why, reason="")
 
-    def _wait(self, p: _Pending, why: str) -> None:
+    def _wait(self, p: _Pending, blocked_by: str | None = None) -> None:
+        """Mark ``p`` Queued; its reason is written in step 6, on the final state."""
         key = p.job.key
-        note = self.requeue_notes.pop(key, "")
+        if blocked_by is not None:
+            self.blocked_by[key] = blocked_by
+        else:
+            self.blocked_by.pop(key, None)
         d = self.decisions[key]
-        if key in self.preemption.evicted:
-            return  # evicted in this cycle: keep the eviction's reason
-        self.decisions[key] = replace(d, phase=Phase.QUEUED, reason=why + (
-            f"; {note}" if note else ""))
+        if d.phase is not Phase.QUEUED:
+            self.decisions[key] = replace(d, phase=Phase.QUEUED, cluster=None)
 
     # -- 6 ---------------------------------------------------------------------
 
     def result(self) -> CycleResult:
-        by_queue: dict[str, list[tuple[tuple[int, str, JobKey], JobKey]]] = {}
+        by_queue: dict[str, list[tuple[tuple[int, str, tuple[str, str, str, str]],
+                                       JobKey]]] = {}
         for key, d in self.decisions.items():
-            if d.phase is Phase.QUEUED:
-                order = (-d.priority, d.enqueued_at, key)
+            if d.phase is not Phase.QUEUED:
+                continue
+            p = self.pending[key]
+            why = self.blocked_by.get(key) or self._why_waiting(p)
+            if d.preempted_by is not None and d.preemption_reason is not None:
+                why = (f"preempted by {d.preempted_by} ({d.preemption_reason}); back in its "
+                       f"queue keeping its place; {why}")
+            note = self.requeue_notes.get(key)
+            if note:
+                why += f"; {note}"
+            self.decisions[key] = replace(d, reason=why)
+            if p.policy.queued:
+                order = (-d.priority, d.enqueued_at, key.order)
                 by_queue.setdefault(d.quota or "", []).append((order, key))
         for entries in by_queue.values():
             entries.sort()

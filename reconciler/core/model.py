@@ -48,6 +48,11 @@ class JobKey:
     name: str
 
     @property
+    def order(self) -> tuple[str, str, str, str]:
+        """Tie-break order: namespace/name, then group and kind."""
+        return (self.namespace, self.name, self.group, self.kind)
+
+    @property
     def kind_ref(self) -> str:
         """``group/Kind`` as used by MemberCluster capabilities (``batch/Job``)."""
         return f"{self.group}/{self.kind}" if self.group else self.kind
@@ -266,6 +271,9 @@ class PriorPlacement:
     preemptions: int = 0
     reason: str = ""
     api_version: str = ""
+    preemption_reason: str | None = None
+    copies: tuple[str, ...] = ()  # Duplicated: the other clusters holding a copy
+    policy: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +296,8 @@ class Decision:
     position: int | None = None
     preempted_by: str | None = None
     preemptions: int = 0
+    preemption_reason: str | None = None
+    copies: tuple[str, ...] = ()  # Duplicated: the other clusters holding a copy
     kept: bool = False  # admitted on its last good version; the source is invalid now
     policy: str | None = None
 

@@ -4,15 +4,20 @@ A job that does not fit may evict admitted jobs (victims) when that makes it
 fit, on its quota *and* on one member cluster:
 
 * **reclaim**: if its quota would stay within its min after admission, it
-  may evict jobs of other quotas that use more than their min (borrowers);
+  may evict jobs of other quotas that use more than their min (borrowers),
+  until each victim's quota is back at its min;
 * **priority**: it may evict jobs of its own quota with strictly lower
   priority (``LowerPriority``, the default), also equal-priority jobs that
   were enqueued later (``LowerOrNewerEqualPriority``), or none (``Never``).
 
 Non-preemptible jobs, capacity-only jobs and jobs already evicted in this
 cycle are never victims. Candidates are ranked by the key written next to
-``_rank``. The search is a what-if: each victim's removal is simulated and
-undone, then the set is made minimal by dropping every victim not needed.
+``_rank``. The search is a what-if on the live snapshot: each removal is
+simulated and undone. It first checks, from running totals, that evicting
+every candidate would be enough (never preempt when it would not help);
+then takes victims for the quota, then victims on one cluster until the gang
+fits there, keeps the cluster needing the fewest, and drops every victim the
+job can do without (a minimal set).
 """
 
 from __future__ import annotations
@@ -24,12 +29,18 @@ from reconciler.core.model import (
     FleetSettings,
     Job,
     JobKey,
-    PlacementStrategy,
     PodSet,
     PreemptionPolicy,
 )
 from reconciler.core.quota import COUNTING, QuotaUsage
-from reconciler.core.resources import Resources, ResourcesView
+from reconciler.core.resources import (
+    MAX_JOBS,
+    Resources,
+    ResourcesView,
+    add_into,
+    first_excess,
+    sub_into,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,25 +57,73 @@ class Admitted:
     admitted_at: str
     enqueued_at: str
     queued: bool = True
+    seq: int = 0  # admission order within the cycle's view: higher = more recent
+
+    @property
+    def can_be_victim(self) -> bool:
+        return self.preemptible and self.queued and self.quota is not None
 
 
 @dataclass
 class PreemptionContext:
+    """The live snapshot preemption works on, with running totals of the
+    usage that could be evicted (per leaf and per cluster, by priority)."""
+
     usage: QuotaUsage | None
     clusters: dict[str, ClusterState]
-    admitted: dict[JobKey, Admitted]
     settings: FleetSettings
+    admitted: dict[JobKey, Admitted] = field(default_factory=dict)
     evicted: set[JobKey] = field(default_factory=set)
+    by_quota: dict[str, dict[JobKey, Admitted]] = field(default_factory=dict)
+    leaf_pool: dict[str, dict[int, Resources]] = field(default_factory=dict)
+    cluster_pool: dict[str, dict[int, Resources]] = field(default_factory=dict)
     _lendable: dict[str, Resources] = field(default_factory=dict)
+    _seq: int = 0
+
+    # -- bookkeeping -----------------------------------------------------------
+
+    def next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def add(self, a: Admitted) -> None:
+        self.admitted[a.key] = a
+        if a.quota is not None:
+            self.by_quota.setdefault(a.quota, {})[a.key] = a
+        if a.can_be_victim:
+            assert a.quota is not None
+            add_into(self.leaf_pool.setdefault(a.quota, {}).setdefault(a.priority, {}),
+                     a.requests)
+            add_into(self.cluster_pool.setdefault(a.cluster, {}).setdefault(a.priority, {}),
+                     a.requests)
+
+    def remove(self, key: JobKey) -> Admitted:
+        a = self.admitted.pop(key)
+        if a.quota is not None:
+            del self.by_quota[a.quota][key]
+        if a.can_be_victim:
+            assert a.quota is not None
+            sub_into(self.leaf_pool[a.quota][a.priority], a.requests)
+            sub_into(self.cluster_pool[a.cluster][a.priority], a.requests)
+        return a
+
+    # -- fair sharing ----------------------------------------------------------
 
     def dominant_share(self, leaf: str) -> float:
-        """The quota's dominant share, used to order heads across queues.
+        """The quota's dominant share, used to order heads across queues; lower first.
 
-        share(q) = max over resources r of (used_q[r] - min_q[r]) / lendable[r],
-        divided by q's weight, where lendable[r] is the sum of the min of q and
-        its siblings (the capacity their parent can lend among them; the
-        parent's min when that sum is 0). Below min the share is negative, so
-        a quota under its guarantee goes before any borrower; lower goes first.
+        Per resource r the quota limits (in its min or max; pods and
+        kube-queue/max-jobs only when min names them):
+
+            used[r] / min[r]                              while used[r] <= min[r]
+            1 + (used[r] - min[r]) / lendable[r]          above min (borrowing)
+
+        where lendable[r] is the sum of the min of the quota and its siblings
+        (what their parent can lend among them; the parent's min when that sum
+        is 0). The share is the largest over r, divided by the quota's weight.
+        So every quota within its guarantee goes before any borrower, quotas
+        within min in order of used/min, borrowers in order of what they
+        borrowed relative to what could be lent.
         """
         if self.usage is None:
             return 0.0
@@ -76,8 +135,7 @@ class PreemptionContext:
             if node.parent is not None:
                 parent = tree.nodes[node.parent]
                 for child in parent.children:
-                    for r, v in tree.nodes[child].min.items():
-                        lendable[r] = lendable.get(r, 0) + v
+                    add_into(lendable, tree.nodes[child].min)
                 for r, v in parent.min.items():
                     if lendable.get(r, 0) <= 0:
                         lendable[r] = v
@@ -85,15 +143,22 @@ class PreemptionContext:
                 lendable = dict(node.min)
             self._lendable[leaf] = lendable
         used = self.usage.used[leaf]
-        best: float | None = None
-        for r, cap in lendable.items():
-            if cap <= 0 or r in COUNTING:
+        best = 0.0
+        for r, value in used.items():
+            if value <= 0:
                 continue
-            share = (used.get(r, 0) - node.min.get(r, 0)) / cap
-            if best is None or share > best:
-                best = share
+            lo = node.min.get(r)
+            if lo is None and (r in COUNTING or r not in node.max):
+                continue
+            lo = lo or 0
+            if value <= lo:
+                share = value / lo
+            else:
+                cap = lendable.get(r, 0)
+                share = 1.0 + ((value - lo) / cap if cap > 0 else float(value))
+            best = max(best, share)
         weight = self.settings.for_quota(leaf).weight / 1000
-        return (best or 0.0) / (weight if weight > 0 else 1.0)
+        return best / (weight if weight > 0 else 1.0)
 
 
 @dataclass(frozen=True)
@@ -119,78 +184,16 @@ def within_min_after(usage: QuotaUsage, leaf: str, request: ResourcesView) -> bo
     return True
 
 
-def _depth(path: str) -> int:
-    return path.count("/")
-
-
 def _common_depth(a: str, b: str) -> int:
-    pa, pb = a.split("/"), b.split("/")
     n = 0
-    for x, y in zip(pa, pb, strict=False):
+    for x, y in zip(a.split("/"), b.split("/"), strict=False):
         if x != y:
             break
         n += 1
     return n
 
 
-def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priority: int,
-                 enqueued_at: str, groups: list[list[str]], total: ResourcesView,
-                 strategy: PlacementStrategy) -> PreemptionPlan | None:
-    """The smallest set of victims that lets ``job`` in, or ``None``.
-
-    Tries each candidate cluster in turn, keeps the plan with the fewest
-    victims (then the lowest top victim priority, then the cluster order).
-    """
-    usage = ctx.usage
-    if usage is None or quota is None:
-        return None
-    policy = ctx.settings.for_quota(quota).preemption
-    reclaim = within_min_after(usage, quota, job.requests)
-    candidates: list[tuple[tuple[object, ...], Admitted, str]] = []
-    for victim in ctx.admitted.values():
-        if (not victim.preemptible or not victim.queued or victim.quota is None
-                or victim.key in ctx.evicted):
-            continue
-        if victim.quota == quota:
-            if policy is PreemptionPolicy.NEVER:
-                continue
-            lower = victim.priority < priority
-            newer_equal = (policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
-                           and victim.priority == priority and victim.enqueued_at > enqueued_at)
-            if not (lower or newer_equal):
-                continue
-            why = "lower priority in the same quota"
-            category = 1
-        else:
-            if not reclaim or not usage.above_min(victim.quota):
-                continue
-            why = f"reclaiming quota {victim.quota} borrowed above its min"
-            category = 0
-        candidates.append((_rank(category, quota, victim), victim, why))
-    if not candidates:
-        return None
-    candidates.sort(key=lambda c: c[0])
-    best: tuple[tuple[object, ...], PreemptionPlan] | None = None
-    order = 0
-    for group in groups:
-        for name in group:
-            order += 1
-            plan = _plan_on(ctx, usage, job, quota, name, candidates, total)
-            if plan is None:
-                continue
-            score = (len(plan.victims), max(v.priority for v in plan.victims), order)
-            if best is None or score < best[0]:
-                best = (score, plan)
-        if best is not None:
-            break  # a later clusterAffinities group is tried only when this one fails
-    if best is None:
-        return None
-    for victim in best[1].victims:
-        ctx.evicted.add(victim.key)
-    return best[1]
-
-
-def _rank(category: int, quota: str, victim: Admitted) -> tuple[object, ...]:
+def _rank(category: int, quota: str, victim: Admitted) -> tuple[int, int, int, int, JobKey]:
     """Victim preference (first = evicted first)::
 
         (reclaim from other quotas before same-quota priority preemption,
@@ -200,86 +203,211 @@ def _rank(category: int, quota: str, victim: Admitted) -> tuple[object, ...]:
          namespace/name)
     """
     assert victim.quota is not None
-    closeness = -_common_depth(quota, victim.quota)
-    newest_first = tuple(-ord(ch) for ch in victim.admitted_at)
-    return (category, closeness, victim.priority, newest_first, victim.key)
+    return (category, -_common_depth(quota, victim.quota), victim.priority, -victim.seq,
+            victim.key)
 
 
-def _plan_on(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str, cluster: str,
-             candidates: list[tuple[tuple[object, ...], Admitted, str]],
-             total: ResourcesView) -> PreemptionPlan | None:
-    cs = ctx.clusters[cluster]
-    removed: list[tuple[Admitted, Fit]] = []
-    reasons: dict[JobKey, str] = {}
+def _eligible_same_quota(policy: PreemptionPolicy, victim: Admitted, priority: int,
+                         enqueued_at: str) -> bool:
+    if policy is PreemptionPolicy.NEVER:
+        return False
+    if victim.priority < priority:
+        return True
+    return (policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
+            and victim.priority == priority and victim.enqueued_at > enqueued_at)
 
-    def take(victim: Admitted) -> None:
-        fit = ctx.clusters[victim.cluster].placed[victim.key]
-        ctx.clusters[victim.cluster].remove(victim.key, victim.pod_sets)
+
+def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priority: int,
+                 enqueued_at: str, groups: list[list[str]], total: ResourcesView,
+                 ) -> PreemptionPlan | None:
+    """The smallest set of victims that lets ``job`` in, or ``None``.
+
+    Among the candidate clusters (a later clusterAffinities group only when
+    the earlier ones offer nothing) it keeps the plan with the fewest victims,
+    then the lowest top victim priority, then the cluster order.
+    """
+    usage = ctx.usage
+    if usage is None or quota is None:
+        return None
+    policy = ctx.settings.for_quota(quota).preemption
+    reclaim = within_min_after(usage, quota, job.requests)
+    borrowers = [leaf for leaf in sorted(ctx.by_quota)
+                 if leaf != quota and ctx.by_quota[leaf] and usage.above_min(leaf)] \
+        if reclaim else []
+    if not _quota_could_fit(ctx, usage, job, quota, priority, policy, borrowers):
+        return None
+    clusters = [[name for name in group if _cluster_could_fit(ctx, name, total, priority,
+                                                               policy, reclaim)]
+                for group in groups]
+    if not any(clusters):
+        return None
+    candidates: list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]] = []
+    for victim in ctx.by_quota.get(quota, {}).values():
+        if (victim.can_be_victim and victim.key not in ctx.evicted
+                and _eligible_same_quota(policy, victim, priority, enqueued_at)):
+            candidates.append((_rank(1, quota, victim), victim,
+                               "lower priority in the same quota"))
+    for leaf in borrowers:
+        for victim in ctx.by_quota[leaf].values():
+            if victim.can_be_victim and victim.key not in ctx.evicted:
+                candidates.append((_rank(0, quota, victim), victim,
+                                   f"reclaiming quota {leaf} borrowed above its min"))
+    if not candidates:
+        return None
+    candidates.sort(key=lambda c: c[0])
+    search = _Search(ctx, usage, job, quota, candidates, total)
+    best: tuple[tuple[int, int, int], PreemptionPlan] | None = None
+    order = 0
+    for group in clusters:
+        for name in group:
+            order += 1
+            plan = search.plan_on(name)
+            if plan is None:
+                continue
+            score = (len(plan.victims), max(v.priority for v in plan.victims), order)
+            if best is None or score < best[0]:
+                best = (score, plan)
+        if best is not None:
+            break
+    if best is None:
+        return None
+    for victim in best[1].victims:
+        ctx.evicted.add(victim.key)
+    return best[1]
+
+
+def _quota_could_fit(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str,
+                     priority: int, policy: PreemptionPolicy, borrowers: list[str]) -> bool:
+    """Would evicting every candidate free enough quota? (From running totals.)"""
+    path = usage.path_nodes(quota)
+    discount: dict[str, Resources] = {n.path: {} for n in path}
+    if policy is not PreemptionPolicy.NEVER:
+        for prio, res in ctx.leaf_pool.get(quota, {}).items():
+            if prio < priority or (prio == priority and policy is
+                                   PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY):
+                for node in path:
+                    add_into(discount[node.path], res)
+    for leaf in borrowers:
+        pooled: Resources = {}
+        for res in ctx.leaf_pool.get(leaf, {}).values():
+            add_into(pooled, res)
+        for node in path:
+            if leaf == node.path or leaf.startswith(node.path + "/"):
+                add_into(discount[node.path], pooled)
+    for node in path:
+        used = usage.used[node.path]
+        off = discount[node.path]
+        for name, limit in node.max.items():
+            req = job.requests.get(name, 0)
+            if req and used.get(name, 0) - off.get(name, 0) + req > limit:
+                return False
+        if node.parent is None:
+            for name, limit in node.min.items():
+                req = job.requests.get(name, 0)
+                if req and used.get(name, 0) - off.get(name, 0) + req > limit:
+                    return False
+    return job.preemptible or usage.np_shortfall(quota, job.requests) is None
+
+
+def _cluster_could_fit(ctx: PreemptionContext, name: str, total: ResourcesView,
+                       priority: int, policy: PreemptionPolicy, reclaim: bool) -> bool:
+    """Would the free sum cover the job if every possible victim there left?"""
+    cs = ctx.clusters[name]
+    room = dict(cs.free)
+    for prio, res in ctx.cluster_pool.get(name, {}).items():
+        if reclaim or prio < priority or (prio == priority and policy is
+                                          PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY):
+            add_into(room, res)
+    room.pop(MAX_JOBS, None)
+    return first_excess(total, room) is None
+
+
+class _Search:
+    """Victim selection by simulation on the live snapshot, always restored."""
+
+    def __init__(self, ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str,
+                 candidates: list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]],
+                 total: ResourcesView) -> None:
+        self.ctx, self.usage, self.job, self.quota = ctx, usage, job, quota
+        self.candidates = candidates
+        self.total = total
+        self.removed: list[tuple[Admitted, Fit]] = []
+        self.taken: set[JobKey] = set()
+
+    def _take(self, victim: Admitted) -> None:
+        cs = self.ctx.clusters[victim.cluster]
+        fit = cs.placed[victim.key]
+        cs.remove(victim.key, victim.pod_sets)
         assert victim.quota is not None
-        usage.release(victim.quota, victim.requests, preemptible=victim.preemptible)
-        removed.append((victim, fit))
+        self.usage.release(victim.quota, victim.requests, preemptible=victim.preemptible)
+        self.removed.append((victim, fit))
+        self.taken.add(victim.key)
 
-    def give_back(victim: Admitted, fit: Fit) -> None:
-        ctx.clusters[victim.cluster].place(victim.key, victim.pod_sets, fit)
+    def _give_back(self, victim: Admitted, fit: Fit) -> None:
+        self.ctx.clusters[victim.cluster].place(victim.key, victim.pod_sets, fit)
         assert victim.quota is not None
-        usage.charge(victim.quota, victim.requests, preemptible=victim.preemptible)
+        self.usage.charge(victim.quota, victim.requests, preemptible=victim.preemptible)
+        self.taken.discard(victim.key)
 
-    def fits_now() -> Fit | None:
-        if usage.shortfall(quota, job.requests, preemptible=job.preemptible) is not None:
+    def _restore_all(self) -> None:
+        while self.removed:
+            victim, fit = self.removed.pop()
+            self._give_back(victim, fit)
+
+    def _quota_short(self) -> tuple[str, str] | None:
+        short = self.usage.shortfall(self.quota, self.job.requests,
+                                     preemptible=self.job.preemptible)
+        return None if short is None else (short.quota, short.resource)
+
+    def _fit_on(self, cluster: str) -> Fit | None:
+        if self._quota_short() is not None:
             return None
-        fit = cs.fit(job.key, job.pod_sets, total)
+        fit = self.ctx.clusters[cluster].fit(self.job.key, self.job.pod_sets, self.total)
         return fit if isinstance(fit, Fit) else None
 
-    def next_victim() -> tuple[Admitted, str] | None:
-        short = usage.shortfall(quota, job.requests, preemptible=job.preemptible)
-        taken = {v.key for v, _ in removed}
-        for _, victim, why in candidates:
-            if victim.key in taken:
+    def _next(self, cluster: str) -> tuple[Admitted, str] | None:
+        short = self._quota_short()
+        for _, victim, why in self.candidates:
+            if victim.key in self.taken:
                 continue
             assert victim.quota is not None
-            if victim.quota != quota and not usage.above_min(victim.quota):
+            if victim.quota != self.quota and not self.usage.above_min(victim.quota):
                 continue  # its quota is back at its min: no more to reclaim there
             if short is not None:
-                helps = _helps_quota(victim, short.quota, short.resource)
+                blocking, resource = short
+                helps = victim.requests.get(resource, 0) > 0 and (
+                    victim.quota == blocking or victim.quota.startswith(blocking + "/"))
             else:
                 helps = victim.cluster == cluster
             if helps:
                 return victim, why
         return None
 
-    try:
-        plan_fit = fits_now()
-        while plan_fit is None:
-            nxt = next_victim()
-            if nxt is None:
+    def plan_on(self, cluster: str) -> PreemptionPlan | None:
+        reasons: dict[JobKey, str] = {}
+        try:
+            fit = self._fit_on(cluster)
+            while fit is None:
+                nxt = self._next(cluster)
+                if nxt is None:
+                    return None
+                victim, why = nxt
+                reasons[victim.key] = why
+                self._take(victim)
+                fit = self._fit_on(cluster)
+            # Minimal: give back every victim the job can do without, last pick first.
+            for victim, vfit in list(reversed(self.removed)):
+                self.removed.remove((victim, vfit))
+                self._give_back(victim, vfit)
+                again = self._fit_on(cluster)
+                if again is not None:
+                    fit = again
+                else:
+                    self._take(victim)
+            victims = tuple(v for v, _ in self.removed)
+            if not victims:
                 return None
-            victim, why = nxt
-            reasons[victim.key] = why
-            take(victim)
-            plan_fit = fits_now()
-        # Minimal: give back every victim the job can do without, newest pick first.
-        for victim, fit in list(reversed(removed)):
-            give_back(victim, fit)
-            again = fits_now()
-            if again is not None:
-                removed.remove((victim, fit))
-                plan_fit = again
-            else:
-                ctx.clusters[victim.cluster].remove(victim.key, victim.pod_sets)
-                assert victim.quota is not None
-                usage.release(victim.quota, victim.requests, preemptible=victim.preemptible)
-        victims = tuple(v for v, _ in removed)
-        kinds = sorted({reasons[v.key] for v in victims})
-        return PreemptionPlan(victims=victims, fit=plan_fit, reason="; ".join(kinds))
-    finally:
-        for victim, fit in reversed(removed):
-            give_back(victim, fit)
-
-
-def _helps_quota(victim: Admitted, blocking: str, resource: str) -> bool:
-    """Does evicting ``victim`` lower the usage of the blocking quota's resource?"""
-    assert victim.quota is not None
-    if victim.requests.get(resource, 0) <= 0:
-        return False
-    return victim.quota == blocking or victim.quota.startswith(blocking + "/")
-
+            reason = "; ".join(sorted({reasons[v.key] for v in victims}))
+            return PreemptionPlan(victims=victims, fit=fit, reason=reason)
+        finally:
+            self._restore_all()

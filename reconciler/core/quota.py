@@ -271,6 +271,18 @@ class QuotaUsage:
                                               limit, "min (non-preemptible)")
         return None
 
+    def np_shortfall(self, leaf: str, request: ResourcesView) -> QuotaShortfall | None:
+        """The min a non-preemptible request breaks (eviction cannot help it)."""
+        for node in self._paths[leaf]:
+            np_used = self.np_used[node.path]
+            for name in min_limited(node):
+                req = request.get(name, 0)
+                limit = node.min.get(name, 0)
+                if req and np_used.get(name, 0) + req > limit:
+                    return QuotaShortfall(node.path, name, np_used.get(name, 0), req, limit,
+                                          "min (non-preemptible)")
+        return None
+
     def never_fits(self, leaf: str, request: ResourcesView, *,
                    preemptible: bool) -> QuotaShortfall | None:
         """The limit the request breaks even with the whole quota empty."""
@@ -294,11 +306,20 @@ class QuotaUsage:
         return None
 
     def above_min(self, path: str) -> Resources:
-        """How far a quota's usage exceeds its min, per resource (borrowed)."""
+        """How far a quota's usage exceeds its min, per resource it limits (borrowed).
+
+        Counting resources (pods, kube-queue/max-jobs) count only when min names them.
+        """
         node = self.tree.nodes[path]
         used = self.used[path]
-        return {r: v - node.min.get(r, 0) for r, v in used.items()
-                if v > node.min.get(r, 0)}
+        out: Resources = {}
+        for r, v in used.items():
+            lo = node.min.get(r)
+            if lo is None and (r in COUNTING or r not in node.max):
+                continue
+            if v > (lo or 0):
+                out[r] = v - (lo or 0)
+        return out
 
 
 def min_limited(node: QuotaNode) -> list[str]:

@@ -89,6 +89,8 @@ def decision_item(d: Decision) -> dict[str, Any]:
     item["phase"] = d.phase.value
     if d.cluster is not None:
         item["cluster"] = d.cluster
+    if d.copies:
+        item["copies"] = list(d.copies)
     if d.pod_sets:
         item["podSets"] = [{"name": p.name, "replicas": p.replicas} for p in d.pod_sets]
     if d.requests:
@@ -101,6 +103,8 @@ def decision_item(d: Decision) -> dict[str, Any]:
         item["preemptedBy"] = d.preempted_by
     if d.preemptions:
         item["preemptions"] = d.preemptions
+    if d.preemption_reason is not None:
+        item["preemptionReason"] = d.preemption_reason
     if d.kept:
         item["sourceInvalid"] = True
     if d.policy is not None:
@@ -157,5 +161,8 @@ def prior_from_item(item: Mapping[str, Any]) -> PriorPlacement:
         requests=parse_resources(item.get("requests"), "requests"),
         admitted_at=item.get("admittedAt"), preempted_by=item.get("preemptedBy"),
         preemptions=int(item.get("preemptions") or 0), reason=str(item.get("reason") or ""),
+        preemption_reason=item.get("preemptionReason"),
+        copies=tuple(str(c) for c in item.get("copies") or ()),
+        policy=item.get("policy"),
         api_version=api_version)
 

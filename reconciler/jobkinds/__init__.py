@@ -8,7 +8,13 @@ from reconciler.jobkinds.mpijob import MPIJobKind
 from reconciler.jobkinds.pytorchjob import PyTorchJobKind
 from reconciler.jobkinds.rayjob import RayJobKind
 
-KINDS: tuple[JobKind, ...] = (PyTorchJobKind(), RayJobKind(), MPIJobKind(), BatchJobKind())
+KINDS: tuple[JobKind, ...] = (
+    PyTorchJobKind(),
+    RayJobKind(),
+    MPIJobKind("kubeflow.org/v2beta1"),
+    MPIJobKind("kubeflow.org/v1"),
+    BatchJobKind(),
+)
 
 BY_TYPE: dict[tuple[str, str], JobKind] = {(k.api_version, k.kind): k for k in KINDS}
 

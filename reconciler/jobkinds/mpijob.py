@@ -1,4 +1,8 @@
-"""MPIJob (kubeflow.org/v2beta1): ``spec.mpiReplicaSpecs`` Launcher + Worker."""
+"""MPIJob: ``spec.mpiReplicaSpecs`` Launcher + Worker.
+
+kubeflow.org/v2beta1 is the MPI operator's; kubeflow.org/v1 is the training
+operator's. Both share the same pod-set layout and run policy.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +16,10 @@ from reconciler.jobkinds.base import (
 
 
 class MPIJobKind:
-    api_version = "kubeflow.org/v2beta1"
     kind = "MPIJob"
+
+    def __init__(self, api_version: str = "kubeflow.org/v2beta1") -> None:
+        self.api_version = api_version
 
     def pod_templates(self, obj: Manifest) -> list[PodTemplateRef]:
         return replica_specs(obj, "mpiReplicaSpecs", ("Launcher", "Worker"))

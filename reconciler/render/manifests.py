@@ -162,33 +162,12 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
     for d in decisions:
         if d.phase is not Phase.ADMITTED or d.cluster is None:
             continue
-        cluster = clusters.get(d.cluster)
-        if cluster is None:
-            continue
-        files = per_cluster[d.cluster]
-        rel = f"{d.key.namespace}/{d.key.kind.lower()}-{d.key.name}.yaml"
-        namespaces[d.cluster].add(d.key.namespace)
-        source = inputs.jobs.get(d.key)
-        if d.kept or source is None:
-            _copy_previous(previous, d, files)
-            continue
-        manifest = manifest_of(source)
-        if manifest is None:
-            _copy_previous(previous, d, files)
-            continue
-        obj, groups = render_job(manifest, d, cluster, inputs.tree)
-        obj = overlays.apply(obj, d, cluster, out.problems)
-        files[rel] = dump(obj)
-        for group in groups:
-            files[f"{d.key.namespace}/podgroup-{d.key.name}.yaml"] = dump(group)
-        policy = policies.get(d.policy or "")
-        if policy is not None and policy.propagate_deps:
-            for kind, name in source.deps:
-                dep = inputs.dependencies.get((kind, d.key.namespace, name))
-                if dep is None:
-                    continue
-                files[f"{d.key.namespace}/{kind.lower()}-{name}.yaml"] = dump(
-                    _dependency_manifest(dep))
+        for where in (d.cluster, *d.copies):
+            cluster = clusters.get(where)
+            if cluster is not None:
+                _render_one(d, cluster, inputs, manifest_of, previous, overlays, policies,
+                            per_cluster[where], out)
+                namespaces[where].add(d.key.namespace)
     for name in sorted(per_cluster):
         files = per_cluster[name]
         if not files:
@@ -204,8 +183,33 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
     return out
 
 
-def _copy_previous(previous: Mapping[str, bytes], d: Decision, files: dict[str, bytes]) -> None:
-    prefix = f"clusters/{d.cluster}/{d.key.namespace}/"
+def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
+                manifest_of: Callable[[JobSource], Manifest | None],
+                previous: Mapping[str, bytes], overlays: Overlays,
+                policies: Mapping[str, Policy], files: dict[str, bytes],
+                out: RenderedTree) -> None:
+    source = inputs.jobs.get(d.key)
+    manifest = manifest_of(source) if source is not None and not d.kept else None
+    if source is None or manifest is None:
+        _copy_previous(previous, d, cluster.name, files)
+        return
+    obj, groups = render_job(manifest, d, cluster, inputs.tree)
+    obj = overlays.apply(obj, d, cluster, out.problems)
+    files[f"{d.key.namespace}/{d.key.kind.lower()}-{d.key.name}.yaml"] = dump(obj)
+    for group in groups:
+        files[f"{d.key.namespace}/podgroup-{d.key.name}.yaml"] = dump(group)
+    policy = policies.get(d.policy or "")
+    if policy is not None and policy.propagate_deps:
+        for kind, name in source.deps:
+            dep = inputs.dependencies.get((kind, d.key.namespace, name))
+            if dep is not None:
+                files[f"{d.key.namespace}/{kind.lower()}-{name}.yaml"] = dump(
+                    _dependency_manifest(dep))
+
+
+def _copy_previous(previous: Mapping[str, bytes], d: Decision, cluster: str,
+                   files: dict[str, bytes]) -> None:
+    prefix = f"clusters/{cluster}/{d.key.namespace}/"
     for suffix in (f"{d.key.kind.lower()}-{d.key.name}.yaml", f"podgroup-{d.key.name}.yaml"):
         data = previous.get(prefix + suffix)
         if data is not None:

@@ -1,0 +1,79 @@
+"""Why a job waits, and what would let it run: advice from a cycle's final state.
+
+Pure: it reads a ``Decision`` and the cycle's final quota usage and cluster
+free capacity, and returns sentences a person can act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from reconciler.core.model import Decision, MemberCluster, Phase
+from reconciler.core.quota import QuotaTree
+from reconciler.core.resources import MAX_JOBS, PODS, Resources, format_quantity
+
+
+def _q(name: str, milli: int) -> str:
+    return format_quantity(name, milli)
+
+
+def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[str, Resources],
+            cluster_free: Mapping[str, Resources], clusters: Mapping[str, MemberCluster],
+            admitted_in_quota: list[Decision]) -> list[str]:
+    """Sentences: the state, the blocking limits, and what would unblock the job."""
+    d = decision
+    lines = [f"{d.key.kind} {d.key.namespace}/{d.key.name} is {d.phase.value}"
+             + (f" on {d.cluster}" if d.cluster else "")
+             + (f", position {d.position} in queue {d.quota}" if d.position else "") + "."]
+    lines.append(f"Reason: {d.reason}")
+    if d.phase is Phase.ADMITTED:
+        return lines
+    if d.phase is Phase.INVALID:
+        lines.append("To run it: fix the manifest at the place named above; "
+                     "`fleetq validate` lists every problem.")
+        return lines
+    req = d.requests
+    advice: list[str] = []
+    if tree is not None and d.quota in tree.nodes:
+        for node in tree.ancestry(d.quota):
+            used = quota_used.get(node.path, {})
+            for name in sorted(node.max):
+                need = req.get(name, 0)
+                if not need:
+                    continue
+                have = used.get(name, 0)
+                limit = node.max[name]
+                if need > limit:
+                    advice.append(
+                        f"quota {node.path} {name}: the job alone needs {_q(name, need)} but "
+                        f"max is {_q(name, limit)}: raise max to at least {_q(name, need)} "
+                        f"(in a pull request to the ElasticQuotaTree) or shrink the job")
+                elif have + need > limit:
+                    missing = have + need - limit
+                    advice.append(
+                        f"quota {node.path} {name}: {_q(name, have)} used of max "
+                        f"{_q(name, limit)}; {_q(name, missing)} more must be freed, or max "
+                        f"raised to {_q(name, have + need)}")
+    if advice and admitted_in_quota:
+        holders = sorted(admitted_in_quota, key=lambda x: (x.priority, x.admitted_at or ""))
+        names = ", ".join(f"{x.key.namespace}/{x.key.name} (priority {x.priority})"
+                          for x in holders[:5])
+        more = f" and {len(holders) - 5} more" if len(holders) > 5 else ""
+        advice.append(f"jobs holding quota {d.quota}: {names}{more}; a higher priority "
+                      f"would let it preempt the lower ones")
+    if not advice:
+        cluster_total = {k: v for k, v in req.items() if k != MAX_JOBS}
+        for name in sorted(clusters):
+            free = cluster_free.get(name, {})
+            short = [f"{r} {_q(r, free.get(r, 0))} free of {_q(r, v)} needed"
+                     for r, v in sorted(cluster_total.items())
+                     if r != PODS and v > free.get(r, 0)]
+            if short:
+                advice.append(f"cluster {name}: " + ", ".join(short))
+        if advice:
+            advice.insert(0, "its quota has room; it waits for one member cluster to hold the "
+                             "whole gang:")
+    if d.position and d.position > 1:
+        advice.append(f"{d.position - 1} job(s) are ahead of it in queue {d.quota}")
+    lines.extend(f"- {a}" for a in advice)
+    return lines

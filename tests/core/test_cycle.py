@@ -1,0 +1,429 @@
+"""The reconcile cycle end to end on core values (``core.cycle.reconcile_cycle``)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from reconciler.core.cycle import CycleInput, InvalidJob, reconcile_cycle
+from reconciler.core.model import FleetSettings, Phase
+from tests.builders import (
+    GPU,
+    NOW,
+    SOURCE_TIME,
+    JobBuilder,
+    admitted_prior,
+    by_name,
+    cluster,
+    cycle_input,
+    gpu_cluster,
+    gpu_job,
+    job,
+    phases,
+    policy,
+    prior_of,
+    quota,
+    simple_tree,
+)
+
+PRIORITIES = {"high": 1000, "normal": 100, "low": 10}
+WORKLOAD_PRIORITIES = {"batch-wl": 3, "urgent-wl": 5000}
+
+
+def t(second: int) -> str:
+    return f"2026-01-01T00:00:{second:02d}Z"
+
+
+# -- priority ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("builder", "default", "priority"), [
+    (gpu_job("a", 1).priority_class("high"), 0, 1000),
+    (gpu_job("a", 1).priority_class("low"), 7, 10),
+    (gpu_job("a", 1), 0, 0),
+    (gpu_job("a", 1), 7, 7),  # the globalDefault PriorityClass
+    (gpu_job("a", 1).workload_priority_class("batch-wl"), 7, 3),
+    (gpu_job("a", 1).priority_class("high").workload_priority_class("batch-wl"), 0, 3),
+], ids=[
+    "priority-class", "priority-class-not-global-default", "no-class", "global-default",
+    "workload-class-over-global-default", "workload-class-over-priority-class"
+])
+def test_priority(builder: JobBuilder, default: int, priority: int) -> None:
+    result = reconcile_cycle(cycle_input(
+        jobs=[builder], priority_classes=PRIORITIES, default_priority=default,
+        workload_priority_classes=WORKLOAD_PRIORITIES))
+    d = by_name(result)["a"]
+    assert d.phase is Phase.ADMITTED
+    assert d.priority == priority
+
+
+@pytest.mark.parametrize(("builder", "words"), [
+    (gpu_job("a", 1).priority_class("missing"), ["PriorityClass 'missing'", "does not exist"]),
+    (gpu_job("a", 1).workload_priority_class("nope"),
+     ["WorkloadPriorityClass 'nope'", "kueue.x-k8s.io/priority-class"]),
+    (gpu_job("a", 1).workload_priority_class("nope").priority_class("high"),
+     ["WorkloadPriorityClass 'nope'"]),
+    # the WorkloadPriorityClass sets the priority, but the pods still name a PriorityClass
+    # that does not exist (a member cluster would reject them): DESIGN §3 Order
+    (gpu_job("a", 1).priority_class("missing").workload_priority_class("urgent-wl"),
+     ["PriorityClass 'missing'"]),
+], ids=[
+    "missing-priority-class", "missing-workload-class",
+    "missing-workload-class-good-priority-class", "missing-priority-class-good-workload-class"
+])
+def test_a_missing_priority_class_makes_the_job_invalid(builder: JobBuilder,
+                                                        words: list[str]) -> None:
+    j = builder.path("jobs/a.yaml", line=12).obj()
+    result = reconcile_cycle(cycle_input(
+        jobs=[j], priority_classes=PRIORITIES,
+        workload_priority_classes=WORKLOAD_PRIORITIES))
+    d = by_name(result)["a"]
+    assert d.phase is Phase.INVALID
+    assert d.cluster is None
+    assert d.reason.startswith("jobs/a.yaml:12: ")
+    for word in words:
+        assert word in d.reason
+    assert [(p.path, p.line) for p in result.problems] == [("jobs/a.yaml", 12)]
+    assert all(v == 0 for v in result.quota_used["root"].values())
+
+
+# -- quota -------------------------------------------------------------------------------
+
+
+def borrowing_input(*jobs: JobBuilder) -> CycleInput:
+    """qa: min 4, max 12 GPUs; qb: min 12 GPUs; a 32-GPU cluster (quota is the limit)."""
+    return cycle_input(
+        jobs=jobs,
+        tree=simple_tree(quota("qa", ns=["team-a"], min={"gpu": "4"}, max={"gpu": "12"}),
+                         quota("qb", ns=["team-b"], min={"gpu": "12"}),
+                         total={"gpu": "16"}),
+        clusters=[gpu_cluster("c1", 8, 8, 8, 8)], priority_classes=PRIORITIES)
+
+
+def test_borrowing_above_min_up_to_max() -> None:
+    result = reconcile_cycle(borrowing_input(
+        *(gpu_job(f"a{i}", 4, "team-a").created(t(i)) for i in range(4))))
+    d = by_name(result)
+    assert [d[f"a{i}"].phase for i in range(4)] == [Phase.ADMITTED] * 3 + [Phase.QUEUED]
+    assert result.quota_used["root/qa"][GPU] == 12000
+    assert "waiting for quota" in d["a3"].reason
+    assert "root/qa" in d["a3"].reason and "max 12" in d["a3"].reason
+
+
+def test_borrowing_is_bounded_by_the_root() -> None:
+    """qa may borrow up to its max 12, but qb already holds 8 of the root's 16."""
+    result = reconcile_cycle(borrowing_input(
+        gpu_job("b", 8, "team-b").priority_class("high"),
+        *(gpu_job(f"a{i}", 4, "team-a").created(t(i)) for i in range(3))))
+    d = by_name(result)
+    assert [d["b"].phase, d["a0"].phase, d["a1"].phase, d["a2"].phase] == [
+        Phase.ADMITTED, Phase.ADMITTED, Phase.ADMITTED, Phase.QUEUED]
+    assert "root" in d["a2"].reason
+
+
+def test_a_non_preemptible_job_is_limited_to_min() -> None:
+    result = reconcile_cycle(borrowing_input(
+        gpu_job("np1", 4, "team-a").non_preemptible().created(t(1)),
+        gpu_job("np2", 4, "team-a").non_preemptible().created(t(2)),
+        gpu_job("np-big", 6, "team-a").non_preemptible().created(t(3)),
+        gpu_job("p", 4, "team-a").created(t(4))))
+    d = by_name(result)
+    assert d["np1"].phase is Phase.ADMITTED
+    assert d["np2"].phase is Phase.QUEUED
+    assert "min (non-preemptible)" in d["np2"].reason
+    assert d["np-big"].phase is Phase.INADMISSIBLE  # more than the min even when empty
+    assert "min (non-preemptible)" in d["np-big"].reason
+    assert d["p"].phase is Phase.ADMITTED  # a preemptible job borrows above min
+
+
+def test_a_job_beyond_its_quotas_max_is_inadmissible_with_an_actionable_reason() -> None:
+    result = reconcile_cycle(borrowing_input(gpu_job("huge", 8, "team-a", replicas=2)))
+    d = by_name(result)["huge"]
+    assert d.phase is Phase.INADMISSIBLE
+    assert "root/qa" in d.reason and "max 12" in d.reason and "even with the quota empty" in (
+        d.reason)
+
+
+def test_max_jobs_limits_admitted_jobs_per_quota() -> None:
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job(f"j{i}", 1, "team-a").created(t(i)) for i in range(3)],
+        tree=simple_tree(quota("qa", ns=["team-a"], max={"max_jobs": "2"}))))
+    d = by_name(result)
+    assert [d[f"j{i}"].phase for i in range(3)] == [Phase.ADMITTED, Phase.ADMITTED,
+                                                    Phase.QUEUED]
+    assert "at most 2 job(s)" in d["j2"].reason
+
+
+def test_a_job_bound_to_no_leaf_is_invalid() -> None:
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("stray", 1, "nowhere"), gpu_job("parent", 1, "team-a").quota("root")],
+        tree=simple_tree(quota("qa", ns=["team-a"]))))
+    d = by_name(result)
+    assert d["stray"].phase is Phase.INVALID and "'nowhere'" in d["stray"].reason
+    assert d["parent"].phase is Phase.INVALID and "not a leaf" in d["parent"].reason
+
+
+# -- policies ----------------------------------------------------------------------------
+
+
+def test_a_job_no_policy_selects_is_inadmissible_and_says_so() -> None:
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("orphan", 1, "team-a")],
+        policies=[policy("other-ns", ns="team-b").selects()]))
+    d = by_name(result)["orphan"]
+    assert d.phase is Phase.INADMISSIBLE
+    assert d.cluster is None
+    assert "no PropagationPolicy or ClusterPropagationPolicy selects" in d.reason
+    assert "team-a/orphan" in d.reason and "defaultPolicy" in d.reason
+    assert d.policy is None
+
+
+def test_the_fleet_default_policy_places_an_unselected_job() -> None:
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("orphan", 1, "team-a")],
+        policies=[policy("fallback").selects(name="something-else")],
+        settings=FleetSettings(default_policy=(None, "fallback"))))
+    d = by_name(result)["orphan"]
+    assert (d.phase, d.policy) == (Phase.ADMITTED, "ClusterPropagationPolicy fallback")
+
+
+def test_capacity_only_jobs_are_placed_with_no_quota_check() -> None:
+    """qa allows 4 GPUs; without suspension.scheduling the 8-GPU job is placed anyway."""
+    tree = simple_tree(quota("qa", ns=["team-a"], max={"gpu": "4"}))
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("capacity", 8, "team-a")], tree=tree,
+        policies=[policy("no-queue").capacity_only()]))
+    d = by_name(result)["capacity"]
+    assert (d.phase, d.cluster) == (Phase.ADMITTED, "c1")
+    queued = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("capacity", 8, "team-a")], tree=tree, policies=[policy("queue")]))
+    assert by_name(queued)["capacity"].phase is Phase.INADMISSIBLE
+
+
+def test_capacity_only_jobs_need_no_quota_tree() -> None:
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("a", 4), gpu_job("b", 4), gpu_job("c", 4)], tree=None,
+        policies=[policy("no-queue").capacity_only()]))
+    assert phases(result) == {"a": Phase.ADMITTED, "b": Phase.ADMITTED, "c": Phase.QUEUED}
+    assert result.quota_used == {}
+
+
+def test_a_queueing_policy_without_a_quota_tree_makes_the_job_invalid() -> None:
+    result = reconcile_cycle(cycle_input(jobs=[gpu_job("a", 1)], tree=None))
+    d = by_name(result)["a"]
+    assert d.phase is Phase.INVALID
+    assert "ElasticQuotaTree" in d.reason
+
+
+# -- the previous state ------------------------------------------------------------------
+
+
+TWO_CLUSTERS = (gpu_cluster("c1", 8), gpu_cluster("c2", 8))
+
+
+def test_prior_admitted_jobs_stay_where_they_are_and_keep_admitted_at() -> None:
+    """binpack would now put ``a`` on c1 (the tie goes to the name); it stays on c2."""
+    a = gpu_job("a", 4).obj()
+    fresh = reconcile_cycle(cycle_input(jobs=[a], clusters=TWO_CLUSTERS))
+    assert by_name(fresh)["a"].cluster == "c1"
+    result = reconcile_cycle(cycle_input(
+        jobs=[a], clusters=TWO_CLUSTERS,
+        prior=[admitted_prior(a, cluster="c2", quota="root/default",
+                              admitted_at="2025-06-01T00:00:00Z")]))
+    d = by_name(result)["a"]
+    assert (d.phase, d.cluster, d.admitted_at) == (Phase.ADMITTED, "c2",
+                                                   "2025-06-01T00:00:00Z")
+    assert result.cluster_free["c2"][GPU] == 4000
+    assert result.cluster_free["c1"][GPU] == 8000
+
+
+def test_a_newly_admitted_job_gets_now_as_admitted_at() -> None:
+    d = by_name(reconcile_cycle(cycle_input(jobs=[gpu_job("a", 1)])))["a"]
+    assert (d.admitted_at, d.enqueued_at) == (NOW, SOURCE_TIME)
+
+
+def test_prior_admitted_jobs_are_charged_before_new_ones_are_placed() -> None:
+    """A running job keeps its cluster even when a higher-priority job arrives without
+    a reason to preempt it (its own quota min is not reclaimable)."""
+    running = gpu_job("running", 8, "team-a").obj()
+    result = reconcile_cycle(cycle_input(
+        jobs=[running, gpu_job("new", 8, "team-b").priority_class("high")],
+        tree=simple_tree(quota("qa", ns=["team-a"], min={"gpu": "8"}),
+                         quota("qb", ns=["team-b"], min={"gpu": "8"}), total={"gpu": "16"}),
+        clusters=[gpu_cluster("c1", 8)], priority_classes=PRIORITIES,
+        prior=[admitted_prior(running, cluster="c1", quota="root/qa")]))
+    d = by_name(result)
+    assert (d["running"].phase, d["running"].cluster) == (Phase.ADMITTED, "c1")
+    assert d["new"].phase is Phase.QUEUED
+
+
+def test_a_deleted_job_frees_its_quota_and_its_cluster() -> None:
+    gone = gpu_job("gone", 8, "team-a").obj()
+    tree = simple_tree(quota("qa", ns=["team-a"], max={"gpu": "8"}))
+    prior = [admitted_prior(gone, cluster="c1", quota="root/qa")]
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("next", 8, "team-a")], tree=tree, prior=prior))
+    d = by_name(result)
+    assert "gone" not in d
+    assert (d["next"].phase, d["next"].cluster) == (Phase.ADMITTED, "c1")
+    assert result.quota_used["root/qa"][GPU] == 8000
+    # while it is still in the source, it holds the quota and the cluster
+    held = by_name(reconcile_cycle(cycle_input(
+        jobs=[gone, gpu_job("next", 8, "team-a")], tree=tree, prior=prior)))
+    assert (held["gone"].phase, held["next"].phase) == (Phase.ADMITTED, Phase.QUEUED)
+
+
+def test_a_job_whose_source_turned_invalid_keeps_its_last_good_placement() -> None:
+    good = gpu_job("x", 8, "team-a").obj()
+    tree = simple_tree(quota("qa", ns=["team-a"], max={"gpu": "8"}))
+    bad = InvalidJob(key=good.key, api_version=good.api_version, path=good.path, line=3,
+                     blob="new-blob", message="spec.pytorchReplicaSpecs is missing")
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("y", 8, "team-a")], tree=tree, invalid=[bad],
+        prior=[admitted_prior(good, cluster="c1", quota="root/qa",
+                              admitted_at="2025-06-01T00:00:00Z")]))
+    d = by_name(result)
+    x = d["x"]
+    assert (x.phase, x.cluster, x.kept) == (Phase.ADMITTED, "c1", True)
+    assert x.admitted_at == "2025-06-01T00:00:00Z"
+    assert x.blob == good.blob  # the last good version
+    assert "spec.pytorchReplicaSpecs is missing" in x.reason and f"{good.path}:3" in x.reason
+    assert d["y"].phase is Phase.QUEUED  # x still holds the quota and the cluster
+    assert result.quota_used["root/qa"][GPU] == 8000
+
+
+def test_a_job_in_a_broken_file_keeps_its_last_good_placement() -> None:
+    good = gpu_job("x", 4, "team-a").obj()
+    result = reconcile_cycle(cycle_input(
+        jobs=[], broken_paths={good.path: f"{good.path}:7: could not parse YAML"},
+        prior=[admitted_prior(good, cluster="c1", quota="root/team-a")]))
+    x = by_name(result)["x"]
+    assert (x.phase, x.cluster, x.kept) == (Phase.ADMITTED, "c1", True)
+    assert "could not parse YAML" in x.reason
+    assert result.cluster_free["c1"][GPU] == 4000
+
+
+def test_an_invalid_job_never_admitted_is_invalid() -> None:
+    key = gpu_job("x", 1).key()
+    result = reconcile_cycle(cycle_input(invalid=[InvalidJob(
+        key=key, api_version="kubeflow.org/v1", path="jobs/x.yaml", line=2, blob="b",
+        message="replicas must be a whole number")]))
+    x = by_name(result)["x"]
+    assert (x.phase, x.kept, x.cluster) == (Phase.INVALID, False, None)
+    assert x.reason == "jobs/x.yaml:2: replicas must be a whole number"
+
+
+def test_a_job_whose_requests_grew_beyond_its_cluster_is_placed_again() -> None:
+    before = gpu_job("a", 4).obj()
+    after = gpu_job("a", 8).obj()
+    result = reconcile_cycle(cycle_input(
+        jobs=[after, gpu_job("other", 4).priority_class("high")],
+        clusters=[gpu_cluster("c1", 8), gpu_cluster("c2", 8)], priority_classes=PRIORITIES,
+        prior=[admitted_prior(before, cluster="c1", quota="root/default",
+                              admitted_at="2025-06-01T00:00:00Z")]))
+    d = by_name(result)
+    assert d["a"].phase is Phase.ADMITTED
+    assert d["a"].requests[GPU] == 8000
+    assert d["a"].cluster != d["other"].cluster
+
+
+# -- determinism -------------------------------------------------------------------------
+
+
+def busy_fleet(seed: int | None = None, *, total_gpus: str = "24") -> CycleInput:
+    """Two quotas, three clusters, a mix of priorities, kinds, sizes and policies.
+
+    With the default 24 GPUs at the root the cycle preempts (a-big reclaims from qb,
+    which borrows 4 GPUs for b-urgent);
+    with 32 it does not.
+    """
+    jobs = [
+        gpu_job("a-big", 8, "team-a", replicas=2).priority_class("normal").created(t(1)),
+        gpu_job("a-mid", 4, "team-a", replicas=2).created(t(2)),
+        gpu_job("a-small", 2, "team-a").priority_class("low").created(t(3)),
+        gpu_job("a-np", 4, "team-a").non_preemptible().created(t(4)),
+        gpu_job("b-urgent", 4, "team-b", replicas=3).workload_priority_class("urgent-wl"),
+        gpu_job("b-one", 1, "team-b").created(t(5)),
+        gpu_job("b-two", 2, "team-b", replicas=3).created(t(6)),
+        job("b-batch", "team-b").kind("batch/v1", "Job").pod_set("worker", 4, cpu="8")
+        .created(t(7)),
+        gpu_job("c-cap", 4, "team-c"),
+        gpu_job("d-none", 1, "team-d"),
+    ]
+    if seed is not None:
+        random.Random(seed).shuffle(jobs)
+    clusters = [gpu_cluster("hz-a", 8, 8, region="hz"), gpu_cluster("hz-b", 8, region="hz"),
+                cluster("bj").labels(region="bj").node_group("g", 2, cpu="96", gpu="8")
+                .reservation(False).obj()]
+    if seed is not None:
+        random.Random(seed + 1).shuffle(clusters)
+    return cycle_input(
+        jobs=jobs, clusters=clusters,
+        tree=simple_tree(quota("qa", ns=["team-a"], min={"gpu": "16"}, max={"gpu": "24"}),
+                         quota("qb", ns=["team-b", "team-c"], min={"gpu": "8"}),
+                         total={"gpu": total_gpus}),
+        policies=[policy("queued").selects().selects("batch/v1", "Job"),
+                  policy("cap", ns="team-c").selects().capacity_only()],
+        priority_classes=PRIORITIES, workload_priority_classes=WORKLOAD_PRIORITIES)
+
+
+def test_reconcile_is_deterministic() -> None:
+    first = reconcile_cycle(busy_fleet())
+    second = reconcile_cycle(busy_fleet())
+    assert any(d.preemptions for d in first.decisions)
+    assert first.decisions == second.decisions
+    assert first.quota_used == second.quota_used
+    assert first.cluster_free == second.cluster_free
+    assert {d.phase for d in first.decisions} >= {Phase.ADMITTED, Phase.QUEUED,
+                                                   Phase.INVALID}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_order_of_the_inputs_does_not_matter(seed: int) -> None:
+    assert reconcile_cycle(busy_fleet(seed)).decisions == reconcile_cycle(busy_fleet()).decisions
+
+
+def test_decisions_fed_back_as_the_previous_state_change_nothing() -> None:
+    inp = busy_fleet(total_gpus="32")
+    first = reconcile_cycle(inp)
+    assert all(d.preemptions == 0 for d in first.decisions)
+    assert {d.phase for d in first.decisions} >= {Phase.ADMITTED, Phase.QUEUED}
+    again = reconcile_cycle(cycle_input(
+        jobs=inp.jobs, clusters=inp.clusters, tree=inp.tree, policies=inp.policies,
+        priority_classes=inp.priority_classes,
+        workload_priority_classes=inp.workload_priority_classes,
+        prior=prior_of(first.decisions), now="2026-01-03T00:00:00Z"))
+    assert again.quota_used == first.quota_used
+    assert again.cluster_free == first.cluster_free
+    assert [replace(x, reason="") for x in again.decisions] == [
+        replace(x, reason="") for x in first.decisions]
+    # the reasons too: placements.yaml must not change, or the state branch gets a
+    # second commit for the same source commit
+    assert [(x.key.name, x.reason) for x in again.decisions] == [
+        (x.key.name, x.reason) for x in first.decisions]
+
+
+def test_the_previous_state_is_a_fixed_point_after_preemption() -> None:
+    """A high-priority job preempts a low one; the next cycle keeps that outcome."""
+    inp = cycle_input(
+        jobs=[gpu_job("low", 8).priority_class("low").created(t(1)),
+              gpu_job("high", 8).priority_class("high").created(t(2))],
+        priority_classes=PRIORITIES)
+    low_first = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("low", 8).priority_class("low").created(t(1))],
+        priority_classes=PRIORITIES))
+    first = reconcile_cycle(cycle_input(
+        jobs=inp.jobs, priority_classes=PRIORITIES, prior=prior_of(low_first.decisions)))
+    d = by_name(first)
+    assert (d["high"].phase, d["low"].phase) == (Phase.ADMITTED, Phase.QUEUED)
+    assert d["low"].preempted_by == "PyTorchJob default/high"
+    assert d["low"].preemptions == 1
+    again = reconcile_cycle(cycle_input(
+        jobs=inp.jobs, priority_classes=PRIORITIES, prior=prior_of(first.decisions),
+        now="2026-01-03T00:00:00Z"))
+    assert [replace(x, reason="") for x in again.decisions] == [
+        replace(x, reason="") for x in first.decisions]
+    # ... and the state written from it does not change either: no second commit.
+    assert again.decisions == first.decisions

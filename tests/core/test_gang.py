@@ -1,0 +1,290 @@
+"""Gang fit on one member cluster and the choice among clusters (``core.gang``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.core.cycle import reconcile_cycle
+from reconciler.core.gang import ClusterState, Fit, choose_cluster, job_cluster_total
+from reconciler.core.model import Job, MemberCluster, Phase, PlacementStrategy, Taint, Toleration
+from tests.builders import (
+    GPU,
+    by_name,
+    cluster,
+    cycle_input,
+    gpu_cluster,
+    gpu_job,
+    job,
+    policy,
+    res,
+    settings,
+    taint,
+    toleration,
+)
+
+
+def fit(c: MemberCluster, j: Job) -> Fit | str:
+    return ClusterState(c).fit(j.key, j.pod_sets, job_cluster_total(j.pod_sets))
+
+
+def fits(c: MemberCluster, j: Job) -> bool:
+    return isinstance(fit(c, j), Fit)
+
+
+def test_job_cluster_total_counts_pods_and_not_max_jobs() -> None:
+    j = (job("a").pod_set("master", 1, cpu="10m", memory="1Gi")
+         .pod_set("worker", 2, cpu="2", memory="1536Mi", gpu="1").obj())
+    assert job_cluster_total(j.pod_sets) == res(cpu="4010m", memory="4Gi", gpu="2", pods="3")
+    assert j.requests == res(cpu="4010m", memory="4Gi", gpu="2", pods="3", max_jobs="1")
+
+
+def test_a_16_gpu_gang_is_never_split_over_two_clusters() -> None:
+    j = gpu_job("big", 8, replicas=2)
+    result = reconcile_cycle(cycle_input(
+        jobs=[j], clusters=[gpu_cluster("c1", 8), gpu_cluster("c2", 8)]))
+    d = by_name(result)["big"]
+    assert d.phase is Phase.INADMISSIBLE
+    assert d.cluster is None
+    assert "c1" in d.reason and "c2" in d.reason
+    assert all(free.get(GPU) == 8000 for free in result.cluster_free.values())
+
+
+def test_a_16_gpu_gang_waits_rather_than_split_over_two_half_full_clusters() -> None:
+    """Each cluster has 16 GPUs, 8 of them taken: 16 free in the fleet, 8 per cluster."""
+    holders = [gpu_job("h1", 8).priority_class("high"), gpu_job("h2", 8).priority_class("high")]
+    result = reconcile_cycle(cycle_input(
+        jobs=[*holders, gpu_job("big", 8, replicas=2)],
+        clusters=[gpu_cluster("c1", 8, 8), gpu_cluster("c2", 8, 8)],
+        priority_classes={"high": 100},
+        settings=settings(strategy=PlacementStrategy.SPREAD)))
+    d = by_name(result)
+    assert {d["h1"].cluster, d["h2"].cluster} == {"c1", "c2"}
+    assert d["big"].phase is Phase.QUEUED
+    assert d["big"].cluster is None
+    assert result.cluster_free["c1"][GPU] == result.cluster_free["c2"][GPU] == 8000
+
+
+def test_a_16_gpu_gang_fits_one_cluster_with_two_8_gpu_nodes() -> None:
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("big", 8, replicas=2)],
+        clusters=[gpu_cluster("c1", 8), gpu_cluster("c2", 8, 8)]))
+    d = by_name(result)["big"]
+    assert (d.phase, d.cluster) == (Phase.ADMITTED, "c2")
+    assert result.cluster_free["c2"][GPU] == 0
+
+
+@pytest.mark.parametrize(("reservation", "expected"), [(True, False), (False, True)])
+def test_a_pod_larger_than_any_node(reservation: bool, expected: bool) -> None:
+    """Two nodes of 4 GPUs: 8 free in sum, but no node holds an 8-GPU pod."""
+    c = (cluster("c1").node("n1", cpu="96", gpu="4").node("n2", cpu="96", gpu="4")
+         .reservation(reservation).obj())
+    j = gpu_job("a", 8).obj()
+    assert fits(c, j) is expected
+    if not reservation:
+        return
+    why = fit(c, j)
+    assert isinstance(why, str)
+    assert "worker" in why and "nvidia.com/gpu 8" in why and "4" in why
+
+
+def test_without_reservation_the_free_sum_must_still_cover_the_job() -> None:
+    c = cluster("c1").node("n1", cpu="96", gpu="4").node("n2", cpu="96", gpu="4")
+    j = gpu_job("a", 3, replicas=3).obj()
+    assert not fits(c.reservation(False).obj(), j)
+    why = fit(c.reservation(False).obj(), j)
+    assert isinstance(why, str) and "nvidia.com/gpu" in why and "8" in why and "9" in why
+
+
+def test_with_reservation_pods_pack_node_by_node() -> None:
+    """3 pods of 3 GPUs on two 5-GPU nodes: 10 free, but only one pod per node."""
+    c = cluster("c1").node("n1", cpu="96", gpu="5").node("n2", cpu="96", gpu="5")
+    j = gpu_job("a", 3, replicas=3).obj()
+    assert not fits(c.obj(), j)
+    assert fits(c.reservation(False).obj(), j)
+    assert fits(c.node("n3", cpu="96", gpu="5").obj(), j)
+
+
+def test_a_fit_records_pods_per_node() -> None:
+    c = cluster("c1").node("n1", cpu="96", gpu="8").node("n2", cpu="96", gpu="8").obj()
+    j = (job("a").pod_set("master", 1, cpu="4").pod_set("worker", 3, cpu="1", gpu="4").obj())
+    got = fit(c, j)
+    assert isinstance(got, Fit)
+    per_set: dict[int, int] = {}
+    for _node, ps_index, count in got.nodes:
+        per_set[ps_index] = per_set.get(ps_index, 0) + count
+    assert per_set == {0: 1, 1: 3}
+    gpus_per_node: dict[int, int] = {}
+    for node, ps_index, count in got.nodes:
+        gpus_per_node[node] = gpus_per_node.get(node, 0) + count * (4 if ps_index == 1 else 0)
+    assert all(v <= 8 for v in gpus_per_node.values())
+
+
+@pytest.mark.parametrize(("node_labels", "selector", "expected"), [
+    ({"accel": "a100"}, {"accel": "a100"}, True),
+    ({"accel": "h100"}, {"accel": "a100"}, False),
+    ({}, {"accel": "a100"}, False),
+    ({"accel": "a100", "zone": "z1"}, {"accel": "a100"}, True),
+    ({"accel": "a100"}, {}, True),
+])
+def test_node_selector(node_labels: dict[str, str], selector: dict[str, str],
+                       expected: bool) -> None:
+    c = cluster("c1").node("n1", cpu="96", gpu="8", labels=node_labels).obj()
+    j = job("a").pod_set("worker", 1, node_selector=selector, cpu="1", gpu="8").obj()
+    assert fits(c, j) is expected
+    if not expected:
+        assert "nodeSelector" in str(fit(c, j))
+
+
+def test_node_selector_picks_the_matching_nodes_only() -> None:
+    c = (cluster("c1").node("cpu-node", cpu="96")
+         .node("gpu-node", cpu="8", gpu="8", labels={"accel": "a100"}).obj())
+    j = job("a").pod_set("worker", 2, node_selector={"accel": "a100"}, cpu="5").obj()
+    assert not fits(c, j)  # 10 cpu on the one matching node of 8
+    j2 = job("a").pod_set("worker", 1, node_selector={"accel": "a100"}, cpu="5").obj()
+    got = fit(c, j2)
+    assert isinstance(got, Fit)
+    assert [node for node, _, _ in got.nodes] == [1]
+
+
+@pytest.mark.parametrize(("node_taint", "tolerations", "expected"), [
+    (taint("gpu", "true"), [], False),
+    (taint("gpu", "true"), [toleration("gpu", "true")], True),
+    (taint("gpu", "true"), [toleration("gpu", "false")], False),
+    (taint("gpu", "true"), [toleration("gpu", operator="Exists")], True),
+    (taint("gpu", "true"), [toleration(operator="Exists")], True),
+    (taint("gpu", "true", "NoSchedule"), [toleration("gpu", "true", effect="NoExecute")], False),
+    (taint("gpu", "true", "NoExecute"), [toleration("gpu", "true", effect="NoExecute")], True),
+    (taint("gpu", "true", "PreferNoSchedule"), [], True),
+], ids=[
+    "untolerated", "equal", "other-value", "exists-key", "exists-all", "other-effect",
+    "same-effect", "prefer-no-schedule"
+])
+def test_tolerations_vs_node_taints(node_taint: Taint, tolerations: list[Toleration],
+                                    expected: bool) -> None:
+    c = cluster("c1").node("n1", cpu="96", gpu="8", taints=[node_taint]).obj()
+    j = job("a").pod_set("worker", 1, tolerations=tolerations, cpu="1", gpu="8").obj()
+    assert fits(c, j) is expected
+
+
+def test_node_taints_are_ignored_without_reservation() -> None:
+    c = (cluster("c1").node("n1", cpu="96", gpu="8", taints=[taint("gpu")])
+         .reservation(False).obj())
+    assert fits(c, gpu_job("a", 8).obj())
+
+
+@pytest.mark.parametrize(("pods", "replicas", "expected"), [
+    ("2", 2, True), ("2", 3, False), (None, 110, True), (None, 111, False),
+])
+def test_pods_allocatable_limits_pods_per_node(pods: str | None, replicas: int,
+                                               expected: bool) -> None:
+    b = cluster("c1")
+    c = (b.node("n1", cpu="1000") if pods is None else b.node("n1", cpu="1000", pods=pods)).obj()
+    j = job("a").pod_set("worker", replicas, cpu="1").obj()
+    assert fits(c, j) is expected
+
+
+def test_pods_allocatable_counts_per_node_with_reservation() -> None:
+    c = cluster("c1").node("n1", cpu="8", pods="2").node("n2", cpu="8", pods="2")
+    assert fits(c.obj(), job("a").pod_set("worker", 4, cpu="1").obj())
+    assert not fits(c.obj(), job("a").pod_set("worker", 5, cpu="1").obj())
+    assert not fits(c.reservation(False).obj(), job("a").pod_set("worker", 5, cpu="1").obj())
+
+
+def test_node_groups_give_count_identical_nodes() -> None:
+    c = cluster("c1").node_group("a100", 4, cpu="96", gpu="8").obj()
+    assert [n.name for n in c.nodes] == ["a100-0", "a100-1", "a100-2", "a100-3"]
+    assert fits(c, gpu_job("a", 8, replicas=4).obj())
+    assert not fits(c, gpu_job("a", 8, replicas=5).obj())
+    assert ClusterState(c).capacity[GPU] == 32000
+
+
+def test_reserved_is_subtracted_from_free() -> None:
+    c = cluster("c1").node("n1", cpu="96", gpu="8").reserved(cpu="90")
+    state = ClusterState(c.obj())
+    assert state.free["cpu"] == 6000
+    assert fits(c.obj(), job("a").pod_set("worker", 1, cpu="6").obj())
+    assert not fits(c.obj(), job("a").pod_set("worker", 1, cpu="7").obj())
+    assert not fits(c.reservation(False).obj(), job("a").pod_set("worker", 1, cpu="7").obj())
+
+
+def test_placing_and_removing_changes_free() -> None:
+    c = gpu_cluster("c1", 8, 8)
+    state = ClusterState(c)
+    a, b = gpu_job("a", 8).obj(), gpu_job("b", 8).obj()
+    for j in (a, b):
+        got = state.fit(j.key, j.pod_sets, job_cluster_total(j.pod_sets))
+        assert isinstance(got, Fit)
+        state.place(j.key, j.pod_sets, got)
+    assert state.free[GPU] == 0
+    c_job = gpu_job("c", 1).obj()
+    assert isinstance(state.fit(c_job.key, c_job.pod_sets, job_cluster_total(c_job.pod_sets)),
+                      str)
+    state.remove(a.key, a.pod_sets)
+    assert state.free[GPU] == 8000
+    assert isinstance(state.fit(c_job.key, c_job.pod_sets, job_cluster_total(c_job.pod_sets)),
+                      Fit)
+
+
+def test_free_counts_jobs_already_placed_in_the_cycle() -> None:
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("a", 8), gpu_job("b", 8)], clusters=[gpu_cluster("c1", 8)],
+        policies=[policy().capacity_only()]))
+    d = by_name(result)
+    assert [d["a"].phase, d["b"].phase] == [Phase.ADMITTED, Phase.QUEUED]
+    assert "c1" in d["b"].reason
+
+
+# -- choosing a cluster ------------------------------------------------------------------
+
+
+def choose(strategy: PlacementStrategy, *clusters: MemberCluster, j: Job) -> str:
+    options = []
+    for c in clusters:
+        state = ClusterState(c)
+        got = state.fit(j.key, j.pod_sets, job_cluster_total(j.pod_sets))
+        assert isinstance(got, Fit)
+        options.append((state, got))
+    return choose_cluster(options, strategy)[0].name
+
+
+@pytest.mark.parametrize(("strategy", "expected"), [
+    (PlacementStrategy.BINPACK, "small"),
+    (PlacementStrategy.SPREAD, "big"),
+])
+def test_binpack_takes_the_fullest_spread_the_emptiest(strategy: PlacementStrategy,
+                                                       expected: str) -> None:
+    small = gpu_cluster("small", 8)
+    big = gpu_cluster("big", 8, 8, 8)
+    assert choose(strategy, big, small, j=gpu_job("a", 4).obj()) == expected
+
+
+@pytest.mark.parametrize("strategy", list(PlacementStrategy))
+def test_ties_go_to_the_cluster_name(strategy: PlacementStrategy) -> None:
+    j = gpu_job("a", 4).obj()
+    tied = (gpu_cluster("b-1", 8), gpu_cluster("a-2", 8), gpu_cluster("c-0", 8))
+    assert choose(strategy, *tied, j=j) == "a-2"
+
+
+@pytest.mark.parametrize(("strategy", "expected"), [
+    (PlacementStrategy.BINPACK, ("c1", "c1")),
+    (PlacementStrategy.SPREAD, ("c1", "c2")),
+])
+def test_cycle_uses_the_fleet_strategy(strategy: PlacementStrategy,
+                                       expected: tuple[str, str]) -> None:
+    """binpack puts the second job beside the first; spread on the other cluster."""
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("b1", 2), gpu_job("b2", 2)],
+        clusters=[gpu_cluster("c1", 8), gpu_cluster("c2", 8)],
+        settings=settings(strategy=strategy)))
+    d = by_name(result)
+    assert (d["b1"].cluster, d["b2"].cluster) == expected
+
+
+def test_policy_strategy_overrides_the_fleet_strategy() -> None:
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("b1", 2), gpu_job("b2", 2)],
+        clusters=[gpu_cluster("c1", 8), gpu_cluster("c2", 8)],
+        policies=[policy().strategy(PlacementStrategy.SPREAD)],
+        settings=settings(strategy=PlacementStrategy.BINPACK)))
+    d = by_name(result)
+    assert (d["b1"].cluster, d["b2"].cluster) == ("c1", "c2")

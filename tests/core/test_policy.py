@@ -1,0 +1,211 @@
+"""Which policy places a job and which member clusters it may use (``core.policy``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.core.cycle import reconcile_cycle
+from reconciler.core.model import MemberCluster, Phase, Policy
+from reconciler.core.policy import (
+    MATCH_KIND,
+    MATCH_LABELS,
+    MATCH_NAME,
+    candidate_groups,
+    policy_match,
+    select_policy,
+)
+from tests.builders import (
+    BATCH_JOB,
+    PYTORCH,
+    PolicyBuilder,
+    by_name,
+    cluster,
+    cycle_input,
+    gpu_cluster,
+    gpu_job,
+    job,
+    policy,
+)
+
+JOB = job("train", ns="team-a").labels(app="llm").obj()
+
+
+@pytest.mark.parametrize(("pol", "level"), [
+    (policy("p").selects(name="train"), MATCH_NAME),
+    (policy("p").selects(match_labels={"app": "llm"}), MATCH_LABELS),
+    (policy("p").selects(), MATCH_KIND),
+    (policy("p").selects(name="other"), 0),
+    (policy("p").selects(match_labels={"app": "vision"}), 0),
+    (policy("p").selects(*BATCH_JOB), 0),  # another kind
+    (policy("p").selects("kubeflow.org/v2beta1", "PyTorchJob"), 0),  # another apiVersion
+    (policy("p").selects(namespace="team-b"), 0),  # the selector's namespace
+    (policy("p").selects(namespace="team-a"), MATCH_KIND),
+    (policy("p").selects(*BATCH_JOB).selects(name="train"), MATCH_NAME),  # best selector
+    (policy("p", ns="team-a").selects(), MATCH_KIND),
+    (policy("p", ns="team-b").selects(), 0),  # a PropagationPolicy: its namespace only
+    (policy("p", ns="team-b").selects(name="train"), 0),
+], ids=[
+    "name", "labels", "kind", "other-name", "other-labels", "other-kind", "other-api-version",
+    "selector-other-ns", "selector-same-ns", "best-selector", "pp-own-ns", "pp-other-ns",
+    "pp-other-ns-by-name"
+])
+def test_policy_match(pol: PolicyBuilder, level: int) -> None:
+    assert policy_match(pol.obj(), JOB) == level
+
+
+def pick(*policies: Policy) -> str | None:
+    chosen = select_policy(policies, JOB)
+    return None if chosen is None else chosen.ref
+
+
+@pytest.mark.parametrize(("policies", "expected"), [
+    # match level first: a name beats a label selector beats kind only, whatever the priority
+    ([policy("kind").selects().priority(100), policy("labels").selects(
+        match_labels={"app": "llm"}).priority(50), policy("named").selects(name="train")],
+     "ClusterPropagationPolicy named"),
+    ([policy("kind").selects().priority(100),
+      policy("labels").selects(match_labels={"app": "llm"})],
+     "ClusterPropagationPolicy labels"),
+    # then the higher priority
+    ([policy("low").selects().priority(1), policy("high").selects().priority(2)],
+     "ClusterPropagationPolicy high"),
+    ([policy("ns-low", ns="team-a").selects().priority(1), policy("cl-high").selects()
+      .priority(2)], "ClusterPropagationPolicy cl-high"),
+    # then a PropagationPolicy over a ClusterPropagationPolicy
+    ([policy("a-cluster").selects(), policy("z-ns", ns="team-a").selects()],
+     "PropagationPolicy team-a/z-ns"),
+    # then by name
+    ([policy("b").selects(), policy("a").selects(), policy("c").selects()],
+     "ClusterPropagationPolicy a"),
+    ([policy("b", ns="team-a").selects(), policy("a", ns="team-a").selects()],
+     "PropagationPolicy team-a/a"),
+    # a PropagationPolicy of another namespace never selects, however specific
+    ([policy("other", ns="team-b").selects(name="train").priority(9),
+      policy("fallback").selects()], "ClusterPropagationPolicy fallback"),
+    ([policy("other", ns="team-b").selects()], None),
+    ([], None),
+], ids=[
+    "name-beats-all", "labels-beat-kind", "priority", "priority-beats-pp", "pp-beats-cpp",
+    "cpp-name", "pp-name", "pp-other-ns-ignored", "only-pp-other-ns", "none"
+])
+def test_karmada_preference(policies: list[PolicyBuilder], expected: str | None) -> None:
+    built = [p.obj() for p in policies]
+    assert pick(*built) == expected
+    assert pick(*reversed(built)) == expected  # the order of the files does not matter
+
+
+# -- candidate clusters ------------------------------------------------------------------
+
+FLEET: tuple[MemberCluster, ...] = (
+    cluster("hz-a").labels(region="hangzhou", tier="gpu").node("n", cpu="8").obj(),
+    cluster("hz-b").labels(region="hangzhou", tier="cpu").node("n", cpu="8").obj(),
+    cluster("bj-a").labels(region="beijing", tier="gpu").node("n", cpu="8").obj(),
+)
+
+
+def groups_of(pol: PolicyBuilder, kind_ref: str = "kubeflow.org/PyTorchJob",
+              clusters: tuple[MemberCluster, ...] = FLEET) -> list[list[str]]:
+    return candidate_groups(pol.obj(), kind_ref, clusters)[0]
+
+
+@pytest.mark.parametrize(("pol", "expected"), [
+    (policy(), [["bj-a", "hz-a", "hz-b"]]),  # no affinity: every cluster, by name
+    (policy().clusters("hz-b", "bj-a"), [["bj-a", "hz-b"]]),
+    (policy().clusters(match_labels={"region": "hangzhou"}), [["hz-a", "hz-b"]]),
+    (policy().clusters(match_labels={"region": "hangzhou", "tier": "gpu"}), [["hz-a"]]),
+    (policy().clusters(exclude=["hz-a"]), [["bj-a", "hz-b"]]),
+    (policy().clusters("hz-a", "hz-b", match_labels={"tier": "gpu"}), [["hz-a"]]),
+    (policy().clusters(match_labels={"region": "hangzhou"}, exclude=["hz-b"]), [["hz-a"]]),
+    (policy().clusters("nowhere"), [[]]),
+    (policy().affinities(["hz-b"], ["bj-a", "hz-a"]), [["hz-b"], ["bj-a", "hz-a"]]),
+], ids=[
+    "none", "names", "labels", "labels-all", "exclude", "names-and-labels",
+    "labels-and-exclude", "unknown-name", "affinities"
+])
+def test_cluster_affinity(pol: PolicyBuilder, expected: list[list[str]]) -> None:
+    assert groups_of(pol) == expected
+
+
+def test_cluster_taints_need_the_policys_tolerations() -> None:
+    clusters = (
+        cluster("plain").node("n", cpu="8").obj(),
+        cluster("infra").taint("dedicated", "infra").node("n", cpu="8").obj(),
+        cluster("soft").taint("dedicated", "infra", "PreferNoSchedule").node("n", cpu="8").obj(),
+    )
+    groups, notes = candidate_groups(policy().obj(), "kubeflow.org/PyTorchJob", clusters)
+    assert groups == [["plain", "soft"]]
+    assert len(notes) == 1
+    assert "infra" in notes[0] and "dedicated=infra:NoSchedule" in notes[0]
+    assert "ClusterPropagationPolicy gang-queued" in notes[0]
+    for pol in (policy().tolerate("dedicated", "infra"),
+                policy().tolerate("dedicated", operator="Exists"),
+                policy().tolerate(operator="Exists")):
+        assert groups_of(pol, clusters=clusters) == [["infra", "plain", "soft"]]
+    assert groups_of(policy().tolerate("dedicated", "gpu"), clusters=clusters) == [
+        ["plain", "soft"]]
+
+
+@pytest.mark.parametrize(("capabilities", "kind_ref", "selected"), [
+    (None, "kubeflow.org/PyTorchJob", True),  # default: every kind
+    (("kubeflow.org/PyTorchJob", "ray.io/RayJob"), "kubeflow.org/PyTorchJob", True),
+    (("ray.io/RayJob",), "kubeflow.org/PyTorchJob", False),
+    (("batch/Job",), "batch/Job", True),
+    ((), "batch/Job", False),
+])
+def test_capabilities(capabilities: tuple[str, ...] | None, kind_ref: str,
+                      selected: bool) -> None:
+    b = cluster("c1").node("n", cpu="8")
+    if capabilities is not None:
+        b.capabilities(*capabilities)
+    groups, notes = candidate_groups(policy().obj(), kind_ref, (b.obj(),))
+    assert groups == ([["c1"]] if selected else [[]])
+    assert bool(notes) is not selected
+    if not selected:
+        assert kind_ref in notes[0]
+
+
+# -- in the cycle ------------------------------------------------------------------------
+
+
+def test_the_cycle_places_by_the_preferred_policy() -> None:
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("train", 8, ns="team-a"), gpu_job("other", 8, ns="team-b")],
+        clusters=[gpu_cluster("c1", 8), gpu_cluster("c2", 8)],
+        policies=[policy("everything").selects().clusters("c1"),
+                  policy("team-a-only", ns="team-a").selects().clusters("c2")]))
+    d = by_name(result)
+    assert (d["train"].cluster, d["train"].policy) == ("c2", "PropagationPolicy team-a/team-a-only")
+    assert (d["other"].cluster, d["other"].policy) == ("c1", "ClusterPropagationPolicy everything")
+
+
+def test_cluster_affinities_take_the_first_group_that_fits() -> None:
+    """The preferred group (c-pref) is full after the first job; the second spills to c-spill."""
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("a", 8).created("2026-01-01T00:00:01Z"),
+              gpu_job("b", 8).created("2026-01-01T00:00:02Z")],
+        clusters=[gpu_cluster("c-pref", 8), gpu_cluster("a-spill", 8), gpu_cluster("z", 8)],
+        policies=[policy().affinities(["c-pref"], ["a-spill"])]))
+    d = by_name(result)
+    assert (d["a"].cluster, d["b"].cluster) == ("c-pref", "a-spill")
+    assert result.cluster_free["z"]["nvidia.com/gpu"] == 8000
+
+
+def test_no_candidate_cluster_makes_the_job_inadmissible_and_says_why() -> None:
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("a", 1)],
+        clusters=[cluster("c1").taint("dedicated", "infra").node("n", cpu="8", gpu="8").obj(),
+                  cluster("c2").capabilities("ray.io/RayJob").node("n", cpu="8", gpu="8").obj()],
+        policies=[policy()]))
+    d = by_name(result)["a"]
+    assert d.phase is Phase.INADMISSIBLE
+    assert "c1" in d.reason and "dedicated" in d.reason
+    assert "c2" in d.reason and "kubeflow.org/PyTorchJob" in d.reason
+
+
+def test_a_policy_for_another_kind_does_not_place_a_job() -> None:
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("a", 1)], policies=[policy().selects(*BATCH_JOB)]))
+    assert by_name(result)["a"].phase is Phase.INADMISSIBLE
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("a", 1)], policies=[policy().selects(*PYTORCH)]))
+    assert by_name(result)["a"].phase is Phase.ADMITTED

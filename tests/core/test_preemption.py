@@ -1,0 +1,237 @@
+"""Preemption in the cycle: priority within a quota, reclaiming borrowed quota."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.core.cycle import CycleResult, reconcile_cycle
+from reconciler.core.model import Phase, PreemptionPolicy, QuotaSettings
+from tests.builders import (
+    GPU,
+    JobBuilder,
+    admitted_prior,
+    by_name,
+    cycle_input,
+    gpu_cluster,
+    gpu_job,
+    policy,
+    prior_of,
+    quota,
+    settings,
+    simple_tree,
+)
+
+PRIORITIES = {"high": 1000, "mid": 100, "low": 10}
+
+
+def t(second: int) -> str:
+    return f"2026-01-01T00:00:{second:02d}Z"
+
+
+def one_quota(*jobs: JobBuilder) -> CycleResult:
+    """Every job in quota root/qa; one 8-GPU cluster ``c1``."""
+    return reconcile_cycle(cycle_input(
+        jobs=jobs, tree=simple_tree(quota("qa", ns=["team-a"])),
+        clusters=[gpu_cluster("c1", 8)], priority_classes=PRIORITIES))
+
+
+def evicted(result: CycleResult) -> set[str]:
+    return {d.key.name for d in result.decisions if d.preemptions}
+
+
+# -- priority within a quota -------------------------------------------------------------
+
+
+def test_a_higher_priority_job_preempts_a_lower_one_of_its_quota() -> None:
+    """The low job was admitted last cycle; the high one arrives and takes its place."""
+    low = gpu_job("low", 8, "team-a").priority_class("low").created(t(1))
+    first = one_quota(low)
+    assert by_name(first)["low"].phase is Phase.ADMITTED
+    result = reconcile_cycle(cycle_input(
+        jobs=[low, gpu_job("high", 8, "team-a").priority_class("high").created(t(2))],
+        tree=simple_tree(quota("qa", ns=["team-a"])), clusters=[gpu_cluster("c1", 8)],
+        priority_classes=PRIORITIES, prior=prior_of(first.decisions)))
+    d = by_name(result)
+    assert (d["high"].phase, d["high"].cluster) == (Phase.ADMITTED, "c1")
+    assert d["low"].phase is Phase.QUEUED
+    assert d["low"].preempted_by == "PyTorchJob team-a/high"
+    assert "preempted by" in d["low"].reason and "lower priority" in d["low"].reason
+    assert d["low"].position == 1
+
+
+@pytest.mark.parametrize(("preemption", "newer_equal_preempted"), [
+    (None, False),  # LowerPriority, the default
+    (PreemptionPolicy.LOWER_PRIORITY, False),
+    (PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY, True),
+    (PreemptionPolicy.NEVER, False),
+])
+def test_preemption_policy_per_quota(preemption: PreemptionPolicy | None,
+                                     newer_equal_preempted: bool) -> None:
+    """``running`` (admitted last cycle, enqueued later) holds the cluster; ``waiting``
+    has equal priority and was enqueued earlier."""
+    running = gpu_job("running", 8, "team-a").created(t(5))
+    waiting = gpu_job("waiting", 8, "team-a").created(t(1))
+    first = one_quota(running)
+    fleet = None if preemption is None else settings(root__qa=QuotaSettings(
+        preemption=preemption))
+    result = reconcile_cycle(cycle_input(
+        jobs=[running, waiting], tree=simple_tree(quota("qa", ns=["team-a"])),
+        clusters=[gpu_cluster("c1", 8)], priority_classes=PRIORITIES,
+        prior=prior_of(first.decisions), settings=fleet))
+    d = by_name(result)
+    if newer_equal_preempted:
+        assert (d["waiting"].phase, d["running"].phase) == (Phase.ADMITTED, Phase.QUEUED)
+    else:
+        assert (d["waiting"].phase, d["running"].phase) == (Phase.QUEUED, Phase.ADMITTED)
+        assert evicted(result) == set()
+
+
+def test_never_policy_stops_priority_preemption() -> None:
+    low = gpu_job("low", 8, "team-a").priority_class("low")
+    first = one_quota(low)
+    result = reconcile_cycle(cycle_input(
+        jobs=[low, gpu_job("high", 8, "team-a").priority_class("high")],
+        tree=simple_tree(quota("qa", ns=["team-a"])), clusters=[gpu_cluster("c1", 8)],
+        priority_classes=PRIORITIES, prior=prior_of(first.decisions),
+        settings=settings(root__qa=QuotaSettings(preemption=PreemptionPolicy.NEVER))))
+    assert evicted(result) == set()
+    assert by_name(result)["high"].phase is Phase.QUEUED
+
+
+def test_a_non_preemptible_job_is_never_a_victim() -> None:
+    np_low = gpu_job("np-low", 8, "team-a").priority_class("low").non_preemptible().obj()
+    result = reconcile_cycle(cycle_input(
+        jobs=[np_low, gpu_job("high", 8, "team-a").priority_class("high")],
+        tree=simple_tree(quota("qa", ns=["team-a"], min={"gpu": "8"})),
+        clusters=[gpu_cluster("c1", 8)], priority_classes=PRIORITIES,
+        prior=[admitted_prior(np_low, cluster="c1", quota="root/qa", priority=10)]))
+    d = by_name(result)
+    assert (d["np-low"].phase, d["high"].phase) == (Phase.ADMITTED, Phase.QUEUED)
+    assert evicted(result) == set()
+
+
+def test_the_smallest_set_of_victims() -> None:
+    """One 10-GPU node, full: low-c (2 GPUs, admitted last) ranks first as a victim, but
+    freeing 4 GPUs needs low-b too; low-c alone was not needed and is given back."""
+    holders = [gpu_job("low-a", 4, "team-a").priority_class("low").obj(),
+               gpu_job("low-b", 4, "team-a").priority_class("low").obj(),
+               gpu_job("low-c", 2, "team-a").priority_class("low").obj()]
+    result = reconcile_cycle(cycle_input(
+        jobs=[*holders, gpu_job("high", 4, "team-a").priority_class("high")],
+        tree=simple_tree(quota("qa", ns=["team-a"])),
+        clusters=[gpu_cluster("c1", 10)], priority_classes=PRIORITIES,
+        prior=[admitted_prior(h, cluster="c1", quota="root/qa", priority=10,
+                              admitted_at=t(i)) for i, h in enumerate(holders)]))
+    d = by_name(result)
+    assert d["high"].phase is Phase.ADMITTED
+    assert evicted(result) == {"low-b"}
+    assert (d["low-a"].phase, d["low-c"].phase) == (Phase.ADMITTED, Phase.ADMITTED)
+    assert result.cluster_free["c1"][GPU] == 0
+
+
+def test_the_most_recently_admitted_of_equal_victims_goes_first() -> None:
+    older = gpu_job("older", 8, "team-a").priority_class("low").obj()
+    newer = gpu_job("newer", 8, "team-a").priority_class("low").obj()
+    result = reconcile_cycle(cycle_input(
+        jobs=[older, newer, gpu_job("high", 8, "team-a").priority_class("high")],
+        tree=simple_tree(quota("qa", ns=["team-a"])), clusters=[gpu_cluster("c1", 8, 8)],
+        priority_classes=PRIORITIES,
+        prior=[admitted_prior(older, cluster="c1", quota="root/qa", priority=10,
+                              admitted_at=t(1)),
+               admitted_prior(newer, cluster="c1", quota="root/qa", priority=10,
+                              admitted_at=t(2))]))
+    assert evicted(result) == {"newer"}
+
+
+def test_no_preemption_when_it_would_not_help() -> None:
+    """The low job runs on c2, but the policy only lets high run on c1 (full of mid)."""
+    low = gpu_job("low", 8, "team-a").priority_class("low").obj()
+    mid = gpu_job("mid", 8, "team-a").priority_class("high").obj()
+    result = reconcile_cycle(cycle_input(
+        jobs=[low, mid, gpu_job("high", 8, "team-a").priority_class("mid")],
+        tree=simple_tree(quota("qa", ns=["team-a"])),
+        clusters=[gpu_cluster("c1", 8), gpu_cluster("c2", 8)],
+        policies=[policy().selects(name="high").clusters("c1"), policy("rest").selects()],
+        priority_classes=PRIORITIES,
+        prior=[admitted_prior(low, cluster="c2", quota="root/qa", priority=10),
+               admitted_prior(mid, cluster="c1", quota="root/qa", priority=1000)]))
+    d = by_name(result)
+    assert d["high"].phase is Phase.QUEUED
+    assert evicted(result) == set()
+
+
+def test_capacity_only_jobs_are_never_victims() -> None:
+    cap = gpu_job("cap", 8, "team-a").priority_class("low").obj()
+    result = reconcile_cycle(cycle_input(
+        jobs=[cap, gpu_job("high", 8, "team-a").priority_class("high")],
+        tree=simple_tree(quota("qa", ns=["team-a"])), clusters=[gpu_cluster("c1", 8)],
+        policies=[policy("cap").selects(name="cap").capacity_only(), policy("queued")],
+        priority_classes=PRIORITIES,
+        prior=[admitted_prior(cap, cluster="c1", quota="root/qa", priority=10)]))
+    d = by_name(result)
+    assert (d["cap"].phase, d["high"].phase) == (Phase.ADMITTED, Phase.QUEUED)
+
+
+# -- reclaiming borrowed quota -----------------------------------------------------------
+
+
+def reclaim_case(b_gpus: int, a_gpus: int, *, b_priority: str = "high") -> CycleResult:
+    """qa and qb each have min 8 of the root's 16 GPUs; one cluster of two 8-GPU nodes.
+
+    qb's job (pods of 4 GPUs) was admitted last cycle with ``b_gpus``; qa's new job
+    (pods of 4 GPUs) asks ``a_gpus``.
+    """
+    b = gpu_job("b-running", 4, "team-b", replicas=b_gpus // 4).priority_class(b_priority).obj()
+    return reconcile_cycle(cycle_input(
+        jobs=[b, gpu_job("a-new", 4, "team-a", replicas=a_gpus // 4).priority_class("low")],
+        tree=simple_tree(quota("qa", ns=["team-a"], min={"gpu": "8"}),
+                         quota("qb", ns=["team-b"], min={"gpu": "8"}), total={"gpu": "16"}),
+        clusters=[gpu_cluster("c1", 8, 8)], priority_classes=PRIORITIES,
+        prior=[admitted_prior(b, cluster="c1", quota="root/qb",
+                              priority=PRIORITIES[b_priority])]))
+
+
+def test_a_job_within_its_min_reclaims_from_a_borrower_whatever_its_priority() -> None:
+    result = reclaim_case(b_gpus=16, a_gpus=8)
+    d = by_name(result)
+    assert (d["a-new"].phase, d["b-running"].phase) == (Phase.ADMITTED, Phase.QUEUED)
+    assert "reclaiming quota root/qb" in d["b-running"].reason
+    assert result.quota_used["root/qa"][GPU] == 8000
+
+
+def test_a_job_that_would_borrow_does_not_reclaim() -> None:
+    """a-new asks 12 > qa's min 8: it cannot reclaim, and qb is not below it in priority."""
+    result = reclaim_case(b_gpus=12, a_gpus=12)
+    assert evicted(result) == set()
+    assert by_name(result)["a-new"].phase is Phase.QUEUED
+
+
+def test_no_reclaim_from_a_quota_within_its_min() -> None:
+    """qb uses exactly its min (8 GPUs): it borrows nothing, so there is nothing to
+    reclaim. a-new (8 GPUs, within qa's min) waits for the one 8-GPU cluster that
+    b-running holds (DESIGN §3 Preemption: reclaim only from quotas using more than
+    their min)."""
+    b = gpu_job("b-running", 8, "team-b").priority_class("low").obj()
+    result = reconcile_cycle(cycle_input(
+        jobs=[b, gpu_job("a-new", 8, "team-a").priority_class("low")],
+        tree=simple_tree(quota("qa", ns=["team-a"], min={"gpu": "8"}),
+                         quota("qb", ns=["team-b"], min={"gpu": "8"}), total={"gpu": "16"}),
+        clusters=[gpu_cluster("c1", 8)], priority_classes=PRIORITIES,
+        prior=[admitted_prior(b, cluster="c1", quota="root/qb", priority=10)]))
+    d = by_name(result)
+    assert (d["b-running"].phase, d["a-new"].phase) == (Phase.ADMITTED, Phase.QUEUED)
+    assert evicted(result) == set()
+
+
+def test_two_quotas_at_their_min_do_not_evict_each_other() -> None:
+    """Two heads of equal priority, one per quota, each within its quota's min, one
+    8-GPU cluster: the first admitted keeps the cluster; nobody is preempted."""
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("a", 8, "team-a").created(t(1)),
+              gpu_job("b", 8, "team-b").created(t(2))],
+        tree=simple_tree(quota("qa", ns=["team-a"], min={"gpu": "8"}),
+                         quota("qb", ns=["team-b"], min={"gpu": "8"}), total={"gpu": "16"}),
+        clusters=[gpu_cluster("c1", 8)], priority_classes=PRIORITIES))
+    d = by_name(result)
+    assert (d["a"].phase, d["b"].phase) == (Phase.ADMITTED, Phase.QUEUED)
+    assert evicted(result) == set()

@@ -1,0 +1,112 @@
+"""Quantities: canonical spelling and resource-vector arithmetic (``core.resources``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.core.resources import (
+    copies_that_fit,
+    first_excess,
+    format_quantity,
+    format_resources,
+    is_binary_resource,
+    pointwise_max,
+    sub,
+    total,
+)
+from reconciler.jobkinds.base import parse_quantity_milli
+from tests.builders import GPU, res
+
+
+@pytest.mark.parametrize(("name", "quantity", "expected"), [
+    ("cpu", "4010m", "4010m"),
+    ("cpu", "4.01", "4010m"),
+    ("cpu", "10m", "10m"),
+    ("cpu", "500m", "500m"),
+    ("cpu", "2000m", "2"),
+    ("cpu", "3", "3"),
+    ("cpu", "0", "0"),
+    ("cpu", "1e3", "1000"),
+    ("pods", "3", "3"),
+    ("kube-queue/max-jobs", "1", "1"),
+    (GPU, "8", "8"),
+    ("memory", "4Gi", "4Gi"),
+    ("memory", "4096Mi", "4Gi"),
+    ("memory", "1536Mi", "1536Mi"),
+    ("memory", "1.5Gi", "1536Mi"),
+    ("memory", "1Ti", "1Ti"),
+    ("memory", "1024Ti", "1Pi"),
+    ("memory", "1Ki", "1Ki"),
+    ("memory", "1000", "1000"),
+    ("memory", "1G", "1000000000"),
+    ("memory", "0", "0"),
+    ("ephemeral-storage", "20Gi", "20Gi"),
+    ("hugepages-2Mi", "512Mi", "512Mi"),
+    ("cpu", "1024", "1024"),  # a decimal resource never takes a binary suffix
+])
+def test_format_quantity(name: str, quantity: str, expected: str) -> None:
+    assert format_quantity(name, parse_quantity_milli(quantity)) == expected
+
+
+@pytest.mark.parametrize(("quantity", "milli"), [
+    ("10m", 10), ("2", 2000), ("1Gi", 1073741824000), ("1e3", 1_000_000), ("0.5", 500),
+])
+def test_quantities_enter_the_core_as_exact_milli_units(quantity: str, milli: int) -> None:
+    assert parse_quantity_milli(quantity) == milli
+
+
+@pytest.mark.parametrize(("quantity", "expected"), [
+    ("4Gi", "4Gi"), ("4010m", "4010m"), ("1", "1"), ("1.5Gi", "1536Mi"),
+])
+def test_format_round_trips_through_parse(quantity: str, expected: str) -> None:
+    spelled = format_quantity("memory", parse_quantity_milli(quantity))
+    assert spelled == expected
+    assert parse_quantity_milli(spelled) == parse_quantity_milli(quantity)
+
+
+def test_format_resources_is_name_sorted_and_canonical() -> None:
+    requests = res(memory="4Gi", cpu="4010m", pods="3", max_jobs="1")
+    formatted = format_resources(requests)
+    assert formatted == {"cpu": "4010m", "kube-queue/max-jobs": "1", "memory": "4Gi",
+                         "pods": "3"}
+    assert list(formatted) == sorted(formatted)
+
+
+@pytest.mark.parametrize(("name", "binary"), [
+    ("memory", True), ("ephemeral-storage", True), ("storage", True),
+    ("hugepages-1Gi", True), ("cpu", False), (GPU, False), ("pods", False),
+])
+def test_is_binary_resource(name: str, binary: bool) -> None:
+    assert is_binary_resource(name) is binary
+
+
+def test_arithmetic_does_not_mutate_its_arguments() -> None:
+    a, b = res(cpu="2", memory="1Gi"), res(cpu="500m", gpu="1")
+    a_before, b_before = dict(a), dict(b)
+    assert total([a, b]) == res(cpu="2500m", memory="1Gi", gpu="1")
+    assert sub(a, b) == {"cpu": 1500, "memory": parse_quantity_milli("1Gi"), GPU: -1000}
+    assert pointwise_max(a, res(cpu="1", gpu="2")) == res(cpu="2", memory="1Gi", gpu="2")
+    assert (a, b) == (a_before, b_before)
+
+
+@pytest.mark.parametrize(("request_", "free", "expected"), [
+    ({"cpu": "2"}, {"cpu": "2"}, None),
+    ({"cpu": "2001m"}, {"cpu": "2"}, "cpu"),
+    ({"gpu": "1"}, {"cpu": "96"}, GPU),  # absent from free counts as zero
+    ({"memory": "1Gi", "cpu": "3"}, {"memory": "1Mi", "cpu": "1"}, "cpu"),  # name-sorted
+    ({"cpu": "0"}, {}, None),
+])
+def test_first_excess(request_: dict[str, str], free: dict[str, str],
+                      expected: str | None) -> None:
+    assert first_excess(res(request_), res(free)) == expected
+
+
+@pytest.mark.parametrize(("per_pod", "free", "limit", "expected"), [
+    ({"cpu": "2"}, {"cpu": "7"}, 10, 3),
+    ({"cpu": "2", "gpu": "4"}, {"cpu": "96", "gpu": "8"}, 10, 2),
+    ({"cpu": "2"}, {"cpu": "96"}, 5, 5),
+    ({"gpu": "1"}, {"cpu": "96"}, 5, 0),
+])
+def test_copies_that_fit(per_pod: dict[str, str], free: dict[str, str], limit: int,
+                         expected: int) -> None:
+    assert copies_that_fit(res(per_pod), res(free), limit) == expected

@@ -1,0 +1,174 @@
+"""The command line as a user runs it: demo, status, exit codes."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .conftest import (
+    NOW,
+    STATE,
+    SeedFleet,
+    commit_all,
+    fleetq,
+    git,
+    placements,
+    pytorchjob,
+    rev,
+    write_files,
+)
+
+# DESIGN §4: the fields of a placements item (and of each `status -o json` item).
+ALWAYS = {"job", "source", "priority", "enqueuedAt", "phase", "reason"}
+
+
+def test_demo_runs_the_whole_loop(tmp_path: Path) -> None:
+    proc = fleetq("demo", "--now", NOW, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines()]
+    phases = {word for row in rows for word in row}
+    assert {"Admitted", "Queued", "Inadmissible"} <= phases
+    assert "committed" in proc.stdout
+    assert "clusters/" in proc.stdout and "kustomization.yaml" in proc.stdout
+    # The demo works in a temporary repo and leaves nothing behind where it was run.
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_demo_json_output_is_items(tmp_path: Path) -> None:
+    proc = fleetq("demo", "--now", NOW, "-o", "json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    start = proc.stdout.index("[")
+    items, _ = json.JSONDecoder().raw_decode(proc.stdout[start:])
+    assert {i["phase"] for i in items} >= {"Admitted", "Queued", "Inadmissible"}
+
+
+def _queued_seed(seed_fleet: SeedFleet) -> None:
+    seed_fleet.reconcile()
+    write_files(seed_fleet.path, {"jobs/default/pytorch-second.yaml": pytorchjob(
+        "pytorch-second")})
+    commit_all(seed_fleet.path, "second job", date="2026-11-29T10:30:00Z")
+    proc = fleetq("reconcile", "--repo", str(seed_fleet.path), "--now", "2026-11-29T11:30:00Z")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("committed ")
+
+
+def test_status_json_and_yaml(seed_fleet: SeedFleet) -> None:
+    _queued_seed(seed_fleet)
+    proc = fleetq("status", "--repo", str(seed_fleet.path), "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    items = json.loads(proc.stdout)
+    by_name = {i["job"]["name"]: i for i in items}
+    assert set(by_name) == {"pytorch-test", "pytorch-second"}
+    for item in items:
+        assert set(item) >= ALWAYS, item
+        assert set(item["job"]) == {"apiVersion", "kind", "namespace", "name"}
+        assert set(item["source"]) == {"path", "blob"}
+        assert re.fullmatch(r"[0-9a-f]{40}", item["source"]["blob"])
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", item["enqueuedAt"])
+        assert item["quota"] == "root/child-2"
+        assert isinstance(item["priority"], int)
+        assert isinstance(item["reason"], str) and item["reason"]
+    admitted = by_name["pytorch-test"]
+    assert admitted["phase"] == "Admitted"
+    assert admitted["cluster"] == "cf-hz-a"
+    assert admitted["podSets"] == [{"name": "master", "replicas": 1},
+                                   {"name": "worker", "replicas": 2}]
+    assert admitted["requests"]["cpu"] == "4010m"
+    assert admitted["requests"]["memory"] == "4Gi"
+    assert str(admitted["requests"]["pods"]) == "3"
+    assert str(admitted["requests"]["kube-queue/max-jobs"]) == "1"
+    assert admitted["admittedAt"] == NOW
+    assert "position" not in admitted
+    queued = by_name["pytorch-second"]
+    assert queued["phase"] == "Queued"
+    assert queued["position"] == 1
+    assert "cluster" not in queued and "admittedAt" not in queued
+
+    # The blob is the job file's blob in the source commit.
+    blob = git(seed_fleet.path, "rev-parse", "HEAD:jobs/default/pytorch-test.yaml").strip()
+    assert admitted["source"]["blob"] == blob
+
+    proc = fleetq("status", "--repo", str(seed_fleet.path), "-o", "yaml")
+    assert proc.returncode == 0, proc.stderr
+    assert yaml.safe_load(proc.stdout) == items
+
+    proc = fleetq("status", "--repo", str(seed_fleet.path))
+    assert proc.returncode == 0
+    assert "pytorch-test" in proc.stdout and "Queued" in proc.stdout
+
+    proc = fleetq("status", "--repo", str(seed_fleet.path), "--phase", "queued", "-o", "json")
+    assert [i["job"]["name"] for i in json.loads(proc.stdout)] == ["pytorch-second"]
+
+
+def test_reconcile_output_json_matches_status(seed_fleet: SeedFleet) -> None:
+    proc = fleetq("reconcile", "--repo", str(seed_fleet.path), "--now", NOW, "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    first_line, rest = proc.stdout.split("\n", 1)
+    assert first_line.startswith("committed ")
+    status = fleetq("status", "--repo", str(seed_fleet.path), "-o", "json")
+    assert json.loads(rest) == json.loads(status.stdout)
+
+
+@pytest.mark.parametrize("command", [["status"], ["validate"], ["reconcile", "--now", NOW],
+                                     ["status", "-o", "json"]])
+def test_not_a_git_repo_is_exit_2(tmp_path: Path, command: list[str]) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "fleet.yaml").write_text("apiVersion: fleetq.io/v1alpha1\nkind: Fleet\n")
+    proc = fleetq(command[0], "--repo", str(plain), *command[1:], cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "not inside a git repository" in proc.stderr or "git" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_status_before_any_reconcile_is_exit_2(seed_fleet: SeedFleet) -> None:
+    proc = fleetq("status", "--repo", str(seed_fleet.path))
+    assert proc.returncode == 2
+    assert "reconcile" in proc.stderr
+
+
+def test_usage_error_is_exit_2() -> None:
+    proc = fleetq("status", "-o", "xml")
+    assert proc.returncode == 2
+    proc = fleetq("no-such-command")
+    assert proc.returncode == 2
+
+
+def test_plan_shows_changes_without_committing(seed_fleet: SeedFleet) -> None:
+    """DESIGN §5: `plan` takes --now; `plan --exit-code` exits 1 when there are changes."""
+    proc = fleetq("plan", "--repo", str(seed_fleet.path), "--now", NOW, "--exit-code")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "pytorch-test" in proc.stdout
+    assert rev(seed_fleet.path, STATE) is None  # nothing committed
+    seed_fleet.reconcile()
+    proc = fleetq("plan", "--repo", str(seed_fleet.path), "--now", NOW, "--exit-code")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_queue_lists_waiting_jobs_in_order(seed_fleet: SeedFleet) -> None:
+    """The template README's `fleetq queue`: what is waiting, in order."""
+    _queued_seed(seed_fleet)
+    proc = fleetq("queue", "--repo", str(seed_fleet.path), "-o", "json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    items = json.loads(proc.stdout)
+    assert [i["job"]["name"] for i in items] == ["pytorch-second"]
+
+
+def test_init_creates_a_fleet_repo_that_validates_and_reconciles(tmp_path: Path) -> None:
+    target = tmp_path / "my-fleet"
+    proc = fleetq("init", str(target))
+    assert proc.returncode == 0, proc.stderr
+    assert git(target, "symbolic-ref", "--short", "HEAD").strip() == "main"
+    assert git(target, "status", "--porcelain") == ""
+    proc = fleetq("validate", "--repo", str(target))
+    assert proc.returncode == 0, proc.stdout
+    proc = fleetq("reconcile", "--repo", str(target), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    phases = {i["phase"] for i in placements(target).values()}
+    assert {"Admitted", "Queued", "Inadmissible"} <= phases
+    proc = fleetq("init", str(target))
+    assert proc.returncode == 2  # not empty

@@ -1,0 +1,167 @@
+"""The fleet's own templates: per-cluster overlays and the commit message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .conftest import (
+    NOW,
+    STATE,
+    fleetq,
+    git,
+    make_fleet_repo,
+    member_cluster,
+    placements,
+    pytorchjob,
+    state_show,
+)
+
+TREE = """\
+apiVersion: scheduling.sigs.k8s.io/v1beta1
+kind: ElasticQuotaTree
+metadata: {name: elasticquotatree, namespace: kube-system}
+spec:
+  root:
+    name: root
+    min: {cpu: 1000, memory: 4000Gi}
+    max: {cpu: 1000, memory: 4000Gi}
+    children:
+    - name: team
+      max: {cpu: 1000, memory: 4000Gi}
+      namespaces: [team-bj, team-hz]
+"""
+
+
+def _pinned_policy(namespace: str, cluster: str) -> str:
+    return f"""\
+apiVersion: policy.one.alibabacloud.com/v1alpha1
+kind: PropagationPolicy
+metadata: {{name: pinned, namespace: {namespace}}}
+spec:
+  suspension: {{scheduling: true}}
+  placement:
+    clusterAffinity: {{clusterNames: [{cluster}]}}
+    replicaScheduling: {{replicaSchedulingType: Divided, customSchedulingType: Gang}}
+  resourceSelectors:
+  - {{apiVersion: kubeflow.org/v1, kind: PyTorchJob}}
+"""
+
+
+REGISTRY_OVERLAY = """\
+{#- Beijing clusters pull from the Beijing registry and run on Beijing nodes. -#}
+{% if cluster.labels.get("region") == "cn-beijing" %}
+imageRewrite:
+- from: registry-cn-hangzhou.ack.aliyuncs.com/
+  to: registry-cn-beijing.ack.aliyuncs.com/
+podTemplatePatch:
+  spec:
+    nodeSelector:
+      topology.kubernetes.io/region: {{ cluster.labels.region }}
+{% endif %}
+"""
+
+COMMIT_TEMPLATE = """\
+fleet state for {{ source.short }}: {{ counts.Admitted }} running, {{ counts.Queued }} waiting
+{% for change in changes %}
+* {{ change }}
+{% endfor %}
+"""
+
+# Line 3 has the syntax error (a filter bar with no filter name).
+BROKEN_OVERLAY = """\
+{# a broken overlay #}
+patch:
+  metadata: {{ job.name | }}
+"""
+BROKEN_OVERLAY_LINE = 3
+
+IMAGE = "registry-cn-hangzhou.ack.aliyuncs.com/acs/nginx"
+
+
+def _files(*, broken: bool = False) -> dict[str, str]:
+    files = {
+        "quota.yaml": TREE,
+        "clusters/bj.yaml": member_cluster("bj", labels={"region": "cn-beijing"}),
+        "clusters/hz.yaml": member_cluster("hz", labels={"region": "cn-hangzhou"}),
+        "policies/team-bj.yaml": _pinned_policy("team-bj", "bj"),
+        "policies/team-hz.yaml": _pinned_policy("team-hz", "hz"),
+        "jobs/team-bj/train.yaml": pytorchjob("train", namespace="team-bj", image=IMAGE),
+        "jobs/team-hz/train.yaml": pytorchjob("train", namespace="team-hz", image=IMAGE),
+        "templates/overlays/registry.yaml.j2": REGISTRY_OVERLAY,
+        "templates/commit-message.j2": COMMIT_TEMPLATE,
+    }
+    if broken:
+        files["templates/overlays/broken.yaml.j2"] = BROKEN_OVERLAY
+    return files
+
+
+def _pod_specs(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s["template"]["spec"] for s in manifest["spec"]["pytorchReplicaSpecs"].values()]
+
+
+def _check_overlay_applied(path: Path) -> None:
+    items = placements(path)
+    assert items["team-bj/train"]["cluster"] == "bj"
+    assert items["team-hz/train"]["cluster"] == "hz"
+    bj = yaml.safe_load(state_show(path, "clusters/bj/team-bj/pytorchjob-train.yaml") or "")
+    hz = yaml.safe_load(state_show(path, "clusters/hz/team-hz/pytorchjob-train.yaml") or "")
+    assert len(_pod_specs(bj)) == 2
+    for pod in _pod_specs(bj):
+        assert pod["containers"][0]["image"] == "registry-cn-beijing.ack.aliyuncs.com/acs/nginx"
+        assert pod["nodeSelector"] == {"topology.kubernetes.io/region": "cn-beijing"}
+        # The merge patch keeps everything else of the pod template.
+        assert pod["containers"][0]["resources"]["requests"]["cpu"] == "1"
+    for pod in _pod_specs(hz):
+        assert pod["containers"][0]["image"] == IMAGE
+        assert "nodeSelector" not in pod
+    # fleetq's own labels survive the overlay.
+    assert bj["metadata"]["labels"]["fleetq.io/managed-by"] == "fleetq"
+
+
+def test_overlay_rewrites_registry_and_commit_template_keeps_trailer(tmp_path: Path) -> None:
+    path = make_fleet_repo(tmp_path / "fleet", _files())
+    source = git(path, "rev-parse", "HEAD").strip()
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert "templates/" not in proc.stderr  # no template problem
+    _check_overlay_applied(path)
+
+    message = git(path, "log", "-1", "--format=%B", STATE).rstrip("\n")
+    lines = message.splitlines()
+    assert lines[0] == f"fleet state for {source[:12]}: 2 running, 0 waiting"
+    assert any(line.startswith("* admit PyTorchJob team-bj/train -> bj") for line in lines)
+    assert lines[-1] == f"Fleet-Source-Commit: {source}"
+    # templates/ is never read as fleet input.
+    assert state_show(path, "clusters/bj/kustomization.yaml") is not None
+    assert not any("templates" in p for p in
+                   git(path, "ls-tree", "-r", "--name-only", STATE).splitlines())
+
+
+def test_template_syntax_error_is_reported_and_reconcile_succeeds(tmp_path: Path) -> None:
+    path = make_fleet_repo(tmp_path / "fleet", _files(broken=True))
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert f"templates/overlays/broken.yaml.j2:{BROKEN_OVERLAY_LINE}:" in proc.stderr
+    assert proc.stderr.count("templates/overlays/broken.yaml.j2") == 1  # reported once
+    # The good overlay still applies and both jobs are placed.
+    _check_overlay_applied(path)
+
+    proc = fleetq("validate", "--repo", str(path))
+    assert f"templates/overlays/broken.yaml.j2:{BROKEN_OVERLAY_LINE}:" in proc.stdout, (
+        proc.stdout)
+
+
+def test_commit_template_syntax_error_falls_back_to_default_message(tmp_path: Path) -> None:
+    files = _files()
+    files["templates/commit-message.j2"] = "ok line\n{% for x in %}\n"
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    source = git(path, "rev-parse", "HEAD").strip()
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert "templates/commit-message.j2:2:" in proc.stderr
+    message = git(path, "log", "-1", "--format=%B", STATE).rstrip("\n")
+    assert message.startswith("fleetq: reconcile")
+    assert message.splitlines()[-1] == f"Fleet-Source-Commit: {source}"

@@ -1,0 +1,147 @@
+"""Several writers push the state branch to one bare remote: lease, fetch, recompute, retry."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from reconciler.gitops.repo import FleetRepo
+from reconciler.pipeline import reconcile
+
+from .conftest import (
+    REPO_ROOT,
+    STATE,
+    commit_all,
+    git,
+    make_fleet_repo,
+    pytorchjob,
+    seed_fleet_files,
+    when,
+    write_files,
+)
+
+
+def _origin_with_clones(tmp_path: Path, names: list[str]) -> tuple[Path, dict[str, Path]]:
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    seed_repo = make_fleet_repo(tmp_path / "seed", seed_fleet_files())
+    git(seed_repo, "remote", "add", "origin", str(origin))
+    git(seed_repo, "push", "-q", "origin", "main")
+    clones = {}
+    for name in names:
+        git(tmp_path, "clone", "-q", str(origin), name)
+        clones[name] = tmp_path / name
+    return origin, clones
+
+
+def _remote_history(origin: Path) -> list[list[str]]:
+    """``[commit, parents...]`` of the remote state branch, newest first."""
+    out = git(origin, "rev-list", "--parents", STATE)
+    return [line.split() for line in out.splitlines() if line]
+
+
+def _trailer(repo: Path, commit: str) -> str:
+    last = git(repo, "log", "-1", "--format=%B", commit).rstrip("\n").splitlines()[-1]
+    assert last.startswith("Fleet-Source-Commit: "), last
+    return last.removeprefix("Fleet-Source-Commit: ")
+
+
+def _remote_placements(origin: Path, rev: str = STATE) -> dict[str, object]:
+    data = yaml.safe_load(git(origin, "show", f"{rev}:placements.yaml"))
+    assert isinstance(data, dict)
+    return data
+
+
+def test_stale_writer_fetches_recomputes_and_retries(tmp_path: Path) -> None:
+    origin, clones = _origin_with_clones(tmp_path, ["a", "b"])
+    a, b = clones["a"], clones["b"]
+    source_a = git(a, "rev-parse", "HEAD").strip()
+    # B's source has one more job than A's.
+    write_files(b, {"jobs/default/b-job.yaml": pytorchjob("b-job")})
+    source_b = commit_all(b, "add b-job", date="2026-11-29T10:30:00Z")
+
+    outcomes = {}
+    log: list[str] = []
+
+    def b_progress(message: str) -> None:
+        log.append(message)
+        # B has fetched the (absent) state head and is deciding: A pushes first.
+        if message == "scheduling" and "a" not in outcomes:
+            outcomes["a"] = reconcile(FleetRepo(a), remote="origin",
+                                      now=when("2026-11-29T11:00:00Z"))
+
+    outcomes["b"] = reconcile(FleetRepo(b), remote="origin", now=when("2026-11-29T11:05:00Z"),
+                              progress=b_progress)
+    out_a, out_b = outcomes["a"], outcomes["b"]
+    assert out_a.commit is not None and out_a.attempts == 1
+    assert out_b.commit is not None
+    assert out_b.attempts > 1, log
+    assert any("recomputing" in m for m in log), log
+
+    history = _remote_history(origin)
+    assert [h[0] for h in history] == [out_b.commit, out_a.commit]
+    assert history[0][1:] == [out_a.commit]  # linear: B's commit sits on A's
+    assert history[1][1:] == []
+    assert _trailer(origin, out_b.commit) == source_b
+    assert _trailer(origin, out_a.commit) == source_a
+    # The local state refs follow what each pushed.
+    assert git(b, "rev-parse", STATE).strip() == out_b.commit
+    assert git(a, "rev-parse", STATE).strip() == out_a.commit
+
+    data = _remote_placements(origin)
+    assert data["sourceCommit"] == source_b
+    items = {i["job"]["name"]: i for i in data["items"]}  # type: ignore[attr-defined]
+    assert set(items) == {"pytorch-test", "b-job"}
+    # B recomputed on top of A's state: pytorch-test keeps A's admission time.
+    assert items["pytorch-test"]["phase"] == "Admitted"
+    assert items["pytorch-test"]["admittedAt"] == "2026-11-29T11:00:00Z"
+    assert items["b-job"]["phase"] == "Queued"
+    assert git(origin, "show", f"{STATE}:clusters/cf-hz-a/default/pytorchjob-pytorch-test.yaml")
+
+
+def test_concurrent_writers_keep_a_linear_history_and_lose_nothing(tmp_path: Path) -> None:
+    names = ["w1", "w2", "w3", "w4"]
+    origin, clones = _origin_with_clones(tmp_path, names)
+    sources = {}
+    for i, name in enumerate(names):
+        write_files(clones[name], {f"jobs/default/{name}.yaml": pytorchjob(name)})
+        sources[name] = commit_all(clones[name], f"add {name}",
+                                   date=f"2026-11-29T10:1{i}:00Z")
+
+    env = dict(os.environ)
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, "-m", "reconciler.cli", "reconcile", "--repo", str(clones[name]),
+             "--remote", "origin", "--now", "2026-11-29T11:00:00Z", "-q"],
+            cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name in names}
+    results = {name: p.communicate(timeout=60) for name, p in procs.items()}
+    for name, p in procs.items():
+        assert p.returncode == 0, (name, results[name])
+        assert "committed" in results[name][0], (name, results[name])
+
+    history = _remote_history(origin)
+    # Linear: one root, every other commit has exactly its predecessor as parent.
+    assert len(history) == len(names)
+    for newer, older in itertools.pairwise(history):
+        assert newer[1:] == [older[0]]
+    assert history[-1][1:] == []
+    # No update lost: every writer's source is in the history, once.
+    trailers = [_trailer(origin, h[0]) for h in history]
+    assert sorted(trailers) == sorted(sources.values())
+    # Each writer's local state ref is its own pushed commit.
+    pushed = {git(clones[name], "rev-parse", STATE).strip() for name in names}
+    assert pushed == {h[0] for h in history}
+
+    # The tip reflects the source of the last writer.
+    tip_source = trailers[0]
+    writer = next(n for n, s in sources.items() if s == tip_source)
+    data = _remote_placements(origin)
+    assert data["sourceCommit"] == tip_source
+    names_at_tip = {i["job"]["name"] for i in data["items"]}  # type: ignore[attr-defined]
+    assert names_at_tip == {"pytorch-test", writer}

@@ -1,0 +1,195 @@
+"""The state branch: one commit per change, determinism, identity, trailer, enqueue times."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import (
+    NOW,
+    STATE,
+    SeedFleet,
+    commit_all,
+    fleetq,
+    git,
+    make_fleet_repo,
+    placements,
+    pytorchjob,
+    rev,
+    seed_fleet_files,
+    state_show,
+    when,
+    write_files,
+)
+
+
+def test_no_source_change_makes_no_commit(seed_fleet: SeedFleet) -> None:
+    first = seed_fleet.reconcile()
+    assert first.commit is not None
+    head = rev(seed_fleet.path, STATE)
+    assert head == first.commit
+    # Later clock, same source: admittedAt and enqueuedAt are kept, so nothing changes.
+    again = seed_fleet.reconcile("2026-11-29T12:00:00Z")
+    assert again.commit is None
+    assert rev(seed_fleet.path, STATE) == head
+    proc = fleetq("reconcile", "--repo", str(seed_fleet.path), "--now", "2026-11-29T13:00:00Z")
+    assert proc.returncode == 0, proc.stderr
+    assert "no change" in proc.stdout
+    assert rev(seed_fleet.path, STATE) == head
+    assert git(seed_fleet.path, "rev-list", "--count", STATE).strip() == "1"
+
+
+def test_two_fresh_repos_give_byte_identical_state_trees(tmp_path: Path) -> None:
+    files = seed_fleet_files()
+    files["jobs/default/pytorch-second.yaml"] = pytorchjob("pytorch-second", workers=3)
+    trees = []
+    for name in ("one", "two"):
+        path = make_fleet_repo(tmp_path / name, files)
+        proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+        assert proc.returncode == 0, proc.stderr
+        trees.append(git(path, "rev-parse", f"{STATE}^{{tree}}").strip())
+        # The commit itself is deterministic too (identity, clock, message).
+        trees.append(git(path, "rev-parse", STATE).strip())
+    assert trees[0] == trees[2]
+    assert trees[1] == trees[3]
+
+
+def _status_is_clean(path: Path) -> None:
+    assert git(path, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_commit_identity_trailer_and_untouched_work_tree(seed_fleet: SeedFleet,
+                                                         clean_git_env: Path) -> None:
+    path = seed_fleet.path
+    source = git(path, "rev-parse", "HEAD").strip()
+    index_before = (path / ".git" / "index").read_bytes()
+    # No identity anywhere: HOME is an empty folder, no system config, no GIT_* variables.
+    assert not any(clean_git_env.iterdir())
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+
+    message = git(path, "log", "-1", "--format=%B", STATE).rstrip("\n")
+    assert message.splitlines()[-1] == f"Fleet-Source-Commit: {source}"
+    assert git(path, "log", "-1", "--format=%cn <%ce>", STATE).strip() == \
+        "fleetq <fleetq@localhost>"
+    assert git(path, "log", "-1", "--format=%ct", STATE).strip() == \
+        str(int(when(NOW).timestamp()))
+    # The fleet repo's work tree, index and HEAD are untouched.
+    assert git(path, "rev-parse", "HEAD").strip() == source
+    assert git(path, "symbolic-ref", "--short", "HEAD").strip() == "main"
+    _status_is_clean(path)
+    assert (path / ".git" / "index").read_bytes() == index_before
+    assert not (path / "placements.yaml").exists()
+    assert not (path / "clusters" / "cf-hz-a" / "kustomization.yaml").exists()
+
+    # GIT_COMMITTER_NAME / GIT_COMMITTER_EMAIL override the default identity.
+    write_files(path, {"jobs/default/pytorch-second.yaml": pytorchjob("pytorch-second")})
+    source2 = commit_all(path, "second job", date="2026-11-29T10:30:00Z")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T11:30:00Z",
+                  env={"GIT_COMMITTER_NAME": "CI Bot", "GIT_COMMITTER_EMAIL": "ci@example.org"})
+    assert proc.returncode == 0, proc.stderr
+    assert git(path, "log", "-1", "--format=%cn <%ce>", STATE).strip() == \
+        "CI Bot <ci@example.org>"
+    message = git(path, "log", "-1", "--format=%B", STATE).rstrip("\n")
+    assert message.splitlines()[-1] == f"Fleet-Source-Commit: {source2}"
+    assert git(path, "rev-parse", f"{STATE}^").strip() != ""
+    _status_is_clean(path)
+    assert git(path, "rev-parse", "HEAD").strip() == source2
+
+
+def test_fleet_yaml_committer_is_used(tmp_path: Path) -> None:
+    files = seed_fleet_files()
+    files["fleet.yaml"] = (
+        "apiVersion: fleetq.io/v1alpha1\nkind: Fleet\nmetadata: {name: fleet}\n"
+        "spec:\n  committer: {name: Fleet Robot, email: robot@fleet.example}\n")
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == "" or "error" not in proc.stderr
+    assert git(path, "log", "-1", "--format=%cn <%ce>", STATE).strip() == \
+        "Fleet Robot <robot@fleet.example>"
+
+
+def test_enqueue_and_admission_times_are_kept(seed_fleet: SeedFleet) -> None:
+    path = seed_fleet.path  # pytorch-test committed at 10:00
+    seed_fleet.reconcile("2026-11-29T11:00:00Z")
+    first = placements(path)["default/pytorch-test"]
+    assert first["enqueuedAt"] == "2026-11-29T10:00:00Z"
+    assert first["admittedAt"] == "2026-11-29T11:00:00Z"
+
+    # b is committed at 10:20 but that commit is never reconciled; the next one (10:40)
+    # is the first reconciled commit containing it. c carries its own creationTimestamp.
+    write_files(path, {"jobs/default/b.yaml": pytorchjob("b")})
+    commit_all(path, "add b", date="2026-11-29T10:20:00Z")
+    c_manifest = pytorchjob("c").replace(
+        "  namespace: default\n",
+        "  namespace: default\n  creationTimestamp: \"2026-11-28T08:00:00Z\"\n")
+    write_files(path, {"jobs/default/c.yaml": c_manifest})
+    # An edit of pytorch-test does not move its place in the queue.
+    pt = path / "jobs/default/pytorch-test.yaml"
+    pt.write_text(pt.read_text().replace("app: pytorchjob\n  name:",
+                                         "app: pytorchjob\n    team: seed\n  name:", 1))
+    commit_all(path, "add c, label pytorch-test", date="2026-11-29T10:40:00Z")
+    out = seed_fleet.reconcile("2026-11-29T12:00:00Z")
+    assert out.commit is not None
+    items = placements(path)
+    assert items["default/pytorch-test"]["enqueuedAt"] == "2026-11-29T10:00:00Z"
+    assert items["default/pytorch-test"]["admittedAt"] == "2026-11-29T11:00:00Z"
+    assert items["default/pytorch-test"]["phase"] == "Admitted"
+    assert items["default/b"]["enqueuedAt"] == "2026-11-29T10:40:00Z"
+    assert items["default/c"]["enqueuedAt"] == "2026-11-28T08:00:00Z"
+    # c was created earliest, so it heads the queue (max-jobs 1 holds both b and c).
+    assert items["default/c"]["position"] == 1
+    assert items["default/b"]["position"] == 2
+
+    # Later commits and reconciles keep every time.
+    write_files(path, {"jobs/default/d.yaml": pytorchjob("d")})
+    commit_all(path, "add d", date="2026-11-29T13:00:00Z")
+    seed_fleet.reconcile("2026-11-29T14:00:00Z")
+    items = placements(path)
+    assert items["default/pytorch-test"]["enqueuedAt"] == "2026-11-29T10:00:00Z"
+    assert items["default/pytorch-test"]["admittedAt"] == "2026-11-29T11:00:00Z"
+    assert items["default/b"]["enqueuedAt"] == "2026-11-29T10:40:00Z"
+    assert items["default/d"]["enqueuedAt"] == "2026-11-29T13:00:00Z"
+
+
+@pytest.mark.parametrize("bad_now", ["yesterday", "2026-13-01T00:00:00Z"])
+def test_bad_now_is_a_usage_error(seed_fleet: SeedFleet, bad_now: str) -> None:
+    proc = fleetq("reconcile", "--repo", str(seed_fleet.path), "--now", bad_now)
+    assert proc.returncode == 2
+    assert "--now" in proc.stderr
+    assert state_show(seed_fleet.path, "placements.yaml") is None
+
+
+FLEET_SETTINGS = """\
+apiVersion: fleetq.io/v1alpha1
+kind: Fleet
+metadata: {name: fleet}
+spec:
+  stateBranch: fleet/rendered
+  exclude:
+  - "docs/**"
+"""
+
+
+def test_fleet_yaml_state_branch_and_exclude(tmp_path: Path) -> None:
+    files = seed_fleet_files()
+    files["fleet.yaml"] = FLEET_SETTINGS
+    # Would be a broken job if it were read.
+    files["docs/example-job.yaml"] = pytorchjob("doc-example", replicas_text='"two"')
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert "docs/" not in proc.stderr
+    assert rev(path, "fleet/rendered") is not None
+    assert rev(path, STATE) is None
+    items = placements(path, "fleet/rendered")
+    assert set(items) == {"default/pytorch-test"}
+
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 0, proc.stdout
+    # status reads the state branch fleet.yaml names, like reconcile writes it.
+    proc = fleetq("status", "--repo", str(path), "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert '"pytorch-test"' in proc.stdout
