@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field, replace
 
-from reconciler.core.gang import ClusterState, Fit, choose_cluster, job_cluster_total
+from reconciler.core.gang import ClusterState, Fit, by_preference, job_cluster_total
 from reconciler.core.model import (
     Decision,
     FleetSettings,
@@ -32,6 +32,7 @@ from reconciler.core.quota import QuotaTree, QuotaUsage, max_jobs_hint
 from reconciler.core.resources import MAX_JOBS, Resources, ResourcesView
 
 MAX_CLUSTER_NOTES = 3
+MAX_PASSES = 32  # a safety net: preemption rules are asymmetric, passes settle in 2-3
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,20 +111,21 @@ def reconcile_cycle(inp: CycleInput) -> CycleResult:
          (priority, dominant share, enqueue time) is admitted when its quota
          and a member cluster fit it, else it may preempt, else it is
          skipped (BestEffortFIFO) or blocks its queue (StrictFIFO).
-         Steps 4-5 repeat while a pass evicted jobs (their capacity may let
-         waiting jobs in); a job is a victim at most once per cycle.
+         Steps 4-5 repeat until a pass changes nothing: a job skipped early
+         in a pass is tried again once later admissions or evictions changed
+         the state, so reconciling the result again changes nothing.
       6. Positions and reasons for the jobs that wait.
     """
     state = _Cycle(inp)
     state.resolve()  # 1
     state.snapshot()  # 2
     state.screen_inadmissible()  # 3
-    while True:
-        evicted = len(state.preemption.evicted)
+    for _ in range(MAX_PASSES):
+        changes = state.changes
         state.place_capacity_only()  # 4
         state.admit_queued()  # 5
-        if len(state.preemption.evicted) == evicted:
-            break  # a pass without evictions frees nothing: what waits, waits
+        if state.changes == changes:
+            break  # a pass that changed nothing: the state is a fixed point
     return state.result()  # 6
 
 
@@ -138,6 +140,7 @@ class _Cycle:
         self.problems: list[Problem] = []
         self.pending: dict[JobKey, _Pending] = {}
         self.requeue_notes: dict[JobKey, str] = {}
+        self.changes = 0  # admissions + evictions so far
         self.blocked_by: dict[JobKey, str] = {}  # StrictFIFO: the job -> the head blocking it
         self._copies: dict[JobKey, list[tuple[ClusterState, Fit]]] = {}
         self._groups_cache: dict[tuple[str, str], tuple[list[list[str]], list[str]]] = {}
@@ -258,7 +261,7 @@ class _Cycle:
                         tuple(PodSetCount(p.name, p.replicas) for p in pending.job.pod_sets))
                 if same:
                     self._admit(pending, cluster, None, admitted_at=prior.admitted_at,
-                                force=True, copies=prior.copies)
+                                force=True, copies=prior.copies, nodes=prior.nodes)
                 else:
                     changed.append(pending)
                 continue
@@ -307,7 +310,7 @@ class _Cycle:
             phase=Phase.ADMITTED, enqueued_at=prior.enqueued_at, quota=prior.quota,
             priority=prior.priority, cluster=prior.cluster, pod_sets=prior.pod_sets,
             requests=dict(prior.requests), admitted_at=prior.admitted_at, kept=True,
-            policy=prior.policy, copies=prior.copies,
+            policy=prior.policy, copies=prior.copies, nodes=prior.nodes,
             reason=(f"source is invalid ({bad_reason}); keeping the last good placement "
                     f"until it is fixed"))
 
@@ -464,42 +467,46 @@ class _Cycle:
         return p.policy.strategy or self.inp.settings.strategy
 
     def _find_cluster(self, p: _Pending) -> tuple[ClusterState, Fit] | str:
-        """The cluster for the gang (binpack/spread), or why none fits now.
+        """The cluster for the gang, or why none fits now.
 
-        Under a Duplicated policy every other cluster of the same group that
-        fits gets a full copy too (kept in ``self._copies`` for ``_admit``).
+        Clusters of the first clusterAffinities group with room are tried in
+        preference order (binpack/spread, by free sum); the first where the
+        gang packs wins. Under a Duplicated policy every other cluster of that
+        group where it fits gets a full copy too (kept for ``_admit``).
         """
         job = p.job
         shape = _shape(job.pod_sets)
-        notes: list[str] = []
         for group in p.groups:
-            fits: list[tuple[ClusterState, Fit]] = []
-            for name in group:
-                cs = self.clusters[name]
-                memo = self._fail_memo.get((name, shape))
-                if memo is not None and memo == cs.removals:
-                    notes.append(f"{name}: still full")
-                    continue
+            chosen: tuple[ClusterState, Fit] | None = None
+            copies: list[tuple[ClusterState, Fit]] = []
+            states = [self.clusters[name] for name in group]
+            for cs in by_preference(states, p.total, self._strategy(p)):
+                if self._fail_memo.get((cs.name, shape)) == cs.removals:
+                    continue  # it did not fit here, and nothing has left since
                 fit = cs.fit(job.key, job.pod_sets, p.total)
                 if isinstance(fit, str):
-                    self._fail_memo[(name, shape)] = cs.removals
-                    notes.append(fit)
+                    self._fail_memo[(cs.name, shape)] = cs.removals
+                    continue
+                if chosen is None:
+                    chosen = (cs, fit)
+                    if not p.policy.duplicated:
+                        break
                 else:
-                    fits.append((cs, fit))
-            if fits:
-                cs, fit = choose_cluster(fits, self._strategy(p))
-                if p.policy.duplicated:
-                    self._copies[job.key] = [(c, f) for c, f in fits if c is not cs]
-                return cs, fit
-        return _join_notes(notes) if notes else "no candidate member cluster"
+                    copies.append((cs, fit))
+            if chosen is not None:
+                if copies:
+                    self._copies[job.key] = copies
+                return chosen
+        return "no member cluster fits the whole gang now"
 
     def _admit(self, p: _Pending, cluster: ClusterState, fit: Fit | None, *,
                admitted_at: str | None, force: bool = False,
-               copies: tuple[str, ...] | None = None) -> None:
+               copies: tuple[str, ...] | None = None,
+               nodes: tuple[tuple[str, str, int], ...] = ()) -> None:
         job = p.job
         key = job.key
         if force or fit is None:
-            cluster.force_place(key, job.pod_sets, p.total)
+            fit = cluster.force_place(key, job.pod_sets, p.total, nodes)
         else:
             cluster.place(key, job.pod_sets, fit)
         extra: list[str] = []
@@ -516,6 +523,7 @@ class _Cycle:
             for _ in range(1 + len(extra)):
                 self.usage.charge(p.quota, job.requests, preemptible=job.preemptible)
         when = admitted_at or self.inp.now
+        self.changes += 1
         self.preemption.add(Admitted(
             key=key, quota=p.quota, priority=p.priority,
             preemptible=job.preemptible and not extra, requests=dict(job.requests),
@@ -531,7 +539,8 @@ class _Cycle:
             reason += f"; {note}"
         self.decisions[key] = replace(self.decisions[key], phase=Phase.ADMITTED,
                                       cluster=cluster.name, admitted_at=when, reason=reason,
-                                      position=None, copies=tuple(sorted(extra)))
+                                      position=None, copies=tuple(sorted(extra)),
+                                      nodes=cluster.node_counts(fit, job.pod_sets))
 
     def _evict(self, victim: Admitted, *, by: JobKey, why: str) -> None:
         key = victim.key
@@ -539,6 +548,7 @@ class _Cycle:
         if self.usage is not None and victim.quota is not None:
             self.usage.release(victim.quota, victim.requests, preemptible=victim.preemptible)
         self.preemption.remove(key)
+        self.changes += 1
         pending = self.pending.get(key)
         if pending is not None and victim.quota is not None and victim.queued:
             queue = self._queues.setdefault(victim.quota, [])
@@ -547,7 +557,7 @@ class _Cycle:
                 self._push_head(victim.quota)
         d = self.decisions[key]
         self.decisions[key] = replace(
-            d, phase=Phase.QUEUED, cluster=None, admitted_at=None,
+            d, phase=Phase.QUEUED, cluster=None, admitted_at=None, nodes=(), copies=(),
             preempted_by=f"{by.kind} {by.namespace}/{by.name}",
             preemptions=d.preemptions + 1, preemption_reason=why, reason="")
 
@@ -560,7 +570,8 @@ class _Cycle:
             self.blocked_by.pop(key, None)
         d = self.decisions[key]
         if d.phase is not Phase.QUEUED:
-            self.decisions[key] = replace(d, phase=Phase.QUEUED, cluster=None)
+            self.decisions[key] = replace(d, phase=Phase.QUEUED, cluster=None, nodes=(),
+                                          copies=())
 
     # -- 6 ---------------------------------------------------------------------
 

@@ -70,6 +70,7 @@ class ClusterState:
         self.node_free: list[Resources] = []
         self.node_labels: list[dict[str, str]] = []
         self.node_taints: list[tuple[Taint, ...]] = []
+        self.node_names: list[str] = [node.name for node in cluster.nodes]
         capacity: Resources = {}
         for node in cluster.nodes:
             alloc = dict(node.allocatable)
@@ -164,12 +165,30 @@ class ClusterState:
         self.placed[key] = fit
         self._max_node_free = None
 
-    def force_place(self, key: JobKey, pod_sets: tuple[PodSet, ...], total: ResourcesView) -> None:
-        """Charge a job that is already running here, even if it no longer packs."""
-        fit = self.fit(key, pod_sets, total)
+    def force_place(self, key: JobKey, pod_sets: tuple[PodSet, ...], total: ResourcesView,
+                    counts: tuple[tuple[str, str, int], ...] = ()) -> Fit:
+        """Charge a job that is already running here: on its recorded nodes when
+        they still hold it, else packed anew, else on the free sum alone."""
+        fit: Fit | str | None = None
+        if counts and self.cluster.resource_reservation:
+            fit = self.fit_from_counts(pod_sets, total, counts)
+            if fit is not None and not self._room_for(pod_sets, fit):
+                fit = None
+        if fit is None:
+            fit = self.fit(key, pod_sets, total)
         if isinstance(fit, str):
             fit = Fit(self.name, dict(total))
         self.place(key, pod_sets, fit)
+        return fit
+
+    def _room_for(self, pod_sets: tuple[PodSet, ...], fit: Fit) -> bool:
+        need: dict[int, Resources] = {}
+        for node, ps_index, count in fit.nodes:
+            per_pod = dict(pod_sets[ps_index].per_pod)
+            per_pod[PODS] = 1000
+            add_into(need.setdefault(node, {}), per_pod, count)
+        return all(first_excess(res, self.node_free[node]) is None
+                   for node, res in need.items())
 
     def remove(self, key: JobKey, pod_sets: tuple[PodSet, ...]) -> None:
         fit = self.placed.pop(key)
@@ -181,14 +200,35 @@ class ClusterState:
         self._max_node_free = None
         self.removals += 1
 
-    def score(self, fit: Fit) -> float:
-        """The share of this cluster left free after ``fit``, averaged over its resources."""
+    def score(self, total: ResourcesView) -> float:
+        """The share of this cluster left free after placing ``total``, averaged
+        over the resources the job asks for (it does not depend on packing)."""
         parts = []
-        for name, value in fit.total.items():
+        for name, value in total.items():
             cap = self.capacity.get(name, 0)
             if cap > 0 and value > 0:
                 parts.append((self.free.get(name, 0) - value) / cap)
         return sum(parts) / len(parts) if parts else 1.0
+
+    def node_counts(self, fit: Fit, pod_sets: tuple[PodSet, ...]
+                    ) -> tuple[tuple[str, str, int], ...]:
+        """A fit's packing by node name: (node, pod set, pods), for the state."""
+        names = self.node_names
+        return tuple(sorted((names[n], pod_sets[i].name, c) for n, i, c in fit.nodes))
+
+    def fit_from_counts(self, pod_sets: tuple[PodSet, ...], total: ResourcesView,
+                        counts: tuple[tuple[str, str, int], ...]) -> Fit | None:
+        """The recorded packing of a job, if its nodes and pod sets still exist."""
+        index = {name: i for i, name in enumerate(self.node_names)}
+        sets = {ps.name: i for i, ps in enumerate(pod_sets)}
+        nodes = []
+        for node, pod_set, count in counts:
+            if node not in index or pod_set not in sets:
+                return None
+            nodes.append((index[node], sets[pod_set], count))
+        if sum(c for _, _, c in nodes) != sum(ps.replicas for ps in pod_sets):
+            return None
+        return Fit(self.name, dict(total), tuple(nodes))
 
 
 def _main_resource(per_pod: ResourcesView) -> str:
@@ -198,9 +238,11 @@ def _main_resource(per_pod: ResourcesView) -> str:
     return PODS
 
 
-def choose_cluster(fits: list[tuple[ClusterState, Fit]], strategy: PlacementStrategy
-                   ) -> tuple[ClusterState, Fit]:
-    """binpack: the cluster left fullest; spread: the one left emptiest; then by name."""
+def by_preference(clusters: list[ClusterState], total: ResourcesView,
+                  strategy: PlacementStrategy) -> list[ClusterState]:
+    """Clusters whose free sum covers ``total``, best first: binpack takes the
+    cluster left fullest, spread the one left emptiest; ties by name."""
+    room = [c for c in clusters if first_excess(total, c.free) is None]
     if strategy is PlacementStrategy.SPREAD:
-        return min(fits, key=lambda cf: (-cf[0].score(cf[1]), cf[0].name))
-    return min(fits, key=lambda cf: (cf[0].score(cf[1]), cf[0].name))
+        return sorted(room, key=lambda c: (-c.score(total), c.name))
+    return sorted(room, key=lambda c: (c.score(total), c.name))

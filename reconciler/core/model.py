@@ -274,6 +274,7 @@ class PriorPlacement:
     preemption_reason: str | None = None
     copies: tuple[str, ...] = ()  # Duplicated: the other clusters holding a copy
     policy: str | None = None
+    nodes: tuple[tuple[str, str, int], ...] = ()  # (node, pod set, pods) on its cluster
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,6 +299,7 @@ class Decision:
     preemptions: int = 0
     preemption_reason: str | None = None
     copies: tuple[str, ...] = ()  # Duplicated: the other clusters holding a copy
+    nodes: tuple[tuple[str, str, int], ...] = ()  # resourceReservation: the packing
     kept: bool = False  # admitted on its last good version; the source is invalid now
     policy: str | None = None
 

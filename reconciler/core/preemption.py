@@ -10,11 +10,13 @@ fit, on its quota *and* on one member cluster:
   priority (``LowerPriority``, the default), also equal-priority jobs that
   were enqueued later (``LowerOrNewerEqualPriority``), or none (``Never``).
 
-Non-preemptible jobs, capacity-only jobs and jobs already evicted in this
-cycle are never victims. Candidates are ranked by the key written next to
-``_rank``. The search is a what-if on the live snapshot: each removal is
-simulated and undone. It first checks, from running totals, that evicting
-every candidate would be enough (never preempt when it would not help);
+Non-preemptible jobs and capacity-only jobs are never victims. The rules are
+asymmetric (strictly lower priority; reclaim only for a quota within its min
+from one above it), so evictions cannot chase each other in a circle.
+Candidates are ranked by the key written next to ``_rank``. The search is a
+what-if on the live snapshot: each removal is simulated and undone. It first
+checks, from running totals, that evicting every candidate would be enough
+(never preempt when it would not help);
 then takes victims for the quota, then victims on one cluster until the gang
 fits there, keeps the cluster needing the fewest, and drops every victim the
 job can do without (a minimal set).
@@ -73,7 +75,6 @@ class PreemptionContext:
     clusters: dict[str, ClusterState]
     settings: FleetSettings
     admitted: dict[JobKey, Admitted] = field(default_factory=dict)
-    evicted: set[JobKey] = field(default_factory=set)
     by_quota: dict[str, dict[JobKey, Admitted]] = field(default_factory=dict)
     leaf_pool: dict[str, dict[int, Resources]] = field(default_factory=dict)
     cluster_pool: dict[str, dict[int, Resources]] = field(default_factory=dict)
@@ -243,13 +244,13 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
         return None
     candidates: list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]] = []
     for victim in ctx.by_quota.get(quota, {}).values():
-        if (victim.can_be_victim and victim.key not in ctx.evicted
-                and _eligible_same_quota(policy, victim, priority, enqueued_at)):
+        if victim.can_be_victim and _eligible_same_quota(policy, victim, priority,
+                                                         enqueued_at):
             candidates.append((_rank(1, quota, victim), victim,
                                "lower priority in the same quota"))
     for leaf in borrowers:
         for victim in ctx.by_quota[leaf].values():
-            if victim.can_be_victim and victim.key not in ctx.evicted:
+            if victim.can_be_victim:
                 candidates.append((_rank(0, quota, victim), victim,
                                    f"reclaiming quota {leaf} borrowed above its min"))
     if not candidates:
@@ -271,8 +272,6 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
             break
     if best is None:
         return None
-    for victim in best[1].victims:
-        ctx.evicted.add(victim.key)
     return best[1]
 
 
@@ -333,6 +332,10 @@ class _Search:
         self.total = total
         self.removed: list[tuple[Admitted, Fit]] = []
         self.taken: set[JobKey] = set()
+        self._borrowing: dict[str, bool] = {}  # quota -> still above its min (memo)
+        self.on_cluster: dict[str, list[tuple[Admitted, str]]] = {}
+        for _, victim, why in candidates:
+            self.on_cluster.setdefault(victim.cluster, []).append((victim, why))
 
     def _take(self, victim: Admitted) -> None:
         cs = self.ctx.clusters[victim.cluster]
@@ -342,12 +345,14 @@ class _Search:
         self.usage.release(victim.quota, victim.requests, preemptible=victim.preemptible)
         self.removed.append((victim, fit))
         self.taken.add(victim.key)
+        self._borrowing.clear()
 
     def _give_back(self, victim: Admitted, fit: Fit) -> None:
         self.ctx.clusters[victim.cluster].place(victim.key, victim.pod_sets, fit)
         assert victim.quota is not None
         self.usage.charge(victim.quota, victim.requests, preemptible=victim.preemptible)
         self.taken.discard(victim.key)
+        self._borrowing.clear()
 
     def _restore_all(self) -> None:
         while self.removed:
@@ -365,22 +370,31 @@ class _Search:
         fit = self.ctx.clusters[cluster].fit(self.job.key, self.job.pod_sets, self.total)
         return fit if isinstance(fit, Fit) else None
 
+    def _still_borrowing(self, quota: str) -> bool:
+        got = self._borrowing.get(quota)
+        if got is None:
+            got = self._borrowing[quota] = bool(self.usage.above_min(quota))
+        return got
+
     def _next(self, cluster: str) -> tuple[Admitted, str] | None:
+        """The best-ranked victim that helps with what blocks the job now."""
         short = self._quota_short()
-        for _, victim, why in self.candidates:
+        if short is None:
+            pool = self.on_cluster.get(cluster, [])
+        else:
+            pool = [(victim, why) for _, victim, why in self.candidates]
+        for victim, why in pool:
             if victim.key in self.taken:
                 continue
             assert victim.quota is not None
-            if victim.quota != self.quota and not self.usage.above_min(victim.quota):
+            if victim.quota != self.quota and not self._still_borrowing(victim.quota):
                 continue  # its quota is back at its min: no more to reclaim there
             if short is not None:
                 blocking, resource = short
-                helps = victim.requests.get(resource, 0) > 0 and (
-                    victim.quota == blocking or victim.quota.startswith(blocking + "/"))
-            else:
-                helps = victim.cluster == cluster
-            if helps:
-                return victim, why
+                if victim.requests.get(resource, 0) <= 0 or not (
+                        victim.quota == blocking or victim.quota.startswith(blocking + "/")):
+                    continue
+            return victim, why
         return None
 
     def plan_on(self, cluster: str) -> PreemptionPlan | None:

@@ -95,6 +95,11 @@ def decision_item(d: Decision) -> dict[str, Any]:
         item["podSets"] = [{"name": p.name, "replicas": p.replicas} for p in d.pod_sets]
     if d.requests:
         item["requests"] = format_resources(d.requests)
+    if d.nodes:
+        packing: dict[str, dict[str, int]] = {}
+        for node, pod_set, count in d.nodes:
+            packing.setdefault(node, {})[pod_set] = count
+        item["nodes"] = packing
     if d.admitted_at is not None:
         item["admittedAt"] = d.admitted_at
     if d.position is not None:
@@ -163,6 +168,9 @@ def prior_from_item(item: Mapping[str, Any]) -> PriorPlacement:
         preemptions=int(item.get("preemptions") or 0), reason=str(item.get("reason") or ""),
         preemption_reason=item.get("preemptionReason"),
         copies=tuple(str(c) for c in item.get("copies") or ()),
+        nodes=tuple(sorted((str(node), str(ps), int(n))
+                           for node, sets in (item.get("nodes") or {}).items()
+                           for ps, n in sets.items())),
         policy=item.get("policy"),
         api_version=api_version)
 

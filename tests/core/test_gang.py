@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reconciler.core.cycle import reconcile_cycle
-from reconciler.core.gang import ClusterState, Fit, choose_cluster, job_cluster_total
+from reconciler.core.gang import ClusterState, Fit, by_preference, job_cluster_total
 from reconciler.core.model import Job, MemberCluster, Phase, PlacementStrategy, Taint, Toleration
 from tests.builders import (
     GPU,
@@ -238,13 +238,11 @@ def test_free_counts_jobs_already_placed_in_the_cycle() -> None:
 
 
 def choose(strategy: PlacementStrategy, *clusters: MemberCluster, j: Job) -> str:
-    options = []
-    for c in clusters:
-        state = ClusterState(c)
-        got = state.fit(j.key, j.pod_sets, job_cluster_total(j.pod_sets))
-        assert isinstance(got, Fit)
-        options.append((state, got))
-    return choose_cluster(options, strategy)[0].name
+    states = [ClusterState(c) for c in clusters]
+    total = job_cluster_total(j.pod_sets)
+    for state in states:
+        assert isinstance(state.fit(j.key, j.pod_sets, total), Fit)
+    return by_preference(states, total, strategy)[0].name
 
 
 @pytest.mark.parametrize(("strategy", "expected"), [

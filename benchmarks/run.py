@@ -1,0 +1,171 @@
+"""The reconcile benchmark: the parse floor and fleetq side by side, in one run.
+
+For a synthetic fleet (``benchmarks.generate``) it times, each in a fresh
+process so that peak memory (RSS) is per phase:
+
+1. floor: read every job blob with one ``git cat-file --batch`` and parse it
+   with libyaml (``yaml.load_all`` with ``CSafeLoader``): no tool can read the
+   fleet faster than this;
+2. cold: ``fleetq reconcile`` with no state branch and no cache;
+3. warm: the same again, with nothing changed (must make no commit);
+4. incremental: after one new job is pushed;
+5. quota: after a one-line change of one leaf's max in the quota tree.
+
+It prints a table with seconds, ratio to the floor, jobs/second and peak RSS,
+and with ``--write`` puts it into ``BENCHMARKS.md`` with the command used.
+
+    python -m benchmarks.run --jobs 100000 --clusters 100 --nodes 50 --leaves 200 --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks.generate import add_job, change_quota_line, generate_fleet
+
+ROOT = Path(__file__).resolve().parents[1]
+NOW = "2026-01-02T00:00:00Z"
+
+_FLOOR = r"""
+import json, resource, subprocess, sys, time, yaml
+repo = sys.argv[1]
+t = time.perf_counter()
+out = subprocess.run(["git", "ls-tree", "-r", "-z", "main"], cwd=repo, capture_output=True,
+                     check=True).stdout
+shas = []
+for rec in out.split(b"\0"):
+    if rec:
+        meta, path = rec.split(b"\t", 1)
+        if path.startswith(b"jobs/"):
+            shas.append(meta.split()[2])
+proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=repo, stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE)
+import threading
+def feed():
+    proc.stdin.write(b"".join(s + b"\n" for s in shas)); proc.stdin.close()
+threading.Thread(target=feed, daemon=True).start()
+docs = 0
+for _ in shas:
+    size = int(proc.stdout.readline().split()[2])
+    data = proc.stdout.read(size); proc.stdout.read(1)
+    for doc in yaml.load_all(data, Loader=yaml.CSafeLoader):
+        docs += 1
+proc.wait()
+print(json.dumps({"seconds": time.perf_counter() - t, "docs": docs,
+                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+"""
+
+_RECONCILE = r"""
+import json, resource, sys, time
+t = time.perf_counter()
+from reconciler.gitops.repo import FleetRepo
+from reconciler.pipeline import parse_now, reconcile
+outcome = reconcile(FleetRepo(sys.argv[1]), now=parse_now(sys.argv[2]))
+print(json.dumps({"seconds": time.perf_counter() - t, "commit": outcome.commit,
+                  "jobs": len(outcome.decisions),
+                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+"""
+
+
+@dataclass
+class Phase:
+    name: str
+    seconds: float
+    rss_kib: int
+    commit: str | None = None
+
+
+def _child(script: str, *args: str) -> dict[str, object]:
+    proc = subprocess.run([sys.executable, "-c", script, *args], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"benchmark phase failed:\n{proc.stderr}")
+    result: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _phase(name: str, script: str, *args: str) -> Phase:
+    r = _child(script, *args)
+    commit = r.get("commit")
+    return Phase(name, float(str(r["seconds"])), int(str(r["rss"])),
+                 str(commit) if commit else None)
+
+
+def run(repo: Path, jobs: int) -> list[Phase]:
+    phases = [_phase("floor: cat-file --batch + libyaml", _FLOOR, str(repo))]
+    cache = repo / ".git" / "fleetq"
+    shutil.rmtree(cache, ignore_errors=True)
+    subprocess.run(["git", "update-ref", "-d", "refs/heads/fleetq/state"], cwd=repo,
+                   check=False)
+    phases.append(_phase("cold reconcile (no state, no cache)", _RECONCILE, str(repo), NOW))
+    phases.append(_phase("warm reconcile, no change", _RECONCILE, str(repo), NOW))
+    add_job(repo, index=jobs + 1)
+    phases.append(_phase("incremental: one new job", _RECONCILE, str(repo), NOW))
+    change_quota_line(repo)
+    phases.append(_phase("quota tree: one-line change", _RECONCILE, str(repo), NOW))
+    return phases
+
+
+def table(phases: list[Phase], jobs: int) -> str:
+    floor = phases[0].seconds
+    lines = ["| phase | seconds | × floor | jobs/s | peak RSS | commit |",
+             "|---|---:|---:|---:|---:|---|"]
+    for p in phases:
+        commit = "-" if p.name.startswith("floor") else (p.commit[:12] if p.commit else "none")
+        lines.append(f"| {p.name} | {p.seconds:.2f} | {p.seconds / floor:.2f} | "
+                     f"{jobs / p.seconds:,.0f} | {p.rss_kib / 1024:,.0f} MiB | {commit} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=10000)
+    parser.add_argument("--clusters", type=int, default=100)
+    parser.add_argument("--nodes", type=int, default=50)
+    parser.add_argument("--leaves", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--keep", type=Path, default=None, help="build the fleet here, keep it")
+    parser.add_argument("--write", action="store_true", help="add the table to BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    tmp = None
+    if args.keep is not None:
+        repo = args.keep
+    else:
+        tmp = tempfile.mkdtemp(prefix="fleetq-bench-")
+        repo = Path(tmp) / "fleet"
+    try:
+        t = time.perf_counter()
+        generate_fleet(repo, jobs=args.jobs, clusters=args.clusters,
+                       nodes_per_cluster=args.nodes, leaf_quotas=args.leaves, seed=args.seed)
+        print(f"generated {args.jobs} jobs, {args.clusters} clusters x {args.nodes} nodes, "
+              f"{args.leaves} leaf quotas in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        phases = run(repo, args.jobs)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    command = (f"python -m benchmarks.run --jobs {args.jobs} --clusters {args.clusters} "
+               f"--nodes {args.nodes} --leaves {args.leaves}")
+    text = table(phases, args.jobs)
+    print(text)
+    if args.write:
+        header = (f"\n## {args.jobs:,} jobs, {args.clusters} clusters × {args.nodes} nodes, "
+                  f"{args.leaves} leaf quotas\n\n`{command}` on {platform.machine()}, "
+                  f"{os.cpu_count()} cores, Python {platform.python_version()}\n\n")
+        path = ROOT / "BENCHMARKS.md"
+        existing = path.read_text() if path.exists() else "# Benchmarks\n"
+        path.write_text(existing.rstrip("\n") + "\n" + header + text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
