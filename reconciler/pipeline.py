@@ -12,7 +12,6 @@ import datetime as dt
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
 from reconciler.core.model import Decision, JobKey, Phase, PriorPlacement
@@ -122,13 +121,12 @@ def compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     progress("scheduling")
     result = reconcile_cycle(cycle_input)
     progress("rendering")
-    by_path = {f.path: f for f in files}
     kept_paths = [p for d in result.decisions if d.kept
                   for p in previous_entries if p.startswith(f"clusters/{d.cluster}/")]
     previous_bytes = repo.read_blobs(previous_entries[p] for p in kept_paths)
     previous = {p: previous_bytes[previous_entries[p]] for p in kept_paths}
     overlays = Overlays(inputs.templates)
-    rendered = render_state(result.decisions, inputs, _manifests(by_path), previous, overlays)
+    rendered = render_state(result.decisions, inputs, _manifest_of, previous, overlays)
     out: dict[str, bytes | str] = {
         PLACEMENTS: render_placements(result.decisions, source_commit=info.sha)}
     out.update(rendered.files)
@@ -143,22 +141,8 @@ def compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     return computed
 
 
-def _manifests(by_path: dict[str, SourceFile]) -> Callable[[JobSource], Manifest | None]:
-    parsed: dict[str, list[Any]] = {}
-
-    def manifest_of(source: JobSource) -> Manifest | None:
-        path = source.job.path
-        if path not in parsed:
-            src = by_path.get(path)
-            docs = parse_documents(path, src.data)[0] if src is not None else []
-            parsed[path] = [None] * (max((d.index for d in docs), default=-1) + 1)
-            for d in docs:
-                parsed[path][d.index] = d.value
-        values = parsed[path]
-        value = values[source.index] if source.index < len(values) else None
-        return value if isinstance(value, dict) else None
-
-    return manifest_of
+def _manifest_of(source: JobSource) -> Manifest | None:
+    return source.load_manifest() if source.manifest else None
 
 
 def describe_changes(prior: dict[JobKey, PriorPlacement],

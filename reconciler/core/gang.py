@@ -85,6 +85,7 @@ class ClusterState:
         self.placed: dict[JobKey, Fit] = {}
         self._max_node_free: Resources | None = None
         self.removals = 0  # a fit that failed stays failed until something leaves
+        self.version = 0  # bumped on every change
 
     # -- reading -------------------------------------------------------------
 
@@ -164,6 +165,7 @@ class ClusterState:
             sub_into(self.node_free[node], per_pod, count)
         self.placed[key] = fit
         self._max_node_free = None
+        self.version += 1
 
     def force_place(self, key: JobKey, pod_sets: tuple[PodSet, ...], total: ResourcesView,
                     counts: tuple[tuple[str, str, int], ...] = ()) -> Fit:
@@ -199,6 +201,7 @@ class ClusterState:
             add_into(self.node_free[node], per_pod, count)
         self._max_node_free = None
         self.removals += 1
+        self.version += 1
 
     def score(self, total: ResourcesView) -> float:
         """The share of this cluster left free after placing ``total``, averaged

@@ -25,6 +25,7 @@ job can do without (a minimal set).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from reconciler.core.gang import ClusterState, Fit
 from reconciler.core.model import (
@@ -79,6 +80,7 @@ class PreemptionContext:
     leaf_pool: dict[str, dict[int, Resources]] = field(default_factory=dict)
     cluster_pool: dict[str, dict[int, Resources]] = field(default_factory=dict)
     _lendable: dict[str, Resources] = field(default_factory=dict)
+    _room: dict[tuple[str, int, bool], tuple[int, Resources]] = field(default_factory=dict)
     _seq: int = 0
 
     # -- bookkeeping -----------------------------------------------------------
@@ -185,6 +187,7 @@ def within_min_after(usage: QuotaUsage, leaf: str, request: ResourcesView) -> bo
     return True
 
 
+@lru_cache(maxsize=1 << 16)
 def _common_depth(a: str, b: str) -> int:
     n = 0
     for x, y in zip(a.split("/"), b.split("/"), strict=False):
@@ -257,22 +260,44 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
         return None
     candidates.sort(key=lambda c: c[0])
     search = _Search(ctx, usage, job, quota, candidates, total)
+    for_quota = search.quota_victims()
+    if for_quota is None:
+        return None
     best: tuple[tuple[int, int, int], PreemptionPlan] | None = None
-    order = 0
     for group in clusters:
-        for name in group:
-            order += 1
-            plan = search.plan_on(name)
+        # Clusters by how much room is still missing once the quota's victims
+        # left (none missing first); only the most promising few are searched.
+        freed: dict[str, Resources] = {}
+        for victim in for_quota:
+            add_into(freed.setdefault(victim.cluster, {}), victim.requests)
+        ranked = sorted((_missing(ctx.clusters[name], total, freed.get(name, {})), order, name)
+                        for order, name in enumerate(group))
+        for missing, order, name in ranked[:MAX_CLUSTERS_SEARCHED]:
+            plan = search.plan_on(name, for_quota)
             if plan is None:
                 continue
             score = (len(plan.victims), max(v.priority for v in plan.victims), order)
             if best is None or score < best[0]:
                 best = (score, plan)
+            if missing == 0:
+                break  # the quota's victims are enough here: no cluster needs fewer
         if best is not None:
             break
-    if best is None:
-        return None
-    return best[1]
+    return best[1] if best is not None else None
+
+
+MAX_CLUSTERS_SEARCHED = 4
+
+
+def _missing(cs: ClusterState, total: ResourcesView, freed: ResourcesView) -> float:
+    """How much of the job's total the cluster lacks, relative to its capacity."""
+    out = 0.0
+    for name, value in total.items():
+        room = cs.free.get(name, 0) + freed.get(name, 0)
+        if value > room:
+            cap = cs.capacity.get(name, 0)
+            out += (value - room) / cap if cap > 0 else float("inf")
+    return out
 
 
 def _quota_could_fit(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str,
@@ -312,13 +337,17 @@ def _cluster_could_fit(ctx: PreemptionContext, name: str, total: ResourcesView,
                        priority: int, policy: PreemptionPolicy, reclaim: bool) -> bool:
     """Would the free sum cover the job if every possible victim there left?"""
     cs = ctx.clusters[name]
-    room = dict(cs.free)
-    for prio, res in ctx.cluster_pool.get(name, {}).items():
-        if reclaim or prio < priority or (prio == priority and policy is
-                                          PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY):
-            add_into(room, res)
-    room.pop(MAX_JOBS, None)
-    return first_excess(total, room) is None
+    equal = policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
+    key = (name, priority if not reclaim else -(1 << 62), equal)
+    cached = ctx._room.get(key)
+    if cached is None or cached[0] != cs.version:
+        room = dict(cs.free)
+        for prio, res in ctx.cluster_pool.get(name, {}).items():
+            if reclaim or prio < priority or (prio == priority and equal):
+                add_into(room, res)
+        room.pop(MAX_JOBS, None)
+        cached = ctx._room[key] = (cs.version, room)
+    return first_excess(total, cached[1]) is None
 
 
 class _Search:
@@ -376,9 +405,9 @@ class _Search:
             got = self._borrowing[quota] = bool(self.usage.above_min(quota))
         return got
 
-    def _next(self, cluster: str) -> tuple[Admitted, str] | None:
+    def _next(self, cluster: str, short: tuple[str, str] | None
+              ) -> tuple[Admitted, str] | None:
         """The best-ranked victim that helps with what blocks the job now."""
-        short = self._quota_short()
         if short is None:
             pool = self.on_cluster.get(cluster, [])
         else:
@@ -397,12 +426,29 @@ class _Search:
             return victim, why
         return None
 
-    def plan_on(self, cluster: str) -> PreemptionPlan | None:
-        reasons: dict[JobKey, str] = {}
+    def quota_victims(self) -> list[Admitted] | None:
+        """Victims, best-ranked first, until the quota admits the job (wherever
+        they run); ``None`` when no set of candidates makes the quota fit."""
         try:
+            while (short := self._quota_short()) is not None:
+                nxt = self._next("", short)
+                if nxt is None:
+                    return None
+                self._take(nxt[0])
+            return [v for v, _ in self.removed]
+        finally:
+            self._restore_all()
+
+    def plan_on(self, cluster: str, start: list[Admitted]) -> PreemptionPlan | None:
+        reasons: dict[JobKey, str] = {}
+        why_of = {victim.key: why for _, victim, why in self.candidates}
+        try:
+            for victim in start:
+                reasons[victim.key] = why_of[victim.key]
+                self._take(victim)
             fit = self._fit_on(cluster)
             while fit is None:
-                nxt = self._next(cluster)
+                nxt = self._next(cluster, self._quota_short())
                 if nxt is None:
                     return None
                 victim, why = nxt

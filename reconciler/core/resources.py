@@ -95,12 +95,12 @@ def pointwise_max(a: ResourcesView, b: ResourcesView) -> Resources:
 
 
 def first_excess(request: ResourcesView, free: ResourcesView) -> str | None:
-    """The first (name-sorted) resource of ``request`` that ``free`` does not cover.
+    """The first resource of ``request`` (in its order) that ``free`` does not cover.
 
-    A resource absent from ``free`` counts as zero.
+    A resource absent from ``free`` counts as zero. Requests are built in a
+    fixed order, so the answer is deterministic.
     """
-    for name in sorted(request):
-        value = request[name]
+    for name, value in request.items():
         if value > 0 and value > free.get(name, 0):
             return name
     return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,12 @@ class JobSource:
     job: Job
     deps: tuple[tuple[str, str], ...]  # (kind, name) in the job's namespace
     index: int  # document index in its file
+    manifest: bytes = b""  # the parsed manifest, pickled: renders without a second parse
+
+    def load_manifest(self) -> Manifest:
+        """A fresh copy of the source manifest."""
+        value: Manifest = pickle.loads(self.manifest)
+        return value
 
 
 def api_group(api_version: str) -> str:
@@ -147,7 +154,8 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
         workload_priority_class=label_map.get(WORKLOAD_PRIORITY_LABEL),
         preemptible=preemptible_raw != "false",
         created_at=rfc3339(meta.get("creationTimestamp")))
-    return JobSource(job=job, deps=tuple(sorted(deps)), index=index)
+    return JobSource(job=job, deps=tuple(sorted(deps)), index=index,
+                     manifest=pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def pod_dependencies(spec: Mapping[str, Any]) -> set[tuple[str, str]]:

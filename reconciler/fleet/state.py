@@ -7,8 +7,6 @@ which is byte-for-byte deterministic and much faster than a generic dumper.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -17,24 +15,14 @@ from reconciler.core.problems import Problem
 from reconciler.core.resources import format_resources
 from reconciler.fleet.documents import parse_documents
 from reconciler.jobkinds.base import ManifestError, parse_resources
+from reconciler.render import yamltext
 
 PLACEMENTS = "placements.yaml"
 API_VERSION = "fleetq.io/v1alpha1"
 
-_PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./@-]*$")
-_RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
-
-
 def scalar(value: object) -> str:
-    """A YAML scalar: plain when unambiguous, else a JSON (double-quoted) string."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    text = str(value)
-    if _PLAIN.match(text) and text.lower() not in _RESERVED:
-        return text
-    return json.dumps(text, ensure_ascii=False)
+    """A YAML scalar: plain when every loader reads it back the same, else quoted."""
+    return yamltext.scalar(value)
 
 
 def emit(value: Any, indent: int = 0) -> list[str]:

@@ -13,8 +13,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from reconciler.core.model import Decision, JobKey, MemberCluster, Phase, Policy
 from reconciler.core.problems import Problem
 from reconciler.core.quota import QUOTA_LABEL, QuotaTree
@@ -22,6 +20,7 @@ from reconciler.fleet.inputs import Dependency, FleetInputs
 from reconciler.fleet.jobs import JobSource
 from reconciler.jobkinds import kind_for
 from reconciler.jobkinds.base import Manifest
+from reconciler.render import yamltext
 from reconciler.render.overlays import Overlays
 
 MANAGED_BY = "fleetq.io/managed-by"
@@ -35,13 +34,8 @@ VOLCANO_GROUP = "scheduling.k8s.io/group-name"
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
 
-_Dumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
 def dump(obj: Any) -> bytes:
-    text: str = yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
-                          allow_unicode=True, width=4096)
-    return text.encode()
+    return yamltext.dump(obj).encode()
 
 
 def job_file(key: JobKey, cluster: str) -> str:
@@ -58,8 +52,11 @@ class RenderedTree:
 
 def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
                tree: QuotaTree | None) -> tuple[Manifest, list[Manifest]]:
-    """The job as it goes to ``cluster``, and the PodGroups its dialect needs."""
-    obj = copy.deepcopy(manifest)
+    """The job as it goes to ``cluster``, and the PodGroups its dialect needs.
+
+    ``manifest`` is changed in place: pass a fresh copy.
+    """
+    obj = manifest
     key = decision.key
     kind = kind_for(decision.api_version, key.kind)
     assert kind is not None, f"{decision.api_version} {key.kind} is a job kind"

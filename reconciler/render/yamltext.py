@@ -1,0 +1,168 @@
+"""A fast, deterministic YAML writer for manifests.
+
+It writes block-style YAML the way PyYAML's default dumper lays it out
+(indentless sequences, source key order) several times faster, because a
+manifest is only mappings, lists and scalars: a string goes out plain when
+YAML would read it back as the same string, as a literal block when it has
+several lines, and as a double-quoted (JSON) string otherwise. Reading the
+output with any YAML loader gives back the value that was written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+from functools import lru_cache
+from typing import Any
+
+import yaml.resolver
+
+_RESOLVER = yaml.resolver.Resolver()
+_STR = "tag:yaml.org,2002:str"
+_FIRST_BAD = set("?:,[]{}#&*!|>'\"%@` \t")
+_BAD_INSIDE = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029\ufeff]|: |:$| #")
+# Read differently by other YAML loaders (YAML 1.2, go-yaml): numbers in any
+# spelling and the short booleans.
+_NUMBERISH = re.compile(r"^[-+.]?[0-9]|^[-+]?\.(inf|nan)$", re.IGNORECASE)
+_OTHER_BOOLS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}
+_BLOCK_OK = re.compile(r"^[^\x00-\x08\x0b-\x1f\x7f\u0085\u2028\u2029\ufeff]*$")
+
+
+@lru_cache(maxsize=1 << 16)
+def _plain_ok(text: str) -> bool:
+    if not text or text != text.strip() or text[0] in _FIRST_BAD:
+        return False
+    if text[0] == "-" and (len(text) == 1 or text[1] == " "):
+        return False
+    if text.startswith(("---", "...")) or _BAD_INSIDE.search(text):
+        return False
+    if _NUMBERISH.match(text) or text.lower() in _OTHER_BOOLS:
+        return False
+    tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
+    return bool(tag == _STR)
+
+
+@lru_cache(maxsize=1 << 16)
+def _string(text: str) -> str:
+    return text if _plain_ok(text) else json.dumps(text, ensure_ascii=False)
+
+
+def scalar(value: Any) -> str:
+    """One scalar on one line."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ".nan"
+        if math.isinf(value):
+            return ".inf" if value > 0 else "-.inf"
+        text = repr(value)
+        return text if ("." in text or "e" in text or "n" in text) else text + ".0"
+    if isinstance(value, dt.datetime | dt.date):
+        return _string(value.isoformat())
+    return _string(str(value))
+
+
+def _block(text: str, pad: str) -> list[str] | None:
+    """A multi-line string as a literal block (``|``), when that is exact."""
+    if (not _BLOCK_OK.match(text) or text[:1] in (" ", "\t") or "\r" in text
+            or not text.strip()):
+        return None
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+        indicator = "|" if not text.endswith("\n\n") else "|+"
+    else:
+        indicator = "|-"
+    if any(line != line.rstrip(" \t") for line in lines):
+        return None
+    if indicator == "|+":
+        while lines and lines[-1] == "":
+            lines.pop()
+        extra = len(text) - len(text.rstrip("\n")) - 1
+        lines.extend([""] * extra)
+    return [indicator] + [pad + line if line else "" for line in lines]
+
+
+def _emit_value(v: Any, indent: int, out: list[str], line_prefix: str, *,
+                child_indent: int) -> None:
+    """Append ``line_prefix`` (``"  key:"``) and its value; nested keys go at
+    ``child_indent``, a sequence's items at the key's own indent."""
+    base = child_indent - 2
+    if isinstance(v, dict) and v:
+        out.append(line_prefix)
+        for k, item in v.items():
+            key = _string(k) if isinstance(k, str) else scalar(k)
+            _emit_value(item, child_indent, out, " " * child_indent + f"{key}:",
+                        child_indent=child_indent + 2)
+    elif isinstance(v, list) and v:
+        out.append(line_prefix)
+        for item in v:
+            _emit_item(item, base, out)
+    elif isinstance(v, dict):
+        out.append(line_prefix + " {}")
+    elif isinstance(v, list):
+        out.append(line_prefix + " []")
+    elif isinstance(v, str) and "\n" in v:
+        lines = _block(v, " " * child_indent)
+        if lines is None:
+            out.append(f"{line_prefix} {_string(v)}")
+        else:
+            out.append(f"{line_prefix} {lines[0]}")
+            out.extend(lines[1:])
+    else:
+        out.append(f"{line_prefix} {scalar(v)}")
+
+
+def _emit_item(item: Any, indent: int, out: list[str]) -> None:
+    """One sequence item at ``indent`` (indentless: ``- `` under its key)."""
+    pad = " " * indent
+    inner = indent + 2
+    if isinstance(item, dict) and item:
+        first = True
+        for k, v in item.items():
+            key = _string(k) if isinstance(k, str) else scalar(k)
+            head = f"{pad}- {key}:" if first else f"{' ' * inner}{key}:"
+            first = False
+            _emit_value(v, inner, out, head, child_indent=inner + 2)
+    elif isinstance(item, list) and item:
+        out.append(f"{pad}-")
+        for sub in item:
+            _emit_item(sub, inner, out)
+    elif isinstance(item, dict):
+        out.append(f"{pad}- {{}}")
+    elif isinstance(item, list):
+        out.append(f"{pad}- []")
+    elif isinstance(item, str) and "\n" in item:
+        lines = _block(item, " " * inner)
+        if lines is None:
+            out.append(f"{pad}- {_string(item)}")
+        else:
+            out.append(f"{pad}- {lines[0]}")
+            out.extend(lines[1:])
+    else:
+        out.append(f"{pad}- {scalar(item)}")
+
+
+def dump(value: Any) -> str:
+    """``value`` (a mapping, as manifests are) as a YAML document."""
+    out: list[str] = []
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            key = _string(k) if isinstance(k, str) else scalar(k)
+            _emit_value(v, 0, out, f"{key}:", child_indent=2)
+    elif isinstance(value, list) and value:
+        for item in value:
+            _emit_item(item, 0, out)
+    else:
+        out.append(scalar(value) if not isinstance(value, (dict, list)) else
+                   ("{}" if isinstance(value, dict) else "[]"))
+    return "\n".join(out) + "\n"
