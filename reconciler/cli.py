@@ -89,17 +89,24 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     show = sys.stderr.isatty() and not args.quiet
     outcome = reconcile(repo, source_rev=args.source, state_branch=args.state_branch,
                         remote=args.remote, now=parse_now(args.now),
-                        progress=_progress(show))
+                        progress=_progress(show), use_cache=not args.no_cache)
     _end_progress(show)
-    if outcome.computed.problems:
-        print(problems_text(outcome.computed.problems), file=sys.stderr)
     branch = _branch(repo, args)
-    if outcome.commit:
-        print(f"committed {outcome.commit[:12]} to {branch}: {_summary(outcome)}")
+    source = (outcome.source.sha if outcome.source else "")[:12]
+    if outcome.computed is None:
+        print(f"no change: {branch} is up to date with {source}")
+        items = _state_items(repo, branch) if args.output != "none" else []
     else:
-        print(f"no change: {_summary(outcome)}")
+        if outcome.computed.problems:
+            print(problems_text(outcome.computed.problems), file=sys.stderr)
+        if outcome.commit:
+            print(f"committed {outcome.commit[:12]} to {branch} from {source}: "
+                  f"{_summary(outcome)}")
+        else:
+            print(f"no change: {_summary(outcome)}")
+        items = [decision_item(d) for d in outcome.decisions]
     if args.output != "none":
-        _print_data([decision_item(d) for d in outcome.decisions], args.output)
+        _print_data(items, args.output)
     return EXIT_OK
 
 
@@ -277,9 +284,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"fleet repo: {template_dir().name}/ copied to a temporary git repo")
         repo = FleetRepo(target)
         outcome = reconcile(repo, now=parse_now(args.now))
+        assert outcome.computed is not None and outcome.source is not None  # a new repo
         if outcome.computed.problems:
             print(problems_text(outcome.computed.problems))
-        print(f"reconciled {outcome.computed.source.sha[:12]}: committed "
+        print(f"reconciled {outcome.source.sha[:12]}: committed "
               f"{(outcome.commit or '')[:12]} to fleetq/state ({_summary(outcome)})\n")
         _print_data([decision_item(d) for d in outcome.decisions], args.output,
                     wide=args.wide)
@@ -313,6 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--remote", default=None, help="push the state branch to this remote")
     p.add_argument("--now", default=None, help="fix the clock (RFC 3339)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.add_argument("--no-cache", action="store_true",
+                   help="parse every file again (the cache is in .git/fleetq)")
     p.set_defaults(func=cmd_reconcile)
 
     p = sub.add_parser("status", help="show the decisions on the state branch")

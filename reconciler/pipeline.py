@@ -13,19 +13,29 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from reconciler import __version__
 from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
 from reconciler.core.model import Decision, JobKey, Phase, PriorPlacement
 from reconciler.core.problems import Problem
+from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
 from reconciler.fleet.inputs import FleetInputs, SourceFile, is_yaml, read_fleet
 from reconciler.fleet.jobs import JobSource
-from reconciler.fleet.state import PLACEMENTS, read_placements, render_placements
+from reconciler.fleet.state import (
+    PLACEMENTS,
+    prior_from_decision,
+    read_placements,
+    render_placements,
+)
 from reconciler.gitops.repo import CommitInfo, FleetRepo, GitError, Identity
 from reconciler.jobkinds.base import Manifest
 from reconciler.render.manifests import render_state
 from reconciler.render.overlays import Overlays
 
 TRAILER = "Fleet-Source-Commit"
+TREE_TRAILER = "Fleet-Source-Tree"
+FORMAT_TRAILER = "Fleet-Format"
+STATE_FORMAT = f"1 fleetq/{__version__}"  # a state made by another format is recomputed
 DEFAULT_IDENTITY = Identity("fleetq", "fleetq@localhost")
 CARRIED_OVER = ("inventory/", "status/")
 MAX_ATTEMPTS = 8
@@ -54,13 +64,15 @@ class Computed:
 
 @dataclass
 class Outcome:
-    computed: Computed
+    computed: Computed | None  # None: the state was already up to date with the source
     commit: str | None
     attempts: int
+    source: CommitInfo | None = None
+    state: str | None = None
 
     @property
     def decisions(self) -> list[Decision]:
-        return self.computed.result.decisions
+        return self.computed.result.decisions if self.computed is not None else []
 
 
 def parse_now(text: str | None) -> dt.datetime:
@@ -80,7 +92,9 @@ def rfc3339(when: dt.datetime) -> str:
     return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def read_source(repo: FleetRepo, rev: str) -> tuple[CommitInfo, list[SourceFile]]:
+def read_source(repo: FleetRepo, rev: str, cache: Cache | None = None
+                ) -> tuple[CommitInfo, list[SourceFile]]:
+    """The commit's YAML files and templates; blobs the cache knows are not read."""
     sha = repo.resolve(rev)
     if sha is None:
         raise GitError(f"source revision {rev!r} does not exist; commit the fleet repo first "
@@ -88,16 +102,21 @@ def read_source(repo: FleetRepo, rev: str) -> tuple[CommitInfo, list[SourceFile]
     info = repo.commit_info(sha)
     entries = [e for e in repo.list_tree(sha) if e.type == "blob" and (
         is_yaml(e.path) or e.path.startswith("templates/"))]
-    blobs = repo.read_blobs(e.sha for e in entries)
-    return info, [SourceFile(e.path, e.sha, blobs[e.sha]) for e in entries]
+    known = cache.job_entry if cache is not None else None
+    need = [e.sha for e in entries if known is None or known(e.sha, e.path) is None]
+    blobs = repo.read_blobs(need)
+    return info, [SourceFile(e.path, e.sha, blobs.get(e.sha, b"")) for e in entries]
 
 
 def compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
-            now: dt.datetime, progress: Progress = _quiet) -> Computed:
+            now: dt.datetime, progress: Progress = _quiet,
+            cache: Cache | None = None) -> Computed:
     """Read the source commit and the state at ``state_base`` and decide everything."""
     progress("reading source commit")
-    info, files = read_source(repo, source_rev)
-    inputs = read_fleet(files)
+    if cache is not None:
+        cache.load_jobs()
+    info, files = read_source(repo, source_rev, cache)
+    inputs = read_fleet(files, cache)
     progress(f"read {inputs.files} files, {len(inputs.jobs)} jobs")
     prior: dict[JobKey, PriorPlacement] = {}
     previous_entries: dict[str, str] = {}
@@ -107,10 +126,14 @@ def compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
         state_tree = repo.commit_info(state_base).tree
         previous_entries = {e.path: e.sha for e in repo.list_tree(state_base)
                             if e.type == "blob"}
-        placements_sha = previous_entries.get(PLACEMENTS)
-        data = repo.read_blobs([placements_sha])[placements_sha] if placements_sha else None
-        prior, state_problems = read_placements(data)
-        problems.extend(state_problems)
+        cached_prior = cache.load_state(state_base) if cache is not None else None
+        if cached_prior is not None:
+            prior = cached_prior
+        else:
+            placements_sha = previous_entries.get(PLACEMENTS)
+            data = repo.read_blobs([placements_sha])[placements_sha] if placements_sha else None
+            prior, state_problems = read_placements(data)
+            problems.extend(state_problems)
     cycle_input = CycleInput(
         jobs=tuple(s.job for s in inputs.jobs.values()), tree=inputs.tree,
         clusters=tuple(inputs.clusters), policies=tuple(inputs.policies),
@@ -186,7 +209,33 @@ def commit_message(computed: Computed, overlays: Overlays) -> str:
                "counts": counts, "changes": computed.changes,
                "decisions": computed.result.decisions}
     message = overlays.commit_message(context, computed.problems).rstrip()
-    return f"{message}\n\n{TRAILER}: {computed.source.sha}\n"
+    return (f"{message}\n\n{TREE_TRAILER}: {computed.source.tree}\n"
+            f"{FORMAT_TRAILER}: {STATE_FORMAT}\n{TRAILER}: {computed.source.sha}\n")
+
+
+def trailers(message: str) -> dict[str, str]:
+    out = {}
+    for line in message.strip().splitlines()[-6:]:
+        name, sep, value = line.partition(": ")
+        if sep and name.startswith("Fleet-"):
+            out[name] = value.strip()
+    return out
+
+
+def up_to_date(repo: FleetRepo, source_rev: str, base: str | None) -> CommitInfo | None:
+    """The source commit, when the state at ``base`` was made from the same tree by
+    the same format: reconciling again would change nothing (the state is a
+    fixed point), so nothing needs computing."""
+    if base is None:
+        return None
+    sha = repo.resolve(source_rev)
+    if sha is None:
+        return None
+    source = repo.commit_info(sha)
+    found = trailers(repo.commit_info(base).message)
+    if found.get(TREE_TRAILER) == source.tree and found.get(FORMAT_TRAILER) == STATE_FORMAT:
+        return source
+    return None
 
 
 def state_ref(branch: str) -> str:
@@ -195,34 +244,48 @@ def state_ref(branch: str) -> str:
 
 def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | None = None,
               remote: str | None = None, now: dt.datetime | None = None,
-              progress: Progress = _quiet, commit: bool = True) -> Outcome:
+              progress: Progress = _quiet, use_cache: bool = True) -> Outcome:
     """Reconcile one source commit onto the state branch; retry if another writer wins."""
     when = now or parse_now(None)
+    cache = Cache(repo.git_dir) if use_cache else None
+    branch = state_branch or settings_branch(repo, source_rev)
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        branch = state_branch
-        if branch is None:
-            branch = settings_branch(repo, source_rev)
-        use_remote = remote
-        base = repo.fetch(use_remote, branch) if use_remote else repo.resolve(state_ref(branch))
+        base = repo.fetch(remote, branch) if remote else repo.resolve(state_ref(branch))
+        source = up_to_date(repo, source_rev, base)
+        if source is not None:
+            return Outcome(None, None, attempt, source=source, state=base)
         computed = compute(repo, source_rev=source_rev, state_base=base, now=when,
-                           progress=progress)
-        tree = repo.write_tree(computed.files) if commit else None
-        if not commit or tree == computed.state_tree:
-            return Outcome(computed, None, attempt)
-        assert tree is not None
+                           progress=progress, cache=cache)
+        progress("writing the state tree")
+        tree = repo.write_tree(computed.files)
+        if tree == computed.state_tree:
+            _save_cache(cache, computed, base)
+            return Outcome(computed, None, attempt, source=computed.source, state=base)
         message = commit_message(computed, Overlays(computed.inputs.templates))
         sha = repo.write_commit(tree=tree, parents=[base] if base else [], message=message,
                                 identity=identity(computed.inputs), when=when)
-        if use_remote:
-            if not repo.push_with_lease(use_remote, branch, sha, base):
-                progress(f"state branch moved on {use_remote}; recomputing")
+        if remote:
+            if not repo.push_with_lease(remote, branch, sha, base):
+                progress(f"state branch moved on {remote}; recomputing")
                 continue
             repo.run("update-ref", state_ref(branch), sha)
-            return Outcome(computed, sha, attempt)
-        if repo.update_ref(state_ref(branch), sha, base):
-            return Outcome(computed, sha, attempt)
-        progress("state branch moved; recomputing")
+        elif not repo.update_ref(state_ref(branch), sha, base):
+            progress("state branch moved; recomputing")
+            continue
+        _save_cache(cache, computed, sha)
+        return Outcome(computed, sha, attempt, source=computed.source, state=sha)
     raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
+
+
+def _save_cache(cache: Cache | None, computed: Computed, state: str | None) -> None:
+    if cache is None:
+        return
+    keep = {(s.job.blob, s.job.path) for s in computed.inputs.jobs.values()}
+    keep.update((bad.blob, bad.path) for bad in computed.inputs.invalid)
+    cache.save_jobs(keep)
+    if state is not None:
+        cache.save_state(state, {d.key: prior_from_decision(d)
+                                 for d in computed.result.decisions})
 
 
 def diff_trees(repo: FleetRepo, base: str | None, files: dict[str, bytes | str]

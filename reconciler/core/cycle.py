@@ -26,7 +26,13 @@ from reconciler.core.model import (
     QueueStrategy,
 )
 from reconciler.core.policy import candidate_groups, select_policy
-from reconciler.core.preemption import Admitted, PreemptionContext, find_victims
+from reconciler.core.preemption import (
+    Admitted,
+    PreemptionContext,
+    eligible_same_quota,
+    find_victims,
+    within_min_after,
+)
 from reconciler.core.problems import Problem
 from reconciler.core.quota import QuotaTree, QuotaUsage, max_jobs_hint
 from reconciler.core.resources import MAX_JOBS, Resources, ResourcesView
@@ -141,6 +147,8 @@ class _Cycle:
         self.pending: dict[JobKey, _Pending] = {}
         self.requeue_notes: dict[JobKey, str] = {}
         self.changes = 0  # admissions + evictions so far
+        self.evictions = 0
+        self._failed: dict[JobKey, tuple[int, int]] = {}  # job -> (evictions, seq) when it failed
         self.blocked_by: dict[JobKey, str] = {}  # StrictFIFO: the job -> the head blocking it
         self._copies: dict[JobKey, list[tuple[ClusterState, Fit]]] = {}
         self._groups_cache: dict[tuple[str, str], tuple[list[list[str]], list[str]]] = {}
@@ -432,6 +440,41 @@ class _Cycle:
 
     def _try_admit(self, p: _Pending) -> bool:
         """Admit ``p`` if it fits, preempting if allowed; False if it must wait."""
+        key = p.job.key
+        failed = self._failed.get(key)
+        if failed is not None and not self._may_have_changed(p, *failed):
+            return False
+        if self._attempt(p):
+            self._failed.pop(key, None)
+            return True
+        self._failed[key] = (self.evictions, self.preemption.last_seq)
+        return False
+
+    def _may_have_changed(self, p: _Pending, evictions: int, seq: int) -> bool:
+        """Could ``p``, which failed when the cycle stood at (evictions, seq), fit now?
+
+        Admissions only fill quotas and clusters, so with no eviction since, only
+        a newly admitted job it may preempt can make a difference: a lower (or,
+        by policy, newer equal) priority one in its own quota, or, when its
+        quota is within min, one of a borrowing quota.
+        """
+        if evictions != self.evictions:
+            return True
+        ctx = self.preemption
+        if p.quota is None or ctx.last_seq == seq:
+            return False
+        if ctx.last_seq_in.get(p.quota, 0) > seq:
+            policy = self.inp.settings.for_quota(p.quota).preemption
+            for victim in ctx.by_quota.get(p.quota, {}).values():
+                if victim.seq > seq and victim.can_be_victim and eligible_same_quota(
+                        policy, victim, p.priority, p.enqueued_at):
+                    return True
+        if self.usage is None or not within_min_after(self.usage, p.quota, p.job.requests):
+            return False
+        return any(seq < newest and leaf != p.quota and self.usage.above_min(leaf)
+                   for leaf, newest in ctx.last_seq_in.items())
+
+    def _attempt(self, p: _Pending) -> bool:
         if self._quota_shortfall(p) is None:
             choice = self._find_cluster(p)
             if not isinstance(choice, str):
@@ -549,6 +592,7 @@ class _Cycle:
             self.usage.release(victim.quota, victim.requests, preemptible=victim.preemptible)
         self.preemption.remove(key)
         self.changes += 1
+        self.evictions += 1
         pending = self.pending.get(key)
         if pending is not None and victim.quota is not None and victim.queued:
             queue = self._queues.setdefault(victim.quota, [])

@@ -81,18 +81,20 @@ class PreemptionContext:
     cluster_pool: dict[str, dict[int, Resources]] = field(default_factory=dict)
     _lendable: dict[str, Resources] = field(default_factory=dict)
     _room: dict[tuple[str, int, bool], tuple[int, Resources]] = field(default_factory=dict)
-    _seq: int = 0
+    last_seq: int = 0
+    last_seq_in: dict[str, int] = field(default_factory=dict)  # quota -> newest admission
 
     # -- bookkeeping -----------------------------------------------------------
 
     def next_seq(self) -> int:
-        self._seq += 1
-        return self._seq
+        self.last_seq += 1
+        return self.last_seq
 
     def add(self, a: Admitted) -> None:
         self.admitted[a.key] = a
         if a.quota is not None:
             self.by_quota.setdefault(a.quota, {})[a.key] = a
+            self.last_seq_in[a.quota] = max(self.last_seq_in.get(a.quota, 0), a.seq)
         if a.can_be_victim:
             assert a.quota is not None
             add_into(self.leaf_pool.setdefault(a.quota, {}).setdefault(a.priority, {}),
@@ -211,7 +213,7 @@ def _rank(category: int, quota: str, victim: Admitted) -> tuple[int, int, int, i
             victim.key)
 
 
-def _eligible_same_quota(policy: PreemptionPolicy, victim: Admitted, priority: int,
+def eligible_same_quota(policy: PreemptionPolicy, victim: Admitted, priority: int,
                          enqueued_at: str) -> bool:
     if policy is PreemptionPolicy.NEVER:
         return False
@@ -247,7 +249,7 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
         return None
     candidates: list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]] = []
     for victim in ctx.by_quota.get(quota, {}).values():
-        if victim.can_be_victim and _eligible_same_quota(policy, victim, priority,
+        if victim.can_be_victim and eligible_same_quota(policy, victim, priority,
                                                          enqueued_at):
             candidates.append((_rank(1, quota, victim), victim,
                                "lower priority in the same quota"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from reconciler.core.cycle import InvalidJob
 from reconciler.core.model import (
@@ -142,13 +142,20 @@ def read_fleet_settings(files: Mapping[str, SourceFile], inputs: FleetInputs) ->
         return
 
 
-def read_fleet(files: Iterable[SourceFile],
-               parse_job: Callable[[SourceFile], list[JobSource | InvalidJob | Problem]] | None
-               = None) -> FleetInputs:
+class JobCache(Protocol):
+    """Parsed jobs of jobs-only files by (blob id, path); see ``fleet.cache``."""
+
+    def job_entry(self, blob: str, path: str) -> list[JobSource | InvalidJob] | None: ...
+
+    def put_job_entry(self, blob: str, path: str,
+                      entry: list[JobSource | InvalidJob]) -> None: ...
+
+
+def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None) -> FleetInputs:
     """Classify and build every document of the commit.
 
-    ``parse_job`` may answer for a whole file from a cache (by blob id); it
-    returns ``None``-free lists of jobs, invalid jobs and problems.
+    With a ``cache``, a jobs-only file whose blob was read before is not
+    parsed again; its jobs come from the cache.
     """
     inputs = FleetInputs()
     by_path = {f.path: f for f in files}
@@ -162,43 +169,44 @@ def read_fleet(files: Iterable[SourceFile],
         if not is_yaml(path) or path in FLEET_FILES or excluded(path, inputs.exclude):
             continue
         inputs.files += 1
-        if parse_job is not None:
-            cached = parse_job(src)
-            if cached:
-                _take_cached(inputs, cached)
-                continue
-        read_file(src, inputs, trees)
+        cached = cache.job_entry(src.blob, path) if cache is not None else None
+        if cached is not None:
+            for outcome in cached:
+                inputs.documents += 1
+                _take_job(inputs, outcome)
+            continue
+        record: list[JobSource | InvalidJob] = []
+        if read_file(src, inputs, trees, record) and cache is not None:
+            cache.put_job_entry(src.blob, path, record)
     _finish(inputs, trees)
     return inputs
 
 
-def _take_cached(inputs: FleetInputs, items: list[JobSource | InvalidJob | Problem]) -> None:
-    for item in items:
-        if isinstance(item, JobSource):
-            _add_job(inputs, item)
-        elif isinstance(item, InvalidJob):
-            inputs.invalid.append(item)
-        else:
-            inputs.problems.append(item)
-
-
-def file_is_jobs_only(docs: list[Document]) -> bool:
-    return all(isinstance(d.value, dict) and kind_for(str(d.value.get("apiVersion")),
-                                                      str(d.value.get("kind"))) is not None
-               for d in docs)
+def _take_job(inputs: FleetInputs, outcome: JobSource | InvalidJob) -> None:
+    if isinstance(outcome, JobSource):
+        _add_job(inputs, outcome)
+    else:
+        inputs.invalid.append(outcome)
+        inputs.problems.append(Problem(outcome.path, outcome.line, outcome.message))
 
 
 def read_file(src: SourceFile, inputs: FleetInputs, trees: list[Document],
-              record: list[JobSource | InvalidJob | Problem] | None = None) -> None:
-    """Read one file's documents into ``inputs``; ``record`` collects the job
-    outcomes of a jobs-only file so a cache can replay them."""
+              record: list[JobSource | InvalidJob] | None = None) -> bool:
+    """Read one file's documents into ``inputs``.
+
+    Returns whether the file held only jobs and parsed cleanly: then
+    ``record`` holds its outcomes, which a cache may replay.
+    """
     path = src.path
     docs, problem = parse_documents(path, src.data)
+    jobs_only = problem is None and bool(docs)
     if problem is not None:
         inputs.problems.append(problem)
         inputs.broken_paths[path] = str(problem)
-        if record is not None:
-            record.append(problem)
+    for doc in docs:
+        if not (isinstance(doc.value, dict) and kind_for(
+                str(doc.value.get("apiVersion")), str(doc.value.get("kind")))):
+            jobs_only = False
     for doc in iter_mapping_docs(docs, inputs.problems):
         inputs.documents += 1
         value = doc.value
@@ -208,11 +216,7 @@ def read_file(src: SourceFile, inputs: FleetInputs, trees: list[Document],
             outcome = _read_job(doc, job_kind, src.blob)
             if record is not None:
                 record.append(outcome)
-            if isinstance(outcome, JobSource):
-                _add_job(inputs, outcome)
-            else:
-                inputs.invalid.append(outcome)
-                inputs.problems.append(Problem(path, outcome.line, outcome.message))
+            _take_job(inputs, outcome)
             continue
         if kind == "ElasticQuotaTree" and api_version == "scheduling.sigs.k8s.io/v1beta1":
             trees.append(doc)
@@ -236,6 +240,7 @@ def read_file(src: SourceFile, inputs: FleetInputs, trees: list[Document],
             inputs.unknown.append(Problem(path, doc.line, (
                 f"{api_version} {kind} is not a kind fleetq reads; it is ignored "
                 f"(move it out of the fleet repo or exclude it in fleet.yaml)"), "warning"))
+    return jobs_only
 
 
 def _read_job(doc: Document, job_kind: Any, blob: str) -> JobSource | InvalidJob:

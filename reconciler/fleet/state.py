@@ -138,6 +138,17 @@ def read_placements(data: bytes | None) -> tuple[dict[JobKey, PriorPlacement], l
     return prior, problems
 
 
+def prior_from_decision(d: Decision) -> PriorPlacement:
+    """What the next reconcile reads back of ``d`` (as ``prior_from_item`` of its item)."""
+    return PriorPlacement(
+        key=d.key, phase=d.phase, enqueued_at=d.enqueued_at, path=d.path, blob=d.blob,
+        quota=d.quota, priority=d.priority, cluster=d.cluster, pod_sets=d.pod_sets,
+        requests=dict(d.requests), admitted_at=d.admitted_at, preempted_by=d.preempted_by,
+        preemptions=d.preemptions, reason=d.reason, api_version=d.api_version,
+        preemption_reason=d.preemption_reason, copies=d.copies, policy=d.policy,
+        nodes=tuple(sorted(d.nodes)))
+
+
 def prior_from_item(item: Mapping[str, Any]) -> PriorPlacement:
     job = item["job"]
     api_version = str(job["apiVersion"])

@@ -93,7 +93,7 @@ def test_arithmetic_does_not_mutate_its_arguments() -> None:
     ({"cpu": "2"}, {"cpu": "2"}, None),
     ({"cpu": "2001m"}, {"cpu": "2"}, "cpu"),
     ({"gpu": "1"}, {"cpu": "96"}, GPU),  # absent from free counts as zero
-    ({"memory": "1Gi", "cpu": "3"}, {"memory": "1Mi", "cpu": "1"}, "cpu"),  # name-sorted
+    ({"memory": "1Gi", "cpu": "3"}, {"memory": "1Mi", "cpu": "1"}, "memory"),  # request order
     ({"cpu": "0"}, {}, None),
 ])
 def test_first_excess(request_: dict[str, str], free: dict[str, str],
