@@ -106,16 +106,71 @@ def decision_item(d: Decision) -> dict[str, Any]:
     return item
 
 
+def _item_text(d: Decision, s: Any = yamltext.scalar) -> str:
+    """``decision_item(d)`` as written by ``emit``, formatted directly (the hot path)."""
+    k = d.key
+    out = [f"- job: {{apiVersion: {s(d.api_version)}, kind: {s(k.kind)}, "
+           f"namespace: {s(k.namespace)}, name: {s(k.name)}}}",
+           f"  source: {{path: {s(d.path)}, blob: {s(d.blob)}}}"]
+    if d.quota is not None:
+        out.append(f"  quota: {s(d.quota)}")
+    out.append(f"  priority: {d.priority}")
+    out.append(f"  enqueuedAt: {s(d.enqueued_at)}")
+    out.append(f"  phase: {d.phase.value}")
+    if d.cluster is not None:
+        out.append(f"  cluster: {s(d.cluster)}")
+    if d.copies:
+        out.append("  copies:")
+        out.extend(f"    - {s(c)}" for c in d.copies)
+    if d.pod_sets:
+        out.append("  podSets:")
+        out.extend(f"    - {{name: {s(p.name)}, replicas: {p.replicas}}}" for p in d.pod_sets)
+    if d.requests:
+        req = format_resources(d.requests)
+        if len(req) <= 6:
+            out.append("  requests: {" + ", ".join(f"{s(n)}: {s(v)}" for n, v in req.items())
+                       + "}")
+        else:
+            out.append("  requests:")
+            out.extend(f"    {s(n)}: {s(v)}" for n, v in req.items())
+    if d.nodes:
+        out.append("  nodes:")
+        packing: dict[str, dict[str, int]] = {}
+        for node, pod_set, count in d.nodes:
+            packing.setdefault(node, {})[pod_set] = count
+        for node, sets in packing.items():
+            if len(sets) <= 6:
+                out.append(f"    {s(node)}: {{"
+                           + ", ".join(f"{s(n)}: {c}" for n, c in sets.items()) + "}")
+            else:
+                out.append(f"    {s(node)}:")
+                out.extend(f"      {s(n)}: {c}" for n, c in sets.items())
+    if d.admitted_at is not None:
+        out.append(f"  admittedAt: {s(d.admitted_at)}")
+    if d.position is not None:
+        out.append(f"  position: {d.position}")
+    if d.preempted_by is not None:
+        out.append(f"  preemptedBy: {s(d.preempted_by)}")
+    if d.preemptions:
+        out.append(f"  preemptions: {d.preemptions}")
+    if d.preemption_reason is not None:
+        out.append(f"  preemptionReason: {s(d.preemption_reason)}")
+    if d.kept:
+        out.append("  sourceInvalid: true")
+    if d.policy is not None:
+        out.append(f"  policy: {s(d.policy)}")
+    out.append(f"  reason: {s(d.reason)}")
+    return "\n".join(out)
+
+
 def render_placements(decisions: Iterable[Decision], *, source_commit: str) -> bytes:
-    lines = [f"apiVersion: {API_VERSION}", "kind: PlacementList",
-             f"sourceCommit: {scalar(source_commit)}", "items:"]
-    count = 0
-    for d in decisions:
-        lines.extend(emit([decision_item(d)], 0))
-        count += 1
-    if not count:
-        lines[-1] = "items: []"
-    return ("\n".join(lines) + "\n").encode()
+    """``placements.yaml``: a PlacementList of one item per decision, in the given order."""
+    head = (f"apiVersion: {API_VERSION}\nkind: PlacementList\n"
+            f"sourceCommit: {scalar(source_commit)}\n")
+    items = [_item_text(d) for d in decisions]
+    if not items:
+        return (head + "items: []\n").encode()
+    return (head + "items:\n" + "\n".join(items) + "\n").encode()
 
 
 def read_placements(data: bytes | None) -> tuple[dict[JobKey, PriorPlacement], list[Problem]]:
