@@ -9,6 +9,7 @@ first (compare-and-swap locally, a push lease on a remote).
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -111,7 +112,24 @@ def read_source(repo: FleetRepo, rev: str, cache: Cache | None = None
 def compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
             now: dt.datetime, progress: Progress = _quiet,
             cache: Cache | None = None) -> Computed:
-    """Read the source commit and the state at ``state_base`` and decide everything."""
+    """Read the source commit and the state at ``state_base`` and decide everything.
+
+    The values built here hold no reference cycles, so the cyclic garbage
+    collector is paused while they are built (it would rescan them all, again
+    and again, as they grow).
+    """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _compute(repo, source_rev=source_rev, state_base=state_base, now=now,
+                        progress=progress, cache=cache)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
+             now: dt.datetime, progress: Progress, cache: Cache | None) -> Computed:
     progress("reading source commit")
     if cache is not None:
         cache.load_jobs()
@@ -151,7 +169,7 @@ def compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     overlays = Overlays(inputs.templates)
     rendered = render_state(result.decisions, inputs, _manifest_of, previous, overlays)
     out: dict[str, bytes | str] = {
-        PLACEMENTS: render_placements(result.decisions, source_commit=info.sha)}
+        PLACEMENTS: render_placements(result.decisions)}
     out.update(rendered.files)
     for path, sha in previous_entries.items():
         if path.startswith(CARRIED_OVER):

@@ -163,10 +163,13 @@ def _item_text(d: Decision, s: Any = yamltext.scalar) -> str:
     return "\n".join(out)
 
 
-def render_placements(decisions: Iterable[Decision], *, source_commit: str) -> bytes:
-    """``placements.yaml``: a PlacementList of one item per decision, in the given order."""
-    head = (f"apiVersion: {API_VERSION}\nkind: PlacementList\n"
-            f"sourceCommit: {scalar(source_commit)}\n")
+def render_placements(decisions: Iterable[Decision]) -> bytes:
+    """``placements.yaml``: a PlacementList of one item per decision, in the given order.
+
+    It names no source commit (the state commit's trailer does), so a source
+    commit that changes no decision changes no byte of the state.
+    """
+    head = f"apiVersion: {API_VERSION}\nkind: PlacementList\n"
     items = [_item_text(d) for d in decisions]
     if not items:
         return (head + "items: []\n").encode()

@@ -21,6 +21,7 @@ import yaml.resolver
 
 _RESOLVER = yaml.resolver.Resolver()
 _STR = "tag:yaml.org,2002:str"
+_PRINTABLE = re.compile("^[\t\n\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*$")
 _FIRST_BAD = set("?:,[]{}#&*!|>'\"%@` \t")
 _BAD_INSIDE = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029\ufeff]|: |:$| #")
 # Read differently by other YAML loaders (YAML 1.2, go-yaml): numbers in any
@@ -34,6 +35,8 @@ _BLOCK_OK = re.compile(r"^[^\x00-\x08\x0b-\x1f\x7f\u0085\u2028\u2029\ufeff]*$")
 def _plain_ok(text: str) -> bool:
     if not text or text != text.strip() or text[0] in _FIRST_BAD:
         return False
+    if not _PRINTABLE.match(text):
+        return False
     if text[0] == "-" and (len(text) == 1 or text[1] == " "):
         return False
     if text.startswith(("---", "...")) or _BAD_INSIDE.search(text):
@@ -44,9 +47,32 @@ def _plain_ok(text: str) -> bool:
     return bool(tag == _STR)
 
 
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _quoted(text: str) -> str:
+    """A YAML double-quoted scalar; every non-printable character escaped."""
+    if _PRINTABLE.match(text):
+        return json.dumps(text, ensure_ascii=False)
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif _PRINTABLE.match(ch):
+            out.append(ch)
+        elif code < 0x100:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return '"' + "".join(out) + '"'
+
+
 @lru_cache(maxsize=1 << 16)
 def _string(text: str) -> str:
-    return text if _plain_ok(text) else json.dumps(text, ensure_ascii=False)
+    return text if _plain_ok(text) else _quoted(text)
 
 
 def scalar(value: Any) -> str:
@@ -65,7 +91,10 @@ def scalar(value: Any) -> str:
         if math.isinf(value):
             return ".inf" if value > 0 else "-.inf"
         text = repr(value)
-        return text if ("." in text or "e" in text or "n" in text) else text + ".0"
+        if "e" in text and "." not in text:  # YAML 1.1 floats need a dot: 1.0e-05
+            mantissa, exponent = text.split("e")
+            text = f"{mantissa}.0e{exponent}"
+        return text
     if isinstance(value, dt.datetime | dt.date):
         return _string(value.isoformat())
     return _string(str(value))
@@ -73,8 +102,8 @@ def scalar(value: Any) -> str:
 
 def _block(text: str, pad: str) -> list[str] | None:
     """A multi-line string as a literal block (``|``), when that is exact."""
-    if (not _BLOCK_OK.match(text) or text[:1] in (" ", "\t") or "\r" in text
-            or not text.strip()):
+    if (not _PRINTABLE.match(text) or not _BLOCK_OK.match(text) or text[:1] in (" ", "\t")
+            or "\r" in text or not text.strip()):
         return None
     lines = text.split("\n")
     if text.endswith("\n"):

@@ -1,0 +1,126 @@
+"""Incremental by content: the parse cache and the up-to-date state, on real repos."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from .conftest import (
+    QUEUED_CLUSTER_POLICY,
+    STATE,
+    commit_all,
+    git,
+    make_fleet_repo,
+    member_cluster,
+    placements,
+    pytorchjob,
+    rev,
+    run_reconcile,
+    write_files,
+)
+
+TREE = """\
+apiVersion: scheduling.sigs.k8s.io/v1beta1
+kind: ElasticQuotaTree
+metadata: {name: elasticquotatree, namespace: kube-system}
+spec:
+  root:
+    name: root
+    min: {cpu: "64", memory: 256Gi}
+    max: {cpu: "64", memory: 256Gi}
+    children:
+    - name: team
+      min: {cpu: "64", memory: 256Gi}
+      max: {cpu: "64", memory: 256Gi, kube-queue/max-jobs: "3"}
+      namespaces: [default]
+"""
+
+
+def fleet(tmp_path: Path) -> Path:
+    return make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": TREE, "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/c1.yaml": member_cluster("c1", cpu="64", memory="256Gi"),
+        **{f"jobs/j{i}.yaml": pytorchjob(f"j{i}") for i in range(4)}})
+
+
+def cache_dirs(path: Path) -> list[Path]:
+    return sorted((path / ".git" / "fleetq").glob("cache-v*"))
+
+
+def test_cache_lives_in_the_git_dir_and_changes_nothing(tmp_path: Path) -> None:
+    path = fleet(tmp_path)
+    first = run_reconcile(path)
+    assert first.commit is not None
+    (cache,) = cache_dirs(path)
+    assert (cache / "jobs.pickle").is_file()
+    assert (cache / f"state-{first.commit}.pickle").is_file()
+    assert git(path, "status", "--porcelain") == ""  # nothing in the work tree
+
+    # One more job: read from the cache for the old files, parsed for the new one.
+    write_files(path, {"jobs/j9.yaml": pytorchjob("j9")})
+    commit_all(path, "one more job")
+    with_cache = run_reconcile(path)
+    tree_with_cache = rev(path, f"{STATE}^{{tree}}")
+
+    # The same reconcile with no cache at all gives the same state, byte for byte.
+    shutil.rmtree(path / ".git" / "fleetq")
+    git(path, "update-ref", f"refs/heads/{STATE}", first.commit)
+    without_cache = run_reconcile(path, use_cache=False)
+    assert rev(path, f"{STATE}^{{tree}}") == tree_with_cache
+    assert with_cache.commit is not None and without_cache.commit is not None
+    assert set(placements(path)) == {f"default/j{i}" for i in (0, 1, 2, 3, 9)}
+
+
+def test_a_changed_file_is_parsed_again(tmp_path: Path) -> None:
+    path = fleet(tmp_path)
+    run_reconcile(path)
+    write_files(path, {"jobs/j0.yaml": pytorchjob("j0", cpu="2")})
+    commit_all(path, "bigger j0")
+    run_reconcile(path)
+    assert placements(path)["default/j0"]["requests"]["cpu"] == "4"  # master 2 + worker 2
+
+
+def test_a_damaged_cache_is_dropped_not_trusted(tmp_path: Path) -> None:
+    path = fleet(tmp_path)
+    run_reconcile(path)
+    (cache,) = cache_dirs(path)
+    (cache / "jobs.pickle").write_bytes(b"not a pickle")
+    for state in cache.glob("state-*.pickle"):
+        state.write_bytes(b"\x80\x05garbage")
+    write_files(path, {"jobs/j5.yaml": pytorchjob("j5")})
+    commit_all(path, "j5")
+    outcome = run_reconcile(path)
+    assert outcome.commit is not None
+    assert set(placements(path)) == {f"default/j{i}" for i in (0, 1, 2, 3, 5)}
+
+
+def test_a_cache_of_another_format_is_removed(tmp_path: Path) -> None:
+    path = fleet(tmp_path)
+    old = path / ".git" / "fleetq" / "cache-v0-0.0.1"
+    old.mkdir(parents=True)
+    (old / "jobs.pickle").write_bytes(b"old")
+    run_reconcile(path)
+    assert old not in cache_dirs(path)
+    assert len(cache_dirs(path)) == 1
+
+
+def test_an_up_to_date_state_is_not_recomputed(tmp_path: Path) -> None:
+    path = fleet(tmp_path)
+    first = run_reconcile(path)
+    message = git(path, "log", "-1", "--format=%B", STATE).strip().splitlines()
+    source = rev(path, "HEAD")
+    assert message[-1] == f"Fleet-Source-Commit: {source}"
+    assert f"Fleet-Source-Tree: {rev(path, 'HEAD^{tree}')}" in message
+    again = run_reconcile(path, now="2027-01-01T00:00:00Z")
+    assert again.computed is None and again.commit is None
+    assert again.source is not None and again.source.sha == source
+    assert rev(path, STATE) == first.commit
+    # A new source commit with the same tree is up to date too.
+    git(path, "commit", "--allow-empty", "-q", "-m", "empty")
+    assert run_reconcile(path).computed is None
+    # A commit that changes a file fleetq does not read is computed, and changes nothing.
+    write_files(path, {"NOTES.md": "notes\n"})
+    commit_all(path, "notes")
+    third = run_reconcile(path)
+    assert third.computed is not None and third.commit is None
+    assert rev(path, STATE) == first.commit
