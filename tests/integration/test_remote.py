@@ -94,7 +94,7 @@ def test_stale_writer_fetches_recomputes_and_retries(tmp_path: Path) -> None:
     assert git(a, "rev-parse", STATE).strip() == out_a.commit
 
     data = _remote_placements(origin)
-    assert data["sourceCommit"] == source_b
+    assert _trailer(origin, STATE) == source_b
     items = {i["job"]["name"]: i for i in data["items"]}  # type: ignore[attr-defined]
     assert set(items) == {"pytorch-test", "b-job"}
     # B recomputed on top of A's state: pytorch-test keeps A's admission time.
@@ -142,6 +142,6 @@ def test_concurrent_writers_keep_a_linear_history_and_lose_nothing(tmp_path: Pat
     tip_source = trailers[0]
     writer = next(n for n, s in sources.items() if s == tip_source)
     data = _remote_placements(origin)
-    assert data["sourceCommit"] == tip_source
+    assert _trailer(origin, STATE) == tip_source
     names_at_tip = {i["job"]["name"] for i in data["items"]}  # type: ignore[attr-defined]
     assert names_at_tip == {"pytorch-test", writer}
