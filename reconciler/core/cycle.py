@@ -149,6 +149,7 @@ class _Cycle:
         self.changes = 0  # admissions + evictions so far
         self.evictions = 0
         self._failed: dict[JobKey, tuple[int, int]] = {}  # job -> (evictions, seq) when it failed
+        self.evicted_by: dict[JobKey, tuple[JobKey, str]] = {}  # victim -> (preemptor, why)
         self.blocked_by: dict[JobKey, str] = {}  # StrictFIFO: the job -> the head blocking it
         self._copies: dict[JobKey, list[tuple[ClusterState, Fit]]] = {}
         self._groups_cache: dict[tuple[str, str], tuple[list[list[str]], list[str]]] = {}
@@ -485,7 +486,7 @@ class _Cycle:
         if plan is None:
             return False
         for victim in plan.victims:
-            self._evict(victim, by=p.job.key, why=plan.reason)
+            self._evict(victim, by=p.job.key, why=plan.reasons[victim.key])
         self._admit(p, self.clusters[plan.fit.cluster], plan.fit, admitted_at=None)
         return True
 
@@ -599,11 +600,10 @@ class _Cycle:
             heapq.heappush(queue, (pending.order, pending))
             if victim.quota not in self._blocked and queue[0][1] is pending:
                 self._push_head(victim.quota)
+        self.evicted_by[key] = (by, why)
         d = self.decisions[key]
-        self.decisions[key] = replace(
-            d, phase=Phase.QUEUED, cluster=None, admitted_at=None, nodes=(), copies=(),
-            preempted_by=f"{by.kind} {by.namespace}/{by.name}",
-            preemptions=d.preemptions + 1, preemption_reason=why, reason="")
+        self.decisions[key] = replace(d, phase=Phase.QUEUED, cluster=None, admitted_at=None,
+                                      nodes=(), copies=(), reason="")
 
     def _wait(self, p: _Pending, blocked_by: str | None = None) -> None:
         """Mark ``p`` Queued; its reason is written in step 6, on the final state."""
@@ -619,7 +619,28 @@ class _Cycle:
 
     # -- 6 ---------------------------------------------------------------------
 
+    def _record_preemptions(self) -> None:
+        """Write down the preemptions the state will show, from before and after.
+
+        A job counts as preempted only if it ran in the previous state and does
+        not run on the same cluster now. A job evicted and placed back where it
+        ran keeps its admission; one admitted and evicted within this cycle
+        never ran, so nothing is recorded.
+        """
+        for key, (by, why) in sorted(self.evicted_by.items()):
+            prior = self.inp.prior.get(key)
+            d = self.decisions[key]
+            if prior is None or prior.phase is not Phase.ADMITTED:
+                continue
+            if d.phase is Phase.ADMITTED and d.cluster == prior.cluster:
+                self.decisions[key] = replace(d, admitted_at=prior.admitted_at)
+                continue
+            self.decisions[key] = replace(
+                d, preempted_by=f"{by.kind} {by.namespace}/{by.name}",
+                preemptions=prior.preemptions + 1, preemption_reason=why)
+
     def result(self) -> CycleResult:
+        self._record_preemptions()
         by_queue: dict[str, list[tuple[tuple[int, str, tuple[str, str, str, str]],
                                        JobKey]]] = {}
         for key, d in self.decisions.items():

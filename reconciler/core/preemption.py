@@ -35,7 +35,7 @@ from reconciler.core.model import (
     PodSet,
     PreemptionPolicy,
 )
-from reconciler.core.quota import COUNTING, QuotaUsage
+from reconciler.core.quota import QuotaUsage
 from reconciler.core.resources import (
     MAX_JOBS,
     Resources,
@@ -117,8 +117,7 @@ class PreemptionContext:
     def dominant_share(self, leaf: str) -> float:
         """The quota's dominant share, used to order heads across queues; lower first.
 
-        Per resource r the quota limits (in its min or max; pods and
-        kube-queue/max-jobs only when min names them):
+        Per resource r that counts for borrowing (``QuotaUsage.borrow_counted``):
 
             used[r] / min[r]                              while used[r] <= min[r]
             1 + (used[r] - min[r]) / lendable[r]          above min (borrowing)
@@ -150,12 +149,9 @@ class PreemptionContext:
         used = self.usage.used[leaf]
         best = 0.0
         for r, value in used.items():
-            if value <= 0:
+            if value <= 0 or not self.usage.borrow_counted(leaf, r):
                 continue
-            lo = node.min.get(r)
-            if lo is None and (r in COUNTING or r not in node.max):
-                continue
-            lo = lo or 0
+            lo = node.min.get(r, 0)
             if value <= lo:
                 share = value / lo
             else:
@@ -170,21 +166,20 @@ class PreemptionContext:
 class PreemptionPlan:
     victims: tuple[Admitted, ...]
     fit: Fit
-    reason: str
+    reasons: dict[JobKey, str]  # why each victim goes
 
 
-def within_min_after(usage: QuotaUsage, leaf: str, request: ResourcesView) -> bool:
-    """Would the leaf quota stay within its min with ``request`` added?"""
+def within_min_after(usage: QuotaUsage, leaf: str, request: ResourcesView,
+                     released: ResourcesView | None = None) -> bool:
+    """Would the leaf quota stay within its min with ``request`` added (once
+    ``released`` has left it)? Resources as ``QuotaUsage.borrow_counted``."""
     node = usage.tree.nodes[leaf]
     used = usage.used[leaf]
     for r, v in request.items():
-        if v <= 0:
+        if v <= 0 or not usage.borrow_counted(leaf, r):
             continue
-        if r in COUNTING and r not in node.min:
-            continue
-        if r not in node.min and r not in node.max:
-            continue
-        if used.get(r, 0) + v > node.min.get(r, 0):
+        freed = released.get(r, 0) if released else 0
+        if used.get(r, 0) - freed + v > node.min.get(r, 0):
             return False
     return True
 
@@ -236,7 +231,13 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
     if usage is None or quota is None:
         return None
     policy = ctx.settings.for_quota(quota).preemption
-    reclaim = within_min_after(usage, quota, job.requests)
+    own: Resources = {}  # what the job's own lower-priority victims could give back
+    if policy is not PreemptionPolicy.NEVER:
+        for prio, res in ctx.leaf_pool.get(quota, {}).items():
+            if prio < priority or (prio == priority and policy is
+                                   PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY):
+                add_into(own, res)
+    reclaim = within_min_after(usage, quota, job.requests, own)
     borrowers = [leaf for leaf in sorted(ctx.by_quota)
                  if leaf != quota and ctx.by_quota[leaf] and usage.above_min(leaf)] \
         if reclaim else []
@@ -275,7 +276,7 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
         ranked = sorted((_missing(ctx.clusters[name], total, freed.get(name, {})), order, name)
                         for order, name in enumerate(group))
         for missing, order, name in ranked[:MAX_CLUSTERS_SEARCHED]:
-            plan = search.plan_on(name, for_quota)
+            plan = search.plan_on(name)
             if plan is None:
                 continue
             score = (len(plan.victims), max(v.priority for v in plan.victims), order)
@@ -412,8 +413,9 @@ class _Search:
         """The best-ranked victim that helps with what blocks the job now."""
         if short is None:
             pool = self.on_cluster.get(cluster, [])
-        else:
-            pool = [(victim, why) for _, victim, why in self.candidates]
+        else:  # any victim of the blocking quota helps; one on this cluster helps twice
+            pool = self.on_cluster.get(cluster, []) + [
+                (victim, why) for _, victim, why in self.candidates if victim.cluster != cluster]
         for victim, why in pool:
             if victim.key in self.taken:
                 continue
@@ -441,13 +443,11 @@ class _Search:
         finally:
             self._restore_all()
 
-    def plan_on(self, cluster: str, start: list[Admitted]) -> PreemptionPlan | None:
+    def plan_on(self, cluster: str) -> PreemptionPlan | None:
+        """Victims for the quota (those on ``cluster`` first), then victims on
+        ``cluster`` until the gang fits there; then made minimal."""
         reasons: dict[JobKey, str] = {}
-        why_of = {victim.key: why for _, victim, why in self.candidates}
         try:
-            for victim in start:
-                reasons[victim.key] = why_of[victim.key]
-                self._take(victim)
             fit = self._fit_on(cluster)
             while fit is None:
                 nxt = self._next(cluster, self._quota_short())
@@ -469,7 +469,7 @@ class _Search:
             victims = tuple(v for v, _ in self.removed)
             if not victims:
                 return None
-            reason = "; ".join(sorted({reasons[v.key] for v in victims}))
-            return PreemptionPlan(victims=victims, fit=fit, reason=reason)
+            return PreemptionPlan(victims=victims, fit=fit,
+                                  reasons={v.key: reasons[v.key] for v in victims})
         finally:
             self._restore_all()

@@ -223,6 +223,12 @@ class QuotaUsage:
         self.used: dict[str, Resources] = {p: {} for p in tree.nodes}
         self.np_used: dict[str, Resources] = {p: {} for p in tree.nodes}
         self._paths: dict[str, list[QuotaNode]] = {p: tree.ancestry(p) for p in tree.nodes}
+        # Resources the tree manages for a quota: named in a min or max on its path.
+        # A managed resource missing from a quota's min has a min of 0; one the
+        # tree never names is not a quota matter at all.
+        self.managed: dict[str, frozenset[str]] = {
+            p: frozenset(r for n in nodes for r in (*n.min, *n.max))
+            for p, nodes in self._paths.items()}
 
     def path_nodes(self, leaf: str) -> list[QuotaNode]:
         return self._paths[leaf]
@@ -305,17 +311,25 @@ class QuotaUsage:
                                               "min (non-preemptible)")
         return None
 
-    def above_min(self, path: str) -> Resources:
-        """How far a quota's usage exceeds its min, per resource it limits (borrowed).
+    def borrow_counted(self, path: str, resource: str) -> bool:
+        """Does usage of ``resource`` above ``path``'s min count as borrowing?
 
-        Counting resources (pods, kube-queue/max-jobs) count only when min names them.
+        Yes for a resource its min names; for any other resource the tree
+        manages on its path (its min is then 0), except the counting resources
+        (pods, kube-queue/max-jobs), which count only where min names them.
         """
+        if resource in self.tree.nodes[path].min:
+            return True
+        return resource not in COUNTING and resource in self.managed[path]
+
+    def above_min(self, path: str) -> Resources:
+        """How far a quota's usage exceeds its min, per resource (borrowed)."""
         node = self.tree.nodes[path]
         used = self.used[path]
         out: Resources = {}
         for r, v in used.items():
             lo = node.min.get(r)
-            if lo is None and (r in COUNTING or r not in node.max):
+            if not self.borrow_counted(path, r):
                 continue
             if v > (lo or 0):
                 out[r] = v - (lo or 0)

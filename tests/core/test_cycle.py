@@ -369,9 +369,18 @@ def busy_fleet(seed: int | None = None, *, total_gpus: str = "24") -> CycleInput
         priority_classes=PRIORITIES, workload_priority_classes=WORKLOAD_PRIORITIES)
 
 
+def busy_fleet_after_team_b_ran() -> CycleInput:
+    """busy_fleet, where team-b's jobs ran in the previous state (borrowing) and
+    team-a's arrive now: a-big reclaims from qb."""
+    full = busy_fleet()
+    before = reconcile_cycle(replace(full, jobs=tuple(
+        j for j in full.jobs if j.key.namespace != "team-a")))
+    return replace(full, prior={p.key: p for p in prior_of(before.decisions)})
+
+
 def test_reconcile_is_deterministic() -> None:
-    first = reconcile_cycle(busy_fleet())
-    second = reconcile_cycle(busy_fleet())
+    first = reconcile_cycle(busy_fleet_after_team_b_ran())
+    second = reconcile_cycle(busy_fleet_after_team_b_ran())
     assert any(d.preemptions for d in first.decisions)
     assert first.decisions == second.decisions
     assert first.quota_used == second.quota_used

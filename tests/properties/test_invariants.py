@@ -1,0 +1,379 @@
+"""Invariants of ``reconcile_cycle`` over random fleets (hypothesis).
+
+A fleet is a random quota tree (depth up to 3, cpu and sometimes GPUs,
+sometimes a ``kube-queue/max-jobs`` limit), one to three member clusters
+(node-level or free-sum fit, sometimes ``reserved``), per-quota settings
+(queue strategy, preemption policy, weight) and jobs of random size, priority,
+preemptibility and pinning. Jobs arrive in two or three batches; between
+batches some jobs finish (leave the source), and each reconcile starts from the
+state the previous one wrote (``placements.yaml``, rendered and read back).
+
+After every reconcile, checked from the decisions alone (not the core's own
+bookkeeping):
+
+* every quota and resource in its max: used <= max; at the root: used <= min;
+* every quota: non-preemptible usage <= min, for every resource the quota
+  limits (its min, and its max except the counting resources ``pods`` and
+  ``kube-queue/max-jobs``, which min limits only when it names them; DESIGN §3);
+* every member cluster: the requests of the jobs placed there <= its capacity
+  (allocatable - reserved), and each pod fits a node when it packs per node;
+* every admitted job is whole (all pod sets, all replicas) on one candidate cluster;
+* a job admitted before is still admitted where it ran (same admission time)
+  unless it was preempted; a victim left its cluster, was preempted once, is
+  never non-preemptible, and its preemptor runs at the end of the cycle;
+* reconciling again on the state just written changes no decision (phase,
+  cluster, pod sets, times, position, preemption record; the reason text is
+  checked by the scenario suite).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import Phase as Stage
+from hypothesis import strategies as st
+
+from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
+from reconciler.core.gang import DEFAULT_PODS_PER_NODE, job_cluster_total
+from reconciler.core.model import (
+    ClusterAffinity,
+    Decision,
+    FleetSettings,
+    Job,
+    JobKey,
+    MemberCluster,
+    Node,
+    Phase,
+    PodSet,
+    PreemptionPolicy,
+    QueueStrategy,
+    QuotaSettings,
+    ResourceSelector,
+)
+from reconciler.core.model import Policy as PropagationPolicy
+from reconciler.core.quota import COUNTING, QuotaSpec, QuotaTree, build_tree
+from reconciler.core.resources import MAX_JOBS, PODS, Resources, add_into, format_resources
+from reconciler.fleet.state import read_placements, render_placements
+
+CPU, GPU = "cpu", "nvidia.com/gpu"
+M = 1000  # milli-units per unit
+PRIORITY_CLASSES = {"low": 10, "mid": 50, "high": 100}
+API_VERSION = "batch/v1"
+
+
+# -- strategies ------------------------------------------------------------------
+
+
+@st.composite
+def quota_trees(draw: st.DrawFn, use_gpu: bool) -> QuotaSpec:
+    total = {CPU: draw(st.integers(4, 16)) * M}
+    if use_gpu:
+        total[GPU] = draw(st.integers(0, 6)) * M
+    counter = iter(range(100))
+
+    def children(parent_min: Resources, parent_max: Resources, depth: int) -> tuple[QuotaSpec, ...]:
+        count = draw(st.integers(1, 3)) if depth == 0 else draw(st.integers(0, 3))
+        if depth >= 2:
+            count = 0
+        budget = dict(parent_min)
+        out = []
+        for _ in range(count):
+            name = f"q{next(counter)}"
+            lo: Resources = {}
+            hi: Resources = {}
+            for r, cap in parent_max.items():
+                # Mostly a fair share of what is left, sometimes nothing (a pure borrower).
+                share = budget.get(r, 0) // M // max(1, count - len(out))
+                lo[r] = draw(st.sampled_from([0, share, share, budget.get(r, 0) // M])) * M
+                budget[r] = budget.get(r, 0) - lo[r]
+                if draw(st.integers(0, 4)):  # mostly limited; sometimes max is left out
+                    hi[r] = cap if draw(st.integers(0, 3)) else draw(
+                        st.integers(lo[r] // M, cap // M)) * M
+            if draw(st.integers(0, 5)) == 0:
+                hi[MAX_JOBS] = draw(st.integers(1, 3)) * M
+            kids = children(lo, {r: hi.get(r, parent_max[r]) for r in parent_max}, depth + 1)
+            if not any(lo.values()) and draw(st.booleans()):
+                lo = {}  # no min at all: "missing from min means 0" (DESIGN §3)
+            namespaces = () if kids else (name,)
+            out.append(QuotaSpec(name=name, min=lo, max=hi, namespaces=namespaces,
+                                 children=kids))
+        return tuple(out)
+
+    return QuotaSpec(name="root", min=dict(total), max=dict(total),
+                     children=children(total, total, 0))
+
+
+@st.composite
+def member_clusters(draw: st.DrawFn, use_gpu: bool) -> tuple[MemberCluster, ...]:
+    out = []
+    for i in range(draw(st.integers(1, 3))):
+        nodes = []
+        for j in range(draw(st.integers(1, 3))):
+            alloc = {CPU: draw(st.integers(2, 8)) * M}
+            if use_gpu:
+                alloc[GPU] = draw(st.integers(0, 4)) * M
+            if draw(st.integers(0, 7)) == 0:
+                alloc[PODS] = draw(st.integers(1, 4)) * M
+            nodes.append(Node(name=f"n{j}", allocatable=alloc))
+        reserved = {CPU: draw(st.integers(0, 2)) * M} if draw(st.integers(0, 3)) == 0 else {}
+        out.append(MemberCluster(name=f"c{i}", resource_reservation=draw(st.booleans()),
+                                 reserved=reserved, nodes=tuple(nodes)))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    job: Job
+    pin: str | None  # a cluster name the job is pinned to
+
+
+@st.composite
+def job_plans(draw: st.DrawFn, *, leaves: list[str], clusters: tuple[MemberCluster, ...],
+              use_gpu: bool, prefix: str, classes: list[str]) -> list[JobPlan]:
+    out = []
+    for i in range(draw(st.integers(0, 8))):
+        namespace = draw(st.sampled_from(leaves))
+        pod_sets = []
+        for k in range(draw(st.sampled_from([1, 1, 1, 2]))):
+            per_pod = {CPU: draw(st.integers(1, 4)) * 500}
+            if use_gpu and draw(st.integers(0, 3)) == 0:
+                per_pod[GPU] = draw(st.integers(1, 2)) * M
+            pod_sets.append(PodSet(name=f"set{k}", replicas=draw(st.integers(1, 2)),
+                                   per_pod=per_pod))
+        requests: Resources = {}
+        for ps in pod_sets:
+            add_into(requests, ps.per_pod, ps.replicas)
+        requests[PODS] = M * sum(ps.replicas for ps in pod_sets)
+        requests[MAX_JOBS] = M
+        preemptible = draw(st.integers(0, 5)) > 0
+        minute = draw(st.integers(0, 9))
+        created = f"2026-01-01T10:0{minute}:00Z" if draw(st.integers(0, 3)) else None
+        name = f"{prefix}-{i}"
+        job = Job(key=JobKey("batch", "Job", namespace, name), api_version=API_VERSION,
+                  path=f"jobs/{namespace}/{name}.yaml", line=1, blob=f"b-{name}",
+                  pod_sets=tuple(pod_sets), requests=dict(sorted(requests.items())),
+                  priority_class=draw(st.sampled_from(classes)),
+                  preemptible=preemptible, created_at=created,
+                  labels=(() if preemptible else
+                          (("quota.scheduling.alibabacloud.com/preemptible", "false"),)))
+        pin = draw(st.sampled_from([None, None, *(c.name for c in clusters)]))
+        out.append(JobPlan(job=job, pin=pin))
+    return out
+
+
+@dataclass(frozen=True)
+class Fleet:
+    tree: QuotaTree
+    clusters: tuple[MemberCluster, ...]
+    settings: FleetSettings
+    batches: list[list[JobPlan]]
+    finished: list[set[str]]  # job names that leave the source before each later batch
+
+
+@st.composite
+def fleets(draw: st.DrawFn) -> Fleet:
+    use_gpu = draw(st.booleans())
+    spec = draw(quota_trees(use_gpu))
+    tree, problems = build_tree(spec, path="tree")
+    assert tree is not None and not problems, problems
+    clusters = draw(member_clusters(use_gpu))
+    leaves = sorted(n.path.rsplit("/", 1)[-1] for n in tree.leaves())
+    quotas = {}
+    for leaf in tree.leaves():
+        if draw(st.booleans()):
+            quotas[leaf.path] = QuotaSettings(
+                strategy=draw(st.sampled_from(list(QueueStrategy))),
+                preemption=draw(st.sampled_from(list(PreemptionPolicy))),
+                weight=draw(st.sampled_from([500, 1000, 2000])))
+    batches, finished = [], []
+    names: list[str] = []
+    for b in range(draw(st.integers(2, 3))):
+        if b:
+            finished.append(set(draw(st.lists(st.sampled_from(names), unique=True)))
+                            if names else set())
+        # Later batches lean to higher priorities, so that they preempt what runs.
+        classes = ["low", "mid", "high"] if b == 0 else ["low", "mid", "high", "high"]
+        batch = draw(job_plans(leaves=leaves, clusters=clusters, use_gpu=use_gpu,
+                               prefix=f"j{b}", classes=classes))
+        names.extend(p.job.key.name for p in batch)
+        batches.append(batch)
+    return Fleet(tree=tree, clusters=clusters, settings=FleetSettings(quotas=quotas),
+                 batches=batches, finished=finished)
+
+
+# -- the fleet, step by step -------------------------------------------------------
+
+
+def cycle_input(fleet: Fleet, plans: list[JobPlan], prior: dict, step: int) -> CycleInput:
+    default = PropagationPolicy(
+        name="gang-queued", namespace=None, path="p.yaml", line=1,
+        selectors=(ResourceSelector(api_version=API_VERSION, kind="Job"),), gang=True,
+        queued=True)
+    pins = tuple(
+        PropagationPolicy(name=f"pin-{p.job.key.name}", namespace=p.job.key.namespace,
+                          path="p.yaml", line=1,
+                          selectors=(ResourceSelector(api_version=API_VERSION, kind="Job",
+                                                      name=p.job.key.name),),
+                          gang=True, queued=True, affinity=ClusterAffinity(cluster_names=(p.pin,)))
+        for p in plans if p.pin is not None)
+    return CycleInput(
+        jobs=tuple(p.job for p in plans), tree=fleet.tree, clusters=fleet.clusters,
+        policies=(default, *pins), priority_classes=dict(PRIORITY_CLASSES), default_priority=0,
+        workload_priority_classes={}, prior=prior,
+        source_time=f"2026-01-01T1{step}:00:00Z", now=f"2026-01-01T1{step}:30:00Z",
+        settings=fleet.settings)
+
+
+def round_trip(result: CycleResult) -> dict:
+    prior, problems = read_placements(render_placements(result.decisions))
+    assert not problems, problems
+    return prior
+
+
+def check_invariants(inp: CycleInput, result: CycleResult) -> None:
+    tree = inp.tree
+    assert tree is not None
+    jobs = {j.key: j for j in inp.jobs}
+    clusters = {c.name: c for c in inp.clusters}
+    pinned = {p.selectors[0].name: p.affinity.cluster_names for p in inp.policies
+              if p.affinity is not None}
+    decisions: dict[JobKey, Decision] = {d.key: d for d in result.decisions}
+    used: dict[str, Resources] = {p: {} for p in tree.nodes}
+    np_used: dict[str, Resources] = {p: {} for p in tree.nodes}
+    placed: dict[str, Resources] = {c: {} for c in clusters}
+
+    for key, d in decisions.items():
+        job = jobs[key]
+        if d.phase is not Phase.ADMITTED:
+            assert d.cluster is None, f"{key} is {d.phase} but on {d.cluster}"
+            continue
+        # Whole, on one candidate cluster.
+        assert d.cluster in clusters, f"{key} admitted to unknown cluster {d.cluster}"
+        assert [(p.name, p.replicas) for p in d.pod_sets] == [
+            (ps.name, ps.replicas) for ps in job.pod_sets], f"{key} is not placed whole"
+        if key.name in pinned:
+            assert d.cluster in pinned[key.name], f"{key} ran off its pinned cluster"
+        add_into(placed[d.cluster], job_cluster_total(job.pod_sets))
+        cluster = clusters[d.cluster]
+        if cluster.resource_reservation:
+            for ps in job.pod_sets:
+                pod = {**ps.per_pod, PODS: M}
+                assert any(all(v <= {PODS: DEFAULT_PODS_PER_NODE, **n.allocatable}.get(r, 0)
+                               for r, v in pod.items()) for n in cluster.nodes), (
+                    f"{key}: a {ps.name} pod fits no node of {cluster.name}")
+        assert d.quota is not None
+        for node in tree.ancestry(d.quota):
+            add_into(used[node.path], job.requests)
+            if not job.preemptible:
+                add_into(np_used[node.path], job.requests)
+
+    for path, node in tree.nodes.items():
+        for r, limit in node.max.items():
+            assert used[path].get(r, 0) <= limit, (
+                f"quota {path} {r}: used {used[path].get(r, 0)} > max {limit}")
+        if node.parent is None:
+            for r, limit in node.min.items():
+                assert used[path].get(r, 0) <= limit, (
+                    f"root {r}: used {used[path].get(r, 0)} > min {limit}")
+        limited = set(node.min) | {r for r in node.max if r not in COUNTING}
+        for r in limited:
+            assert np_used[path].get(r, 0) <= node.min.get(r, 0), (
+                f"quota {path} {r}: non-preemptible {np_used[path].get(r, 0)} > "
+                f"min {node.min.get(r, 0)}")
+
+    for name, cluster in clusters.items():
+        capacity: Resources = {}
+        for n in cluster.nodes:
+            add_into(capacity, {PODS: DEFAULT_PODS_PER_NODE, **n.allocatable})
+        for r, v in cluster.reserved.items():
+            capacity[r] = capacity.get(r, 0) - v
+        for r, v in placed[name].items():
+            assert v <= capacity.get(r, 0), (
+                f"cluster {name} {r}: placed {v} > capacity {capacity.get(r, 0)}")
+
+    # No silent eviction; victims are preemptible; preemptors run.
+    for key, prior in inp.prior.items():
+        if key not in decisions or prior.phase is not Phase.ADMITTED:
+            continue
+        d = decisions[key]
+        if d.preemptions == prior.preemptions:
+            assert d.phase is Phase.ADMITTED and d.cluster == prior.cluster, (
+                f"{key} left {prior.cluster} without being preempted: {d.phase} {d.reason}")
+            assert d.admitted_at == prior.admitted_at, f"{key} kept running, admittedAt changed"
+            continue
+        assert d.preemptions == prior.preemptions + 1, f"{key} preempted twice in one cycle"
+        assert not (d.phase is Phase.ADMITTED and d.cluster == prior.cluster), (
+            f"{key} is recorded as preempted by {d.preempted_by} but never left {d.cluster}")
+        assert jobs[key].preemptible, f"non-preemptible {key} was preempted"
+        by = next((k for k in decisions if f"{k.kind} {k.namespace}/{k.name}" == d.preempted_by),
+                  None)
+        assert by is not None and decisions[by].phase is Phase.ADMITTED, (
+            f"{key} preempted by {d.preempted_by}, which is not admitted")
+
+
+def describe(fleet: Fleet, step: int, result: CycleResult | None) -> str:
+    """The fleet in a few lines, for a failure message (examples are not shrunk)."""
+    lines = ["fleet:"]
+    for path, node in sorted(fleet.tree.nodes.items()):
+        lines.append(f"  quota {path} min={format_resources(node.min)} "
+                     f"max={format_resources(node.max)}")
+    for c in fleet.clusters:
+        nodes = ", ".join(str(format_resources(n.allocatable)) for n in c.nodes)
+        lines.append(f"  cluster {c.name} reservation={c.resource_reservation} "
+                     f"reserved={format_resources(c.reserved)} nodes=[{nodes}]")
+    for path, qs in sorted(fleet.settings.quotas.items()):
+        lines.append(f"  settings {path}: {qs.strategy.value} {qs.preemption.value} "
+                     f"weight={qs.weight}")
+    for b, batch in enumerate(fleet.batches):
+        if b:
+            lines.append(f"  before batch {b} finished: {sorted(fleet.finished[b - 1])}")
+        for p in batch:
+            j = p.job
+            sets = " + ".join(f"{ps.replicas}x{format_resources(ps.per_pod)}"
+                              for ps in j.pod_sets)
+            lines.append(f"  batch {b}: {j.key.namespace}/{j.key.name} {j.priority_class} "
+                         f"{'preemptible' if j.preemptible else 'NON-preemptible'} {sets} "
+                         f"created={j.created_at} pin={p.pin}")
+    if result is not None:
+        lines.append(f"decisions at step {step}:")
+        for d in result.decisions:
+            lines.append(f"  {d.key.namespace}/{d.key.name} {d.phase.value} {d.cluster} "
+                         f"preemptedBy={d.preempted_by} x{d.preemptions} {d.reason}")
+    return "\n".join(lines)
+
+
+def run(fleet: Fleet) -> None:
+    plans: list[JobPlan] = []
+    prior: dict = {}
+    for step, batch in enumerate(fleet.batches):
+        if step:
+            gone = fleet.finished[step - 1]
+            plans = [p for p in plans if p.job.key.name not in gone]
+        plans = plans + batch
+        inp = cycle_input(fleet, plans, prior, step)
+        result = None
+        try:
+            result = reconcile_cycle(inp)
+            check_invariants(inp, result)
+            prior = round_trip(result)
+            again = reconcile_cycle(replace(inp, prior=prior))
+            before = {d.key: replace(d, reason="") for d in result.decisions}
+            for d in again.decisions:
+                assert replace(d, reason="") == before[d.key], (
+                    f"step {step}: reconciling again changed {d.key}:\n{before[d.key]}\n{d}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{describe(fleet, step, result)}") from None
+
+
+# Shrinking a failing fleet can take minutes; by default the example is reported
+# as found (the message describes it). FLEETQ_SHRINK=1 shrinks it.
+STAGES = [s for s in Stage if s is not Stage.shrink or os.environ.get("FLEETQ_SHRINK")]
+
+
+@settings(max_examples=400, deadline=None, phases=STAGES, report_multiple_bugs=False,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(fleets())
+def test_reconcile_keeps_the_invariants(fleet: Fleet) -> None:
+    run(fleet)
