@@ -38,7 +38,7 @@ from reconciler.core.quota import QuotaTree, QuotaUsage, max_jobs_hint
 from reconciler.core.resources import MAX_JOBS, Resources, ResourcesView
 
 MAX_CLUSTER_NOTES = 3
-MAX_PASSES = 32  # a safety net: preemption rules are asymmetric, passes settle in 2-3
+MAX_PASSES = 32  # a safety net: passes settle in 2-4
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +119,9 @@ def reconcile_cycle(inp: CycleInput) -> CycleResult:
          skipped (BestEffortFIFO) or blocks its queue (StrictFIFO).
          Steps 4-5 repeat until a pass changes nothing: a job skipped early
          in a pass is tried again once later admissions or evictions changed
-         the state, so reconciling the result again changes nothing.
+         the state. A job is a victim at most once per cycle; a victim whose
+         preemptor lost its own place later is put back where it ran when
+         it still fits.
       6. Positions and reasons for the jobs that wait.
     """
     state = _Cycle(inp)
@@ -130,6 +132,7 @@ def reconcile_cycle(inp: CycleInput) -> CycleResult:
         changes = state.changes
         state.place_capacity_only()  # 4
         state.admit_queued()  # 5
+        state.undo_useless_evictions()
         if state.changes == changes:
             break  # a pass that changed nothing: the state is a fixed point
     return state.result()  # 6
@@ -156,7 +159,8 @@ class _Cycle:
         self._never_fit_cache: dict[tuple[object, ...], str | None] = {}
         self._fail_memo: dict[tuple[str, object], int] = {}
         self.preemption = PreemptionContext(
-            usage=self.usage, clusters=self.clusters, settings=inp.settings)
+            usage=self.usage, clusters=self.clusters, settings=inp.settings,
+            max_evictions=len(inp.jobs) + len(inp.prior))
         self.admitted = self.preemption.admitted  # read-only view; changed via add/remove
 
     # -- 1 ---------------------------------------------------------------------
@@ -601,6 +605,8 @@ class _Cycle:
             if victim.quota not in self._blocked and queue[0][1] is pending:
                 self._push_head(victim.quota)
         self.evicted_by[key] = (by, why)
+        self.preemption.evictions += 1
+        self.preemption.evicted.add(key)
         d = self.decisions[key]
         self.decisions[key] = replace(d, phase=Phase.QUEUED, cluster=None, admitted_at=None,
                                       nodes=(), copies=(), reason="")
@@ -618,6 +624,27 @@ class _Cycle:
                                           copies=())
 
     # -- 6 ---------------------------------------------------------------------
+
+    def undo_useless_evictions(self) -> None:
+        """Put back, where it ran, a job evicted for a preemptor that lost its own
+        place later in the cycle, if its quota and cluster still hold it."""
+        for key, (by, _) in sorted(self.evicted_by.items()):
+            prior = self.inp.prior.get(key)
+            p = self.pending.get(key)
+            if (by in self.admitted or key in self.admitted or p is None or prior is None
+                    or prior.phase is not Phase.ADMITTED or prior.cluster not in self.clusters):
+                continue
+            cs = self.clusters[prior.cluster or ""]
+            fit = cs.fit_from_counts(p.job.pod_sets, p.total, prior.nodes) if prior.nodes \
+                else None
+            if fit is None or not cs.has_room_for(p.job.pod_sets, fit):
+                got = cs.fit(key, p.job.pod_sets, p.total)
+                fit = got if isinstance(got, Fit) else None
+            if fit is None or self._quota_shortfall(p) is not None:
+                continue
+            self._admit(p, cs, fit, admitted_at=prior.admitted_at)
+            self.preemption.evicted.discard(key)
+            del self.evicted_by[key]
 
     def _record_preemptions(self) -> None:
         """Write down the preemptions the state will show, from before and after.

@@ -174,7 +174,7 @@ class ClusterState:
         fit: Fit | str | None = None
         if counts and self.cluster.resource_reservation:
             fit = self.fit_from_counts(pod_sets, total, counts)
-            if fit is not None and not self._room_for(pod_sets, fit):
+            if fit is not None and not self.has_room_for(pod_sets, fit):
                 fit = None
         if fit is None:
             fit = self.fit(key, pod_sets, total)
@@ -183,7 +183,7 @@ class ClusterState:
         self.place(key, pod_sets, fit)
         return fit
 
-    def _room_for(self, pod_sets: tuple[PodSet, ...], fit: Fit) -> bool:
+    def has_room_for(self, pod_sets: tuple[PodSet, ...], fit: Fit) -> bool:
         need: dict[int, Resources] = {}
         for node, ps_index, count in fit.nodes:
             per_pod = dict(pod_sets[ps_index].per_pod)

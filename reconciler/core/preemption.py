@@ -10,9 +10,10 @@ fit, on its quota *and* on one member cluster:
   priority (``LowerPriority``, the default), also equal-priority jobs that
   were enqueued later (``LowerOrNewerEqualPriority``), or none (``Never``).
 
-Non-preemptible jobs and capacity-only jobs are never victims. The rules are
-asymmetric (strictly lower priority; reclaim only for a quota within its min
-from one above it), so evictions cannot chase each other in a circle.
+Non-preemptible jobs and capacity-only jobs are never victims, and a job is a
+victim at most once per cycle: reclaims between quotas could otherwise chase
+each other for ever. A job protected so may still be a victim in the next
+reconcile, which then settles (see the cycle's step 5).
 Candidates are ranked by the key written next to ``_rank``. The search is a
 what-if on the live snapshot: each removal is simulated and undone. It first
 checks, from running totals, that evicting every candidate would be enough
@@ -83,6 +84,10 @@ class PreemptionContext:
     _room: dict[tuple[str, int, bool], tuple[int, Resources]] = field(default_factory=dict)
     last_seq: int = 0
     last_seq_in: dict[str, int] = field(default_factory=dict)  # quota -> newest admission
+    largest: dict[str, Resources] = field(default_factory=dict)  # quota -> max job request
+    evicted: set[JobKey] = field(default_factory=set)  # victims of this cycle: not again
+    evictions: int = 0
+    max_evictions: int = 0  # set by the cycle: a bound on evictions in one cycle
 
     # -- bookkeeping -----------------------------------------------------------
 
@@ -101,6 +106,10 @@ class PreemptionContext:
                      a.requests)
             add_into(self.cluster_pool.setdefault(a.cluster, {}).setdefault(a.priority, {}),
                      a.requests)
+            biggest = self.largest.setdefault(a.quota, {})
+            for r, v in a.requests.items():  # only grows: a bound, never too small
+                if v > biggest.get(r, 0):
+                    biggest[r] = v
 
     def remove(self, key: JobKey) -> Admitted:
         a = self.admitted.pop(key)
@@ -228,7 +237,7 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
     then the lowest top victim priority, then the cluster order.
     """
     usage = ctx.usage
-    if usage is None or quota is None:
+    if usage is None or quota is None or ctx.evictions >= ctx.max_evictions:
         return None
     policy = ctx.settings.for_quota(quota).preemption
     own: Resources = {}  # what the job's own lower-priority victims could give back
@@ -238,9 +247,13 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
                                    PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY):
                 add_into(own, res)
     reclaim = within_min_after(usage, quota, job.requests, own)
-    borrowers = [leaf for leaf in sorted(ctx.by_quota)
-                 if leaf != quota and ctx.by_quota[leaf] and usage.above_min(leaf)] \
-        if reclaim else []
+    borrowers = []
+    if reclaim:  # quotas borrowing a resource the job needs
+        for leaf in sorted(ctx.by_quota):
+            if leaf != quota and ctx.by_quota[leaf]:
+                lent = usage.above_min(leaf)
+                if any(job.requests.get(r, 0) > 0 for r in lent):
+                    borrowers.append(leaf)
     if not _quota_could_fit(ctx, usage, job, quota, priority, policy, borrowers):
         return None
     clusters = [[name for name in group if _cluster_could_fit(ctx, name, total, priority,
@@ -250,13 +263,15 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
         return None
     candidates: list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]] = []
     for victim in ctx.by_quota.get(quota, {}).values():
+        if victim.key in ctx.evicted:
+            continue
         if victim.can_be_victim and eligible_same_quota(policy, victim, priority,
                                                          enqueued_at):
             candidates.append((_rank(1, quota, victim), victim,
                                "lower priority in the same quota"))
     for leaf in borrowers:
         for victim in ctx.by_quota[leaf].values():
-            if victim.can_be_victim:
+            if victim.can_be_victim and victim.key not in ctx.evicted:
                 candidates.append((_rank(0, quota, victim), victim,
                                    f"reclaiming quota {leaf} borrowed above its min"))
     if not candidates:
@@ -290,6 +305,7 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
 
 
 MAX_CLUSTERS_SEARCHED = 4
+MAX_VICTIMS = 32  # a plan that needs more evictions than this is not made
 
 
 def _missing(cs: ClusterState, total: ResourcesView, freed: ResourcesView) -> float:
@@ -315,9 +331,14 @@ def _quota_could_fit(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota:
                 for node in path:
                     add_into(discount[node.path], res)
     for leaf in borrowers:
+        # Reclaim stops once the quota is back at its min: at most what it borrows
+        # plus one job's worth (the last victim may overshoot), and what it runs.
         pooled: Resources = {}
         for res in ctx.leaf_pool.get(leaf, {}).values():
             add_into(pooled, res)
+        lent = usage.above_min(leaf)
+        biggest = ctx.largest.get(leaf, {})
+        pooled = {r: min(v, lent.get(r, 0) + biggest.get(r, 0)) for r, v in pooled.items()}
         for node in path:
             if leaf == node.path or leaf.startswith(node.path + "/"):
                 add_into(discount[node.path], pooled)
@@ -365,6 +386,7 @@ class _Search:
         self.removed: list[tuple[Admitted, Fit]] = []
         self.taken: set[JobKey] = set()
         self._borrowing: dict[str, bool] = {}  # quota -> still above its min (memo)
+        self._fits: dict[str, tuple[int, Fit | None]] = {}  # cluster -> (version, fit)
         self.on_cluster: dict[str, list[tuple[Admitted, str]]] = {}
         for _, victim, why in candidates:
             self.on_cluster.setdefault(victim.cluster, []).append((victim, why))
@@ -399,8 +421,16 @@ class _Search:
     def _fit_on(self, cluster: str) -> Fit | None:
         if self._quota_short() is not None:
             return None
-        fit = self.ctx.clusters[cluster].fit(self.job.key, self.job.pod_sets, self.total)
-        return fit if isinstance(fit, Fit) else None
+        cs = self.ctx.clusters[cluster]
+        known = self._fits.get(cluster)
+        if known is not None and known[0] == cs.version:
+            return known[1]  # this cluster did not change since: same answer
+        got: Fit | None = None
+        if first_excess(self.total, cs.free) is None:  # else no need to pack
+            fit = cs.fit(self.job.key, self.job.pod_sets, self.total)
+            got = fit if isinstance(fit, Fit) else None
+        self._fits[cluster] = (cs.version, got)
+        return got
 
     def _still_borrowing(self, quota: str) -> bool:
         got = self._borrowing.get(quota)
@@ -451,7 +481,7 @@ class _Search:
             fit = self._fit_on(cluster)
             while fit is None:
                 nxt = self._next(cluster, self._quota_short())
-                if nxt is None:
+                if nxt is None or len(self.removed) >= MAX_VICTIMS:
                     return None
                 victim, why = nxt
                 reasons[victim.key] = why
