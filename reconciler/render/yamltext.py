@@ -136,19 +136,25 @@ def _emit_value(v: Any, indent: int, out: list[str], line_prefix: str, *,
         out.append(line_prefix)
         for item in v:
             _emit_item(item, base, out)
-    elif isinstance(v, dict):
-        out.append(line_prefix + " {}")
+    else:
+        _emit_leaf(v, line_prefix, " " * child_indent, out)
+
+
+def _emit_leaf(v: Any, head: str, block_pad: str, out: list[str]) -> None:
+    """An empty collection or a scalar after ``head`` (a multi-line string as a block)."""
+    if isinstance(v, dict):
+        out.append(head + " {}")
     elif isinstance(v, list):
-        out.append(line_prefix + " []")
+        out.append(head + " []")
     elif isinstance(v, str) and "\n" in v:
-        lines = _block(v, " " * child_indent)
+        lines = _block(v, block_pad)
         if lines is None:
-            out.append(f"{line_prefix} {_string(v)}")
+            out.append(f"{head} {_string(v)}")
         else:
-            out.append(f"{line_prefix} {lines[0]}")
+            out.append(f"{head} {lines[0]}")
             out.extend(lines[1:])
     else:
-        out.append(f"{line_prefix} {scalar(v)}")
+        out.append(f"{head} {scalar(v)}")
 
 
 def _emit_item(item: Any, indent: int, out: list[str]) -> None:
@@ -166,19 +172,8 @@ def _emit_item(item: Any, indent: int, out: list[str]) -> None:
         out.append(f"{pad}-")
         for sub in item:
             _emit_item(sub, inner, out)
-    elif isinstance(item, dict):
-        out.append(f"{pad}- {{}}")
-    elif isinstance(item, list):
-        out.append(f"{pad}- []")
-    elif isinstance(item, str) and "\n" in item:
-        lines = _block(item, " " * inner)
-        if lines is None:
-            out.append(f"{pad}- {_string(item)}")
-        else:
-            out.append(f"{pad}- {lines[0]}")
-            out.extend(lines[1:])
     else:
-        out.append(f"{pad}- {scalar(item)}")
+        _emit_leaf(item, f"{pad}-", " " * inner, out)
 
 
 def dump(value: Any) -> str:
