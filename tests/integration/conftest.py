@@ -213,6 +213,17 @@ def pytorchjob(name: str, *, namespace: str = "default", workers: int = 1, cpu: 
             f"    Worker:\n{role(worker_replicas)}")
 
 
+def one_leaf_tree(cpu: str, memory: str, *, leaf_max_extra: str = "",
+                  namespaces: str = "default") -> str:
+    """An ElasticQuotaTree whose root and only leaf ``team`` hold the whole fleet."""
+    total = f'cpu: "{cpu}", memory: {memory}'
+    return ("apiVersion: scheduling.sigs.k8s.io/v1beta1\nkind: ElasticQuotaTree\n"
+            "metadata: {name: elasticquotatree, namespace: kube-system}\n"
+            f"spec:\n  root:\n    name: root\n    min: {{{total}}}\n    max: {{{total}}}\n"
+            f"    children:\n    - name: team\n      min: {{{total}}}\n"
+            f"      max: {{{total}{leaf_max_extra}}}\n      namespaces: [{namespaces}]\n")
+
+
 QUEUED_CLUSTER_POLICY = """\
 apiVersion: policy.one.alibabacloud.com/v1alpha1
 kind: ClusterPropagationPolicy

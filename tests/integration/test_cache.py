@@ -12,6 +12,7 @@ from .conftest import (
     git,
     make_fleet_repo,
     member_cluster,
+    one_leaf_tree,
     placements,
     pytorchjob,
     rev,
@@ -19,21 +20,7 @@ from .conftest import (
     write_files,
 )
 
-TREE = """\
-apiVersion: scheduling.sigs.k8s.io/v1beta1
-kind: ElasticQuotaTree
-metadata: {name: elasticquotatree, namespace: kube-system}
-spec:
-  root:
-    name: root
-    min: {cpu: "64", memory: 256Gi}
-    max: {cpu: "64", memory: 256Gi}
-    children:
-    - name: team
-      min: {cpu: "64", memory: 256Gi}
-      max: {cpu: "64", memory: 256Gi, kube-queue/max-jobs: "3"}
-      namespaces: [default]
-"""
+TREE = one_leaf_tree("64", "256Gi", leaf_max_extra=', kube-queue/max-jobs: "3"')
 
 
 def fleet(tmp_path: Path) -> Path:

@@ -12,6 +12,7 @@ from .conftest import (
     fleetq,
     make_fleet_repo,
     member_cluster,
+    one_leaf_tree,
     placements,
     pytorchjob,
     run_reconcile,
@@ -19,21 +20,7 @@ from .conftest import (
     write_files,
 )
 
-TREE = """\
-apiVersion: scheduling.sigs.k8s.io/v1beta1
-kind: ElasticQuotaTree
-metadata: {name: elasticquotatree, namespace: kube-system}
-spec:
-  root:
-    name: root
-    min: {cpu: "8", memory: 32Gi}
-    max: {cpu: "8", memory: 32Gi}
-    children:
-    - name: team
-      min: {cpu: "8", memory: 32Gi}
-      max: {cpu: "8", memory: 32Gi}
-      namespaces: [default]
-"""
+TREE = one_leaf_tree("8", "32Gi")
 
 PRIORITIES = """\
 apiVersion: scheduling.k8s.io/v1
