@@ -134,8 +134,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     if cache is not None:
         cache.load_jobs()
     info, files = read_source(repo, source_rev, cache)
-    inputs = read_fleet(files, cache)
-    del files  # the bytes are parsed (jobs keep their manifests pickled): free them
+    inputs = read_fleet(files, cache)  # empties ``files`` as it goes: the bytes are freed
     progress(f"read {inputs.files} files, {len(inputs.jobs)} jobs")
     prior: dict[JobKey, PriorPlacement] = {}
     previous_entries: dict[str, str] = {}

@@ -155,14 +155,17 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None) -> Fl
     """Classify and build every document of the commit.
 
     With a ``cache``, a jobs-only file whose blob was read before is not
-    parsed again; its jobs come from the cache.
+    parsed again; its jobs come from the cache. A ``files`` list is emptied:
+    each file is dropped as soon as it is read.
     """
     inputs = FleetInputs()
     by_path = {f.path: f for f in files}
+    if isinstance(files, list):
+        files.clear()  # each file's bytes are let go once it is read (peak memory)
     read_fleet_settings(by_path, inputs)
     trees: list[Document] = []
     for path in sorted(by_path):
-        src = by_path[path]
+        src = by_path.pop(path)
         if path.startswith(TEMPLATES_DIR):
             inputs.templates[path[len(TEMPLATES_DIR):]] = src.data.decode("utf-8", "replace")
             continue
