@@ -35,7 +35,7 @@ from reconciler.core.preemption import (
 )
 from reconciler.core.problems import Problem
 from reconciler.core.quota import QuotaTree, QuotaUsage, max_jobs_hint
-from reconciler.core.resources import MAX_JOBS, Resources, ResourcesView
+from reconciler.core.resources import MAX_JOBS, Resources
 
 MAX_CLUSTER_NOTES = 3
 MAX_PASSES = 32  # a safety net: passes settle in 2-4
@@ -706,7 +706,3 @@ def _join_notes(notes: list[str]) -> str:
     if len(notes) <= MAX_CLUSTER_NOTES:
         return "; ".join(notes)
     return "; ".join(notes[:MAX_CLUSTER_NOTES]) + f"; and {len(notes) - MAX_CLUSTER_NOTES} more"
-
-
-def request_view(res: ResourcesView) -> Resources:
-    return dict(res)

@@ -7,7 +7,6 @@ can try an admission, undo it, and keep the tree itself untouched.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from reconciler.core.problems import Problem
@@ -354,7 +353,3 @@ def max_jobs_hint(shortfall: QuotaShortfall) -> str:
                 f"{format_quantity(MAX_JOBS, shortfall.limit)} job(s) at a time "
                 f"({MAX_JOBS})")
     return shortfall.describe()
-
-
-def leaves_of(tree: QuotaTree, paths: Iterable[str]) -> list[str]:
-    return [p for p in paths if tree.nodes[p].is_leaf]

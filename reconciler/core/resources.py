@@ -75,10 +75,6 @@ def sub(a: ResourcesView, b: ResourcesView) -> Resources:
     return out
 
 
-def scale(a: ResourcesView, times: int) -> Resources:
-    return {name: value * times for name, value in a.items()}
-
-
 def total(items: Iterable[ResourcesView]) -> Resources:
     out: Resources = {}
     for item in items:
