@@ -19,7 +19,7 @@ from reconciler import __version__
 from reconciler.core.explain import explain
 from reconciler.core.model import Phase
 from reconciler.fleet.documents import parse_documents
-from reconciler.fleet.state import PLACEMENTS, decision_item, read_placements
+from reconciler.fleet.state import PLACEMENTS, decision_item
 from reconciler.gitops.repo import FleetRepo, GitError
 from reconciler.pipeline import (
     Outcome,
@@ -115,10 +115,9 @@ def _state_items(repo: FleetRepo, branch: str) -> list[dict[str, Any]]:
     if sha is None:
         raise GitError(f"no state branch {branch!r} yet; run `fleetq reconcile` first")
     data = repo.read_file(sha, PLACEMENTS)
-    _, problems = read_placements(data)
-    for p in problems:
-        print(p, file=sys.stderr)
-    docs, _ = parse_documents(PLACEMENTS, data or b"")
+    docs, problem = parse_documents(PLACEMENTS, data or b"")  # one parse: it can be large
+    if problem is not None:
+        print(problem, file=sys.stderr)
     items = docs[0].value.get("items") if docs and isinstance(docs[0].value, dict) else []
     return list(items or [])
 

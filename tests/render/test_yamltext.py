@@ -74,3 +74,20 @@ def test_upstream_and_seed_manifests_round_trip() -> None:
     assert len(docs) > 20
     for doc in docs:
         assert yaml.safe_load(dump(doc)) == doc
+
+
+def test_placements_formatter_writes_what_the_generic_writer_writes() -> None:
+    """``render_placements`` formats items directly for speed; it must stay byte-for-byte
+    what ``emit`` writes for ``decision_item``, and read back to the same items."""
+    from reconciler.core.cycle import reconcile_cycle
+    from reconciler.fleet.state import decision_item, emit, render_placements
+    from tests.core.test_cycle import busy_fleet_after_team_b_ran
+
+    decisions = reconcile_cycle(busy_fleet_after_team_b_ran()).decisions
+    assert {d.phase.value for d in decisions} >= {"Admitted", "Queued", "Invalid"}
+    assert any(d.preempted_by for d in decisions) and any(d.nodes for d in decisions)
+    generic = ["apiVersion: fleetq.io/v1alpha1", "kind: PlacementList", "items:"]
+    generic += [line for d in decisions for line in emit([decision_item(d)])]
+    data = render_placements(decisions)
+    assert data == ("\n".join(generic) + "\n").encode()
+    assert yaml.safe_load(data)["items"] == [decision_item(d) for d in decisions]
