@@ -28,6 +28,7 @@ from reconciler.core.model import (
 from reconciler.core.policy import candidate_groups, select_policy
 from reconciler.core.preemption import (
     Admitted,
+    Blocked,
     PreemptionContext,
     eligible_same_quota,
     find_victims,
@@ -39,6 +40,7 @@ from reconciler.core.resources import MAX_JOBS, Resources
 
 MAX_CLUSTER_NOTES = 3
 MAX_PASSES = 32  # a safety net: passes settle in 2-4
+MAX_ROUNDS = 8  # a safety net: rounds settle in 1-2
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,22 +121,27 @@ def reconcile_cycle(inp: CycleInput) -> CycleResult:
          skipped (BestEffortFIFO) or blocks its queue (StrictFIFO).
          Steps 4-5 repeat until a pass changes nothing: a job skipped early
          in a pass is tried again once later admissions or evictions changed
-         the state. A job is a victim at most once per cycle; a victim whose
-         preemptor lost its own place later is put back where it ran when
-         it still fits.
+         the state. A victim whose preemptor lost its own place later is put
+         back where it ran when it still fits. Within a round of passes a job
+         is a victim at most once; a victim placed again in that round is
+         fair game in the next round, and rounds repeat until none is: the
+         next reconcile then has nothing left to do.
       6. Positions and reasons for the jobs that wait.
     """
     state = _Cycle(inp)
     state.resolve()  # 1
     state.snapshot()  # 2
     state.screen_inadmissible()  # 3
-    for _ in range(MAX_PASSES):
-        changes = state.changes
-        state.place_capacity_only()  # 4
-        state.admit_queued()  # 5
-        state.undo_useless_evictions()
-        if state.changes == changes:
-            break  # a pass that changed nothing: the state is a fixed point
+    for _ in range(MAX_ROUNDS):
+        for _ in range(MAX_PASSES):
+            changes = state.changes
+            state.place_capacity_only()  # 4
+            state.admit_queued()  # 5
+            state.undo_useless_evictions()
+            if state.changes == changes:
+                break  # a pass that changed nothing
+        if not state.next_round():
+            break  # and no victim runs again: the state is a fixed point
     return state.result()  # 6
 
 
@@ -151,7 +158,9 @@ class _Cycle:
         self.requeue_notes: dict[JobKey, str] = {}
         self.changes = 0  # admissions + evictions so far
         self.evictions = 0
-        self._failed: dict[JobKey, tuple[int, int]] = {}  # job -> (evictions, seq) when it failed
+        # job -> (evictions, seq, blocked) when it failed; see _may_have_changed
+        self._failed: dict[JobKey, tuple[int, int, Blocked]] = {}
+        self._evicted_from: list[str | None] = []  # each eviction's quota, in order
         self.evicted_by: dict[JobKey, tuple[JobKey, str]] = {}  # victim -> (preemptor, why)
         self.blocked_by: dict[JobKey, str] = {}  # StrictFIFO: the job -> the head blocking it
         self._copies: dict[JobKey, list[tuple[ClusterState, Fit]]] = {}
@@ -449,22 +458,31 @@ class _Cycle:
         failed = self._failed.get(key)
         if failed is not None and not self._may_have_changed(p, *failed):
             return False
-        if self._attempt(p):
+        blocked = self._attempt(p)
+        if blocked is None:
             self._failed.pop(key, None)
             return True
-        self._failed[key] = (self.evictions, self.preemption.last_seq)
+        self._failed[key] = (self.evictions, self.preemption.last_seq, blocked)
         return False
 
-    def _may_have_changed(self, p: _Pending, evictions: int, seq: int) -> bool:
+    def _may_have_changed(self, p: _Pending, evictions: int, seq: int,
+                          blocked: Blocked) -> bool:
         """Could ``p``, which failed when the cycle stood at (evictions, seq), fit now?
 
-        Admissions only fill quotas and clusters, so with no eviction since, only
-        a newly admitted job it may preempt can make a difference: a lower (or,
-        by policy, newer equal) priority one in its own quota, or, when its
-        quota is within min, one of a borrowing quota.
+        An eviction frees its quota and cluster: it may help, unless ``p`` was
+        blocked by a quota no set of victims could bring within reach and the
+        eviction was not below that quota. Admissions only fill quotas and
+        clusters, so otherwise only a newly admitted job it may preempt can
+        make a difference: a lower (or, by policy, newer equal) priority one in
+        its own quota, or, when its quota is within min, one of a borrowing quota.
         """
         if evictions != self.evictions:
-            return True
+            if blocked.quota is None:
+                return True
+            under = blocked.quota + "/"
+            for quota in self._evicted_from[evictions:]:
+                if quota is None or quota == blocked.quota or quota.startswith(under):
+                    return True
         ctx = self.preemption
         if p.quota is None or ctx.last_seq == seq:
             return False
@@ -479,20 +497,21 @@ class _Cycle:
         return any(seq < newest and leaf != p.quota and self.usage.above_min(leaf)
                    for leaf, newest in ctx.last_seq_in.items())
 
-    def _attempt(self, p: _Pending) -> bool:
+    def _attempt(self, p: _Pending) -> Blocked | None:
+        """Admit ``p`` (``None``), or say what blocked it."""
         if self._quota_shortfall(p) is None:
             choice = self._find_cluster(p)
             if not isinstance(choice, str):
                 self._admit(p, choice[0], choice[1], admitted_at=None)
-                return True
+                return None
         plan = find_victims(self.preemption, job=p.job, quota=p.quota, priority=p.priority,
                             enqueued_at=p.enqueued_at, groups=p.groups, total=p.total)
-        if plan is None:
-            return False
+        if isinstance(plan, Blocked):
+            return plan
         for victim in plan.victims:
             self._evict(victim, by=p.job.key, why=plan.reasons[victim.key])
         self._admit(p, self.clusters[plan.fit.cluster], plan.fit, admitted_at=None)
-        return True
+        return None
 
     def _why_waiting(self, p: _Pending) -> str:
         """Why a job waits, told against the cycle's final state."""
@@ -598,6 +617,7 @@ class _Cycle:
         self.preemption.remove(key)
         self.changes += 1
         self.evictions += 1
+        self._evicted_from.append(victim.quota)
         pending = self.pending.get(key)
         if pending is not None and victim.quota is not None and victim.queued:
             queue = self._queues.setdefault(victim.quota, [])
@@ -622,6 +642,24 @@ class _Cycle:
         if d.phase is not Phase.QUEUED:
             self.decisions[key] = replace(d, phase=Phase.QUEUED, cluster=None, nodes=(),
                                           copies=())
+
+    def next_round(self) -> bool:
+        """Lift this round's protection of victims; True if that may change anything.
+
+        Within a round a job is a victim at most once, so that reclaims cannot
+        chase each other for ever. A victim placed again elsewhere in the same
+        round is, for the next reconcile, a job like any other: so once the
+        passes settle, such victims lose their protection and count as newly
+        admitted (queued jobs that failed may try them), and the passes run
+        again. Without such a victim the state is what the next reconcile
+        would leave as it is.
+        """
+        ctx = self.preemption
+        back = sorted(k for k in ctx.evicted if k in self.admitted)
+        ctx.evicted.clear()
+        for key in back:
+            ctx.add(replace(ctx.remove(key), seq=ctx.next_seq()))
+        return bool(back)
 
     # -- 6 ---------------------------------------------------------------------
 

@@ -11,9 +11,10 @@ fit, on its quota *and* on one member cluster:
   were enqueued later (``LowerOrNewerEqualPriority``), or none (``Never``).
 
 Non-preemptible jobs and capacity-only jobs are never victims, and a job is a
-victim at most once per cycle: reclaims between quotas could otherwise chase
-each other for ever. A job protected so may still be a victim in the next
-reconcile, which then settles (see the cycle's step 5).
+victim at most once per round of the cycle: reclaims between quotas could
+otherwise chase each other for ever. A victim placed again in the same round
+loses that protection in the next round (see the cycle's step 5), so the
+state a cycle ends with is one the next reconcile leaves as it is.
 Candidates are ranked by the key written next to ``_rank``. The search is a
 what-if on the live snapshot: each removal is simulated and undone. It first
 checks, from running totals, that evicting every candidate would be enough
@@ -178,6 +179,18 @@ class PreemptionPlan:
     reasons: dict[JobKey, str]  # why each victim goes
 
 
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    """Why no plan was found: ``quota`` is the quota whose limit no set of
+    candidates could bring within reach (only an eviction below it, or a
+    new candidate, can change that), or ``None`` for any other reason."""
+
+    quota: str | None = None
+
+
+ANY_REASON = Blocked()
+
+
 def within_min_after(usage: QuotaUsage, leaf: str, request: ResourcesView,
                      released: ResourcesView | None = None) -> bool:
     """Would the leaf quota stay within its min with ``request`` added (once
@@ -229,8 +242,8 @@ def eligible_same_quota(policy: PreemptionPolicy, victim: Admitted, priority: in
 
 def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priority: int,
                  enqueued_at: str, groups: list[list[str]], total: ResourcesView,
-                 ) -> PreemptionPlan | None:
-    """The smallest set of victims that lets ``job`` in, or ``None``.
+                 ) -> PreemptionPlan | Blocked:
+    """The smallest set of victims that lets ``job`` in, or why there is none.
 
     Among the candidate clusters (a later clusterAffinities group only when
     the earlier ones offer nothing) it keeps the plan with the fewest victims,
@@ -238,7 +251,7 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
     """
     usage = ctx.usage
     if usage is None or quota is None or ctx.evictions >= ctx.max_evictions:
-        return None
+        return ANY_REASON
     policy = ctx.settings.for_quota(quota).preemption
     own: Resources = {}  # what the job's own lower-priority victims could give back
     if policy is not PreemptionPolicy.NEVER:
@@ -254,13 +267,14 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
                 lent = usage.above_min(leaf)
                 if any(job.requests.get(r, 0) > 0 for r in lent):
                     borrowers.append(leaf)
-    if not _quota_could_fit(ctx, usage, job, quota, priority, policy, borrowers):
-        return None
+    stuck = _quota_could_fit(ctx, usage, job, quota, priority, policy, borrowers)
+    if stuck is not None:
+        return stuck
     clusters = [[name for name in group if _cluster_could_fit(ctx, name, total, priority,
                                                                policy, reclaim)]
                 for group in groups]
     if not any(clusters):
-        return None
+        return ANY_REASON
     candidates: list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]] = []
     for victim in ctx.by_quota.get(quota, {}).values():
         if victim.key in ctx.evicted:
@@ -275,12 +289,13 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
                 candidates.append((_rank(0, quota, victim), victim,
                                    f"reclaiming quota {leaf} borrowed above its min"))
     if not candidates:
-        return None
+        short = usage.shortfall(quota, job.requests, preemptible=job.preemptible)
+        return Blocked(short.quota) if short is not None else ANY_REASON
     candidates.sort(key=lambda c: c[0])
     search = _Search(ctx, usage, job, quota, candidates, total)
     for_quota = search.quota_victims()
-    if for_quota is None:
-        return None
+    if isinstance(for_quota, Blocked):
+        return for_quota
     best: tuple[tuple[int, int, int], PreemptionPlan] | None = None
     for group in clusters:
         # Clusters by how much room is still missing once the quota's victims
@@ -301,7 +316,7 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
                 break  # the quota's victims are enough here: no cluster needs fewer
         if best is not None:
             break
-    return best[1] if best is not None else None
+    return best[1] if best is not None else ANY_REASON
 
 
 MAX_CLUSTERS_SEARCHED = 4
@@ -320,8 +335,10 @@ def _missing(cs: ClusterState, total: ResourcesView, freed: ResourcesView) -> fl
 
 
 def _quota_could_fit(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str,
-                     priority: int, policy: PreemptionPolicy, borrowers: list[str]) -> bool:
-    """Would evicting every candidate free enough quota? (From running totals.)"""
+                     priority: int, policy: PreemptionPolicy, borrowers: list[str]
+                     ) -> Blocked | None:
+    """Would evicting every candidate free enough quota? (From running totals.)
+    ``None`` if it would, else the quota it would not bring within reach."""
     path = usage.path_nodes(quota)
     discount: dict[str, Resources] = {n.path: {} for n in path}
     if policy is not PreemptionPolicy.NEVER:
@@ -348,13 +365,15 @@ def _quota_could_fit(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota:
         for name, limit in node.max.items():
             req = job.requests.get(name, 0)
             if req and used.get(name, 0) - off.get(name, 0) + req > limit:
-                return False
+                return Blocked(node.path)
         if node.parent is None:
             for name, limit in node.min.items():
                 req = job.requests.get(name, 0)
                 if req and used.get(name, 0) - off.get(name, 0) + req > limit:
-                    return False
-    return job.preemptible or usage.np_shortfall(quota, job.requests) is None
+                    return Blocked(node.path)
+    if job.preemptible or usage.np_shortfall(quota, job.requests) is None:
+        return None
+    return ANY_REASON
 
 
 def _cluster_could_fit(ctx: PreemptionContext, name: str, total: ResourcesView,
@@ -460,14 +479,14 @@ class _Search:
             return victim, why
         return None
 
-    def quota_victims(self) -> list[Admitted] | None:
+    def quota_victims(self) -> list[Admitted] | Blocked:
         """Victims, best-ranked first, until the quota admits the job (wherever
-        they run); ``None`` when no set of candidates makes the quota fit."""
+        they run); else the quota that no set of candidates brings within reach."""
         try:
             while (short := self._quota_short()) is not None:
                 nxt = self._next("", short)
                 if nxt is None:
-                    return None
+                    return Blocked(short[0])
                 self._take(nxt[0])
             return [v for v, _ in self.removed]
         finally:

@@ -23,12 +23,9 @@ bookkeeping):
   never non-preemptible, and its preemptor is a job of the fleet (it runs at the
   end of the cycle unless a later preemption in the same cycle took its place:
   ``PREEMPTOR_LATER_EVICTED`` counts those);
-* reconciling again on the state just written settles: the next reconcile
-  changes no decision (phase, cluster, pod sets, times, position, preemption
-  record; the reason text is checked by the scenario suite), except that a job
-  protected from a second eviction in the first cycle may be evicted once in
-  the second (a victim is protected for one cycle); then a third reconcile
-  changes nothing. ``SETTLED_AT_ONCE`` counts how often the first holds.
+* reconciling twice changes nothing: the next reconcile, on the state just
+  written, changes no decision (phase, cluster, pod sets, times, position,
+  preemption record; the reason text is checked by the scenario suite).
 """
 
 from __future__ import annotations
@@ -353,7 +350,6 @@ def describe(fleet: Fleet, step: int, result: CycleResult | None) -> str:
 
 
 PREEMPTOR_LATER_EVICTED = [0]
-SETTLED_AT_ONCE = [0, 0]  # [reconcile twice changed nothing, needed a third]
 
 
 def _decisions(result: CycleResult) -> dict[JobKey, Decision]:
@@ -375,13 +371,6 @@ def run(fleet: Fleet) -> None:
             check_invariants(inp, result)
             prior = round_trip(result)
             again = reconcile_cycle(replace(inp, prior=prior))
-            if _decisions(again) == _decisions(result):
-                SETTLED_AT_ONCE[0] += 1
-            else:
-                check_invariants(replace(inp, prior=prior), again)
-                result, prior = again, round_trip(again)
-                again = reconcile_cycle(replace(inp, prior=prior))
-                SETTLED_AT_ONCE[1] += 1
             before = _decisions(result)
             for d in again.decisions:
                 assert replace(d, reason="") == before[d.key], (
