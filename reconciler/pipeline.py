@@ -10,17 +10,27 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
+import multiprocessing
 import os
+import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 
 from reconciler import __version__
-from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
+from reconciler.core.cycle import CycleInput, CycleResult, InvalidJob, reconcile_cycle
 from reconciler.core.model import Decision, JobKey, Phase, PriorPlacement
 from reconciler.core.problems import Problem
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
-from reconciler.fleet.inputs import FleetInputs, SourceFile, is_yaml, read_fleet
+from reconciler.fleet.inputs import (
+    FLEET_FILES,
+    FleetInputs,
+    SourceFile,
+    is_yaml,
+    read_file,
+    read_fleet,
+)
 from reconciler.fleet.jobs import JobSource
 from reconciler.fleet.state import (
     PLACEMENTS,
@@ -28,7 +38,7 @@ from reconciler.fleet.state import (
     read_placements,
     render_placements,
 )
-from reconciler.gitops.repo import CommitInfo, FleetRepo, GitError, Identity
+from reconciler.gitops.repo import CommitInfo, FleetRepo, GitError, Identity, TreeEntry
 from reconciler.jobkinds.base import Manifest
 from reconciler.render.manifests import render_state
 from reconciler.render.overlays import Overlays
@@ -93,9 +103,34 @@ def rfc3339(when: dt.datetime) -> str:
     return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def read_source(repo: FleetRepo, rev: str, cache: Cache | None = None
-                ) -> tuple[CommitInfo, list[SourceFile]]:
-    """The commit's YAML files and templates; blobs the cache knows are not read."""
+class ParsedJobs:
+    """Parsed jobs-only files by (blob id, path), for one reconcile: a ``JobCache``
+    that keeps nothing on disk (used when the on-disk cache is off)."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[tuple[str, str], list[JobSource | InvalidJob]] = {}
+
+    def job_entry(self, blob: str, path: str) -> list[JobSource | InvalidJob] | None:
+        return self.jobs.get((blob, path))
+
+    def put_job_entry(self, blob: str, path: str,
+                      entry: list[JobSource | InvalidJob]) -> None:
+        self.jobs[(blob, path)] = entry
+
+
+JobStore = Cache | ParsedJobs
+PARALLEL_MIN_FILES = 2000  # fewer new files than this are parsed in one process
+
+
+def read_source(repo: FleetRepo, rev: str, store: JobStore | None = None,
+                progress: Progress = _quiet) -> tuple[CommitInfo, list[SourceFile]]:
+    """The commit's YAML files and templates; blobs the store knows are not read.
+
+    When many files are new and the machine has more than one core, the
+    files are read and parsed by two processes at once (each with its own
+    ``git cat-file --batch``); the jobs-only files' jobs go into ``store``,
+    so only the other files' bytes are returned.
+    """
     sha = repo.resolve(rev)
     if sha is None:
         raise GitError(f"source revision {rev!r} does not exist; commit the fleet repo first "
@@ -103,10 +138,66 @@ def read_source(repo: FleetRepo, rev: str, cache: Cache | None = None
     info = repo.commit_info(sha)
     entries = [e for e in repo.list_tree(sha) if e.type == "blob" and (
         is_yaml(e.path) or e.path.startswith("templates/"))]
-    known = cache.job_entry if cache is not None else None
-    need = [e.sha for e in entries if known is None or known(e.sha, e.path) is None]
-    blobs = repo.read_blobs(need)
+    known = store.job_entry if store is not None else None
+    need = [e for e in entries if known is None or known(e.sha, e.path) is None]
+    job_like = [e for e in need if is_yaml(e.path) and e.path not in FLEET_FILES]
+    if store is not None and len(job_like) >= PARALLEL_MIN_FILES and (os.cpu_count() or 1) > 1:
+        progress(f"parsing {len(job_like)} files in 2 processes")
+        parsed = parse_in_parallel(repo, job_like)
+        for (blob, path), record in parsed.items():
+            store.put_job_entry(blob, path, record)
+        need = [e for e in need if (e.sha, e.path) not in parsed]
+    blobs = repo.read_blobs(e.sha for e in need)
     return info, [SourceFile(e.path, e.sha, blobs.get(e.sha, b"")) for e in entries]
+
+
+def _parse_share(repo: FleetRepo, entries: list[TreeEntry]
+                 ) -> dict[tuple[str, str], list[JobSource | InvalidJob]]:
+    """The jobs of each jobs-only file among ``entries`` (others are left out)."""
+    blobs = repo.read_blobs(e.sha for e in entries)
+    out: dict[tuple[str, str], list[JobSource | InvalidJob]] = {}
+    for e in entries:
+        record: list[JobSource | InvalidJob] = []
+        if read_file(SourceFile(e.path, e.sha, blobs[e.sha]), FleetInputs(), [], record):
+            out[(e.sha, e.path)] = record
+    return out
+
+
+def parse_in_parallel(repo: FleetRepo, entries: list[TreeEntry]
+                      ) -> dict[tuple[str, str], list[JobSource | InvalidJob]]:
+    """``_parse_share`` over ``entries``, half of them in a forked process.
+
+    Falls back to one process where fork is not available, and if the other
+    process fails for any reason, its half is parsed here.
+    """
+    half = len(entries) // 2
+    mine, theirs = entries[:half], entries[half:]
+    try:
+        context = multiprocessing.get_context("fork")
+    except ValueError:  # pragma: no cover - no fork on this platform
+        return _parse_share(repo, entries)
+    receive, send = context.Pipe(duplex=False)
+    worker = context.Process(target=_share_worker, args=(repo, theirs, send), daemon=True)
+    worker.start()
+    send.close()
+    out = _parse_share(repo, mine)
+    try:
+        got = pickle.loads(receive.recv_bytes())
+    except (EOFError, OSError, pickle.UnpicklingError):
+        got = None
+    finally:
+        receive.close()
+        worker.join()
+    out.update(got if isinstance(got, dict) else _parse_share(repo, theirs))
+    return out
+
+
+def _share_worker(repo: FleetRepo, entries: list[TreeEntry], send: Connection) -> None:
+    try:
+        send.send_bytes(pickle.dumps(_parse_share(repo, entries),
+                                     protocol=pickle.HIGHEST_PROTOCOL))
+    finally:
+        send.close()
 
 
 def compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
@@ -131,10 +222,11 @@ def compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
 def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
              now: dt.datetime, progress: Progress, cache: Cache | None) -> Computed:
     progress("reading source commit")
+    store: JobStore = cache if cache is not None else ParsedJobs()
     if cache is not None:
         cache.load_jobs()
-    info, files = read_source(repo, source_rev, cache)
-    inputs = read_fleet(files, cache)  # empties ``files`` as it goes: the bytes are freed
+    info, files = read_source(repo, source_rev, store, progress)
+    inputs = read_fleet(files, store)  # empties ``files`` as it goes: the bytes are freed
     progress(f"read {inputs.files} files, {len(inputs.jobs)} jobs")
     prior: dict[JobKey, PriorPlacement] = {}
     previous_entries: dict[str, str] = {}

@@ -32,7 +32,7 @@ from reconciler.core.preemption import (
     PreemptionContext,
     eligible_same_quota,
     find_victims,
-    within_min_after,
+    may_reclaim,
 )
 from reconciler.core.problems import Problem
 from reconciler.core.quota import QuotaTree, QuotaUsage, max_jobs_hint
@@ -40,7 +40,7 @@ from reconciler.core.resources import MAX_JOBS, Resources
 
 MAX_CLUSTER_NOTES = 3
 MAX_PASSES = 32  # a safety net: passes settle in 2-4
-MAX_ROUNDS = 8  # a safety net: rounds settle in 1-2
+MAX_ROUNDS = 8  # a safety net: rounds settle in 1-3
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,13 +158,14 @@ class _Cycle:
         self.requeue_notes: dict[JobKey, str] = {}
         self.changes = 0  # admissions + evictions so far
         self.evictions = 0
-        # job -> (evictions, seq, blocked) when it failed; see _may_have_changed
-        self._failed: dict[JobKey, tuple[int, int, Blocked]] = {}
-        self._evicted_from: list[str | None] = []  # each eviction's quota, in order
+        # job -> (evictions, seq, blocked, short) when it failed; see _may_have_changed
+        self._failed: dict[JobKey, tuple[int, int, Blocked, str | None]] = {}
+        self._evicted_from: list[tuple[str | None, str]] = []  # (quota, cluster), in order
         self.evicted_by: dict[JobKey, tuple[JobKey, str]] = {}  # victim -> (preemptor, why)
         self.blocked_by: dict[JobKey, str] = {}  # StrictFIFO: the job -> the head blocking it
         self._copies: dict[JobKey, list[tuple[ClusterState, Fit]]] = {}
         self._groups_cache: dict[tuple[str, str], tuple[list[list[str]], list[str]]] = {}
+        self._candidates: dict[tuple[str, str], frozenset[str]] = {}
         self._never_fit_cache: dict[tuple[object, ...], str | None] = {}
         self._fail_memo: dict[tuple[str, object], int] = {}
         self.preemption = PreemptionContext(
@@ -235,6 +236,13 @@ class _Cycle:
             self.pending[key] = _Pending(
                 job=job, policy=policy, quota=quota, priority=priority, enqueued_at=enqueued,
                 groups=groups, notes=notes, total=job_cluster_total(job.pod_sets), prior=prior)
+
+    def _candidate_set(self, p: _Pending) -> frozenset[str]:
+        ck = (p.policy.ref, p.job.key.kind_ref)
+        got = self._candidates.get(ck)
+        if got is None:
+            got = self._candidates[ck] = frozenset(n for g in p.groups for n in g)
+        return got
 
     def _default_policy(self) -> Policy | None:
         ref = self.inp.settings.default_policy
@@ -458,44 +466,64 @@ class _Cycle:
         failed = self._failed.get(key)
         if failed is not None and not self._may_have_changed(p, *failed):
             return False
+        short = None  # the quota nearest the root that p is short of, before its try
+        if self.usage is not None and p.quota is not None:
+            short = self.usage.top_shortfall(p.quota, p.job.requests,
+                                             preemptible=p.job.preemptible)
         blocked = self._attempt(p)
         if blocked is None:
             self._failed.pop(key, None)
             return True
-        self._failed[key] = (self.evictions, self.preemption.last_seq, blocked)
+        self._failed[key] = (self.evictions, self.preemption.last_seq, blocked,
+                             short.quota if short is not None else None)
         return False
 
     def _may_have_changed(self, p: _Pending, evictions: int, seq: int,
-                          blocked: Blocked) -> bool:
+                          blocked: Blocked, short: str | None) -> bool:
         """Could ``p``, which failed when the cycle stood at (evictions, seq), fit now?
 
-        An eviction frees its quota and cluster: it may help, unless ``p`` was
-        blocked by a quota no set of victims could bring within reach and the
-        eviction was not below that quota. Admissions only fill quotas and
-        clusters, so otherwise only a newly admitted job it may preempt can
-        make a difference: a lower (or, by policy, newer equal) priority one in
-        its own quota, or, when its quota is within min, one of a borrowing quota.
+        An eviction frees its quota and its cluster. If ``p`` was blocked by a
+        quota no set of victims could bring within reach, only an eviction below
+        that quota can help. Otherwise one helps if it was in ``p``'s own quota
+        or below the quota ``p`` was short of, or on a candidate cluster that
+        could now take ``p`` (free room plus what ``p`` may evict there).
+        Admissions only fill quotas and clusters, so with no such eviction
+        only a newly admitted job it may preempt can make a difference: a
+        lower (or, by policy, newer equal) priority one in its own quota, or,
+        when its quota is within min, one of a borrowing quota.
         """
+        if p.quota is None or self.usage is None:
+            return evictions != self.evictions
+        ctx, usage, quota = self.preemption, self.usage, p.quota
+        policy = self.inp.settings.for_quota(quota).preemption
+        reclaim: bool | None = None  # may it reclaim from borrowers now? (when asked)
         if evictions != self.evictions:
-            if blocked.quota is None:
-                return True
-            under = blocked.quota + "/"
-            for quota in self._evicted_from[evictions:]:
-                if quota is None or quota == blocked.quota or quota.startswith(under):
+            if blocked.quota is not None:
+                if any(_below(q, blocked.quota) for q, _ in self._evicted_from[evictions:]):
                     return True
-        ctx = self.preemption
-        if p.quota is None or ctx.last_seq == seq:
+            else:
+                candidates = self._candidate_set(p)
+                for q, cluster in self._evicted_from[evictions:]:
+                    if q == quota or (short is not None and _below(q, short)):
+                        return True
+                    if cluster not in candidates:
+                        continue
+                    if reclaim is None:
+                        reclaim = may_reclaim(ctx, usage, quota, p.job.requests,
+                                              p.priority, policy)
+                    if ctx.could_fit_on(cluster, p.total, quota, p.priority, policy, reclaim):
+                        return True
+        if ctx.last_seq == seq:
             return False
-        if ctx.last_seq_in.get(p.quota, 0) > seq:
-            policy = self.inp.settings.for_quota(p.quota).preemption
-            for victim in ctx.by_quota.get(p.quota, {}).values():
+        if ctx.last_seq_in.get(quota, 0) > seq:
+            for victim in ctx.by_quota.get(quota, {}).values():
                 if victim.seq > seq and victim.can_be_victim and eligible_same_quota(
                         policy, victim, p.priority, p.enqueued_at):
                     return True
-        if self.usage is None or not within_min_after(self.usage, p.quota, p.job.requests):
-            return False
-        return any(seq < newest and leaf != p.quota and self.usage.above_min(leaf)
-                   for leaf, newest in ctx.last_seq_in.items())
+        if reclaim is None:
+            reclaim = may_reclaim(ctx, usage, quota, p.job.requests, p.priority, policy)
+        return reclaim and any(seq < newest and leaf != quota and usage.above_min(leaf)
+                               for leaf, newest in ctx.last_seq_in.items())
 
     def _attempt(self, p: _Pending) -> Blocked | None:
         """Admit ``p`` (``None``), or say what blocked it."""
@@ -546,10 +574,11 @@ class _Cycle:
         for group in p.groups:
             chosen: tuple[ClusterState, Fit] | None = None
             copies: list[tuple[ClusterState, Fit]] = []
-            states = [self.clusters[name] for name in group]
+            memo = self._fail_memo
+            states = [cs for cs in (self.clusters[name] for name in group)
+                      # not where it did not fit when nothing has left since
+                      if memo.get((cs.name, shape)) != cs.removals]
             for cs in by_preference(states, p.total, self._strategy(p)):
-                if self._fail_memo.get((cs.name, shape)) == cs.removals:
-                    continue  # it did not fit here, and nothing has left since
                 fit = cs.fit(job.key, job.pod_sets, p.total)
                 if isinstance(fit, str):
                     self._fail_memo[(cs.name, shape)] = cs.removals
@@ -617,7 +646,7 @@ class _Cycle:
         self.preemption.remove(key)
         self.changes += 1
         self.evictions += 1
-        self._evicted_from.append(victim.quota)
+        self._evicted_from.append((victim.quota, victim.cluster))
         pending = self.pending.get(key)
         if pending is not None and victim.quota is not None and victim.queued:
             queue = self._queues.setdefault(victim.quota, [])
@@ -733,6 +762,11 @@ class _Cycle:
         cluster_free = {n: dict(sorted(c.free.items())) for n, c in sorted(self.clusters.items())}
         return CycleResult(decisions=decisions, problems=sorted(self.problems),
                            quota_used=quota_used, cluster_free=cluster_free)
+
+
+def _below(quota: str | None, ancestor: str) -> bool:
+    """Is ``quota`` the quota ``ancestor`` or under it? (``None``: not known, so yes.)"""
+    return quota is None or quota == ancestor or quota.startswith(ancestor + "/")
 
 
 def _shape(pod_sets: tuple[PodSet, ...]) -> tuple[object, ...]:

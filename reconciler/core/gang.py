@@ -203,6 +203,12 @@ class ClusterState:
         self.removals += 1
         self.version += 1
 
+    def undo_remove(self, key: JobKey, pod_sets: tuple[PodSet, ...], fit: Fit) -> None:
+        """Put back a job ``remove`` just took out (a what-if undone): the
+        cluster is as it was, so the removal does not count."""
+        self.place(key, pod_sets, fit)
+        self.removals -= 1
+
     def score(self, total: ResourcesView) -> float:
         """The share of this cluster left free after placing ``total``, averaged
         over the resources the job asks for (it does not depend on packing)."""

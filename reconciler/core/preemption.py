@@ -80,9 +80,13 @@ class PreemptionContext:
     admitted: dict[JobKey, Admitted] = field(default_factory=dict)
     by_quota: dict[str, dict[JobKey, Admitted]] = field(default_factory=dict)
     leaf_pool: dict[str, dict[int, Resources]] = field(default_factory=dict)
-    cluster_pool: dict[str, dict[int, Resources]] = field(default_factory=dict)
+    # (quota, cluster) -> priority -> requests of the quota's possible victims there
+    on_cluster: dict[tuple[str, str], dict[int, Resources]] = field(default_factory=dict)
+    # cluster -> requests of the possible victims there whose quota is above its min
+    borrowed_on: dict[str, Resources] = field(default_factory=dict)
+    _spread: dict[str, dict[str, Resources]] = field(default_factory=dict)  # quota -> cluster
+    _borrowing: set[str] = field(default_factory=set)  # quotas counted in borrowed_on
     _lendable: dict[str, Resources] = field(default_factory=dict)
-    _room: dict[tuple[str, int, bool], tuple[int, Resources]] = field(default_factory=dict)
     last_seq: int = 0
     last_seq_in: dict[str, int] = field(default_factory=dict)  # quota -> newest admission
     largest: dict[str, Resources] = field(default_factory=dict)  # quota -> max job request
@@ -105,12 +109,18 @@ class PreemptionContext:
             assert a.quota is not None
             add_into(self.leaf_pool.setdefault(a.quota, {}).setdefault(a.priority, {}),
                      a.requests)
-            add_into(self.cluster_pool.setdefault(a.cluster, {}).setdefault(a.priority, {}),
+            add_into(self.on_cluster.setdefault((a.quota, a.cluster), {})
+                     .setdefault(a.priority, {}), a.requests)
+            add_into(self._spread.setdefault(a.quota, {}).setdefault(a.cluster, {}),
                      a.requests)
+            if a.quota in self._borrowing:
+                add_into(self.borrowed_on.setdefault(a.cluster, {}), a.requests)
             biggest = self.largest.setdefault(a.quota, {})
             for r, v in a.requests.items():  # only grows: a bound, never too small
                 if v > biggest.get(r, 0):
                     biggest[r] = v
+        if a.quota is not None:
+            self._recount_borrowing(a.quota)
 
     def remove(self, key: JobKey) -> Admitted:
         a = self.admitted.pop(key)
@@ -119,8 +129,57 @@ class PreemptionContext:
         if a.can_be_victim:
             assert a.quota is not None
             sub_into(self.leaf_pool[a.quota][a.priority], a.requests)
-            sub_into(self.cluster_pool[a.cluster][a.priority], a.requests)
+            sub_into(self.on_cluster[(a.quota, a.cluster)][a.priority], a.requests)
+            sub_into(self._spread[a.quota][a.cluster], a.requests)
+            if a.quota in self._borrowing:
+                sub_into(self.borrowed_on[a.cluster], a.requests)
+        if a.quota is not None:
+            self._recount_borrowing(a.quota)
         return a
+
+    def _recount_borrowing(self, quota: str) -> None:
+        """Keep ``borrowed_on`` to the quotas above their min now (called after
+        each change of the quota's usage, which comes with an add or remove)."""
+        if self.usage is None or quota not in self.usage.used:
+            return
+        now = bool(self.usage.above_min(quota))
+        if now == (quota in self._borrowing):
+            return
+        change = add_into if now else sub_into
+        for cluster, res in self._spread.get(quota, {}).items():
+            change(self.borrowed_on.setdefault(cluster, {}), res)
+        if now:
+            self._borrowing.add(quota)
+        else:
+            self._borrowing.discard(quota)
+
+    def could_fit_on(self, cluster: str, total: ResourcesView, quota: str, priority: int,
+                     policy: PreemptionPolicy, reclaim: bool) -> bool:
+        """Would the free sum of ``cluster`` cover ``total`` if every job there that
+        a job of ``quota`` and ``priority`` may evict left? A bound from running
+        totals: lower-priority jobs of its own quota (by policy), and when it may
+        reclaim, every job of a quota above its min."""
+        cs = self.clusters[cluster]
+        free = cs.free
+        own = self.on_cluster.get((quota, cluster))
+        borrowed = self.borrowed_on.get(cluster) if reclaim else None
+        equal = policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
+        never = policy is PreemptionPolicy.NEVER
+        for r, v in total.items():
+            if r == MAX_JOBS:
+                continue
+            room = free.get(r, 0)
+            if room >= v:
+                continue
+            if borrowed is not None:
+                room += borrowed.get(r, 0)
+            if own is not None and not never:
+                for prio, res in own.items():
+                    if prio < priority or (prio == priority and equal):
+                        room += res.get(r, 0)
+            if room < v:
+                return False
+        return True
 
     # -- fair sharing ----------------------------------------------------------
 
@@ -206,6 +265,20 @@ def within_min_after(usage: QuotaUsage, leaf: str, request: ResourcesView,
     return True
 
 
+def may_reclaim(ctx: PreemptionContext, usage: QuotaUsage, quota: str,
+                request: ResourcesView, priority: int, policy: PreemptionPolicy) -> bool:
+    """Could a job of ``quota`` reclaim from borrowers: would its quota be within
+    its min after admission, once every job of its own it may evict is gone?
+    (A plan that reclaims must then end with the quota within its min.)"""
+    own: Resources = {}
+    if policy is not PreemptionPolicy.NEVER:
+        for prio, res in ctx.leaf_pool.get(quota, {}).items():
+            if prio < priority or (prio == priority and policy is
+                                   PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY):
+                add_into(own, res)
+    return within_min_after(usage, quota, request, own)
+
+
 @lru_cache(maxsize=1 << 16)
 def _common_depth(a: str, b: str) -> int:
     n = 0
@@ -245,6 +318,12 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
                  ) -> PreemptionPlan | Blocked:
     """The smallest set of victims that lets ``job`` in, or why there is none.
 
+    Two tries, as Kueue does: first with victims of borrowing quotas too, when
+    its quota could be within its min after admission; such a plan must leave
+    its quota within its min (with its own lower-priority jobs evicted if need
+    be), so that no victim can reclaim in return. Then, if that found nothing,
+    with victims of its own quota only, borrowing allowed.
+
     Among the candidate clusters (a later clusterAffinities group only when
     the earlier ones offer nothing) it keeps the plan with the fewest victims,
     then the lowest top victim priority, then the cluster order.
@@ -253,46 +332,61 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
     if usage is None or quota is None or ctx.evictions >= ctx.max_evictions:
         return ANY_REASON
     policy = ctx.settings.for_quota(quota).preemption
-    own: Resources = {}  # what the job's own lower-priority victims could give back
-    if policy is not PreemptionPolicy.NEVER:
-        for prio, res in ctx.leaf_pool.get(quota, {}).items():
-            if prio < priority or (prio == priority and policy is
-                                   PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY):
-                add_into(own, res)
-    reclaim = within_min_after(usage, quota, job.requests, own)
-    borrowers = []
-    if reclaim:  # quotas borrowing a resource the job needs
-        for leaf in sorted(ctx.by_quota):
-            if leaf != quota and ctx.by_quota[leaf]:
-                lent = usage.above_min(leaf)
-                if any(job.requests.get(r, 0) > 0 for r in lent):
-                    borrowers.append(leaf)
-    stuck = _quota_could_fit(ctx, usage, job, quota, priority, policy, borrowers)
-    if stuck is not None:
-        return stuck
-    clusters = [[name for name in group if _cluster_could_fit(ctx, name, total, priority,
-                                                               policy, reclaim)]
-                for group in groups]
-    if not any(clusters):
-        return ANY_REASON
-    candidates: list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]] = []
+    own: list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]] = []
     for victim in ctx.by_quota.get(quota, {}).values():
         if victim.key in ctx.evicted:
             continue
         if victim.can_be_victim and eligible_same_quota(policy, victim, priority,
                                                          enqueued_at):
-            candidates.append((_rank(1, quota, victim), victim,
-                               "lower priority in the same quota"))
-    for leaf in borrowers:
-        for victim in ctx.by_quota[leaf].values():
-            if victim.can_be_victim and victim.key not in ctx.evicted:
-                candidates.append((_rank(0, quota, victim), victim,
-                                   f"reclaiming quota {leaf} borrowed above its min"))
+            own.append((_rank(1, quota, victim), victim, "lower priority in the same quota"))
+    tries: list[Blocked] = []
+    if may_reclaim(ctx, usage, quota, job.requests, priority, policy):
+        borrowers = []  # quotas borrowing a resource the job needs
+        for leaf in sorted(ctx.by_quota):
+            if leaf != quota and ctx.by_quota[leaf]:
+                lent = usage.above_min(leaf)
+                if any(job.requests.get(r, 0) > 0 for r in lent):
+                    borrowers.append(leaf)
+        if borrowers:
+            others = [(_rank(0, quota, victim), victim,
+                       f"reclaiming quota {leaf} borrowed above its min")
+                      for leaf in borrowers for victim in ctx.by_quota[leaf].values()
+                      if victim.can_be_victim and victim.key not in ctx.evicted]
+            got = _plan(ctx, usage, job, quota, priority, policy, groups, total,
+                        own + others, borrowers)
+            if isinstance(got, PreemptionPlan):
+                return got
+            tries.append(got)
+    got = _plan(ctx, usage, job, quota, priority, policy, groups, total, own, [])
+    if isinstance(got, PreemptionPlan):
+        return got
+    tries.append(got)
+    # It fails until one of the tries could succeed: below the widest quota that
+    # blocked them (all blocking quotas are on the job's path), or anywhere.
+    if any(t.quota is None for t in tries):
+        return ANY_REASON
+    return min(tries, key=lambda t: (t.quota or "").count("/"))
+
+
+def _plan(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str, priority: int,
+          policy: PreemptionPolicy, groups: list[list[str]], total: ResourcesView,
+          candidates: list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]],
+          borrowers: list[str]) -> PreemptionPlan | Blocked:
+    """One try of ``find_victims``: reclaiming from ``borrowers`` if any."""
+    stuck = _quota_could_fit(ctx, usage, job, quota, priority, policy, borrowers)
+    if stuck is not None:
+        return stuck
+    reclaim = bool(borrowers)
+    clusters = [[name for name in group if ctx.could_fit_on(name, total, quota, priority,
+                                                             policy, reclaim)]
+                for group in groups]
+    if not any(clusters):
+        return ANY_REASON
     if not candidates:
         short = usage.shortfall(quota, job.requests, preemptible=job.preemptible)
         return Blocked(short.quota) if short is not None else ANY_REASON
     candidates.sort(key=lambda c: c[0])
-    search = _Search(ctx, usage, job, quota, candidates, total)
+    search = _Search(ctx, usage, job, quota, candidates, total, within_min=reclaim)
     for_quota = search.quota_victims()
     if isinstance(for_quota, Blocked):
         return for_quota
@@ -376,30 +470,14 @@ def _quota_could_fit(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota:
     return ANY_REASON
 
 
-def _cluster_could_fit(ctx: PreemptionContext, name: str, total: ResourcesView,
-                       priority: int, policy: PreemptionPolicy, reclaim: bool) -> bool:
-    """Would the free sum cover the job if every possible victim there left?"""
-    cs = ctx.clusters[name]
-    equal = policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
-    key = (name, priority if not reclaim else -(1 << 62), equal)
-    cached = ctx._room.get(key)
-    if cached is None or cached[0] != cs.version:
-        room = dict(cs.free)
-        for prio, res in ctx.cluster_pool.get(name, {}).items():
-            if reclaim or prio < priority or (prio == priority and equal):
-                add_into(room, res)
-        room.pop(MAX_JOBS, None)
-        cached = ctx._room[key] = (cs.version, room)
-    return first_excess(total, cached[1]) is None
-
-
 class _Search:
     """Victim selection by simulation on the live snapshot, always restored."""
 
     def __init__(self, ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str,
                  candidates: list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]],
-                 total: ResourcesView) -> None:
+                 total: ResourcesView, *, within_min: bool) -> None:
         self.ctx, self.usage, self.job, self.quota = ctx, usage, job, quota
+        self.within_min = within_min  # the plan must leave the job's quota within its min
         self.candidates = candidates
         self.total = total
         self.removed: list[tuple[Admitted, Fit]] = []
@@ -421,7 +499,7 @@ class _Search:
         self._borrowing.clear()
 
     def _give_back(self, victim: Admitted, fit: Fit) -> None:
-        self.ctx.clusters[victim.cluster].place(victim.key, victim.pod_sets, fit)
+        self.ctx.clusters[victim.cluster].undo_remove(victim.key, victim.pod_sets, fit)
         assert victim.quota is not None
         self.usage.charge(victim.quota, victim.requests, preemptible=victim.preemptible)
         self.taken.discard(victim.key)
@@ -433,9 +511,19 @@ class _Search:
             self._give_back(victim, fit)
 
     def _quota_short(self) -> tuple[str, str] | None:
+        """(quota, resource) that keeps the job out now, if any."""
         short = self.usage.shortfall(self.quota, self.job.requests,
                                      preemptible=self.job.preemptible)
-        return None if short is None else (short.quota, short.resource)
+        if short is not None:
+            return (short.quota, short.resource)
+        if self.within_min:
+            usage, quota = self.usage, self.quota
+            low, used = usage.tree.nodes[quota].min, usage.used[quota]
+            for r, v in self.job.requests.items():
+                if v > 0 and usage.borrow_counted(quota, r) and \
+                        used.get(r, 0) + v > low.get(r, 0):
+                    return (quota, r)
+        return None
 
     def _fit_on(self, cluster: str) -> Fit | None:
         if self._quota_short() is not None:

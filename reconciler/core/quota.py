@@ -254,26 +254,42 @@ class QuotaUsage:
         limits (in its min or its max).
         """
         for node in self._paths[leaf]:
-            used = self.used[node.path]
-            for name in sorted(node.max):
+            short = self._node_shortfall(node, request, preemptible)
+            if short is not None:
+                return short
+        return None
+
+    def top_shortfall(self, leaf: str, request: ResourcesView, *,
+                      preemptible: bool) -> QuotaShortfall | None:
+        """Like ``shortfall``, but the limit nearest the root."""
+        for node in reversed(self._paths[leaf]):
+            short = self._node_shortfall(node, request, preemptible)
+            if short is not None:
+                return short
+        return None
+
+    def _node_shortfall(self, node: QuotaNode, request: ResourcesView,
+                        preemptible: bool) -> QuotaShortfall | None:
+        used = self.used[node.path]
+        for name in sorted(node.max):
+            req = request.get(name, 0)
+            if req and used.get(name, 0) + req > node.max[name]:
+                return QuotaShortfall(node.path, name, used.get(name, 0), req,
+                                      node.max[name], "max")
+        if node.parent is None:
+            for name in sorted(node.min):
                 req = request.get(name, 0)
-                if req and used.get(name, 0) + req > node.max[name]:
+                if req and used.get(name, 0) + req > node.min[name]:
                     return QuotaShortfall(node.path, name, used.get(name, 0), req,
-                                          node.max[name], "max")
-            if node.parent is None:
-                for name in sorted(node.min):
-                    req = request.get(name, 0)
-                    if req and used.get(name, 0) + req > node.min[name]:
-                        return QuotaShortfall(node.path, name, used.get(name, 0), req,
-                                              node.min[name], "root min")
-            if not preemptible:
-                np_used = self.np_used[node.path]
-                for name in min_limited(node):
-                    req = request.get(name, 0)
-                    limit = node.min.get(name, 0)
-                    if req and np_used.get(name, 0) + req > limit:
-                        return QuotaShortfall(node.path, name, np_used.get(name, 0), req,
-                                              limit, "min (non-preemptible)")
+                                          node.min[name], "root min")
+        if not preemptible:
+            np_used = self.np_used[node.path]
+            for name in min_limited(node):
+                req = request.get(name, 0)
+                limit = node.min.get(name, 0)
+                if req and np_used.get(name, 0) + req > limit:
+                    return QuotaShortfall(node.path, name, np_used.get(name, 0), req,
+                                          limit, "min (non-preemptible)")
         return None
 
     def np_shortfall(self, leaf: str, request: ResourcesView) -> QuotaShortfall | None:

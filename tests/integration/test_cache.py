@@ -111,3 +111,40 @@ def test_an_up_to_date_state_is_not_recomputed(tmp_path: Path) -> None:
     third = run_reconcile(path)
     assert third.computed is not None and third.commit is None
     assert rev(path, STATE) == first.commit
+
+
+def test_parsing_in_two_processes_gives_the_same_state(tmp_path: Path, monkeypatch) -> None:
+    """Many new files are parsed by two processes; the state is the same byte for byte,
+    and a bad file in either half is reported as it is by one process."""
+    from reconciler import pipeline
+
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": TREE, "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/c1.yaml": member_cluster("c1", cpu="64", memory="256Gi"),
+        **{f"jobs/j{i:02}.yaml": pytorchjob(f"j{i:02}") for i in range(24)},
+        "jobs/broken.yaml": "kind: [unclosed\n",
+        "jobs/zz-bad.yaml": pytorchjob("zz-bad").replace("replicas: 1", "replicas: -1", 1)})
+    calls: list[int] = []
+    real = pipeline.parse_in_parallel
+
+    def counted(repo, entries):  # the real function, counted
+        calls.append(len(entries))
+        return real(repo, entries)
+
+    monkeypatch.setattr(pipeline, "parse_in_parallel", counted)
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 10)
+    parallel = run_reconcile(path, use_cache=False)
+    assert calls == [29]  # every YAML file but fleet.yaml: 24 jobs, 2 bad, 3 others
+    tree = rev(path, f"{STATE}^{{tree}}")
+    message = git(path, "log", "-1", "--format=%B", STATE)
+
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 10_000)
+    git(path, "update-ref", "-d", f"refs/heads/{STATE}")
+    single = run_reconcile(path, use_cache=False)
+    assert calls == [29]
+    assert rev(path, f"{STATE}^{{tree}}") == tree
+    assert git(path, "log", "-1", "--format=%B", STATE) == message
+    assert parallel.computed is not None and single.computed is not None
+    assert parallel.computed.problems == single.computed.problems
+    assert any(p.path == "jobs/broken.yaml" for p in single.computed.problems)
+    assert any(p.path == "jobs/zz-bad.yaml" for p in single.computed.problems)
