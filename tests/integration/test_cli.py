@@ -172,3 +172,41 @@ def test_init_creates_a_fleet_repo_that_validates_and_reconciles(tmp_path: Path)
     assert {"Admitted", "Queued", "Inadmissible"} <= phases
     proc = fleetq("init", str(target))
     assert proc.returncode == 2  # not empty
+
+
+def test_progress_goes_to_a_terminal_only(seed_fleet: SeedFleet) -> None:
+    """Progress lines are written to stderr when it is a terminal, never to a pipe."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    from .conftest import REPO_ROOT
+
+    piped = fleetq("reconcile", "--repo", str(seed_fleet.path), "--now", NOW)
+    assert piped.returncode == 0, piped.stderr
+    assert "scheduling" not in piped.stderr and "\r" not in piped.stderr
+
+    git(seed_fleet.path, "update-ref", "-d", f"refs/heads/{STATE}")
+    leader, follower = pty.openpty()
+    proc = subprocess.run(
+        [sys.executable, "-m", "reconciler.cli", "reconcile", "--repo", str(seed_fleet.path),
+         "--now", NOW], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=follower, timeout=60,
+        check=False)
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the terminal closed: all read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    assert proc.returncode == 0
+    text = shown.decode()
+    for step in ("reading source commit", "scheduling", "rendering", "writing the state tree"):
+        assert step in text, text
+    assert text.endswith("\r\x1b[K")  # the last line is cleared: the terminal is left clean
+    assert "admitted" in proc.stdout.decode()  # the summary still goes to stdout
