@@ -4,8 +4,10 @@ It lives in the repository's git directory (``.git/fleetq/cache-v<N>/``),
 never in the work tree, and is safe to delete at any time: everything in it
 can be computed again from git. Two things are kept:
 
-- ``jobs.pickle``: the parsed jobs of every jobs-only file, keyed by
-  (git blob id, path). A file whose blob did not change is not parsed again.
+- ``jobs-<xx>.pickle``: the parsed jobs of every jobs-only file, keyed by
+  (git blob id, path), in 256 shards by the blob id's first two hex digits.
+  A file whose blob did not change is not parsed again, and a reconcile
+  rewrites only the shards whose files changed.
 - ``state-<commit>.pickle``: the decisions of a state commit, so the next
   reconcile does not parse a large ``placements.yaml``.
 
@@ -27,7 +29,7 @@ from reconciler.core.cycle import InvalidJob
 from reconciler.core.model import JobKey, PriorPlacement
 from reconciler.fleet.jobs import JobSource
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 
 JobEntry = list[JobSource | InvalidJob]
 
@@ -37,9 +39,9 @@ class Cache:
         base = git_dir / "fleetq"
         self.dir = base / f"cache-v{CACHE_FORMAT}-{__version__}"
         self._base = base
-        self.jobs: dict[tuple[str, str], JobEntry] = {}
+        self.shards: dict[str, dict[tuple[str, str], JobEntry]] = {}  # blob[:2] -> entries
         self._jobs_loaded = False
-        self.dirty = False
+        self._dirty: set[str] = set()  # shards to write
 
     # -- files -------------------------------------------------------------------
 
@@ -71,27 +73,37 @@ class Cache:
     # -- parsed jobs -------------------------------------------------------------
 
     def load_jobs(self) -> None:
-        if not self._jobs_loaded:
-            got = self._read("jobs.pickle")
-            self.jobs = got if isinstance(got, dict) else {}
-            self._jobs_loaded = True
+        if self._jobs_loaded:
+            return
+        self._jobs_loaded = True
+        if not self.dir.is_dir():
+            return
+        for path in sorted(self.dir.glob("jobs-*.pickle")):
+            shard = path.name[len("jobs-"):-len(".pickle")]
+            got = self._read(path.name)
+            if isinstance(got, dict):
+                self.shards[shard] = got
 
     def job_entry(self, blob: str, path: str) -> JobEntry | None:
-        return self.jobs.get((blob, path))
+        shard = self.shards.get(blob[:2])
+        return shard.get((blob, path)) if shard is not None else None
 
     def put_job_entry(self, blob: str, path: str, entry: JobEntry) -> None:
-        self.jobs[(blob, path)] = entry
-        self.dirty = True
+        self.shards.setdefault(blob[:2], {})[(blob, path)] = entry
+        self._dirty.add(blob[:2])
 
     def save_jobs(self, keep: set[tuple[str, str]]) -> None:
-        """Write the entries of the files still in the fleet (others are dropped)."""
-        stale = set(self.jobs) - keep
-        if not self.dirty and not stale:
-            return
-        for k in stale:
-            del self.jobs[k]
-        self._write("jobs.pickle", self.jobs)
-        self.dirty = False
+        """Write the shards that changed; entries of files no longer in the fleet
+        are dropped."""
+        for name, entries in self.shards.items():
+            stale = [k for k in entries if k not in keep]
+            for k in stale:
+                del entries[k]
+            if stale:
+                self._dirty.add(name)
+        for name in sorted(self._dirty):
+            self._write(f"jobs-{name}.pickle", self.shards.get(name, {}))
+        self._dirty.clear()
 
     # -- decisions of a state commit ----------------------------------------------
 

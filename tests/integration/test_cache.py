@@ -39,7 +39,7 @@ def test_cache_lives_in_the_git_dir_and_changes_nothing(tmp_path: Path) -> None:
     first = run_reconcile(path)
     assert first.commit is not None
     (cache,) = cache_dirs(path)
-    assert (cache / "jobs.pickle").is_file()
+    assert list(cache.glob("jobs-*.pickle"))
     assert (cache / f"state-{first.commit}.pickle").is_file()
     assert git(path, "status", "--porcelain") == ""  # nothing in the work tree
 
@@ -71,7 +71,8 @@ def test_a_damaged_cache_is_dropped_not_trusted(tmp_path: Path) -> None:
     path = fleet(tmp_path)
     run_reconcile(path)
     (cache,) = cache_dirs(path)
-    (cache / "jobs.pickle").write_bytes(b"not a pickle")
+    for shard in cache.glob("jobs-*.pickle"):
+        shard.write_bytes(b"not a pickle")
     for state in cache.glob("state-*.pickle"):
         state.write_bytes(b"\x80\x05garbage")
     write_files(path, {"jobs/j5.yaml": pytorchjob("j5")})
@@ -148,3 +149,19 @@ def test_parsing_in_two_processes_gives_the_same_state(tmp_path: Path, monkeypat
     assert parallel.computed.problems == single.computed.problems
     assert any(p.path == "jobs/broken.yaml" for p in single.computed.problems)
     assert any(p.path == "jobs/zz-bad.yaml" for p in single.computed.problems)
+
+
+def test_a_new_job_rewrites_only_its_shard_of_the_cache(tmp_path: Path) -> None:
+    path = fleet(tmp_path)
+    run_reconcile(path)
+    (cache,) = cache_dirs(path)
+    before = {p.name: p.stat().st_ino for p in cache.glob("jobs-*.pickle")}
+    assert len(before) >= 2  # four jobs and three other files spread over shards
+    write_files(path, {"jobs/j7.yaml": pytorchjob("j7")})
+    commit_all(path, "j7")
+    run_reconcile(path)
+    blob = rev(path, "HEAD:jobs/j7.yaml")
+    assert blob is not None
+    after = {p.name: p.stat().st_ino for p in cache.glob("jobs-*.pickle")}
+    rewritten = {name for name, ino in after.items() if before.get(name) != ino}
+    assert rewritten == {f"jobs-{blob[:2]}.pickle"}
