@@ -244,13 +244,14 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
             data = repo.read_blobs([placements_sha])[placements_sha] if placements_sha else None
             prior, state_problems = read_placements(data)
             problems.extend(state_problems)
+    settled = _settled(repo, store, info, state_base, prior)
     cycle_input = CycleInput(
         jobs=tuple(s.job for s in inputs.jobs.values()), tree=inputs.tree,
         clusters=tuple(inputs.clusters), policies=tuple(inputs.policies),
         priority_classes=inputs.priority_classes, default_priority=inputs.default_priority,
         workload_priority_classes=inputs.workload_priority_classes, prior=prior,
         source_time=info.committed_at, now=rfc3339(now), invalid=tuple(inputs.invalid),
-        broken_paths=inputs.broken_paths, settings=inputs.settings)
+        broken_paths=inputs.broken_paths, settings=inputs.settings, settled=settled)
     progress("scheduling")
     result = reconcile_cycle(cycle_input)
     progress("rendering")
@@ -272,6 +273,32 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                         problems=problems, state_base=state_base, state_tree=state_tree)
     computed.changes = describe_changes(prior, result.decisions)
     return computed
+
+
+NO_BLOB = "0" * 40
+
+
+def _settled(repo: FleetRepo, store: JobStore, source: CommitInfo, state_base: str | None,
+             prior: dict[JobKey, PriorPlacement]) -> frozenset[JobKey]:
+    """The jobs the state queued whose inputs did not change, when nothing but
+    jobs-only files changed since the source the state was made from (see
+    ``CycleInput.settled``); else none. One ``git diff-tree``."""
+    if state_base is None or not prior or not isinstance(store, Cache):
+        return frozenset()
+    found = trailers(repo.commit_info(state_base).message)
+    old_tree = found.get(TREE_TRAILER)
+    if not old_tree or found.get(FORMAT_TRAILER) != STATE_FORMAT:
+        return frozenset()
+    changed = set()
+    for path, old, new in repo.changed_files(old_tree, source.tree):
+        if not (is_yaml(path) or path.startswith("templates/")):
+            continue  # not read
+        for blob in (old, new):
+            if blob != NO_BLOB and store.job_entry(blob, path) is None:
+                return frozenset()  # not a jobs-only file: anything may have changed
+        changed.add(path)
+    return frozenset(k for k, p in prior.items() if p.phase is Phase.QUEUED
+                     and p.path not in changed)
 
 
 def _manifest_of(source: JobSource) -> Manifest | None:

@@ -27,6 +27,7 @@ from reconciler.core.model import (
 )
 from reconciler.core.policy import candidate_groups, select_policy
 from reconciler.core.preemption import (
+    ANY_REASON,
     Admitted,
     Blocked,
     PreemptionContext,
@@ -70,6 +71,11 @@ class CycleInput:
     invalid: tuple[InvalidJob, ...] = ()
     broken_paths: dict[str, str] = field(default_factory=dict)
     settings: FleetSettings = field(default_factory=FleetSettings)
+    # Jobs Queued in ``prior`` whose inputs did not change, when nothing but
+    # jobs changed since the reconcile that wrote ``prior`` (a fixed point):
+    # each failed then on the very state step 2 rebuilds, so it is not tried
+    # again until something that could help it happens (see step 2).
+    settled: frozenset[JobKey] = frozenset()
 
 
 @dataclass
@@ -110,7 +116,11 @@ def reconcile_cycle(inp: CycleInput) -> CycleResult:
       2. Snapshot: quota usage and cluster capacity charged with the jobs the
          previous state admitted that are still there (no flapping), in
          admission order. A job whose source turned invalid keeps its last
-         good placement and is flagged.
+         good placement and is flagged. When every job the previous state
+         admitted is back as it was, the snapshot is the state the previous
+         reconcile ended on, so its ``settled`` jobs count as having failed
+         on it: they are tried again only once an admission or eviction may
+         have helped them (the incremental case: one pushed job costs little).
       3. Inadmissible: a job the quota or every candidate cluster could not
          take even when empty.
       4. Capacity-only jobs (policy without ``suspension.scheduling``) are
@@ -132,6 +142,7 @@ def reconcile_cycle(inp: CycleInput) -> CycleResult:
     state.resolve()  # 1
     state.snapshot()  # 2
     state.screen_inadmissible()  # 3
+    state.seed_settled()
     for _ in range(MAX_ROUNDS):
         for _ in range(MAX_PASSES):
             changes = state.changes
@@ -278,12 +289,14 @@ class _Cycle:
         priors = sorted((p for p in inp.prior.values() if p.phase is Phase.ADMITTED),
                         key=lambda p: (p.admitted_at or "", p.key))
         changed: list[_Pending] = []
+        self._as_before = True  # every job admitted before is back as it was
         for prior in priors:
             key = prior.key
             cluster = self.clusters.get(prior.cluster or "")
             pending = self.pending.get(key)
             if pending is not None:
                 if cluster is None:
+                    self._as_before = False
                     self.requeue_notes[key] = (f"its cluster {prior.cluster} left the fleet; "
                                                f"placed again")
                     continue
@@ -293,6 +306,7 @@ class _Cycle:
                     self._admit(pending, cluster, None, admitted_at=prior.admitted_at,
                                 force=True, copies=prior.copies, nodes=prior.nodes)
                 else:
+                    self._as_before = False
                     changed.append(pending)
                 continue
             bad_reason = None
@@ -302,6 +316,7 @@ class _Cycle:
             elif prior.path in broken:
                 bad_reason = broken[prior.path]
             if bad_reason is None or cluster is None:
+                self._as_before = False
                 continue  # deleted from the source (or its cluster is gone): freed
             self._keep_last_good(prior, cluster, bad_reason)
         for pending in changed:
@@ -317,6 +332,22 @@ class _Cycle:
                 why = fit if isinstance(fit, str) else (short or "")
                 self.requeue_notes[key] = (f"its requests changed and no longer fit where it ran "
                                            f"({why}); queued again")
+
+    def seed_settled(self) -> None:
+        """Count the ``settled`` jobs as failed on the snapshot (see step 2)."""
+        if not self.inp.settled or not self._as_before:
+            return
+        seq = self.preemption.last_seq
+        for key in sorted(self.inp.settled):
+            p = self.pending.get(key)
+            if p is None or key in self.admitted or not p.policy.queued or p.quota is None:
+                continue
+            if self.inp.settings.for_quota(p.quota).strategy is QueueStrategy.STRICT_FIFO:
+                continue  # it may have waited behind its queue's head, never tried
+            short = self.usage.top_shortfall(p.quota, p.job.requests,
+                                             preemptible=p.job.preemptible) \
+                if self.usage is not None else None
+            self._failed[key] = (0, seq, ANY_REASON, short.quota if short else None)
 
     def _keep_last_good(self, prior: PriorPlacement, cluster: ClusterState,
                         bad_reason: str) -> None:

@@ -109,6 +109,19 @@ class FleetRepo:
             entries.append(TreeEntry(mode, kind, sha, path.decode("utf-8", "surrogateescape")))
         return entries
 
+    def changed_files(self, old_tree: str, new_tree: str) -> list[tuple[str, str, str]]:
+        """(path, old blob, new blob) of each file that differs between two trees;
+        a missing side is the all-zero id. One ``git diff-tree``."""
+        out = self.run("diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree)
+        fields = out.split(b"\0")
+        changes = []
+        for i in range(0, len(fields) - 1, 2):
+            meta = fields[i].decode().split(" ")
+            if len(meta) < 5:
+                break
+            changes.append((fields[i + 1].decode("utf-8", "surrogateescape"), meta[2], meta[3]))
+        return changes
+
     def read_blobs(self, shas: Iterable[str]) -> dict[str, bytes]:
         """The contents of many blobs through one ``git cat-file --batch``."""
         wanted = list(dict.fromkeys(shas))

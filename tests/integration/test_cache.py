@@ -165,3 +165,40 @@ def test_a_new_job_rewrites_only_its_shard_of_the_cache(tmp_path: Path) -> None:
     after = {p.name: p.stat().st_ino for p in cache.glob("jobs-*.pickle")}
     rewritten = {name for name, ino in after.items() if before.get(name) != ino}
     assert rewritten == {f"jobs-{blob[:2]}.pickle"}
+
+
+def test_an_incremental_reconcile_counts_unchanged_queued_jobs_as_settled(
+        tmp_path: Path, monkeypatch) -> None:
+    """After a pushed job, the jobs the state queued are not tried again unless
+    something could help them; the state is the one a full reconcile makes."""
+    from reconciler import pipeline
+
+    path = fleet(tmp_path)  # kube-queue/max-jobs 3: four jobs, one waits
+    first = run_reconcile(path)
+    assert first.commit is not None
+    seen: list[frozenset] = []
+    real = pipeline._settled
+
+    def spy(*args):
+        got = real(*args)
+        seen.append(got)
+        return got
+
+    monkeypatch.setattr(pipeline, "_settled", spy)
+    write_files(path, {"jobs/j8.yaml": pytorchjob("j8")})
+    commit_all(path, "j8")
+    run_reconcile(path)
+    assert [sorted(k.name for k in s) for s in seen] == [["j3"]]
+    incremental = rev(path, f"{STATE}^{{tree}}")
+
+    # A change to a file that is not jobs-only (the quota tree) settles nothing.
+    write_files(path, {"quota.yaml": TREE.replace('"3"', '"2"')})
+    commit_all(path, "fewer jobs")
+    run_reconcile(path)
+    assert seen[-1] == frozenset()
+
+    shutil.rmtree(path / ".git" / "fleetq")
+    git(path, "update-ref", f"refs/heads/{STATE}", first.commit)
+    git(path, "reset", "-q", "--hard", "HEAD~1")
+    run_reconcile(path, use_cache=False)
+    assert rev(path, f"{STATE}^{{tree}}") == incremental

@@ -50,6 +50,7 @@ from reconciler.core.model import (
     Phase,
     PodSet,
     PreemptionPolicy,
+    PriorPlacement,
     QueueStrategy,
     QuotaSettings,
     ResourceSelector,
@@ -356,6 +357,10 @@ def _decisions(result: CycleResult) -> dict[JobKey, Decision]:
     return {d.key: replace(d, reason="") for d in result.decisions}
 
 
+def _queued(prior: dict[JobKey, PriorPlacement]) -> frozenset[JobKey]:
+    return frozenset(k for k, p in prior.items() if p.phase is Phase.QUEUED)
+
+
 def run(fleet: Fleet) -> None:
     plans: list[JobPlan] = []
     prior: dict = {}
@@ -369,12 +374,18 @@ def run(fleet: Fleet) -> None:
         try:
             result = reconcile_cycle(inp)
             check_invariants(inp, result)
+            # Incremental: the jobs the previous state queued, counted as settled,
+            # give exactly the same decisions.
+            warm = reconcile_cycle(replace(inp, settled=_queued(inp.prior)))
+            assert warm.decisions == result.decisions, f"step {step}: settled jobs changed it"
             prior = round_trip(result)
             again = reconcile_cycle(replace(inp, prior=prior))
             before = _decisions(result)
             for d in again.decisions:
                 assert replace(d, reason="") == before[d.key], (
                     f"step {step}: reconciling again changed {d.key}:\n{before[d.key]}\n{d}")
+            again_warm = reconcile_cycle(replace(inp, prior=prior, settled=_queued(prior)))
+            assert again_warm.decisions == again.decisions, f"step {step}: settled changed it"
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{describe(fleet, step, result)}") from None
 
