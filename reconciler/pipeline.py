@@ -289,8 +289,12 @@ def _settled(repo: FleetRepo, store: JobStore, source: CommitInfo, state_base: s
     old_tree = found.get(TREE_TRAILER)
     if not old_tree or found.get(FORMAT_TRAILER) != STATE_FORMAT:
         return frozenset()
+    try:
+        changes = repo.changed_files(old_tree, source.tree)
+    except GitError:  # the state was made elsewhere, from a source not here
+        return frozenset()
     changed = set()
-    for path, old, new in repo.changed_files(old_tree, source.tree):
+    for path, old, new in changes:
         if not (is_yaml(path) or path.startswith("templates/")):
             continue  # not read
         for blob in (old, new):
