@@ -38,7 +38,14 @@ from reconciler.fleet.state import (
     read_placements,
     render_placements,
 )
-from reconciler.gitops.repo import CommitInfo, FleetRepo, GitError, Identity, TreeEntry
+from reconciler.gitops.repo import (
+    CommitInfo,
+    FleetRepo,
+    GitError,
+    Identity,
+    TreeEntry,
+    blob_id,
+)
 from reconciler.jobkinds.base import Manifest
 from reconciler.render.manifests import render_state
 from reconciler.render.overlays import Overlays
@@ -70,6 +77,7 @@ class Computed:
     problems: list[Problem]
     state_base: str | None
     state_tree: str | None
+    rendered_from: dict[str, str] = field(default_factory=dict)  # RenderedTree.inputs
     changes: list[str] = field(default_factory=list)
 
 
@@ -229,6 +237,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     inputs = read_fleet(files, store)  # empties ``files`` as it goes: the bytes are freed
     progress(f"read {inputs.files} files, {len(inputs.jobs)} jobs")
     prior: dict[JobKey, PriorPlacement] = {}
+    reuse: dict[str, tuple[str, str]] = {}  # job files of the state, by what made them
     previous_entries: dict[str, str] = {}
     problems: list[Problem] = []
     state_tree = None
@@ -236,9 +245,12 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
         state_tree = repo.commit_info(state_base).tree
         previous_entries = {e.path: e.sha for e in repo.list_tree(state_base)
                             if e.type == "blob"}
-        cached_prior = cache.load_state(state_base) if cache is not None else None
-        if cached_prior is not None:
-            prior = cached_prior
+        cached = cache.load_state(state_base) if cache is not None else None
+        if cached is not None:
+            prior, was_rendered = cached
+            # only what the state tree still holds (a damaged cache cannot lie)
+            reuse = {path: (made_of, sha) for path, (made_of, sha) in was_rendered.items()
+                     if previous_entries.get(path) == sha}
         else:
             placements_sha = previous_entries.get(PLACEMENTS)
             data = repo.read_blobs([placements_sha])[placements_sha] if placements_sha else None
@@ -260,7 +272,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     previous_bytes = repo.read_blobs(previous_entries[p] for p in kept_paths)
     previous = {p: previous_bytes[previous_entries[p]] for p in kept_paths}
     overlays = Overlays(inputs.templates)
-    rendered = render_state(result.decisions, inputs, _manifest_of, previous, overlays)
+    rendered = render_state(result.decisions, inputs, _manifest_of, previous, overlays, reuse)
     out: dict[str, bytes | str] = {
         PLACEMENTS: render_placements(result.decisions)}
     out.update(rendered.files)
@@ -270,7 +282,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     problems = sorted(set(problems + inputs.problems + inputs.unknown + result.problems
                           + rendered.problems))
     computed = Computed(source=info, inputs=inputs, result=result, prior=prior, files=out,
-                        problems=problems, state_base=state_base, state_tree=state_tree)
+                        problems=problems, state_base=state_base, state_tree=state_tree,
+                        rendered_from=rendered.inputs)
     computed.changes = describe_changes(prior, result.decisions)
     return computed
 
@@ -425,8 +438,13 @@ def _save_cache(cache: Cache | None, computed: Computed, state: str | None) -> N
     keep.update((bad.blob, bad.path) for bad in computed.inputs.invalid)
     cache.save_jobs(keep)
     if state is not None:
+        rendered = {}
+        for path, made_of in computed.rendered_from.items():
+            content = computed.files[path]
+            rendered[path] = (made_of, content if isinstance(content, str)
+                              else blob_id(content))
         cache.save_state(state, {d.key: prior_from_decision(d)
-                                 for d in computed.result.decisions})
+                                 for d in computed.result.decisions}, rendered)
 
 
 def diff_trees(repo: FleetRepo, base: str | None, files: dict[str, bytes | str]

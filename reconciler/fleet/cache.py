@@ -9,7 +9,8 @@ can be computed again from git. Two things are kept:
   A file whose blob did not change is not parsed again, and a reconcile
   rewrites only the shards whose files changed.
 - ``state-<commit>.pickle``: the decisions of a state commit, so the next
-  reconcile does not parse a large ``placements.yaml``.
+  reconcile does not parse a large ``placements.yaml``, and what each job file
+  of it was rendered from, so that an unchanged job is not rendered again.
 
 Entries are never trusted across formats: the folder name carries the cache
 format and the fleetq version, and an unreadable file is dropped.
@@ -107,11 +108,18 @@ class Cache:
 
     # -- decisions of a state commit ----------------------------------------------
 
-    def load_state(self, commit: str) -> dict[JobKey, PriorPlacement] | None:
+    def load_state(self, commit: str
+                   ) -> tuple[dict[JobKey, PriorPlacement], dict[str, tuple[str, str]]] | None:
+        """The decisions of a state commit, and path -> (inputs, blob id) of its
+        job files; ``None`` if not cached."""
         got = self._read(f"state-{commit}.pickle")
-        return got if isinstance(got, dict) else None
+        if not isinstance(got, dict) or not isinstance(got.get("prior"), dict):
+            return None
+        rendered = got.get("rendered")
+        return got["prior"], rendered if isinstance(rendered, dict) else {}
 
-    def save_state(self, commit: str, prior: dict[JobKey, PriorPlacement]) -> None:
+    def save_state(self, commit: str, prior: dict[JobKey, PriorPlacement],
+                   rendered: dict[str, tuple[str, str]]) -> None:
         for old in self.dir.glob("state-*.pickle") if self.dir.exists() else ():
             old.unlink(missing_ok=True)
-        self._write(f"state-{commit}.pickle", prior)
+        self._write(f"state-{commit}.pickle", {"prior": prior, "rendered": rendered})

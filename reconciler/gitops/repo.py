@@ -49,6 +49,11 @@ class Identity:
     email: str
 
 
+def blob_id(data: bytes) -> str:
+    """The git object id of a blob holding ``data``."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
 class FleetRepo:
     """A fleet repository on disk (a work tree or a bare repository)."""
 

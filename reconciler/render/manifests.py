@@ -44,10 +44,14 @@ def job_file(key: JobKey, cluster: str) -> str:
 
 @dataclass
 class RenderedTree:
-    """The state tree as path -> bytes, and the problems met while rendering."""
+    """The state tree as path -> bytes (or the id of a blob the previous state
+    holds), and the problems met while rendering. ``inputs`` says, for each
+    rendered job and PodGroup file, everything its bytes were made from: a
+    file whose inputs are the same next time is not rendered again."""
 
-    files: dict[str, bytes] = field(default_factory=dict)
+    files: dict[str, bytes | str] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    inputs: dict[str, str] = field(default_factory=dict)
 
 
 def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
@@ -144,17 +148,23 @@ def _dependency_manifest(dep: Dependency) -> Manifest:
 
 def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
                  manifest_of: Callable[[JobSource], Manifest | None],
-                 previous: Mapping[str, bytes], overlays: Overlays) -> RenderedTree:
+                 previous: Mapping[str, bytes], overlays: Overlays,
+                 reuse: Mapping[str, tuple[str, str]] | None = None) -> RenderedTree:
     """Every cluster folder of the state tree (placements.yaml is written apart).
 
     ``manifest_of`` gives a job's source manifest; ``previous`` maps paths of
     the previous state tree to their bytes (for jobs kept on their last good
-    version, whose source cannot be rendered now).
+    version, whose source cannot be rendered now). ``reuse`` maps paths of the
+    previous state tree to (inputs, blob id) as ``RenderedTree.inputs`` said:
+    a job file made from the same inputs is that blob again, not rendered.
+    Not with overlays: they may read any field of a decision.
     """
     out = RenderedTree()
+    if overlays.names:
+        reuse = None
     clusters = {c.name: c for c in inputs.clusters}
     policies: dict[str, Policy] = {p.ref: p for p in inputs.policies}
-    per_cluster: dict[str, dict[str, bytes]] = {name: {} for name in clusters}
+    per_cluster: dict[str, dict[str, bytes | str]] = {name: {} for name in clusters}
     namespaces: dict[str, set[str]] = {name: set() for name in clusters}
     for d in decisions:
         if d.phase is not Phase.ADMITTED or d.cluster is None:
@@ -163,7 +173,7 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
             cluster = clusters.get(where)
             if cluster is not None:
                 _render_one(d, cluster, inputs, manifest_of, previous, overlays, policies,
-                            per_cluster[where], out)
+                            per_cluster[where], out, reuse)
                 namespaces[where].add(d.key.namespace)
     for name in sorted(per_cluster):
         files = per_cluster[name]
@@ -183,18 +193,39 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
 def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
                 manifest_of: Callable[[JobSource], Manifest | None],
                 previous: Mapping[str, bytes], overlays: Overlays,
-                policies: Mapping[str, Policy], files: dict[str, bytes],
-                out: RenderedTree) -> None:
+                policies: Mapping[str, Policy], files: dict[str, bytes | str],
+                out: RenderedTree, reuse: Mapping[str, tuple[str, str]] | None) -> None:
     source = inputs.jobs.get(d.key)
-    manifest = manifest_of(source) if source is not None and not d.kept else None
-    if source is None or manifest is None:
+    if source is None or d.kept:
         _copy_previous(previous, d, cluster.name, files)
         return
-    obj, groups = render_job(manifest, d, cluster, inputs.tree)
-    obj = overlays.apply(obj, d, cluster, out.problems)
-    files[f"{d.key.namespace}/{d.key.kind.lower()}-{d.key.name}.yaml"] = dump(obj)
-    for group in groups:
-        files[f"{d.key.namespace}/podgroup-{d.key.name}.yaml"] = dump(group)
+    job_rel = f"{d.key.namespace}/{d.key.kind.lower()}-{d.key.name}.yaml"
+    group_rel = f"{d.key.namespace}/podgroup-{d.key.name}.yaml"
+    base = f"clusters/{cluster.name}/"
+    made_of = "\0".join((d.blob, d.path, d.api_version, *d.key.order, d.quota or "",
+                         _quota_name(d.quota, inputs.tree) or "",
+                         str(sum(p.replicas for p in d.pod_sets)), cluster.name,
+                         cluster.gang_dialect))
+    was = reuse.get(base + job_rel) if reuse is not None else None
+    if was is not None and was[0] == made_of:
+        files[job_rel] = was[1]
+        out.inputs[base + job_rel] = made_of
+        group = reuse.get(base + group_rel) if reuse is not None else None
+        if group is not None and group[0] == made_of:
+            files[group_rel] = group[1]
+            out.inputs[base + group_rel] = made_of
+    else:
+        manifest = manifest_of(source)
+        if manifest is None:
+            _copy_previous(previous, d, cluster.name, files)
+            return
+        obj, groups = render_job(manifest, d, cluster, inputs.tree)
+        obj = overlays.apply(obj, d, cluster, out.problems)
+        files[job_rel] = dump(obj)
+        out.inputs[base + job_rel] = made_of
+        for group_obj in groups:
+            files[group_rel] = dump(group_obj)
+            out.inputs[base + group_rel] = made_of
     policy = policies.get(d.policy or "")
     if policy is not None and policy.propagate_deps:
         for kind, name in source.deps:
@@ -205,7 +236,7 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
 
 
 def _copy_previous(previous: Mapping[str, bytes], d: Decision, cluster: str,
-                   files: dict[str, bytes]) -> None:
+                   files: dict[str, bytes | str]) -> None:
     prefix = f"clusters/{cluster}/{d.key.namespace}/"
     for suffix in (f"{d.key.kind.lower()}-{d.key.name}.yaml", f"podgroup-{d.key.name}.yaml"):
         data = previous.get(prefix + suffix)

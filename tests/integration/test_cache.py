@@ -202,3 +202,33 @@ def test_an_incremental_reconcile_counts_unchanged_queued_jobs_as_settled(
     git(path, "reset", "-q", "--hard", "HEAD~1")
     run_reconcile(path, use_cache=False)
     assert rev(path, f"{STATE}^{{tree}}") == incremental
+
+
+def test_an_unchanged_job_is_not_rendered_again(tmp_path: Path, monkeypatch) -> None:
+    """The previous state's file of a job made from the same inputs is reused
+    as is; the state tree is the one a full reconcile writes."""
+    from reconciler.render import manifests
+
+    path = fleet(tmp_path)
+    first = run_reconcile(path)
+    assert first.commit is not None
+    rendered: list[str] = []
+    real = manifests.render_job
+
+    def counted(manifest, decision, cluster, tree):
+        rendered.append(decision.key.name)
+        return real(manifest, decision, cluster, tree)
+
+    monkeypatch.setattr(manifests, "render_job", counted)
+    write_files(path, {"jobs/j1.yaml": pytorchjob("j1", cpu="2")})  # j1 changes
+    commit_all(path, "bigger j1")
+    run_reconcile(path)
+    assert rendered == ["j1"]  # j0 and j2 run as before: their files are reused
+    incremental = rev(path, f"{STATE}^{{tree}}")
+
+    rendered.clear()
+    shutil.rmtree(path / ".git" / "fleetq")
+    git(path, "update-ref", f"refs/heads/{STATE}", first.commit)
+    run_reconcile(path, use_cache=False)
+    assert sorted(rendered) == ["j0", "j1", "j2"]
+    assert rev(path, f"{STATE}^{{tree}}") == incremental
