@@ -26,6 +26,7 @@ job can do without (a minimal set).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -348,16 +349,18 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
                 if any(job.requests.get(r, 0) > 0 for r in lent):
                     borrowers.append(leaf)
         if borrowers:
-            others = [(_rank(0, quota, victim), victim,
-                       f"reclaiming quota {leaf} borrowed above its min")
-                      for leaf in borrowers for victim in ctx.by_quota[leaf].values()
-                      if victim.can_be_victim and victim.key not in ctx.evicted]
+            def with_others() -> list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]]:
+                return own + [(_rank(0, quota, victim), victim,
+                               f"reclaiming quota {leaf} borrowed above its min")
+                              for leaf in borrowers for victim in ctx.by_quota[leaf].values()
+                              if victim.can_be_victim and victim.key not in ctx.evicted]
+
             got = _plan(ctx, usage, job, quota, priority, policy, groups, total,
-                        own + others, borrowers)
+                        with_others, borrowers)
             if isinstance(got, PreemptionPlan):
                 return got
             tries.append(got)
-    got = _plan(ctx, usage, job, quota, priority, policy, groups, total, own, [])
+    got = _plan(ctx, usage, job, quota, priority, policy, groups, total, lambda: own, [])
     if isinstance(got, PreemptionPlan):
         return got
     tries.append(got)
@@ -370,9 +373,11 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
 
 def _plan(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str, priority: int,
           policy: PreemptionPolicy, groups: list[list[str]], total: ResourcesView,
-          candidates: list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]],
+          make_candidates: Callable[[], list[tuple[tuple[int, int, int, int, JobKey],
+                                                   Admitted, str]]],
           borrowers: list[str]) -> PreemptionPlan | Blocked:
-    """One try of ``find_victims``: reclaiming from ``borrowers`` if any."""
+    """One try of ``find_victims``: reclaiming from ``borrowers`` if any. The
+    candidates are listed only once the running totals say they could do."""
     stuck = _quota_could_fit(ctx, usage, job, quota, priority, policy, borrowers)
     if stuck is not None:
         return stuck
@@ -382,6 +387,7 @@ def _plan(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str, prior
                 for group in groups]
     if not any(clusters):
         return ANY_REASON
+    candidates = make_candidates()
     if not candidates:
         short = usage.shortfall(quota, job.requests, preemptible=job.preemptible)
         return Blocked(short.quota) if short is not None else ANY_REASON
@@ -481,7 +487,8 @@ class _Search:
         self.candidates = candidates
         self.total = total
         self.removed: list[tuple[Admitted, Fit]] = []
-        self.taken: set[JobKey] = set()
+        self.taken: set[int] = set()  # id() of each victim taken (cheaper than its key)
+        self._start = 0  # candidates before this one are taken or need not be taken
         self._borrowing: dict[str, bool] = {}  # quota -> still above its min (memo)
         self._fits: dict[str, tuple[int, Fit | None]] = {}  # cluster -> (version, fit)
         self.on_cluster: dict[str, list[tuple[Admitted, str]]] = {}
@@ -495,15 +502,16 @@ class _Search:
         assert victim.quota is not None
         self.usage.release(victim.quota, victim.requests, preemptible=victim.preemptible)
         self.removed.append((victim, fit))
-        self.taken.add(victim.key)
+        self.taken.add(id(victim))
         self._borrowing.clear()
 
     def _give_back(self, victim: Admitted, fit: Fit) -> None:
         self.ctx.clusters[victim.cluster].undo_remove(victim.key, victim.pod_sets, fit)
         assert victim.quota is not None
         self.usage.charge(victim.quota, victim.requests, preemptible=victim.preemptible)
-        self.taken.discard(victim.key)
+        self.taken.discard(id(victim))
         self._borrowing.clear()
+        self._start = 0
 
     def _restore_all(self) -> None:
         while self.removed:
@@ -547,25 +555,40 @@ class _Search:
 
     def _next(self, cluster: str, short: tuple[str, str] | None
               ) -> tuple[Admitted, str] | None:
-        """The best-ranked victim that helps with what blocks the job now."""
+        """The best-ranked victim that helps with what blocks the job now: one
+        on ``cluster`` first; when a quota blocks, any victim below it."""
+        for victim, why in self.on_cluster.get(cluster, ()):
+            if self._helps(victim, short):
+                return victim, why
         if short is None:
-            pool = self.on_cluster.get(cluster, [])
-        else:  # any victim of the blocking quota helps; one on this cluster helps twice
-            pool = self.on_cluster.get(cluster, []) + [
-                (victim, why) for _, victim, why in self.candidates if victim.cluster != cluster]
-        for victim, why in pool:
-            if victim.key in self.taken:
+            return None
+        # Every candidate, in rank order. Those at the front that are taken or
+        # whose quota is back at its min stay so until a victim is given back:
+        # they are stepped over once.
+        candidates, taken = self.candidates, self.taken
+        for i in range(self._start, len(candidates)):
+            _, victim, why = candidates[i]
+            if i == self._start and (id(victim) in taken or not self._may_take(victim)):
+                self._start += 1
                 continue
-            assert victim.quota is not None
-            if victim.quota != self.quota and not self._still_borrowing(victim.quota):
-                continue  # its quota is back at its min: no more to reclaim there
-            if short is not None:
-                blocking, resource = short
-                if victim.requests.get(resource, 0) <= 0 or not (
-                        victim.quota == blocking or victim.quota.startswith(blocking + "/")):
-                    continue
-            return victim, why
+            if victim.cluster != cluster and self._helps(victim, short):
+                return victim, why
         return None
+
+    def _may_take(self, victim: Admitted) -> bool:
+        assert victim.quota is not None
+        # a quota back at its min has no more to reclaim
+        return victim.quota == self.quota or self._still_borrowing(victim.quota)
+
+    def _helps(self, victim: Admitted, short: tuple[str, str] | None) -> bool:
+        if id(victim) in self.taken or not self._may_take(victim):
+            return False
+        if short is None:
+            return True
+        blocking, resource = short
+        assert victim.quota is not None
+        return victim.requests.get(resource, 0) > 0 and (
+            victim.quota == blocking or victim.quota.startswith(blocking + "/"))
 
     def quota_victims(self) -> list[Admitted] | Blocked:
         """Victims, best-ranked first, until the quota admits the job (wherever
