@@ -687,6 +687,7 @@ class _Cycle:
         self.evicted_by[key] = (by, why)
         self.preemption.evictions += 1
         self.preemption.evicted.add(key)
+        self.preemption.changes += 1
         d = self.decisions[key]
         self.decisions[key] = replace(d, phase=Phase.QUEUED, cluster=None, admitted_at=None,
                                       nodes=(), copies=(), reason="")
@@ -717,6 +718,7 @@ class _Cycle:
         ctx = self.preemption
         back = sorted(k for k in ctx.evicted if k in self.admitted)
         ctx.evicted.clear()
+        ctx.changes += 1
         for key in back:
             ctx.add(replace(ctx.remove(key), seq=ctx.next_seq()))
         return bool(back)
@@ -742,6 +744,7 @@ class _Cycle:
                 continue
             self._admit(p, cs, fit, admitted_at=prior.admitted_at)
             self.preemption.evicted.discard(key)
+            self.preemption.changes += 1
             del self.evicted_by[key]
 
     def _record_preemptions(self) -> None:

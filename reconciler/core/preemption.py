@@ -91,7 +91,11 @@ class PreemptionContext:
     last_seq: int = 0
     last_seq_in: dict[str, int] = field(default_factory=dict)  # quota -> newest admission
     largest: dict[str, Resources] = field(default_factory=dict)  # quota -> max job request
-    evicted: set[JobKey] = field(default_factory=set)  # victims of this cycle: not again
+    evicted: set[JobKey] = field(default_factory=set)  # victims of this round: not again
+    changes: int = 0  # bumped by every add/remove and change of ``evicted`` (cache key)
+    _reclaimable: dict[str, tuple[int, list[tuple[tuple[int, int, int, int, JobKey],
+                                                  Admitted, str]]]] = field(
+        default_factory=dict)  # quota -> (changes, ranked victims it may reclaim)
     evictions: int = 0
     max_evictions: int = 0  # set by the cycle: a bound on evictions in one cycle
 
@@ -102,6 +106,7 @@ class PreemptionContext:
         return self.last_seq
 
     def add(self, a: Admitted) -> None:
+        self.changes += 1
         self.admitted[a.key] = a
         if a.quota is not None:
             self.by_quota.setdefault(a.quota, {})[a.key] = a
@@ -124,6 +129,7 @@ class PreemptionContext:
             self._recount_borrowing(a.quota)
 
     def remove(self, key: JobKey) -> Admitted:
+        self.changes += 1
         a = self.admitted.pop(key)
         if a.quota is not None:
             del self.by_quota[a.quota][key]
@@ -137,6 +143,32 @@ class PreemptionContext:
         if a.quota is not None:
             self._recount_borrowing(a.quota)
         return a
+
+    def reclaimable(self, quota: str, request: ResourcesView
+                    ) -> list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]]:
+        """Victims a job of ``quota`` may reclaim (jobs of other quotas above
+        their min in a resource it requests), ranked. The same for every job
+        of the quota that needs the same resources until the snapshot changes."""
+        assert self.usage is not None
+        usage = self.usage
+        wanted = frozenset(r for r, v in request.items() if v > 0)
+        ck = f"{quota}\0{','.join(sorted(wanted))}"
+        known = self._reclaimable.get(ck)
+        if known is not None and known[0] == self.changes:
+            return known[1]
+        ranked: list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]] = []
+        for leaf in sorted(self.by_quota):
+            if leaf == quota or not self.by_quota[leaf]:
+                continue
+            if not any(r in wanted for r in usage.above_min(leaf)):
+                continue
+            why = f"reclaiming quota {leaf} borrowed above its min"
+            ranked.extend((_rank(0, quota, victim), victim, why)
+                          for victim in self.by_quota[leaf].values()
+                          if victim.can_be_victim and victim.key not in self.evicted)
+        ranked.sort(key=lambda c: c[0])
+        self._reclaimable[ck] = (self.changes, ranked)
+        return ranked
 
     def _recount_borrowing(self, quota: str) -> None:
         """Keep ``borrowed_on`` to the quotas above their min now (called after
@@ -350,17 +382,16 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
                     borrowers.append(leaf)
         if borrowers:
             def with_others() -> list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]]:
-                return own + [(_rank(0, quota, victim), victim,
-                               f"reclaiming quota {leaf} borrowed above its min")
-                              for leaf in borrowers for victim in ctx.by_quota[leaf].values()
-                              if victim.can_be_victim and victim.key not in ctx.evicted]
+                # reclaim (category 0) ranks before its own quota's victims (1)
+                return ctx.reclaimable(quota, job.requests) + sorted(own, key=lambda c: c[0])
 
             got = _plan(ctx, usage, job, quota, priority, policy, groups, total,
                         with_others, borrowers)
             if isinstance(got, PreemptionPlan):
                 return got
             tries.append(got)
-    got = _plan(ctx, usage, job, quota, priority, policy, groups, total, lambda: own, [])
+    got = _plan(ctx, usage, job, quota, priority, policy, groups, total,
+                lambda: sorted(own, key=lambda c: c[0]), [])
     if isinstance(got, PreemptionPlan):
         return got
     tries.append(got)
@@ -387,11 +418,10 @@ def _plan(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str, prior
                 for group in groups]
     if not any(clusters):
         return ANY_REASON
-    candidates = make_candidates()
+    candidates = make_candidates()  # ranked
     if not candidates:
         short = usage.shortfall(quota, job.requests, preemptible=job.preemptible)
         return Blocked(short.quota) if short is not None else ANY_REASON
-    candidates.sort(key=lambda c: c[0])
     search = _Search(ctx, usage, job, quota, candidates, total, within_min=reclaim)
     for_quota = search.quota_victims()
     if isinstance(for_quota, Blocked):
@@ -488,7 +518,9 @@ class _Search:
         self.total = total
         self.removed: list[tuple[Admitted, Fit]] = []
         self.taken: set[int] = set()  # id() of each victim taken (cheaper than its key)
-        self._start = 0  # candidates before this one are taken or need not be taken
+        self._below: dict[str, list[tuple[tuple[int, int, int, int, JobKey],
+                                          Admitted, str]]] = {}  # quota -> candidates below
+        self._start: dict[str, int] = {}  # quota -> those before are taken or not needed
         self._borrowing: dict[str, bool] = {}  # quota -> still above its min (memo)
         self._fits: dict[str, tuple[int, Fit | None]] = {}  # cluster -> (version, fit)
         self.on_cluster: dict[str, list[tuple[Admitted, str]]] = {}
@@ -511,7 +543,7 @@ class _Search:
         self.usage.charge(victim.quota, victim.requests, preemptible=victim.preemptible)
         self.taken.discard(id(victim))
         self._borrowing.clear()
-        self._start = 0
+        self._start.clear()
 
     def _restore_all(self) -> None:
         while self.removed:
@@ -562,17 +594,27 @@ class _Search:
                 return victim, why
         if short is None:
             return None
-        # Every candidate, in rank order. Those at the front that are taken or
-        # whose quota is back at its min stay so until a victim is given back:
-        # they are stepped over once.
-        candidates, taken = self.candidates, self.taken
-        for i in range(self._start, len(candidates)):
-            _, victim, why = candidates[i]
-            if i == self._start and (id(victim) in taken or not self._may_take(victim)):
-                self._start += 1
+        # The candidates below the blocking quota, in rank order. Those at the
+        # front that are taken or whose quota is back at its min stay so until
+        # a victim is given back: they are stepped over once.
+        blocking = short[0]
+        below = self._below.get(blocking)
+        if below is None:
+            under = blocking + "/"
+            below = self._below[blocking] = [
+                c for c in self.candidates
+                if c[1].quota == blocking or (c[1].quota or "").startswith(under)]
+        start = self._start.get(blocking, 0)
+        taken = self.taken
+        for i in range(start, len(below)):
+            _, victim, why = below[i]
+            if i == start and (id(victim) in taken or not self._may_take(victim)):
+                start += 1
                 continue
             if victim.cluster != cluster and self._helps(victim, short):
+                self._start[blocking] = start
                 return victim, why
+        self._start[blocking] = start
         return None
 
     def _may_take(self, victim: Admitted) -> bool:
