@@ -92,7 +92,9 @@ class PreemptionContext:
     last_seq_in: dict[str, int] = field(default_factory=dict)  # quota -> newest admission
     largest: dict[str, Resources] = field(default_factory=dict)  # quota -> max job request
     evicted: set[JobKey] = field(default_factory=set)  # victims of this round: not again
-    changes: int = 0  # bumped by every add/remove and change of ``evicted`` (cache key)
+    # bumped by a change of what may be reclaimed: a job of a quota above its
+    # min added or removed, a quota going above or back to its min, ``evicted``
+    changes: int = 0
     _reclaimable: dict[str, tuple[int, list[tuple[tuple[int, int, int, int, JobKey],
                                                   Admitted, str]]]] = field(
         default_factory=dict)  # quota -> (changes, ranked victims it may reclaim)
@@ -106,7 +108,6 @@ class PreemptionContext:
         return self.last_seq
 
     def add(self, a: Admitted) -> None:
-        self.changes += 1
         self.admitted[a.key] = a
         if a.quota is not None:
             self.by_quota.setdefault(a.quota, {})[a.key] = a
@@ -129,7 +130,6 @@ class PreemptionContext:
             self._recount_borrowing(a.quota)
 
     def remove(self, key: JobKey) -> Admitted:
-        self.changes += 1
         a = self.admitted.pop(key)
         if a.quota is not None:
             del self.by_quota[a.quota][key]
@@ -176,6 +176,8 @@ class PreemptionContext:
         if self.usage is None or quota not in self.usage.used:
             return
         now = bool(self.usage.above_min(quota))
+        if now or quota in self._borrowing:
+            self.changes += 1  # its jobs may be reclaimed, or no longer
         if now == (quota in self._borrowing):
             return
         change = add_into if now else sub_into
