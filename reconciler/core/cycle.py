@@ -153,6 +153,10 @@ def reconcile_cycle(inp: CycleInput) -> CycleResult:
                 break  # a pass that changed nothing
         if not state.next_round():
             break  # and no victim runs again: the state is a fixed point
+    else:
+        state.problems.append(Problem("placements.yaml", 0, (
+            f"preemptions did not settle within {MAX_ROUNDS} rounds: victims placed again "
+            f"are still wanted by others, so the next reconcile may preempt more"), "warning"))
     return state.result()  # 6
 
 

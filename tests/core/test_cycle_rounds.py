@@ -60,3 +60,14 @@ def test_a_victim_placed_again_is_reclaimed_in_the_same_reconcile(tmp_path: Path
                    "j0-3": (Phase.QUEUED, None)}
     again = reconcile_cycle(round_trip(inp, first))
     assert again.decisions == first.decisions
+
+
+def test_rounds_that_do_not_settle_are_reported(tmp_path: Path, monkeypatch) -> None:
+    from reconciler.core import cycle
+
+    path = tmp_path / "victim-placed-again.yaml"
+    path.write_text(FLEET)
+    monkeypatch.setattr(cycle, "MAX_ROUNDS", 1)  # this fleet needs two
+    result = reconcile_cycle(load_scenario(path).cycle_input)
+    assert [p.severity for p in result.problems] == ["warning"]
+    assert "did not settle within 1 rounds" in result.problems[0].message
