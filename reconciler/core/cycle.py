@@ -22,6 +22,7 @@ from reconciler.core.model import (
     PodSet,
     PodSetCount,
     Policy,
+    PreemptionPolicy,
     PriorPlacement,
     QueueStrategy,
 )
@@ -183,6 +184,7 @@ class _Cycle:
         self._candidates: dict[tuple[str, str], frozenset[str]] = {}
         self._never_fit_cache: dict[tuple[object, ...], str | None] = {}
         self._fail_memo: dict[tuple[str, object], int] = {}
+        self._alike_failed: dict[tuple[object, ...], tuple[tuple[int, int, int], Blocked]] = {}
         self.preemption = PreemptionContext(
             usage=self.usage, clusters=self.clusters, settings=inp.settings,
             max_evictions=len(inp.jobs) + len(inp.prior))
@@ -561,7 +563,28 @@ class _Cycle:
                                for leaf, newest in ctx.last_seq_in.items())
 
     def _attempt(self, p: _Pending) -> Blocked | None:
-        """Admit ``p`` (``None``), or say what blocked it."""
+        """Admit ``p`` (``None``), or say what blocked it.
+
+        Jobs alike (same quota, priority, policy, kind, pod shape and
+        preemptibility; same enqueue time where the policy compares it) get
+        the same answer on the same snapshot: once one failed, the others
+        fail at once until something is admitted or evicted.
+        """
+        policy = self.inp.settings.for_quota(p.quota).preemption if p.quota else None
+        alike = (p.quota, p.priority, p.policy.ref, p.job.key.kind_ref, _shape(p.job.pod_sets),
+                 p.job.preemptible,
+                 p.enqueued_at if policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
+                 else None)
+        now = (self.preemption.last_seq, self.evictions, self.preemption.changes)
+        known = self._alike_failed.get(alike)
+        if known is not None and known[0] == now:
+            return known[1]
+        blocked = self._attempt_now(p)
+        if blocked is not None:
+            self._alike_failed[alike] = (now, blocked)
+        return blocked
+
+    def _attempt_now(self, p: _Pending) -> Blocked | None:
         if self._quota_shortfall(p) is None:
             choice = self._find_cluster(p)
             if not isinstance(choice, str):
