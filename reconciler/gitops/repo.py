@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+import struct
 import subprocess
 import tempfile
 import threading
@@ -54,6 +55,16 @@ def blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
+PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3}
+PACK_NAMES = {v: k for k, v in PACK_TYPES.items()}
+PACK_MIN_OBJECTS = 500  # fewer new files than this are written as loose objects
+
+
+def _object_id(type_code: int, body: bytes) -> str:
+    header = PACK_NAMES[type_code] + b" " + str(len(body)).encode() + b"\0"
+    return hashlib.sha1(header + body, usedforsecurity=False).hexdigest()
+
+
 class FleetRepo:
     """A fleet repository on disk (a work tree or a bare repository)."""
 
@@ -70,6 +81,7 @@ class FleetRepo:
         objects = self.run("rev-parse", "--git-path", "objects").decode().strip()
         self.objects = Path(objects) if os.path.isabs(objects) else self.root / objects
         self._written: set[str] = set()
+        self._batch: list[tuple[int, bytes]] | None = None  # objects for one pack
 
     # -- running git -----------------------------------------------------------
 
@@ -175,6 +187,10 @@ class FleetRepo:
         sha = hashlib.sha1(header + body, usedforsecurity=False).hexdigest()
         if sha in self._written:
             return sha
+        self._written.add(sha)
+        if self._batch is not None:
+            self._batch.append((PACK_TYPES[kind], body))
+            return sha
         target = self.objects / sha[:2] / sha[2:]
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -183,15 +199,19 @@ class FleetRepo:
                 fh.write(zlib.compress(header + body, 1))
             os.chmod(tmp, 0o444)
             os.replace(tmp, target)
-        self._written.add(sha)
         return sha
 
     def write_blob(self, data: bytes) -> str:
         return self._store(b"blob", data)
 
     def write_tree(self, files: Mapping[str, bytes | str]) -> str:
-        """A tree object for ``path -> bytes`` (or an existing blob sha)."""
+        """A tree object for ``path -> bytes`` (or an existing blob sha).
+
+        Many new objects go into one pack (indexed by ``git index-pack``)
+        rather than one loose file each.
+        """
         root: dict[str, object] = {}
+        new = 0
         for path, content in files.items():
             node = root
             parts = path.split("/")
@@ -200,7 +220,53 @@ class FleetRepo:
                 assert isinstance(child, dict), f"{path}: a file is in the way"
                 node = child
             node[parts[-1]] = content
-        return self._write_dir(root)
+            new += not isinstance(content, str)
+        if new < PACK_MIN_OBJECTS:
+            return self._write_dir(root)
+        self._batch = []
+        try:
+            sha = self._write_dir(root)
+            self._write_pack(self._batch)
+        except BaseException:
+            self._written.difference_update(  # nothing of this batch was stored
+                _object_id(kind, body) for kind, body in self._batch)
+            raise
+        finally:
+            self._batch = None
+        return sha
+
+    def _write_pack(self, objects: list[tuple[int, bytes]]) -> None:
+        """Write ``objects`` (pack type, body) as one pack with its index."""
+        pack_dir = self.objects / "pack"
+        pack_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=pack_dir, prefix="tmp_fleetq_", suffix=".pack")
+        digest = hashlib.sha1(usedforsecurity=False)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                def put(data: bytes) -> None:
+                    digest.update(data)
+                    fh.write(data)
+
+                put(b"PACK" + struct.pack(">II", 2, len(objects)))
+                for type_code, body in objects:
+                    size = len(body)
+                    head = bytearray()
+                    byte = (type_code << 4) | (size & 0x0F)
+                    size >>= 4
+                    while size:
+                        head.append(byte | 0x80)
+                        byte = size & 0x7F
+                        size >>= 7
+                    head.append(byte)
+                    put(bytes(head) + zlib.compress(body, 1))
+                fh.write(digest.digest())
+            name = self.run("index-pack", tmp).decode().split()[-1]
+            index = tmp[:-len(".pack")] + ".idx"
+            os.replace(tmp, pack_dir / f"pack-{name}.pack")
+            os.replace(index, pack_dir / f"pack-{name}.idx")
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+            Path(tmp[:-len(".pack")] + ".idx").unlink(missing_ok=True)
 
     def _write_dir(self, node: Mapping[str, object]) -> str:
         entries: list[tuple[bytes, bytes, bytes]] = []
