@@ -41,7 +41,7 @@ from reconciler.core.quota import QuotaTree, QuotaUsage, max_jobs_hint
 from reconciler.core.resources import MAX_JOBS, Resources
 
 MAX_CLUSTER_NOTES = 3
-MAX_PASSES = 32  # a safety net: passes settle in 2-4
+MAX_PASSES = 64  # a safety net: passes settle in 2-5 (about 30 at 100,000 jobs)
 MAX_ROUNDS = 8  # a safety net: rounds settle in 1-3
 
 
@@ -174,6 +174,7 @@ class _Cycle:
         self.requeue_notes: dict[JobKey, str] = {}
         self.changes = 0  # admissions + evictions so far
         self.evictions = 0
+        self._as_before = False  # every job admitted before is back as it was (step 2)
         # job -> (evictions, seq, blocked, short) when it failed; see _may_have_changed
         self._failed: dict[JobKey, tuple[int, int, Blocked, str | None]] = {}
         self._evicted_from: list[tuple[str | None, str]] = []  # (quota, cluster), in order
@@ -295,7 +296,7 @@ class _Cycle:
         priors = sorted((p for p in inp.prior.values() if p.phase is Phase.ADMITTED),
                         key=lambda p: (p.admitted_at or "", p.key))
         changed: list[_Pending] = []
-        self._as_before = True  # every job admitted before is back as it was
+        self._as_before = True
         for prior in priors:
             key = prior.key
             cluster = self.clusters.get(prior.cluster or "")
@@ -503,14 +504,14 @@ class _Cycle:
         failed = self._failed.get(key)
         if failed is not None and not self._may_have_changed(p, *failed):
             return False
-        short = None  # the quota nearest the root that p is short of, before its try
-        if self.usage is not None and p.quota is not None:
-            short = self.usage.top_shortfall(p.quota, p.job.requests,
-                                             preemptible=p.job.preemptible)
         blocked = self._attempt(p)
         if blocked is None:
             self._failed.pop(key, None)
             return True
+        # A failed try changed nothing: the quota nearest the root that p is short of
+        short = self.usage.top_shortfall(p.quota, p.job.requests,
+                                         preemptible=p.job.preemptible) \
+            if self.usage is not None and p.quota is not None else None
         self._failed[key] = (self.evictions, self.preemption.last_seq, blocked,
                              short.quota if short is not None else None)
         return False
