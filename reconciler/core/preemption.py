@@ -95,9 +95,9 @@ class PreemptionContext:
     # bumped by a change of what may be reclaimed: a job of a quota above its
     # min added or removed, a quota going above or back to its min, ``evicted``
     changes: int = 0
-    _reclaimable: dict[str, tuple[int, list[tuple[tuple[int, int, int, int, JobKey],
-                                                  Admitted, str]]]] = field(
-        default_factory=dict)  # quota -> (changes, ranked victims it may reclaim)
+    _reclaimable: dict[str, tuple[int, list[str], list[tuple[
+        tuple[int, int, int, int, JobKey], Admitted, str]]]] = field(
+        default_factory=dict)  # quota+resources -> (changes, borrowers, ranked victims)
     evictions: int = 0
     max_evictions: int = 0  # set by the cycle: a bound on evictions in one cycle
 
@@ -145,30 +145,34 @@ class PreemptionContext:
         return a
 
     def reclaimable(self, quota: str, request: ResourcesView
-                    ) -> list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]]:
-        """Victims a job of ``quota`` may reclaim (jobs of other quotas above
-        their min in a resource it requests), ranked. The same for every job
-        of the quota that needs the same resources until the snapshot changes."""
+                    ) -> tuple[list[str], list[tuple[tuple[int, int, int, int, JobKey],
+                                                     Admitted, str]]]:
+        """The quotas a job of ``quota`` may reclaim from (other quotas above
+        their min in a resource it requests) and their victims, ranked. The
+        same for every job of the quota that needs the same resources until
+        what may be reclaimed changes (``changes``)."""
         assert self.usage is not None
         usage = self.usage
         wanted = frozenset(r for r, v in request.items() if v > 0)
         ck = f"{quota}\0{','.join(sorted(wanted))}"
         known = self._reclaimable.get(ck)
         if known is not None and known[0] == self.changes:
-            return known[1]
+            return known[1], known[2]
+        borrowers: list[str] = []
         ranked: list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]] = []
         for leaf in sorted(self.by_quota):
             if leaf == quota or not self.by_quota[leaf]:
                 continue
             if not any(r in wanted for r in usage.above_min(leaf)):
                 continue
+            borrowers.append(leaf)
             why = f"reclaiming quota {leaf} borrowed above its min"
             ranked.extend((_rank(0, quota, victim), victim, why)
                           for victim in self.by_quota[leaf].values()
                           if victim.can_be_victim and victim.key not in self.evicted)
         ranked.sort(key=lambda c: c[0])
-        self._reclaimable[ck] = (self.changes, ranked)
-        return ranked
+        self._reclaimable[ck] = (self.changes, borrowers, ranked)
+        return borrowers, ranked
 
     def _recount_borrowing(self, quota: str) -> None:
         """Keep ``borrowed_on`` to the quotas above their min now (called after
@@ -198,8 +202,6 @@ class PreemptionContext:
         free = cs.free
         own = self.on_cluster.get((quota, cluster))
         borrowed = self.borrowed_on.get(cluster) if reclaim else None
-        equal = policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
-        never = policy is PreemptionPolicy.NEVER
         for r, v in total.items():
             if r == MAX_JOBS:
                 continue
@@ -208,9 +210,9 @@ class PreemptionContext:
                 continue
             if borrowed is not None:
                 room += borrowed.get(r, 0)
-            if own is not None and not never:
+            if own is not None:
                 for prio, res in own.items():
-                    if prio < priority or (prio == priority and equal):
+                    if may_evict_priority(policy, prio, priority):
                         room += res.get(r, 0)
             if room < v:
                 return False
@@ -306,11 +308,9 @@ def may_reclaim(ctx: PreemptionContext, usage: QuotaUsage, quota: str,
     its min after admission, once every job of its own it may evict is gone?
     (A plan that reclaims must then end with the quota within its min.)"""
     own: Resources = {}
-    if policy is not PreemptionPolicy.NEVER:
-        for prio, res in ctx.leaf_pool.get(quota, {}).items():
-            if prio < priority or (prio == priority and policy is
-                                   PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY):
-                add_into(own, res)
+    for prio, res in ctx.leaf_pool.get(quota, {}).items():
+        if may_evict_priority(policy, prio, priority):
+            add_into(own, res)
     return within_min_after(usage, quota, request, own)
 
 
@@ -338,14 +338,19 @@ def _rank(category: int, quota: str, victim: Admitted) -> tuple[int, int, int, i
             victim.key)
 
 
-def eligible_same_quota(policy: PreemptionPolicy, victim: Admitted, priority: int,
-                         enqueued_at: str) -> bool:
+def may_evict_priority(policy: PreemptionPolicy, victim: int, priority: int) -> bool:
+    """May a job of ``priority`` evict one of ``victim`` priority in its own quota
+    (an equal one only under ``LowerOrNewerEqualPriority``, if newer)?"""
     if policy is PreemptionPolicy.NEVER:
         return False
-    if victim.priority < priority:
-        return True
-    return (policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
-            and victim.priority == priority and victim.enqueued_at > enqueued_at)
+    return victim < priority or (
+        victim == priority and policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY)
+
+
+def eligible_same_quota(policy: PreemptionPolicy, victim: Admitted, priority: int,
+                         enqueued_at: str) -> bool:
+    return may_evict_priority(policy, victim.priority, priority) and (
+        victim.priority < priority or victim.enqueued_at > enqueued_at)
 
 
 def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priority: int,
@@ -374,26 +379,18 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
         if victim.can_be_victim and eligible_same_quota(policy, victim, priority,
                                                          enqueued_at):
             own.append((_rank(1, quota, victim), victim, "lower priority in the same quota"))
+    own.sort(key=lambda c: c[0])
     tries: list[Blocked] = []
     if may_reclaim(ctx, usage, quota, job.requests, priority, policy):
-        borrowers = []  # quotas borrowing a resource the job needs
-        for leaf in sorted(ctx.by_quota):
-            if leaf != quota and ctx.by_quota[leaf]:
-                lent = usage.above_min(leaf)
-                if any(job.requests.get(r, 0) > 0 for r in lent):
-                    borrowers.append(leaf)
+        borrowers, reclaimable = ctx.reclaimable(quota, job.requests)
         if borrowers:
-            def with_others() -> list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]]:
-                # reclaim (category 0) ranks before its own quota's victims (1)
-                return ctx.reclaimable(quota, job.requests) + sorted(own, key=lambda c: c[0])
-
             got = _plan(ctx, usage, job, quota, priority, policy, groups, total,
-                        with_others, borrowers)
+                        # reclaim (category 0) ranks before its own quota's victims (1)
+                        lambda: reclaimable + own, borrowers)
             if isinstance(got, PreemptionPlan):
                 return got
             tries.append(got)
-    got = _plan(ctx, usage, job, quota, priority, policy, groups, total,
-                lambda: sorted(own, key=lambda c: c[0]), [])
+    got = _plan(ctx, usage, job, quota, priority, policy, groups, total, lambda: own, [])
     if isinstance(got, PreemptionPlan):
         return got
     tries.append(got)
@@ -473,12 +470,10 @@ def _quota_could_fit(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota:
     ``None`` if it would, else the quota it would not bring within reach."""
     path = usage.path_nodes(quota)
     discount: dict[str, Resources] = {n.path: {} for n in path}
-    if policy is not PreemptionPolicy.NEVER:
-        for prio, res in ctx.leaf_pool.get(quota, {}).items():
-            if prio < priority or (prio == priority and policy is
-                                   PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY):
-                for node in path:
-                    add_into(discount[node.path], res)
+    for prio, res in ctx.leaf_pool.get(quota, {}).items():
+        if may_evict_priority(policy, prio, priority):
+            for node in path:
+                add_into(discount[node.path], res)
     for leaf in borrowers:
         # Reclaim stops once the quota is back at its min: at most what it borrows
         # plus one job's worth (the last victim may overshoot), and what it runs.
