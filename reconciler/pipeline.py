@@ -241,8 +241,10 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     previous_entries: dict[str, str] = {}
     problems: list[Problem] = []
     state_tree = None
+    state_info: CommitInfo | None = None
     if state_base is not None:
-        state_tree = repo.commit_info(state_base).tree
+        state_info = repo.commit_info(state_base)
+        state_tree = state_info.tree
         previous_entries = {e.path: e.sha for e in repo.list_tree(state_base)
                             if e.type == "blob"}
         cached = cache.load_state(state_base) if cache is not None else None
@@ -256,7 +258,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
             data = repo.read_blobs([placements_sha])[placements_sha] if placements_sha else None
             prior, state_problems = read_placements(data)
             problems.extend(state_problems)
-    settled = _settled(repo, store, info, state_base, prior)
+    settled = _settled(repo, store, info, state_info, prior)
     cycle_input = CycleInput(
         jobs=tuple(s.job for s in inputs.jobs.values()), tree=inputs.tree,
         clusters=tuple(inputs.clusters), policies=tuple(inputs.policies),
@@ -291,14 +293,14 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
 NO_BLOB = "0" * 40
 
 
-def _settled(repo: FleetRepo, store: JobStore, source: CommitInfo, state_base: str | None,
+def _settled(repo: FleetRepo, store: JobStore, source: CommitInfo, state: CommitInfo | None,
              prior: dict[JobKey, PriorPlacement]) -> frozenset[JobKey]:
     """The jobs the state queued whose inputs did not change, when nothing but
     jobs-only files changed since the source the state was made from (see
     ``CycleInput.settled``); else none. One ``git diff-tree``."""
-    if state_base is None or not prior or not isinstance(store, Cache):
+    if state is None or not prior or not isinstance(store, Cache):
         return frozenset()
-    found = trailers(repo.commit_info(state_base).message)
+    found = trailers(state.message)
     old_tree = found.get(TREE_TRAILER)
     if not old_tree or found.get(FORMAT_TRAILER) != STATE_FORMAT:
         return frozenset()
