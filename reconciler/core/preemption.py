@@ -26,7 +26,6 @@ job can do without (a minimal set).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -70,6 +69,40 @@ class Admitted:
         return self.preemptible and self.queued and self.quota is not None
 
 
+Candidate = tuple[tuple[int, int, int, int, JobKey], Admitted, str]  # (rank, victim, why)
+
+
+class Ranked:
+    """Candidates in rank order, with views the search asks for built once:
+    those on a cluster, and those whose quota is at or below a quota."""
+
+    __slots__ = ("_below", "_on", "items")
+
+    def __init__(self, items: list[Candidate]) -> None:
+        self.items = items
+        self._on: dict[str, list[tuple[Admitted, str]]] | None = None
+        self._below: dict[str, list[Candidate]] = {}
+
+    def on(self, cluster: str) -> list[tuple[Admitted, str]]:
+        if self._on is None:
+            self._on = {}
+            for _, victim, why in self.items:
+                self._on.setdefault(victim.cluster, []).append((victim, why))
+        return self._on.get(cluster, [])
+
+    def below(self, quota: str) -> list[Candidate]:
+        got = self._below.get(quota)
+        if got is None:
+            under = quota + "/"
+            got = self._below[quota] = [
+                c for c in self.items
+                if c[1].quota == quota or (c[1].quota or "").startswith(under)]
+        return got
+
+
+NO_CANDIDATES = Ranked([])
+
+
 @dataclass
 class PreemptionContext:
     """The live snapshot preemption works on, with running totals of the
@@ -95,8 +128,7 @@ class PreemptionContext:
     # bumped by a change of what may be reclaimed: a job of a quota above its
     # min added or removed, a quota going above or back to its min, ``evicted``
     changes: int = 0
-    _reclaimable: dict[str, tuple[int, list[str], list[tuple[
-        tuple[int, int, int, int, JobKey], Admitted, str]]]] = field(
+    _reclaimable: dict[str, tuple[int, list[str], Ranked]] = field(
         default_factory=dict)  # quota+resources -> (changes, borrowers, ranked victims)
     evictions: int = 0
     max_evictions: int = 0  # set by the cycle: a bound on evictions in one cycle
@@ -144,9 +176,7 @@ class PreemptionContext:
             self._recount_borrowing(a.quota)
         return a
 
-    def reclaimable(self, quota: str, request: ResourcesView
-                    ) -> tuple[list[str], list[tuple[tuple[int, int, int, int, JobKey],
-                                                     Admitted, str]]]:
+    def reclaimable(self, quota: str, request: ResourcesView) -> tuple[list[str], Ranked]:
         """The quotas a job of ``quota`` may reclaim from (other quotas above
         their min in a resource it requests) and their victims, ranked. The
         same for every job of the quota that needs the same resources until
@@ -159,7 +189,7 @@ class PreemptionContext:
         if known is not None and known[0] == self.changes:
             return known[1], known[2]
         borrowers: list[str] = []
-        ranked: list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]] = []
+        ranked: list[Candidate] = []
         for leaf in sorted(self.by_quota):
             if leaf == quota or not self.by_quota[leaf]:
                 continue
@@ -171,8 +201,8 @@ class PreemptionContext:
                           for victim in self.by_quota[leaf].values()
                           if victim.can_be_victim and victim.key not in self.evicted)
         ranked.sort(key=lambda c: c[0])
-        self._reclaimable[ck] = (self.changes, borrowers, ranked)
-        return borrowers, ranked
+        self._reclaimable[ck] = (self.changes, borrowers, Ranked(ranked))
+        return borrowers, self._reclaimable[ck][2]
 
     def _recount_borrowing(self, quota: str) -> None:
         """Keep ``borrowed_on`` to the quotas above their min now (called after
@@ -372,25 +402,27 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
     if usage is None or quota is None or ctx.evictions >= ctx.max_evictions:
         return ANY_REASON
     policy = ctx.settings.for_quota(quota).preemption
-    own: list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]] = []
+    mine: list[Candidate] = []
     for victim in ctx.by_quota.get(quota, {}).values():
         if victim.key in ctx.evicted:
             continue
         if victim.can_be_victim and eligible_same_quota(policy, victim, priority,
                                                          enqueued_at):
-            own.append((_rank(1, quota, victim), victim, "lower priority in the same quota"))
-    own.sort(key=lambda c: c[0])
+            mine.append((_rank(1, quota, victim), victim, "lower priority in the same quota"))
+    mine.sort(key=lambda c: c[0])
+    own = Ranked(mine)
     tries: list[Blocked] = []
     if may_reclaim(ctx, usage, quota, job.requests, priority, policy):
         borrowers, reclaimable = ctx.reclaimable(quota, job.requests)
         if borrowers:
             got = _plan(ctx, usage, job, quota, priority, policy, groups, total,
                         # reclaim (category 0) ranks before its own quota's victims (1)
-                        lambda: reclaimable + own, borrowers)
+                        (reclaimable, own), borrowers)
             if isinstance(got, PreemptionPlan):
                 return got
             tries.append(got)
-    got = _plan(ctx, usage, job, quota, priority, policy, groups, total, lambda: own, [])
+    got = _plan(ctx, usage, job, quota, priority, policy, groups, total,
+                (NO_CANDIDATES, own), [])
     if isinstance(got, PreemptionPlan):
         return got
     tries.append(got)
@@ -403,11 +435,10 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
 
 def _plan(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str, priority: int,
           policy: PreemptionPolicy, groups: list[list[str]], total: ResourcesView,
-          make_candidates: Callable[[], list[tuple[tuple[int, int, int, int, JobKey],
-                                                   Admitted, str]]],
-          borrowers: list[str]) -> PreemptionPlan | Blocked:
-    """One try of ``find_victims``: reclaiming from ``borrowers`` if any. The
-    candidates are listed only once the running totals say they could do."""
+          candidates: tuple[Ranked, Ranked], borrowers: list[str]) -> PreemptionPlan | Blocked:
+    """One try of ``find_victims``: reclaiming from ``borrowers`` if any, with
+    ``candidates`` (those of other quotas, then its own, each ranked). They are
+    searched only once the running totals say they could do."""
     stuck = _quota_could_fit(ctx, usage, job, quota, priority, policy, borrowers)
     if stuck is not None:
         return stuck
@@ -417,8 +448,7 @@ def _plan(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str, prior
                 for group in groups]
     if not any(clusters):
         return ANY_REASON
-    candidates = make_candidates()  # ranked
-    if not candidates:
+    if not any(part.items for part in candidates):
         short = usage.shortfall(quota, job.requests, preemptible=job.preemptible)
         return Blocked(short.quota) if short is not None else ANY_REASON
     search = _Search(ctx, usage, job, quota, candidates, total, within_min=reclaim)
@@ -507,22 +537,18 @@ class _Search:
     """Victim selection by simulation on the live snapshot, always restored."""
 
     def __init__(self, ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str,
-                 candidates: list[tuple[tuple[int, int, int, int, JobKey], Admitted, str]],
-                 total: ResourcesView, *, within_min: bool) -> None:
+                 candidates: tuple[Ranked, ...], total: ResourcesView, *,
+                 within_min: bool) -> None:
         self.ctx, self.usage, self.job, self.quota = ctx, usage, job, quota
         self.within_min = within_min  # the plan must leave the job's quota within its min
         self.candidates = candidates
         self.total = total
         self.removed: list[tuple[Admitted, Fit]] = []
         self.taken: set[int] = set()  # id() of each victim taken (cheaper than its key)
-        self._below: dict[str, list[tuple[tuple[int, int, int, int, JobKey],
-                                          Admitted, str]]] = {}  # quota -> candidates below
-        self._start: dict[str, int] = {}  # quota -> those before are taken or not needed
+        # (quota, part) -> the candidates of that part before it are taken or not needed
+        self._start: dict[tuple[str, int], int] = {}
         self._borrowing: dict[str, bool] = {}  # quota -> still above its min (memo)
         self._fits: dict[str, tuple[int, Fit | None]] = {}  # cluster -> (version, fit)
-        self.on_cluster: dict[str, list[tuple[Admitted, str]]] = {}
-        for _, victim, why in candidates:
-            self.on_cluster.setdefault(victim.cluster, []).append((victim, why))
 
     def _take(self, victim: Admitted) -> None:
         cs = self.ctx.clusters[victim.cluster]
@@ -586,32 +612,30 @@ class _Search:
               ) -> tuple[Admitted, str] | None:
         """The best-ranked victim that helps with what blocks the job now: one
         on ``cluster`` first; when a quota blocks, any victim below it."""
-        for victim, why in self.on_cluster.get(cluster, ()):
-            if self._helps(victim, short):
-                return victim, why
+        for part in self.candidates:
+            for victim, why in part.on(cluster):
+                if self._helps(victim, short):
+                    return victim, why
         if short is None:
             return None
-        # The candidates below the blocking quota, in rank order. Those at the
-        # front that are taken or whose quota is back at its min stay so until
-        # a victim is given back: they are stepped over once.
+        # The candidates below the blocking quota, in rank order (every part in
+        # turn). Those at the front of a part that are taken or whose quota is
+        # back at its min stay so until a victim is given back: they are
+        # stepped over once.
         blocking = short[0]
-        below = self._below.get(blocking)
-        if below is None:
-            under = blocking + "/"
-            below = self._below[blocking] = [
-                c for c in self.candidates
-                if c[1].quota == blocking or (c[1].quota or "").startswith(under)]
-        start = self._start.get(blocking, 0)
         taken = self.taken
-        for i in range(start, len(below)):
-            _, victim, why = below[i]
-            if i == start and (id(victim) in taken or not self._may_take(victim)):
-                start += 1
-                continue
-            if victim.cluster != cluster and self._helps(victim, short):
-                self._start[blocking] = start
-                return victim, why
-        self._start[blocking] = start
+        for number, part in enumerate(self.candidates):
+            below = part.below(blocking)
+            start = self._start.get((blocking, number), 0)
+            for i in range(start, len(below)):
+                _, victim, why = below[i]
+                if i == start and (id(victim) in taken or not self._may_take(victim)):
+                    start += 1
+                    continue
+                if victim.cluster != cluster and self._helps(victim, short):
+                    self._start[(blocking, number)] = start
+                    return victim, why
+            self._start[(blocking, number)] = start
         return None
 
     def _may_take(self, victim: Admitted) -> bool:
