@@ -12,6 +12,7 @@ left fullest, ``spread`` the one left emptiest; ties go to the cluster name.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 from reconciler.core.model import (
@@ -84,6 +85,7 @@ class ClusterState:
         self.free: Resources = dict(capacity)
         self.placed: dict[JobKey, Fit] = {}
         self._max_node_free: Resources | None = None
+        self._eligible_cache: dict[tuple[object, ...], list[int]] = {}
         self.removals = 0  # a fit that failed stays failed until something leaves
         self.version = 0  # bumped on every change
 
@@ -111,36 +113,26 @@ class ClusterState:
         return self._pack(pod_sets, total)
 
     def _pack(self, pod_sets: tuple[PodSet, ...], total: ResourcesView) -> Fit | str:
-        biggest = self.max_node_free()
-        for ps in pod_sets:
-            short = first_excess(ps.per_pod, biggest)
-            if short is not None:
-                return (f"{self.name}: a {ps.name} pod needs {short} "
-                        f"{format_quantity(short, ps.per_pod[short])} but no node has more "
-                        f"than {format_quantity(short, biggest.get(short, 0))} free")
         trial: dict[int, Resources] = {}
         placed: list[tuple[int, int, int]] = []
         order = sorted(range(len(pod_sets)), key=lambda i: _pod_size_key(pod_sets[i]))
+        node_free = self.node_free
         for ps_index in order:
             ps = pod_sets[ps_index]
             per_pod = dict(ps.per_pod)
             per_pod[PODS] = 1000
-            selector = ps.node_selector
             main = _main_resource(per_pod)
-            eligible = []
-            for i, labels in enumerate(self.node_labels):
-                if selector and any(labels.get(k) != v for k, v in selector):
-                    continue
-                if self.node_taints[i] and untolerated(self.node_taints[i], ps.tolerations):
-                    continue
-                eligible.append(i)
+            eligible = self._eligible(ps)
             if not eligible:
-                return (f"{self.name}: no node matches the {ps.name} pods' nodeSelector "
-                        f"and tolerations")
-            eligible.sort(key=lambda i: (trial.get(i, self.node_free[i]).get(main, 0), i))
+                return self._pack_failure(pod_sets) or (
+                    f"{self.name}: no node matches the {ps.name} pods' nodeSelector "
+                    f"and tolerations")
+            # Best fit: the nodes with the least of the main resource free first;
+            # those with less than one pod's worth cannot take any.
+            by_room = sorted((trial.get(i, node_free[i]).get(main, 0), i) for i in eligible)
             left = ps.replicas
-            for i in eligible:
-                free = trial.get(i, self.node_free[i])
+            for _, i in by_room[bisect.bisect_left(by_room, (per_pod[main], -1)):]:
+                free = trial.get(i, node_free[i])
                 n = copies_that_fit(per_pod, free, left)
                 if n:
                     free = dict(free)
@@ -151,9 +143,35 @@ class ClusterState:
                     if not left:
                         break
             if left:
-                return (f"{self.name}: only {ps.replicas - left} of {ps.replicas} {ps.name} "
-                        f"pods fit on its nodes")
+                return self._pack_failure(pod_sets) or (
+                    f"{self.name}: only {ps.replicas - left} of {ps.replicas} {ps.name} "
+                    f"pods fit on its nodes")
         return Fit(self.name, dict(total), tuple(placed))
+
+    def _eligible(self, ps: PodSet) -> list[int]:
+        """The nodes whose labels and taints admit ``ps``'s pods (they never change)."""
+        ck = (ps.node_selector, ps.tolerations)
+        got = self._eligible_cache.get(ck)
+        if got is None:
+            selector = ps.node_selector
+            got = self._eligible_cache[ck] = [
+                i for i, labels in enumerate(self.node_labels)
+                if not (selector and any(labels.get(k) != v for k, v in selector))
+                and not (self.node_taints[i] and untolerated(self.node_taints[i],
+                                                             ps.tolerations))]
+        return got
+
+    def _pack_failure(self, pod_sets: tuple[PodSet, ...]) -> str | None:
+        """Why packing failed when a pod is larger than every node's free room
+        (told before any other reason), else ``None``."""
+        biggest = self.max_node_free()
+        for ps in pod_sets:
+            short = first_excess(ps.per_pod, biggest)
+            if short is not None:
+                return (f"{self.name}: a {ps.name} pod needs {short} "
+                        f"{format_quantity(short, ps.per_pod[short])} but no node has more "
+                        f"than {format_quantity(short, biggest.get(short, 0))} free")
+        return None
 
     # -- changing ------------------------------------------------------------
 
@@ -250,8 +268,26 @@ def _main_resource(per_pod: ResourcesView) -> str:
 def by_preference(clusters: list[ClusterState], total: ResourcesView,
                   strategy: PlacementStrategy) -> list[ClusterState]:
     """Clusters whose free sum covers ``total``, best first: binpack takes the
-    cluster left fullest, spread the one left emptiest; ties by name."""
-    room = [c for c in clusters if first_excess(total, c.free) is None]
-    if strategy is PlacementStrategy.SPREAD:
-        return sorted(room, key=lambda c: (-c.score(total), c.name))
-    return sorted(room, key=lambda c: (c.score(total), c.name))
+    cluster left fullest, spread the one left emptiest; ties by name.
+
+    (``first_excess`` and ``ClusterState.score`` written out in one loop: this
+    runs for every candidate cluster of every try.)
+    """
+    wanted = [(name, value) for name, value in total.items() if value > 0]
+    scored: list[tuple[float, str, ClusterState]] = []
+    spread = strategy is PlacementStrategy.SPREAD
+    for c in clusters:
+        free, capacity = c.free, c.capacity
+        parts = []
+        for name, value in wanted:
+            have = free.get(name, 0)
+            if value > have:
+                break
+            cap = capacity.get(name, 0)
+            if cap > 0:
+                parts.append((have - value) / cap)
+        else:
+            score = sum(parts) / len(parts) if parts else 1.0
+            scored.append((-score if spread else score, c.name, c))
+    scored.sort(key=lambda t: (t[0], t[1]))
+    return [c for _, _, c in scored]
