@@ -23,6 +23,63 @@ from reconciler.core.problems import Problem
 
 _FIELD_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+# Scalars built by PyYAML's own safe constructors, which keep no state.
+_SCALARS = {tag: yaml.SafeLoader.yaml_constructors[tag] for tag in (
+    "tag:yaml.org,2002:null", "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")}
+
+
+class _Unusual(Exception):
+    """A node the fast constructor leaves to PyYAML's (tags, merge keys, cycles)."""
+
+
+def _construct(loader: Any, node: yaml.Node, memo: dict[int, Any]) -> Any:
+    """The value of ``node``, exactly as PyYAML's safe constructor builds it,
+    for the plain shapes of Kubernetes manifests (strings, scalars, mappings
+    and sequences). An aliased node gives the same object, as in PyYAML.
+    Anything else raises ``_Unusual``: the document is then built by PyYAML.
+    """
+    cls = type(node)
+    tag = node.tag
+    if cls is yaml.ScalarNode:
+        if tag == _STR:
+            return node.value
+        build = _SCALARS.get(tag)
+        if build is None:
+            raise _Unusual
+        return build(loader, node)
+    ident = id(node)
+    if ident in memo:
+        got = memo[ident]
+        if got is None:
+            raise _Unusual  # a recursive node
+        return got
+    memo[ident] = None
+    out: Any
+    if cls is yaml.MappingNode and tag == _MAP:
+        out = {}
+        for key_node, value_node in node.value:
+            if type(key_node) is not yaml.ScalarNode:
+                raise _Unusual
+            key_tag = key_node.tag
+            if key_tag == _STR:
+                key = key_node.value
+            else:
+                build = _SCALARS.get(key_tag)
+                if build is None:
+                    raise _Unusual  # merge keys and the like
+                key = build(loader, key_node)
+            out[key] = _construct(loader, value_node, memo)
+    elif cls is yaml.SequenceNode and tag == _SEQ:
+        out = [_construct(loader, item, memo) for item in node.value]
+    else:
+        raise _Unusual
+    memo[ident] = out
+    return out
+
 
 @dataclass
 class Document:
@@ -72,7 +129,10 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
     try:
         while loader.check_node():
             node = loader.get_node()
-            value = loader.construct_document(node)
+            try:
+                value = _construct(loader, node, {})
+            except _Unusual:
+                value = loader.construct_document(node)
             if value is not None:
                 docs.append(Document(path, index, node.start_mark.line + 1, value, node))
             index += 1

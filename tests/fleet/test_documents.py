@@ -1,0 +1,98 @@
+"""parse_documents builds exactly the values PyYAML's safe loader builds.
+
+Its fast constructor covers the plain shapes of manifests and hands every
+other document to PyYAML; either way the values, the errors and the sharing
+of aliased nodes must be PyYAML's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reconciler.fleet.documents import parse_documents
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SHARED = REPO_ROOT.parent / "shared"
+
+
+def pyyaml(data: bytes) -> list[object]:
+    return [v for v in yaml.load_all(data, Loader=yaml.CSafeLoader) if v is not None]
+
+
+def values(data: bytes) -> list[object]:
+    docs, problem = parse_documents("f.yaml", data)
+    assert problem is None, problem
+    return [d.value for d in docs]
+
+
+CASES = {
+    "scalars of every implicit tag": b"a: yes\nb: 0x1F\nc: 1:30\nd: 2001-12-14\ne: ~\n"
+                                     b"f: .inf\ng: '010'\nh: 010\n1: int key\nnull: k\n",
+    "merge key": b"base: &b {cpu: 1}\nworker:\n  <<: *b\n  memory: 2Gi\n",
+    "value key": b"- =: 1\n",
+    "explicit set": b"a: !!set {x, y}\n",
+    "binary": b"a: !!binary aGVsbG8=\n",
+    "ordered map": b"a: !!omap [{x: 1}, {y: 2}]\n",
+    "explicit str tag": b"a: !!str 1\nb: !!int '2'\n",
+    "duplicate keys: the last wins": b"a: 1\na: 2\n",
+    "documents with empties": b"---\na: 1\n---\n---\n- x\n...\n",
+    "nested flow and block": b"spec: {template: {spec: {containers: [{name: c, args: [1, '2']}]}}}\n",
+}
+
+
+@pytest.mark.parametrize("data", list(CASES.values()), ids=list(CASES))
+def test_values_are_pyyamls(data: bytes) -> None:
+    assert repr(values(data)) == repr(pyyaml(data))
+
+
+def test_aliased_nodes_share_one_object_as_in_pyyaml() -> None:
+    data = b"a: &x {b: [1]}\nc: *x\nd: &y [1]\ne: *y\n"
+    got = values(data)[0]
+    assert isinstance(got, dict)
+    assert got["a"] is got["c"] and got["d"] is got["e"]
+    assert got == pyyaml(data)[0]
+
+
+def test_a_recursive_node_is_built_by_pyyaml() -> None:
+    got = values(b"&a [*a]\n")[0]
+    assert isinstance(got, list) and got[0] is got
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"a: !Ref x\n", "could not determine a constructor for the tag '!Ref'"),
+    (b"? [1]\n: x\n", "found unhashable key"),
+])
+def test_what_pyyaml_refuses_is_a_problem_with_its_line(data: bytes, message: str) -> None:
+    docs, problem = parse_documents("jobs/bad.yaml", data)
+    assert problem is not None and problem.path == "jobs/bad.yaml" and problem.line == 1
+    assert message in problem.message
+
+
+def test_every_yaml_file_of_the_template_and_upstream() -> None:
+    files = sorted((REPO_ROOT / "fleet-repo-template").rglob("*.yaml"))
+    if SHARED.exists():
+        files += sorted(SHARED.rglob("*.yaml"))
+    assert len(files) > 10
+    for path in files:
+        data = path.read_bytes()
+        assert repr(values(data)) == repr(pyyaml(data)), path
+
+
+_scalar = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8),
+                    st.sampled_from(["yes", "No", "0x10", "1:20", "2026-01-01", "~", ".nan",
+                                     "1e3", "010", "+1", "null", ""]))
+_value = st.recursive(_scalar, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_value, st.sampled_from([False, True]))
+def test_any_dumped_value_reads_back_as_pyyaml_reads_it(value: object, flow: bool) -> None:
+    data = yaml.safe_dump({"v": value}, default_flow_style=flow).encode()
+    assert repr(values(data)) == repr(pyyaml(data))
