@@ -101,10 +101,12 @@ class _Pending:
     total: Resources
     prior: PriorPlacement | None
     order: tuple[int, str, tuple[str, str, str, str]] = field(init=False)
+    shape: tuple[object, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         # Queue order (DESIGN §3 "Order"): priority desc, enqueue time asc, ns/name.
         self.order = (-self.priority, self.enqueued_at, self.job.key.order)
+        self.shape = _shape(self.job.pod_sets)
 
 
 def reconcile_cycle(inp: CycleInput) -> CycleResult:
@@ -184,7 +186,9 @@ class _Cycle:
         self._groups_cache: dict[tuple[str, str], tuple[list[list[str]], list[str]]] = {}
         self._candidates: dict[tuple[str, str], frozenset[str]] = {}
         self._never_fit_cache: dict[tuple[object, ...], str | None] = {}
-        self._fail_memo: dict[tuple[str, object], int] = {}
+        # pod shape -> cluster -> its removals when the shape last did not fit there
+        self._fail_memo: dict[tuple[object, ...], dict[str, int]] = {}
+        self._group_states: dict[int, list[ClusterState]] = {}  # id(group) -> its clusters
         self._alike_failed: dict[tuple[object, ...], tuple[tuple[int, int, int], Blocked]] = {}
         self.preemption = PreemptionContext(
             usage=self.usage, clusters=self.clusters, settings=inp.settings,
@@ -405,7 +409,7 @@ class _Cycle:
         if not any(p.groups):
             why = "; ".join(p.notes) if p.notes else "its policy's clusterAffinity selects none"
             return f"no member cluster is a candidate for it under {p.policy.ref}: {why}"
-        shape = _shape(job.pod_sets)
+        shape = p.shape
         reasons: list[str] = []
         for name in sorted({c for g in p.groups for c in g}):
             ck = (name, shape)
@@ -537,15 +541,23 @@ class _Cycle:
         reclaim: bool | None = None  # may it reclaim from borrowers now? (when asked)
         if evictions != self.evictions:
             if blocked.quota is not None:
-                if any(_below(q, blocked.quota) for q, _ in self._evicted_from[evictions:]):
+                since = self._evicted_from[evictions:]
+                if since and ("/" not in blocked.quota  # the root: all are below it
+                              or any(_below(q, blocked.quota) for q, _ in since)) and (
+                        # it stays blocked while no limit that blocked it has room again,
+                        # and its own quota (whether it may reclaim) is as it was
+                        not blocked.limits or any(q == quota for q, _ in since)
+                        or any(usage.used[b].get(r, 0) <= most for b, r, most in blocked.limits)):
                     return True
             else:
                 candidates = self._candidate_set(p)
+                asked: set[str] = set()  # each cluster once: the bound is of now
                 for q, cluster in self._evicted_from[evictions:]:
                     if q == quota or (short is not None and _below(q, short)):
                         return True
-                    if cluster not in candidates:
+                    if cluster not in candidates or cluster in asked:
                         continue
+                    asked.add(cluster)
                     if reclaim is None:
                         reclaim = may_reclaim(ctx, usage, quota, p.job.requests,
                                               p.priority, policy)
@@ -572,7 +584,7 @@ class _Cycle:
         fail at once until something is admitted or evicted.
         """
         policy = self.inp.settings.for_quota(p.quota).preemption if p.quota else None
-        alike = (p.quota, p.priority, p.policy.ref, p.job.key.kind_ref, _shape(p.job.pod_sets),
+        alike = (p.quota, p.priority, p.policy.ref, p.job.key.kind_ref, p.shape,
                  p.job.preemptible,
                  p.enqueued_at if policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
                  else None)
@@ -629,18 +641,20 @@ class _Cycle:
         group where it fits gets a full copy too (kept for ``_admit``).
         """
         job = p.job
-        shape = _shape(job.pod_sets)
+        memo = self._fail_memo.setdefault(p.shape, {})
         for group in p.groups:
             chosen: tuple[ClusterState, Fit] | None = None
             copies: list[tuple[ClusterState, Fit]] = []
-            memo = self._fail_memo
-            states = [cs for cs in (self.clusters[name] for name in group)
-                      # not where it did not fit when nothing has left since
-                      if memo.get((cs.name, shape)) != cs.removals]
+            in_group = self._group_states.get(id(group))
+            if in_group is None:  # groups are shared by every job of a policy and kind
+                in_group = self._group_states[id(group)] = [self.clusters[n] for n in group]
+            # not where it did not fit when nothing has left since
+            states = [cs for cs in in_group if memo.get(cs.name) != cs.removals] if memo \
+                else in_group
             for cs in by_preference(states, p.total, self._strategy(p)):
                 fit = cs.fit(job.key, job.pod_sets, p.total)
                 if isinstance(fit, str):
-                    self._fail_memo[(cs.name, shape)] = cs.removals
+                    memo[cs.name] = cs.removals
                     continue
                 if chosen is None:
                     chosen = (cs, fit)
@@ -771,8 +785,7 @@ class _Cycle:
             if fit is None or self._quota_shortfall(p) is not None:
                 continue
             self._admit(p, cs, fit, admitted_at=prior.admitted_at)
-            self.preemption.evicted.discard(key)
-            self.preemption.changes += 1
+            self.preemption.unevict(key)
             del self.evicted_by[key]
 
     def _record_preemptions(self) -> None:

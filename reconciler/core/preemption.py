@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 from reconciler.core.gang import ClusterState, Fit
 from reconciler.core.model import (
@@ -69,7 +70,7 @@ class Admitted:
         return self.preemptible and self.queued and self.quota is not None
 
 
-Candidate = tuple[tuple[int, int, int, int, JobKey], Admitted, str]  # (rank, victim, why)
+Candidate = tuple[tuple[Any, ...], Admitted, str]  # (rank, victim, why)
 
 
 class Ranked:
@@ -84,6 +85,8 @@ class Ranked:
         self._below: dict[str, list[Candidate]] = {}
 
     def on(self, cluster: str) -> list[tuple[Admitted, str]]:
+        if not cluster:
+            return []
         if self._on is None:
             self._on = {}
             for _, victim, why in self.items:
@@ -101,6 +104,10 @@ class Ranked:
 
 
 NO_CANDIDATES = Ranked([])
+
+
+def _first(c: Candidate) -> tuple[Any, ...]:
+    return c[0]
 
 
 @dataclass
@@ -130,6 +137,10 @@ class PreemptionContext:
     changes: int = 0
     _reclaimable: dict[str, tuple[int, list[str], Ranked]] = field(
         default_factory=dict)  # quota+resources -> (changes, borrowers, ranked victims)
+    # leaf -> bumped when its possible victims change; its victims by rank
+    _leaf_version: dict[str, int] = field(default_factory=dict)
+    _segments: dict[str, tuple[int, list[Candidate]]] = field(default_factory=dict)
+    _own: dict[tuple[str, int, str], tuple[int, Ranked]] = field(default_factory=dict)
     evictions: int = 0
     max_evictions: int = 0  # set by the cycle: a bound on evictions in one cycle
 
@@ -143,6 +154,7 @@ class PreemptionContext:
         self.admitted[a.key] = a
         if a.quota is not None:
             self.by_quota.setdefault(a.quota, {})[a.key] = a
+            self._leaf_version[a.quota] = self._leaf_version.get(a.quota, 0) + 1
             self.last_seq_in[a.quota] = max(self.last_seq_in.get(a.quota, 0), a.seq)
         if a.can_be_victim:
             assert a.quota is not None
@@ -165,6 +177,7 @@ class PreemptionContext:
         a = self.admitted.pop(key)
         if a.quota is not None:
             del self.by_quota[a.quota][key]
+            self._leaf_version[a.quota] += 1
         if a.can_be_victim:
             assert a.quota is not None
             sub_into(self.leaf_pool[a.quota][a.priority], a.requests)
@@ -189,20 +202,66 @@ class PreemptionContext:
         if known is not None and known[0] == self.changes:
             return known[1], known[2]
         borrowers: list[str] = []
-        ranked: list[Candidate] = []
+        by_depth: dict[int, list[Candidate]] = {}
         for leaf in sorted(self.by_quota):
             if leaf == quota or not self.by_quota[leaf]:
                 continue
             if not any(r in wanted for r in usage.above_min(leaf)):
                 continue
             borrowers.append(leaf)
-            why = f"reclaiming quota {leaf} borrowed above its min"
-            ranked.extend((_rank(0, quota, victim), victim, why)
-                          for victim in self.by_quota[leaf].values()
-                          if victim.can_be_victim and victim.key not in self.evicted)
-        ranked.sort(key=lambda c: c[0])
+            by_depth.setdefault(_common_depth(quota, leaf), []).extend(self._segment(leaf))
+        # The rank of ``_rank`` (category 0): the nearest quotas first, then each
+        # leaf's own order; runs already sorted merge fast.
+        ranked: list[Candidate] = []
+        for depth in sorted(by_depth, reverse=True):
+            group = by_depth[depth]
+            group.sort(key=_first)
+            ranked.extend(group)
         self._reclaimable[ck] = (self.changes, borrowers, Ranked(ranked))
         return borrowers, self._reclaimable[ck][2]
+
+    def _segment(self, leaf: str) -> list[Candidate]:
+        """The leaf's possible victims, by (priority, most recent first, name),
+        kept until they change."""
+        version = self._leaf_version.get(leaf, 0)
+        known = self._segments.get(leaf)
+        if known is not None and known[0] == version:
+            return known[1]
+        why = f"reclaiming quota {leaf} borrowed above its min"
+        evicted = self.evicted
+        items = sorted((((victim.priority, -victim.seq, victim.key), victim, why)
+                        for victim in self.by_quota[leaf].values()
+                        if victim.can_be_victim and victim.key not in evicted), key=_first)
+        self._segments[leaf] = (version, items)
+        return items
+
+    def own_candidates(self, quota: str, priority: int, enqueued_at: str,
+                       policy: PreemptionPolicy) -> Ranked:
+        """The jobs of its own quota a job of ``priority`` may evict, ranked; the
+        same for every job of that quota and priority (and enqueue time, when
+        the policy compares it) until the quota's jobs change."""
+        ck = (quota, priority,
+              enqueued_at if policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY else "")
+        version = self._leaf_version.get(quota, 0)
+        known = self._own.get(ck)
+        if known is not None and known[0] == version:
+            return known[1]
+        evicted = self.evicted
+        mine = sorted(((_rank(1, quota, victim), victim, "lower priority in the same quota")
+                       for victim in self.by_quota.get(quota, {}).values()
+                       if victim.can_be_victim and victim.key not in evicted
+                       and eligible_same_quota(policy, victim, priority, enqueued_at)),
+                      key=_first)
+        got = self._own[ck] = (version, Ranked(mine))
+        return got[1]
+
+    def unevict(self, key: JobKey) -> None:
+        """``key`` is no longer this round's victim: it may be one again."""
+        self.evicted.discard(key)
+        a = self.admitted.get(key)
+        if a is not None and a.quota is not None:
+            self._leaf_version[a.quota] += 1
+        self.changes += 1
 
     def _recount_borrowing(self, quota: str) -> None:
         """Keep ``borrowed_on`` to the quotas above their min now (called after
@@ -221,6 +280,35 @@ class PreemptionContext:
             self._borrowing.add(quota)
         else:
             self._borrowing.discard(quota)
+
+    def could_fit(self, clusters: list[str], total: ResourcesView, quota: str, priority: int,
+                  policy: PreemptionPolicy, reclaim: bool) -> list[str]:
+        """Those of ``clusters`` that ``could_fit_on`` says yes to, in order."""
+        wanted = [(r, v) for r, v in total.items() if r != MAX_JOBS]
+        evictable = [prio for prio in self.leaf_pool.get(quota, {})
+                     if may_evict_priority(policy, prio, priority)]
+        on_cluster, borrowed_on = self.on_cluster, self.borrowed_on
+        out = []
+        for name in clusters:
+            free = self.clusters[name].free
+            own = on_cluster.get((quota, name)) if evictable else None
+            borrowed = borrowed_on.get(name) if reclaim else None
+            for r, v in wanted:
+                room = free.get(r, 0)
+                if room >= v:
+                    continue
+                if borrowed is not None:
+                    room += borrowed.get(r, 0)
+                if own is not None:
+                    for prio in evictable:
+                        res = own.get(prio)
+                        if res is not None:
+                            room += res.get(r, 0)
+                if room < v:
+                    break
+            else:
+                out.append(name)
+        return out
 
     def could_fit_on(self, cluster: str, total: ResourcesView, quota: str, priority: int,
                      policy: PreemptionPolicy, reclaim: bool) -> bool:
@@ -309,9 +397,20 @@ class PreemptionPlan:
 class Blocked:
     """Why no plan was found: ``quota`` is the quota whose limit no set of
     candidates could bring within reach (only an eviction below it, or a
-    new candidate, can change that), or ``None`` for any other reason."""
+    new candidate, can change that), or ``None`` for any other reason.
+
+    ``limits`` names, for each try that was blocked, the quota, the resource
+    and the most usage of it the try could pass with: with no new candidate,
+    the try stays blocked while that quota uses more. Empty: not known (any
+    eviction below ``quota`` may help).
+    """
 
     quota: str | None = None
+    limits: tuple[tuple[str, str, int], ...] = ()
+
+
+def _blocked_at(quota: str, resource: str, most: int) -> Blocked:
+    return Blocked(quota, ((quota, resource, most),))
 
 
 ANY_REASON = Blocked()
@@ -402,15 +501,7 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
     if usage is None or quota is None or ctx.evictions >= ctx.max_evictions:
         return ANY_REASON
     policy = ctx.settings.for_quota(quota).preemption
-    mine: list[Candidate] = []
-    for victim in ctx.by_quota.get(quota, {}).values():
-        if victim.key in ctx.evicted:
-            continue
-        if victim.can_be_victim and eligible_same_quota(policy, victim, priority,
-                                                         enqueued_at):
-            mine.append((_rank(1, quota, victim), victim, "lower priority in the same quota"))
-    mine.sort(key=lambda c: c[0])
-    own = Ranked(mine)
+    own = ctx.own_candidates(quota, priority, enqueued_at, policy)
     tries: list[Blocked] = []
     if may_reclaim(ctx, usage, quota, job.requests, priority, policy):
         borrowers, reclaimable = ctx.reclaimable(quota, job.requests)
@@ -430,7 +521,10 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
     # blocked them (all blocking quotas are on the job's path), or anywhere.
     if any(t.quota is None for t in tries):
         return ANY_REASON
-    return min(tries, key=lambda t: (t.quota or "").count("/"))
+    widest = min(tries, key=lambda t: (t.quota or "").count("/"))
+    if len(tries) == 1 or not all(t.limits for t in tries):
+        return widest
+    return Blocked(widest.quota, tuple(limit for t in tries for limit in t.limits))
 
 
 def _plan(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str, priority: int,
@@ -443,14 +537,17 @@ def _plan(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str, prior
     if stuck is not None:
         return stuck
     reclaim = bool(borrowers)
-    clusters = [[name for name in group if ctx.could_fit_on(name, total, quota, priority,
-                                                             policy, reclaim)]
+    clusters = [ctx.could_fit(group, total, quota, priority, policy, reclaim)
                 for group in groups]
     if not any(clusters):
         return ANY_REASON
     if not any(part.items for part in candidates):
         short = usage.shortfall(quota, job.requests, preemptible=job.preemptible)
-        return Blocked(short.quota) if short is not None else ANY_REASON
+        if short is None:
+            return ANY_REASON
+        if short.bound.startswith("min"):  # non-preemptible usage: no victim lowers it
+            return Blocked(short.quota)
+        return _blocked_at(short.quota, short.resource, short.limit - short.request)
     search = _Search(ctx, usage, job, quota, candidates, total, within_min=reclaim)
     for_quota = search.quota_victims()
     if isinstance(for_quota, Blocked):
@@ -522,12 +619,12 @@ def _quota_could_fit(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota:
         for name, limit in node.max.items():
             req = job.requests.get(name, 0)
             if req and used.get(name, 0) - off.get(name, 0) + req > limit:
-                return Blocked(node.path)
+                return _blocked_at(node.path, name, limit - req + off.get(name, 0))
         if node.parent is None:
             for name, limit in node.min.items():
                 req = job.requests.get(name, 0)
                 if req and used.get(name, 0) - off.get(name, 0) + req > limit:
-                    return Blocked(node.path)
+                    return _blocked_at(node.path, name, limit - req + off.get(name, 0))
     if job.preemptible or usage.np_shortfall(quota, job.requests) is None:
         return None
     return ANY_REASON
@@ -573,19 +670,22 @@ class _Search:
             victim, fit = self.removed.pop()
             self._give_back(victim, fit)
 
-    def _quota_short(self) -> tuple[str, str] | None:
-        """(quota, resource) that keeps the job out now, if any."""
+    def _quota_short(self) -> tuple[str, str, int | None] | None:
+        """(quota, resource, excess) that keeps the job out now, if any: its
+        usage must fall by ``excess`` (``None``: victims cannot lower it)."""
         short = self.usage.shortfall(self.quota, self.job.requests,
                                      preemptible=self.job.preemptible)
         if short is not None:
-            return (short.quota, short.resource)
+            excess = None if short.bound.startswith("min") else \
+                short.used + short.request - short.limit
+            return (short.quota, short.resource, excess)
         if self.within_min:
             usage, quota = self.usage, self.quota
             low, used = usage.tree.nodes[quota].min, usage.used[quota]
             for r, v in self.job.requests.items():
                 if v > 0 and usage.borrow_counted(quota, r) and \
                         used.get(r, 0) + v > low.get(r, 0):
-                    return (quota, r)
+                    return (quota, r, used.get(r, 0) + v - low.get(r, 0))
         return None
 
     def _fit_on(self, cluster: str) -> Fit | None:
@@ -608,7 +708,7 @@ class _Search:
             got = self._borrowing[quota] = bool(self.usage.above_min(quota))
         return got
 
-    def _next(self, cluster: str, short: tuple[str, str] | None
+    def _next(self, cluster: str, short: tuple[str, str, int | None] | None
               ) -> tuple[Admitted, str] | None:
         """The best-ranked victim that helps with what blocks the job now: one
         on ``cluster`` first; when a quota blocks, any victim below it."""
@@ -643,12 +743,12 @@ class _Search:
         # a quota back at its min has no more to reclaim
         return victim.quota == self.quota or self._still_borrowing(victim.quota)
 
-    def _helps(self, victim: Admitted, short: tuple[str, str] | None) -> bool:
+    def _helps(self, victim: Admitted, short: tuple[str, str, int | None] | None) -> bool:
         if id(victim) in self.taken or not self._may_take(victim):
             return False
         if short is None:
             return True
-        blocking, resource = short
+        blocking, resource, _ = short
         assert victim.quota is not None
         return victim.requests.get(resource, 0) > 0 and (
             victim.quota == blocking or victim.quota.startswith(blocking + "/"))
@@ -656,15 +756,24 @@ class _Search:
     def quota_victims(self) -> list[Admitted] | Blocked:
         """Victims, best-ranked first, until the quota admits the job (wherever
         they run); else the quota that no set of candidates brings within reach."""
+        stuck: tuple[str, str, int | None] | None = None
         try:
             while (short := self._quota_short()) is not None:
                 nxt = self._next("", short)
                 if nxt is None:
-                    return Blocked(short[0])
+                    stuck = short
+                    break
                 self._take(nxt[0])
-            return [v for v, _ in self.removed]
+            victims = [v for v, _ in self.removed]
         finally:
             self._restore_all()
+        if stuck is not None:  # its usage now, every victim back, less what it lacked
+            quota, resource, excess = stuck
+            if excess is None:
+                return Blocked(quota)
+            return Blocked(quota, ((quota, resource,
+                                    self.usage.used[quota].get(resource, 0) - excess),))
+        return victims
 
     def plan_on(self, cluster: str) -> PreemptionPlan | None:
         """Victims for the quota (those on ``cluster`` first), then victims on
