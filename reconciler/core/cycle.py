@@ -179,7 +179,10 @@ class _Cycle:
         self._as_before = False  # every job admitted before is back as it was (step 2)
         # job -> (evictions, seq, blocked, short) when it failed; see _may_have_changed
         self._failed: dict[JobKey, tuple[int, int, Blocked, str | None]] = {}
-        self._evicted_from: list[tuple[str | None, str]] = []  # (quota, cluster), in order
+        # The newest eviction (its number, from 1) below each quota (at it or
+        # under it; "" for a victim of no quota) and on each cluster, newest last.
+        self._evicted_below: dict[str, int] = {}
+        self._evicted_on: dict[str, int] = {}
         self.evicted_by: dict[JobKey, tuple[JobKey, str]] = {}  # victim -> (preemptor, why)
         self.blocked_by: dict[JobKey, str] = {}  # StrictFIFO: the job -> the head blocking it
         self._copies: dict[JobKey, list[tuple[ClusterState, Fit]]] = {}
@@ -540,24 +543,26 @@ class _Cycle:
         policy = self.inp.settings.for_quota(quota).preemption
         reclaim: bool | None = None  # may it reclaim from borrowers now? (when asked)
         if evictions != self.evictions:
+            def evicted_below(ancestor: str) -> bool:  # since it failed
+                return max(self._evicted_below.get(ancestor, 0),
+                           self._evicted_below.get("", 0)) > evictions
+            own_quota = self._evicted_below.get(quota, 0) > evictions
             if blocked.quota is not None:
-                since = self._evicted_from[evictions:]
-                if since and ("/" not in blocked.quota  # the root: all are below it
-                              or any(_below(q, blocked.quota) for q, _ in since)) and (
+                if evicted_below(blocked.quota) and (
                         # it stays blocked while no limit that blocked it has room again,
                         # and its own quota (whether it may reclaim) is as it was
-                        not blocked.limits or any(q == quota for q, _ in since)
+                        not blocked.limits or own_quota
                         or any(usage.used[b].get(r, 0) <= most for b, r, most in blocked.limits)):
                     return True
             else:
+                if own_quota or (short is not None and evicted_below(short)):
+                    return True
                 candidates = self._candidate_set(p)
-                asked: set[str] = set()  # each cluster once: the bound is of now
-                for q, cluster in self._evicted_from[evictions:]:
-                    if q == quota or (short is not None and _below(q, short)):
-                        return True
-                    if cluster not in candidates or cluster in asked:
+                for cluster, number in reversed(self._evicted_on.items()):
+                    if number <= evictions:
+                        break  # the clusters evicted on since it failed, each once
+                    if cluster not in candidates:
                         continue
-                    asked.add(cluster)
                     if reclaim is None:
                         reclaim = may_reclaim(ctx, usage, quota, p.job.requests,
                                               p.priority, policy)
@@ -719,7 +724,13 @@ class _Cycle:
         self.preemption.remove(key)
         self.changes += 1
         self.evictions += 1
-        self._evicted_from.append((victim.quota, victim.cluster))
+        for node in (self.tree.ancestry(victim.quota) if self.tree is not None
+                     and victim.quota in self.tree.nodes else ()):
+            self._evicted_below[node.path] = self.evictions
+        if victim.quota is None or self.tree is None or victim.quota not in self.tree.nodes:
+            self._evicted_below[""] = self.evictions
+        self._evicted_on.pop(victim.cluster, None)
+        self._evicted_on[victim.cluster] = self.evictions
         pending = self.pending.get(key)
         if pending is not None and victim.quota is not None and victim.queued:
             queue = self._queues.setdefault(victim.quota, [])
@@ -837,11 +848,6 @@ class _Cycle:
         cluster_free = {n: dict(sorted(c.free.items())) for n, c in sorted(self.clusters.items())}
         return CycleResult(decisions=decisions, problems=sorted(self.problems),
                            quota_used=quota_used, cluster_free=cluster_free)
-
-
-def _below(quota: str | None, ancestor: str) -> bool:
-    """Is ``quota`` the quota ``ancestor`` or under it? (``None``: not known, so yes.)"""
-    return quota is None or quota == ancestor or quota.startswith(ancestor + "/")
 
 
 def _shape(pod_sets: tuple[PodSet, ...]) -> tuple[object, ...]:

@@ -141,6 +141,9 @@ class PreemptionContext:
     _leaf_version: dict[str, int] = field(default_factory=dict)
     _segments: dict[str, tuple[int, list[Candidate]]] = field(default_factory=dict)
     _own: dict[tuple[str, int, str], tuple[int, Ranked]] = field(default_factory=dict)
+    _bounds: dict[str, tuple[int, list[str], dict[str, Resources]]] = field(
+        default_factory=dict)  # quota -> (changes, borrowers, reclaim_bound)
+    _shares: dict[str, tuple[int, float]] = field(default_factory=dict)  # leaf -> (version, share)
     evictions: int = 0
     max_evictions: int = 0  # set by the cycle: a bound on evictions in one cycle
 
@@ -219,6 +222,30 @@ class PreemptionContext:
             ranked.extend(group)
         self._reclaimable[ck] = (self.changes, borrowers, Ranked(ranked))
         return borrowers, self._reclaimable[ck][2]
+
+    def reclaim_bound(self, quota: str, borrowers: list[str]) -> dict[str, Resources]:
+        """Per quota on ``quota``'s path, the most that reclaiming from
+        ``borrowers`` (below it) can free: from each, what it runs, but at most
+        what it borrows plus one job's worth (the last victim may overshoot).
+        Kept until what may be reclaimed changes."""
+        known = self._bounds.get(quota)
+        if known is not None and known[0] == self.changes and known[1] is borrowers:
+            return known[2]
+        assert self.usage is not None
+        path = self.usage.path_nodes(quota)
+        out: dict[str, Resources] = {n.path: {} for n in path}
+        for leaf in borrowers:
+            pooled: Resources = {}
+            for res in self.leaf_pool.get(leaf, {}).values():
+                add_into(pooled, res)
+            lent = self.usage.above_min(leaf)
+            biggest = self.largest.get(leaf, {})
+            pooled = {r: min(v, lent.get(r, 0) + biggest.get(r, 0)) for r, v in pooled.items()}
+            for node in path:
+                if leaf == node.path or leaf.startswith(node.path + "/"):
+                    add_into(out[node.path], pooled)
+        self._bounds[quota] = (self.changes, borrowers, out)
+        return out
 
     def _segment(self, leaf: str) -> list[Candidate]:
         """The leaf's possible victims, by (priority, most recent first, name),
@@ -355,6 +382,16 @@ class PreemptionContext:
         """
         if self.usage is None:
             return 0.0
+        version = self._leaf_version.get(leaf, 0)  # its usage changes with its jobs
+        known = self._shares.get(leaf)
+        if known is not None and known[0] == version:
+            return known[1]
+        share = self._dominant_share(leaf)
+        self._shares[leaf] = (version, share)
+        return share
+
+    def _dominant_share(self, leaf: str) -> float:
+        assert self.usage is not None
         tree = self.usage.tree
         node = tree.nodes[leaf]
         lendable = self._lendable.get(leaf)
@@ -601,18 +638,9 @@ def _quota_could_fit(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota:
         if may_evict_priority(policy, prio, priority):
             for node in path:
                 add_into(discount[node.path], res)
-    for leaf in borrowers:
-        # Reclaim stops once the quota is back at its min: at most what it borrows
-        # plus one job's worth (the last victim may overshoot), and what it runs.
-        pooled: Resources = {}
-        for res in ctx.leaf_pool.get(leaf, {}).values():
-            add_into(pooled, res)
-        lent = usage.above_min(leaf)
-        biggest = ctx.largest.get(leaf, {})
-        pooled = {r: min(v, lent.get(r, 0) + biggest.get(r, 0)) for r, v in pooled.items()}
-        for node in path:
-            if leaf == node.path or leaf.startswith(node.path + "/"):
-                add_into(discount[node.path], pooled)
+    if borrowers:
+        for at, res in ctx.reclaim_bound(quota, borrowers).items():
+            add_into(discount[at], res)
     for node in path:
         used = usage.used[node.path]
         off = discount[node.path]

@@ -235,3 +235,44 @@ def test_two_quotas_at_their_min_do_not_evict_each_other() -> None:
     d = by_name(result)
     assert (d["a"].phase, d["b"].phase) == (Phase.ADMITTED, Phase.QUEUED)
     assert evicted(result) == set()
+
+
+# -- retries ------------------------------------------------------------------------------
+
+
+def test_a_job_a_full_quota_blocks_is_not_tried_again_while_that_quota_stays_full(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``w`` (qa may not preempt) is blocked by the full root; then ``h`` takes the
+    place of a low job of qb: the root is as full as before, so trying ``w``
+    again could not help. The cycle still ends as it must."""
+    import reconciler.core.cycle as cycle
+
+    searched: list[str] = []
+    real = cycle.find_victims
+
+    def counting(ctx: object, **kw: object) -> object:
+        searched.append(kw["job"].key.name)  # type: ignore[attr-defined]
+        return real(ctx, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cycle, "find_victims", counting)
+    total = {"cpu": "1000", "gpu": "8"}
+    qtree = simple_tree(quota("qa", min={"gpu": "4"}, max={"gpu": "8"}, ns=["team-a"]),
+                        quota("qb", min={"gpu": "4"}, max={"gpu": "8"}, ns=["team-b"]),
+                        total=total)
+    running = [gpu_job(f"{ns}-low-{i}", 1, f"team-{ns}").priority_class("low").created(t(i))
+               for ns in "ab" for i in range(4)]
+    first = reconcile_cycle(cycle_input(jobs=running, tree=qtree,
+                                        clusters=[gpu_cluster("c1", 8, 8)],
+                                        priority_classes=PRIORITIES))
+    assert all(d.phase is Phase.ADMITTED for d in first.decisions)
+    w = gpu_job("w", 1, "team-a").priority_class("high").created(t(10))
+    h = gpu_job("h", 1, "team-b").priority_class("mid").created(t(11))
+    result = reconcile_cycle(cycle_input(
+        jobs=[*running, w, h], tree=qtree, clusters=[gpu_cluster("c1", 8, 8)],
+        priority_classes=PRIORITIES, prior=prior_of(first.decisions),
+        settings=settings(root__qa=QuotaSettings(preemption=PreemptionPolicy.NEVER))))
+    d = by_name(result)
+    assert d["h"].phase is Phase.ADMITTED and d["w"].phase is Phase.QUEUED
+    assert evicted(result) == {"b-low-3"}  # the newest of qb's low jobs
+    assert "quota root nvidia.com/gpu" in d["w"].reason
+    assert searched.count("w") == 1
