@@ -102,11 +102,13 @@ class _Pending:
     prior: PriorPlacement | None
     order: tuple[int, str, tuple[str, str, str, str]] = field(init=False)
     shape: tuple[object, ...] = field(init=False)
+    like: tuple[str, str] = field(init=False)  # (policy ref, kind ref)
 
     def __post_init__(self) -> None:
         # Queue order (DESIGN §3 "Order"): priority desc, enqueue time asc, ns/name.
         self.order = (-self.priority, self.enqueued_at, self.job.key.order)
         self.shape = _shape(self.job.pod_sets)
+        self.like = (self.policy.ref, self.job.key.kind_ref)
 
 
 def reconcile_cycle(inp: CycleInput) -> CycleResult:
@@ -263,7 +265,7 @@ class _Cycle:
                 groups=groups, notes=notes, total=job_cluster_total(job.pod_sets), prior=prior)
 
     def _candidate_set(self, p: _Pending) -> frozenset[str]:
-        ck = (p.policy.ref, p.job.key.kind_ref)
+        ck = p.like
         got = self._candidates.get(ck)
         if got is None:
             got = self._candidates[ck] = frozenset(n for g in p.groups for n in g)
@@ -575,10 +577,11 @@ class _Cycle:
                 if victim.seq > seq and victim.can_be_victim and eligible_same_quota(
                         policy, victim, p.priority, p.enqueued_at):
                     return True
+        if ctx.newest_borrowing(quota) <= seq:
+            return False  # no borrowing quota has a job it could reclaim that is new
         if reclaim is None:
             reclaim = may_reclaim(ctx, usage, quota, p.job.requests, p.priority, policy)
-        return reclaim and any(seq < newest and leaf != quota and usage.above_min(leaf)
-                               for leaf, newest in ctx.last_seq_in.items())
+        return reclaim
 
     def _attempt(self, p: _Pending) -> Blocked | None:
         """Admit ``p`` (``None``), or say what blocked it.
@@ -589,7 +592,7 @@ class _Cycle:
         fail at once until something is admitted or evicted.
         """
         policy = self.inp.settings.for_quota(p.quota).preemption if p.quota else None
-        alike = (p.quota, p.priority, p.policy.ref, p.job.key.kind_ref, p.shape,
+        alike = (p.quota, p.priority, p.like, p.shape,
                  p.job.preemptible,
                  p.enqueued_at if policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
                  else None)

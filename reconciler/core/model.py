@@ -246,6 +246,9 @@ class QuotaSettings:
     weight: int = 1000  # milli-weight: 1000 = 1.0
 
 
+DEFAULT_QUOTA_SETTINGS = QuotaSettings()
+
+
 @dataclass(frozen=True, slots=True)
 class PodSetCount:
     name: str
@@ -313,4 +316,4 @@ class FleetSettings:
     strategy: PlacementStrategy = PlacementStrategy.BINPACK
 
     def for_quota(self, path: str) -> QuotaSettings:
-        return self.quotas.get(path) or QuotaSettings()
+        return self.quotas.get(path) or DEFAULT_QUOTA_SETTINGS

@@ -144,6 +144,7 @@ class PreemptionContext:
     _bounds: dict[str, tuple[int, list[str], dict[str, Resources]]] = field(
         default_factory=dict)  # quota -> (changes, borrowers, reclaim_bound)
     _shares: dict[str, tuple[int, float]] = field(default_factory=dict)  # leaf -> (version, share)
+    _newest: tuple[tuple[int, int], list[tuple[int, str]]] = ((-1, -1), [])
     evictions: int = 0
     max_evictions: int = 0  # set by the cycle: a bound on evictions in one cycle
 
@@ -246,6 +247,19 @@ class PreemptionContext:
                     add_into(out[node.path], pooled)
         self._bounds[quota] = (self.changes, borrowers, out)
         return out
+
+    def newest_borrowing(self, other_than: str) -> int:
+        """The newest admission (seq) in a quota above its min, other than
+        ``other_than``; 0 if none."""
+        state = (self.last_seq, self.changes)
+        if self._newest[0] != state:
+            top = sorted(((self.last_seq_in.get(q, 0), q) for q in self._borrowing),
+                         reverse=True)[:2]
+            self._newest = (state, top)
+        for seq, quota in self._newest[1]:
+            if quota != other_than:
+                return seq
+        return 0
 
     def _segment(self, leaf: str) -> list[Candidate]:
         """The leaf's possible victims, by (priority, most recent first, name),
