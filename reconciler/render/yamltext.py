@@ -113,6 +113,8 @@ def _block(text: str, pad: str) -> list[str] | None:
         indicator = "|-"
     if any(line != line.rstrip(" \t") for line in lines):
         return None
+    if next(line for line in lines if line)[:1] in (" ", "\t"):
+        return None  # the block's indentation is read off its first non-empty line
     if indicator == "|+":
         while lines and lines[-1] == "":
             lines.pop()

@@ -22,7 +22,8 @@ scalars = st.one_of(
     st.sampled_from(["yes", "No", "on", "y", "1e3", "0x1F", "12:30", "- a", "a: b", "#x",
                      "a #b", "multi\nline\n", "keep\n\n", "strip", " lead", "trail ",
                      "\ttab", "~", "null", "2026-01-01", "*ref", "&anchor", "!tag", "%x",
-                     "@x", "`x", "|x", ">x", "[x", "{x", "...", "---", "é ü 中文"]),
+                     "@x", "`x", "|x", ">x", "[x", "{x", "...", "---", "é ü 中文",
+                     "\n 0", "\n\n\tx\n"]),
 )
 keys = st.text(min_size=1, max_size=12)
 values = st.recursive(scalars, lambda inner: st.one_of(
@@ -33,6 +34,11 @@ values = st.recursive(scalars, lambda inner: st.one_of(
 @given(st.dictionaries(keys, values, min_size=1, max_size=5))
 def test_round_trip(doc: dict[str, Any]) -> None:
     assert yaml.safe_load(dump(doc)) == doc
+
+
+@pytest.mark.parametrize("text", ["\n 0", "a\n  b\n", "\n\n\tx\n", "\n  indented\nback\n"])
+def test_a_block_whose_first_line_is_indented_reads_back_whole(text: str) -> None:
+    assert yaml.safe_load(dump({"v": text})) == {"v": text}
 
 
 @pytest.mark.parametrize("text", ["1e3", "y", "N", "on", "0o17", ".5", "+1", "-.inf", "1_000"])
