@@ -1,8 +1,10 @@
 """YAML documents with their line numbers, parsed with libyaml.
 
-Each document is composed to a node tree (libyaml, in C) and constructed from
-it; the node tree is kept beside the value while the document is being read,
-so that any field can be traced back to its ``path:line``.
+Each document is composed to a node tree (libyaml, in C) and built from it
+by a constructor for the plain shapes of manifests, which gives PyYAML's safe
+values (anything else is left to PyYAML's own); the node tree is kept beside
+the value while the document is being read, so that any field can be traced
+back to its ``path:line``.
 """
 
 from __future__ import annotations
@@ -14,12 +16,32 @@ from typing import Any
 
 import yaml
 
-try:
-    _Loader: type = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - PyYAML built without libyaml
-    _Loader = yaml.SafeLoader
-
 from reconciler.core.problems import Problem
+
+try:
+    _Base: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - PyYAML built without libyaml
+    _Base = yaml.SafeLoader
+
+_TAGS: dict[str, str] = {}  # plain scalar -> its implicit tag
+_MAX_TAGS = 1 << 16
+
+
+class _Loader(_Base):  # type: ignore[misc]
+    """The safe loader, remembering the implicit tag of each plain scalar: with
+    no path resolvers registered, the tag is a function of the text alone, and
+    manifests repeat the same keys and values again and again."""
+
+    def resolve(self, kind: Any, value: str, implicit: tuple[bool, bool]) -> Any:
+        if kind is yaml.ScalarNode and implicit[0] and not self.yaml_path_resolvers:
+            tag = _TAGS.get(value)
+            if tag is None:
+                if len(_TAGS) >= _MAX_TAGS:
+                    _TAGS.clear()
+                tag = _TAGS[value] = super().resolve(kind, value, implicit)
+            return tag
+        return super().resolve(kind, value, implicit)
+
 
 _FIELD_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
