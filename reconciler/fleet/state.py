@@ -25,6 +25,11 @@ def scalar(value: object) -> str:
     return yamltext.scalar(value)
 
 
+def flow(value: object) -> str:
+    """A YAML scalar inside ``{...}``."""
+    return yamltext.flow_scalar(value)
+
+
 def emit(value: Any, indent: int = 0) -> list[str]:
     """Block-style YAML lines for dicts, lists and scalars (keys keep their order)."""
     pad = " " * indent
@@ -32,7 +37,7 @@ def emit(value: Any, indent: int = 0) -> list[str]:
     if isinstance(value, Mapping):
         for k, v in value.items():
             if isinstance(v, Mapping) and v and _is_flat(v):
-                inner = ", ".join(f"{scalar(a)}: {scalar(b)}" for a, b in v.items())
+                inner = ", ".join(f"{flow(a)}: {flow(b)}" for a, b in v.items())
                 out.append(f"{pad}{scalar(k)}: {{{inner}}}")
             elif isinstance(v, (Mapping, list)) and v:
                 out.append(f"{pad}{scalar(k)}:")
@@ -46,7 +51,7 @@ def emit(value: Any, indent: int = 0) -> list[str]:
     elif isinstance(value, list):
         for item in value:
             if isinstance(item, Mapping) and item and _is_flat(item):
-                inner = ", ".join(f"{scalar(a)}: {scalar(b)}" for a, b in item.items())
+                inner = ", ".join(f"{flow(a)}: {flow(b)}" for a, b in item.items())
                 out.append(f"{pad}- {{{inner}}}")
             elif isinstance(item, (Mapping, list)) and item:
                 lines = emit(item, indent + 2)
@@ -106,12 +111,13 @@ def decision_item(d: Decision) -> dict[str, Any]:
     return item
 
 
-def _item_text(d: Decision, s: Any = yamltext.scalar) -> str:
-    """``decision_item(d)`` as written by ``emit``, formatted directly (the hot path)."""
+def _item_text(d: Decision, s: Any = yamltext.scalar, f: Any = yamltext.flow_scalar) -> str:
+    """``decision_item(d)`` as written by ``emit``, formatted directly (the hot path);
+    ``f`` writes the scalars inside ``{...}``."""
     k = d.key
-    out = [f"- job: {{apiVersion: {s(d.api_version)}, kind: {s(k.kind)}, "
-           f"namespace: {s(k.namespace)}, name: {s(k.name)}}}",
-           f"  source: {{path: {s(d.path)}, blob: {s(d.blob)}}}"]
+    out = [f"- job: {{apiVersion: {f(d.api_version)}, kind: {f(k.kind)}, "
+           f"namespace: {f(k.namespace)}, name: {f(k.name)}}}",
+           f"  source: {{path: {f(d.path)}, blob: {f(d.blob)}}}"]
     if d.quota is not None:
         out.append(f"  quota: {s(d.quota)}")
     out.append(f"  priority: {d.priority}")
@@ -124,11 +130,11 @@ def _item_text(d: Decision, s: Any = yamltext.scalar) -> str:
         out.extend(f"    - {s(c)}" for c in d.copies)
     if d.pod_sets:
         out.append("  podSets:")
-        out.extend(f"    - {{name: {s(p.name)}, replicas: {p.replicas}}}" for p in d.pod_sets)
+        out.extend(f"    - {{name: {f(p.name)}, replicas: {p.replicas}}}" for p in d.pod_sets)
     if d.requests:
         req = format_resources(d.requests)
         if len(req) <= 6:
-            out.append("  requests: {" + ", ".join(f"{s(n)}: {s(v)}" for n, v in req.items())
+            out.append("  requests: {" + ", ".join(f"{f(n)}: {f(v)}" for n, v in req.items())
                        + "}")
         else:
             out.append("  requests:")
@@ -141,7 +147,7 @@ def _item_text(d: Decision, s: Any = yamltext.scalar) -> str:
         for node, sets in packing.items():
             if len(sets) <= 6:
                 out.append(f"    {s(node)}: {{"
-                           + ", ".join(f"{s(n)}: {c}" for n, c in sets.items()) + "}")
+                           + ", ".join(f"{f(n)}: {c}" for n, c in sets.items()) + "}")
             else:
                 out.append(f"    {s(node)}:")
                 out.extend(f"      {s(n)}: {c}" for n, c in sets.items())

@@ -100,6 +100,18 @@ def scalar(value: Any) -> str:
     return _string(str(value))
 
 
+_FLOW_INDICATORS = re.compile(r"[,\[\]{}]")
+
+
+def flow_scalar(value: Any) -> str:
+    """A scalar inside a flow collection (``{a: 1, b: 2}``), where a plain
+    string may not hold ``,[]{}``."""
+    text = scalar(value)
+    if isinstance(value, str) and text == value and _FLOW_INDICATORS.search(text):
+        return _quoted(value)
+    return text
+
+
 def _block(text: str, pad: str) -> list[str] | None:
     """A multi-line string as a literal block (``|``), when that is exact."""
     if (not _PRINTABLE.match(text) or not _BLOCK_OK.match(text) or text[:1] in (" ", "\t")

@@ -97,3 +97,18 @@ def test_placements_formatter_writes_what_the_generic_writer_writes() -> None:
     data = render_placements(decisions)
     assert data == ("\n".join(generic) + "\n").encode()
     assert yaml.safe_load(data)["items"] == [decision_item(d) for d in decisions]
+
+
+@pytest.mark.parametrize("path", ["jobs/a,b.yaml", "jobs/[x]/y.yaml", "jobs/{a}.yaml"])
+def test_placements_keep_a_path_with_flow_indicators(path: str) -> None:
+    """Source paths sit inside ``{...}`` in placements.yaml: a comma or bracket in
+    one must not split the mapping."""
+    from reconciler.core.cycle import reconcile_cycle
+    from reconciler.fleet.state import read_placements, render_placements
+    from tests.builders import cycle_input, job
+
+    decisions = reconcile_cycle(cycle_input(jobs=[job("j", "team-a").path(path)])).decisions
+    prior, problems = read_placements(render_placements(decisions))
+    assert problems == []
+    assert [p.path for p in prior.values()] == [path]
+    assert yaml.safe_load(render_placements(decisions))["items"][0]["source"]["path"] == path
