@@ -25,6 +25,8 @@ from reconciler.core.model import (
     PreemptionPolicy,
     PriorPlacement,
     QueueStrategy,
+    evolve,
+    plain_state,
 )
 from reconciler.core.policy import candidate_groups, select_policy
 from reconciler.core.preemption import (
@@ -45,6 +47,7 @@ MAX_PASSES = 64  # a safety net: passes settle in 2-5 (about 30 at 100,000 jobs)
 MAX_ROUNDS = 8  # a safety net: rounds settle in 1-3
 
 
+@plain_state
 @dataclass(frozen=True, slots=True)
 class InvalidJob:
     """A job whose manifest could be identified but not used."""
@@ -250,10 +253,10 @@ class _Cycle:
                             policy=policy.ref if policy else None)
             if problem is not None:
                 self.problems.append(Problem(job.path, job.line, problem))
-                self.decisions[key] = replace(base, reason=f"{job.path}:{job.line}: {problem}")
+                self.decisions[key] = evolve(base, reason=f"{job.path}:{job.line}: {problem}")
                 continue
             if policy is None:
-                self.decisions[key] = replace(base, phase=Phase.INADMISSIBLE, reason=(
+                self.decisions[key] = evolve(base, phase=Phase.INADMISSIBLE, reason=(
                     f"no PropagationPolicy or ClusterPropagationPolicy selects "
                     f"{job.api_version} {key.kind} {key.namespace}/{key.name}; add one or set "
                     f"spec.defaultPolicy in fleet.yaml"))
@@ -394,14 +397,15 @@ class _Cycle:
     # -- 3 ---------------------------------------------------------------------
 
     def screen_inadmissible(self) -> None:
+        settled = self.inp.settled  # queued last time on the same tree and clusters
         for key in sorted(self.pending):
             pending = self.pending[key]
-            if key in self.admitted:
+            if key in self.admitted or key in settled:
                 continue
             why = self._never_admissible(pending)
             if why is not None:
                 del self.pending[key]
-                self.decisions[key] = replace(self.decisions[key], phase=Phase.INADMISSIBLE,
+                self.decisions[key] = evolve(self.decisions[key], phase=Phase.INADMISSIBLE,
                                               reason=why)
 
     def _never_admissible(self, p: _Pending) -> str | None:
@@ -714,7 +718,7 @@ class _Cycle:
             reason += f"; a copy also on {', '.join(sorted(extra))} (Duplicated)"
         if note:
             reason += f"; {note}"
-        self.decisions[key] = replace(self.decisions[key], phase=Phase.ADMITTED,
+        self.decisions[key] = evolve(self.decisions[key], phase=Phase.ADMITTED,
                                       cluster=cluster.name, admitted_at=when, reason=reason,
                                       position=None, copies=tuple(sorted(extra)),
                                       nodes=cluster.node_counts(fit, job.pod_sets))
@@ -745,7 +749,7 @@ class _Cycle:
         self.preemption.evicted.add(key)
         self.preemption.changes += 1
         d = self.decisions[key]
-        self.decisions[key] = replace(d, phase=Phase.QUEUED, cluster=None, admitted_at=None,
+        self.decisions[key] = evolve(d, phase=Phase.QUEUED, cluster=None, admitted_at=None,
                                       nodes=(), copies=(), reason="")
 
     def _wait(self, p: _Pending, blocked_by: str | None = None) -> None:
@@ -757,7 +761,7 @@ class _Cycle:
             self.blocked_by.pop(key, None)
         d = self.decisions[key]
         if d.phase is not Phase.QUEUED:
-            self.decisions[key] = replace(d, phase=Phase.QUEUED, cluster=None, nodes=(),
+            self.decisions[key] = evolve(d, phase=Phase.QUEUED, cluster=None, nodes=(),
                                           copies=())
 
     def next_round(self) -> bool:
@@ -816,9 +820,9 @@ class _Cycle:
             if prior is None or prior.phase is not Phase.ADMITTED:
                 continue
             if d.phase is Phase.ADMITTED and d.cluster == prior.cluster:
-                self.decisions[key] = replace(d, admitted_at=prior.admitted_at)
+                self.decisions[key] = evolve(d, admitted_at=prior.admitted_at)
                 continue
-            self.decisions[key] = replace(
+            self.decisions[key] = evolve(
                 d, preempted_by=f"{by.kind} {by.namespace}/{by.name}",
                 preemptions=prior.preemptions + 1, preemption_reason=why)
 
@@ -837,14 +841,14 @@ class _Cycle:
             note = self.requeue_notes.get(key)
             if note:
                 why += f"; {note}"
-            self.decisions[key] = replace(d, reason=why)
+            self.decisions[key] = evolve(d, reason=why)
             if p.policy.queued:
                 order = (-d.priority, d.enqueued_at, key.order)
                 by_queue.setdefault(d.quota or "", []).append((order, key))
         for entries in by_queue.values():
             entries.sort()
             for position, (_, key) in enumerate(entries, start=1):
-                self.decisions[key] = replace(self.decisions[key], position=position)
+                self.decisions[key] = evolve(self.decisions[key], position=position)
         decisions = [self.decisions[k] for k in sorted(self.decisions)]
         quota_used = {} if self.usage is None else {
             p: dict(sorted(u.items())) for p, u in sorted(self.usage.used.items())}

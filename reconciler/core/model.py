@@ -7,10 +7,54 @@ All are frozen: a cycle never changes its inputs.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from reconciler.core.resources import Resources
+
+T = TypeVar("T")
+
+
+def plain_state(cls: type[T]) -> type[T]:
+    """Pickle a frozen slots dataclass as the tuple of its field values (the
+    layout ``dataclasses`` uses), read and set without calling ``fields()``
+    for every object: caches of 100,000 jobs load and save several times
+    faster. ``evolve`` uses the same names."""
+    names = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+    get = operator.attrgetter(*names)
+    setter = object.__setattr__
+
+    def __getstate__(self: T) -> tuple[Any, ...]:
+        got = get(self)
+        return got if len(names) > 1 else (got,)
+
+    def __setstate__(self: T, state: tuple[Any, ...]) -> None:
+        for name, value in zip(names, state, strict=True):
+            setter(self, name, value)
+
+    setattr(cls, "__getstate__", __getstate__)  # noqa: B010 - replaces the dataclass's own
+    setattr(cls, "__setstate__", __setstate__)  # noqa: B010
+    setattr(cls, "__field_names__", names)  # noqa: B010
+    return cls
+
+
+def evolve(obj: T, **changes: Any) -> T:
+    """``dataclasses.replace`` for a ``plain_state`` class, without its
+    per-call field lookup (the cycle updates a decision many times)."""
+    cls = type(obj)
+    names: tuple[str, ...] = cls.__field_names__  # type: ignore[attr-defined]
+    unknown = changes.keys() - set(names)
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no field {', '.join(sorted(unknown))}")
+    new = object.__new__(cls)
+    setter: Callable[[object, str, Any], None] = object.__setattr__
+    for name in names:
+        setter(new, name, changes[name] if name in changes else getattr(obj, name))
+    return new
 
 
 class Phase(enum.StrEnum):
@@ -38,6 +82,7 @@ class PlacementStrategy(enum.StrEnum):
     SPREAD = "spread"
 
 
+@plain_state
 @dataclass(frozen=True, slots=True, order=True)
 class JobKey:
     """A job's identity: (apiVersion group, kind, namespace, name)."""
@@ -61,6 +106,7 @@ class JobKey:
         return f"{self.kind} {self.namespace}/{self.name}"
 
 
+@plain_state
 @dataclass(frozen=True, slots=True)
 class Toleration:
     key: str = ""
@@ -78,6 +124,7 @@ class Toleration:
         return self.operator == "Exists" or self.value == taint.value
 
 
+@plain_state
 @dataclass(frozen=True, slots=True)
 class Taint:
     key: str
@@ -95,6 +142,7 @@ def untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) 
     return None
 
 
+@plain_state
 @dataclass(frozen=True, slots=True)
 class PodSet:
     """One role of a job: ``replicas`` identical pods of ``per_pod`` each."""
@@ -106,6 +154,7 @@ class PodSet:
     tolerations: tuple[Toleration, ...] = ()
 
 
+@plain_state
 @dataclass(frozen=True, slots=True)
 class Job:
     """A workload manifest reduced to what scheduling needs.
@@ -133,6 +182,7 @@ class Job:
         return dict(self.labels)
 
 
+@plain_state
 @dataclass(frozen=True, slots=True)
 class Node:
     name: str
@@ -249,12 +299,14 @@ class QuotaSettings:
 DEFAULT_QUOTA_SETTINGS = QuotaSettings()
 
 
+@plain_state
 @dataclass(frozen=True, slots=True)
 class PodSetCount:
     name: str
     replicas: int
 
 
+@plain_state
 @dataclass(frozen=True, slots=True)
 class PriorPlacement:
     """What the previous state branch said of a job (``placements.yaml``)."""
@@ -280,6 +332,7 @@ class PriorPlacement:
     nodes: tuple[tuple[str, str, int], ...] = ()  # (node, pod set, pods) on its cluster
 
 
+@plain_state
 @dataclass(frozen=True, slots=True)
 class Decision:
     """The outcome for one job: one item of ``placements.yaml``."""

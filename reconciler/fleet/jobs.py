@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.core.model import Job, JobKey, PodSet, Toleration
+from reconciler.core.model import Job, JobKey, PodSet, Toleration, plain_state
 from reconciler.core.quota import PREEMPTIBLE_LABEL, QUOTA_LABEL
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, add_into
 from reconciler.jobkinds.base import JobKind, Manifest, ManifestError, pod_requests
@@ -22,6 +22,7 @@ WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 DEFAULT_NAMESPACE = "default"
 
 
+@plain_state
 @dataclass(frozen=True, slots=True)
 class JobSource:
     """A job with what the fleet layer needs beside the core value."""
