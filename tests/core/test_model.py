@@ -1,0 +1,36 @@
+"""The core values pickle as plain tuples and are updated by ``evolve``."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+
+import pytest
+
+from reconciler.core.cycle import InvalidJob, reconcile_cycle
+from reconciler.core.model import Decision, JobKey, Phase, evolve
+from reconciler.fleet.jobs import JobSource
+from tests.builders import cycle_input, gpu_job, job
+
+
+def test_values_pickle_to_equal_values_with_plain_state() -> None:
+    jobs = [job("a", "team-a").priority_class("p").obj(), gpu_job("b", 2, "team-b").obj()]
+    decisions = reconcile_cycle(cycle_input(jobs=jobs, priority_classes={"p": 5})).decisions
+    source = JobSource(job=jobs[0], deps=(("ConfigMap", "c"),), index=0, manifest=b"x")
+    bad = InvalidJob(key=JobKey("batch", "Job", "ns", "n"), api_version="batch/v1",
+                     path="jobs/n.yaml", line=3, blob="0" * 40, message="broken")
+    values = [*jobs, *decisions, source, bad, jobs[0].pod_sets[0], jobs[0].key]
+    back = pickle.loads(pickle.dumps(values, protocol=pickle.HIGHEST_PROTOCOL))
+    assert back == values
+    assert [type(v) for v in back] == [type(v) for v in values]
+    key = jobs[0].key
+    assert key.__getstate__() == (key.group, key.kind, key.namespace, key.name)
+
+
+def test_evolve_is_replace() -> None:
+    d = reconcile_cycle(cycle_input(jobs=[job("a", "team-a")])).decisions[0]
+    changed = evolve(d, phase=Phase.QUEUED, cluster=None, position=2)
+    assert changed == dataclasses.replace(d, phase=Phase.QUEUED, cluster=None, position=2)
+    assert d.phase is Phase.ADMITTED and isinstance(changed, Decision)
+    with pytest.raises(TypeError, match="no field colour"):
+        evolve(d, colour="red")
