@@ -41,7 +41,8 @@ CASES = {
     "explicit str tag": b"a: !!str 1\nb: !!int '2'\n",
     "duplicate keys: the last wins": b"a: 1\na: 2\n",
     "documents with empties": b"---\na: 1\n---\n---\n- x\n...\n",
-    "nested flow and block": b"spec: {template: {spec: {containers: [{name: c, args: [1, '2']}]}}}\n",
+    "nested flow and block":
+        b"spec: {template: {spec: {containers: [{name: c, args: [1, '2']}]}}}\n",
 }
 
 
@@ -68,7 +69,7 @@ def test_a_recursive_node_is_built_by_pyyaml() -> None:
     (b"? [1]\n: x\n", "found unhashable key"),
 ])
 def test_what_pyyaml_refuses_is_a_problem_with_its_line(data: bytes, message: str) -> None:
-    docs, problem = parse_documents("jobs/bad.yaml", data)
+    _, problem = parse_documents("jobs/bad.yaml", data)
     assert problem is not None and problem.path == "jobs/bad.yaml" and problem.line == 1
     assert message in problem.message
 
