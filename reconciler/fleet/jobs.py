@@ -9,6 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import pickle
+import sys
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,11 +32,13 @@ class JobSource:
     job: Job
     deps: tuple[tuple[str, str], ...]  # (kind, name) in the job's namespace
     index: int  # document index in its file
-    manifest: bytes = b""  # the parsed manifest, pickled: renders without a second parse
+    # the parsed manifest, pickled and compressed (a third of the bytes: a fleet
+    # holds every job's, and renders only the admitted) without a second parse
+    manifest: bytes = b""
 
     def load_manifest(self) -> Manifest:
         """A fresh copy of the source manifest."""
-        value: Manifest = pickle.loads(self.manifest)
+        value: Manifest = pickle.loads(zlib.decompress(self.manifest))
         return value
 
 
@@ -64,8 +68,9 @@ def job_name(obj: Manifest, path: str, index: int) -> str:
 def job_key(obj: Manifest, path: str, index: int) -> JobKey:
     meta = obj.get("metadata") or {}
     namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
-    return JobKey(api_group(str(obj["apiVersion"])), str(obj["kind"]),
-                  str(namespace or DEFAULT_NAMESPACE), job_name(obj, path, index))
+    intern = sys.intern
+    return JobKey(intern(api_group(str(obj["apiVersion"]))), intern(str(obj["kind"])),
+                  intern(str(namespace or DEFAULT_NAMESPACE)), job_name(obj, path, index))
 
 
 def rfc3339(value: object) -> str | None:
@@ -105,7 +110,8 @@ def _labels(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     labels = meta.get("labels") or {}
     if not isinstance(labels, Mapping):
         raise ManifestError("metadata.labels must be a mapping", "metadata.labels")
-    return tuple(sorted((str(k), str(v)) for k, v in labels.items()))
+    # interned: the same keys and values recur in every job of a fleet
+    return tuple(sorted((sys.intern(str(k)), sys.intern(str(v))) for k, v in labels.items()))
 
 
 def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
@@ -127,7 +133,7 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
         if not isinstance(selector, Mapping):
             raise ManifestError(f"{ref.field}.spec.nodeSelector must be a mapping", ref.field)
         pod_sets.append(PodSet(
-            name=ref.name, replicas=ref.replicas, per_pod=per_pod,
+            name=sys.intern(ref.name), replicas=ref.replicas, per_pod=per_pod,
             node_selector=tuple(sorted((str(k), str(v)) for k, v in selector.items())),
             tolerations=_tolerations(spec.get("tolerations"), f"{ref.field}.spec.tolerations")))
         add_into(total, per_pod, ref.replicas)
@@ -148,7 +154,7 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
         raise ManifestError(f"label {PREEMPTIBLE_LABEL} must be \"true\" or \"false\", "
                             f"not {preemptible_raw!r}", "metadata.labels")
     job = Job(
-        key=key, api_version=str(obj["apiVersion"]), path=path, line=line, blob=blob,
+        key=key, api_version=sys.intern(str(obj["apiVersion"])), path=path, line=line, blob=blob,
         pod_sets=tuple(pod_sets), requests={k: v for k, v in sorted(total.items()) if v},
         labels=labels, quota_name=label_map.get(QUOTA_LABEL),
         priority_class=priority_class,
@@ -156,7 +162,7 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
         preemptible=preemptible_raw != "false",
         created_at=rfc3339(meta.get("creationTimestamp")))
     return JobSource(job=job, deps=tuple(sorted(deps)), index=index,
-                     manifest=pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+                     manifest=zlib.compress(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), 1))
 
 
 def pod_dependencies(spec: Mapping[str, Any]) -> set[tuple[str, str]]:

@@ -8,6 +8,7 @@ so a new kind is one small module plus one line in ``KINDS``.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
@@ -76,7 +77,7 @@ def parse_resources(raw: object, field: str) -> Resources:
         return {}
     if not isinstance(raw, Mapping):
         raise ManifestError(f"{field} must be a mapping of resource names to quantities", field)
-    return {str(k): parse_quantity_milli(v, f"{field}.{k}") for k, v in raw.items()}
+    return {sys.intern(str(k)): parse_quantity_milli(v, f"{field}.{k}") for k, v in raw.items()}
 
 
 def _container_requests(container: Mapping[str, Any], field: str) -> Resources:
