@@ -324,7 +324,8 @@ class PreemptionContext:
 
     def could_fit(self, clusters: list[str], total: ResourcesView, quota: str, priority: int,
                   policy: PreemptionPolicy, reclaim: bool) -> list[str]:
-        """Those of ``clusters`` that ``could_fit_on`` says yes to, in order."""
+        """Those of ``clusters`` that ``could_fit_on`` says yes to, in order (the
+        job's constants worked out once for all of them)."""
         wanted = [(r, v) for r, v in total.items() if r != MAX_JOBS]
         evictable = [prio for prio in self.leaf_pool.get(quota, {})
                      if may_evict_priority(policy, prio, priority)]
@@ -357,25 +358,7 @@ class PreemptionContext:
         a job of ``quota`` and ``priority`` may evict left? A bound from running
         totals: lower-priority jobs of its own quota (by policy), and when it may
         reclaim, every job of a quota above its min."""
-        cs = self.clusters[cluster]
-        free = cs.free
-        own = self.on_cluster.get((quota, cluster))
-        borrowed = self.borrowed_on.get(cluster) if reclaim else None
-        for r, v in total.items():
-            if r == MAX_JOBS:
-                continue
-            room = free.get(r, 0)
-            if room >= v:
-                continue
-            if borrowed is not None:
-                room += borrowed.get(r, 0)
-            if own is not None:
-                for prio, res in own.items():
-                    if may_evict_priority(policy, prio, priority):
-                        room += res.get(r, 0)
-            if room < v:
-                return False
-        return True
+        return bool(self.could_fit([cluster], total, quota, priority, policy, reclaim))
 
     # -- fair sharing ----------------------------------------------------------
 

@@ -176,10 +176,14 @@ def render_placements(decisions: Iterable[Decision]) -> bytes:
     commit that changes no decision changes no byte of the state.
     """
     head = f"apiVersion: {API_VERSION}\nkind: PlacementList\n"
-    items = [_item_text(d) for d in decisions]
-    if not items:
+    # Each item encoded at once, joined once: a large fleet's file is held
+    # twice at most (its items, then the file), never also as text.
+    lines = [_item_text(d).encode() for d in decisions]
+    if not lines:
         return (head + "items: []\n").encode()
-    return (head + "items:\n" + "\n".join(items) + "\n").encode()
+    lines.insert(0, (head + "items:").encode())
+    lines.append(b"")
+    return b"\n".join(lines)
 
 
 def read_placements(data: bytes | None) -> tuple[dict[JobKey, PriorPlacement], list[Problem]]:
