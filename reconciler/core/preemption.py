@@ -81,16 +81,16 @@ class Ranked:
 
     def __init__(self, items: list[Candidate]) -> None:
         self.items = items
-        self._on: dict[str, list[tuple[Admitted, str]]] | None = None
+        self._on: dict[str, list[Candidate]] | None = None
         self._below: dict[str, list[Candidate]] = {}
 
-    def on(self, cluster: str) -> list[tuple[Admitted, str]]:
+    def on(self, cluster: str) -> list[Candidate]:
         if not cluster:
             return []
         if self._on is None:
             self._on = {}
-            for _, victim, why in self.items:
-                self._on.setdefault(victim.cluster, []).append((victim, why))
+            for c in self.items:
+                self._on.setdefault(c[1].cluster, []).append(c)
         return self._on.get(cluster, [])
 
     def below(self, quota: str) -> list[Candidate]:
@@ -205,6 +205,9 @@ class PreemptionContext:
         known = self._reclaimable.get(ck)
         if known is not None and known[0] == self.changes:
             return known[1], known[2]
+        if known is None or len(self._reclaimable) > 1:  # drop the stale: they hold much
+            self._reclaimable = {k: v for k, v in self._reclaimable.items()
+                                 if v[0] == self.changes}
         borrowers: list[str] = []
         by_depth: dict[int, list[Candidate]] = {}
         for leaf in sorted(self.by_quota):
@@ -293,6 +296,8 @@ class PreemptionContext:
                        if victim.can_be_victim and victim.key not in evicted
                        and eligible_same_quota(policy, victim, priority, enqueued_at)),
                       key=_first)
+        if len(self._own) >= 4096:  # one per enqueue time under LowerOrNewerEqualPriority
+            self._own.clear()
         got = self._own[ck] = (version, Ranked(mine))
         return got[1]
 
@@ -738,7 +743,7 @@ class _Search:
         """The best-ranked victim that helps with what blocks the job now: one
         on ``cluster`` first; when a quota blocks, any victim below it."""
         for part in self.candidates:
-            for victim, why in part.on(cluster):
+            for _, victim, why in part.on(cluster):
                 if self._helps(victim, short):
                     return victim, why
         if short is None:
