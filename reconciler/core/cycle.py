@@ -185,7 +185,7 @@ class _Cycle:
         # job -> (evictions, seq, blocked, short) when it failed; see _may_have_changed
         self._failed: dict[JobKey, tuple[int, int, Blocked, str | None]] = {}
         # The newest eviction (its number, from 1) below each quota (at it or
-        # under it; "" for a victim of no quota) and on each cluster, newest last.
+        # under it) and on each cluster (newest last).
         self._evicted_below: dict[str, int] = {}
         self._evicted_on: dict[str, int] = {}
         self.evicted_by: dict[JobKey, tuple[JobKey, str]] = {}  # victim -> (preemptor, why)
@@ -406,7 +406,7 @@ class _Cycle:
             if why is not None:
                 del self.pending[key]
                 self.decisions[key] = evolve(self.decisions[key], phase=Phase.INADMISSIBLE,
-                                              reason=why)
+                                             reason=why)
 
     def _never_admissible(self, p: _Pending) -> str | None:
         job = p.job
@@ -535,7 +535,9 @@ class _Cycle:
 
         An eviction frees its quota and its cluster. If ``p`` was blocked by a
         quota no set of victims could bring within reach, only an eviction below
-        that quota can help. Otherwise one helps if it was in ``p``'s own quota
+        that quota can help, and only once the usage of a limit that blocked it
+        is down to what it could pass with (``Blocked.limits``) or its own quota
+        lost a job (which may let it reclaim). Otherwise one helps if it was in ``p``'s own quota
         or below the quota ``p`` was short of, or on a candidate cluster that
         could now take ``p`` (free room plus what ``p`` may evict there).
         Admissions only fill quotas and clusters, so with no such eviction
@@ -549,19 +551,17 @@ class _Cycle:
         policy = self.inp.settings.for_quota(quota).preemption
         reclaim: bool | None = None  # may it reclaim from borrowers now? (when asked)
         if evictions != self.evictions:
-            def evicted_below(ancestor: str) -> bool:  # since it failed
-                return max(self._evicted_below.get(ancestor, 0),
-                           self._evicted_below.get("", 0)) > evictions
-            own_quota = self._evicted_below.get(quota, 0) > evictions
+            below = self._evicted_below  # since it failed: a number above ``evictions``
+            own_quota = below.get(quota, 0) > evictions
             if blocked.quota is not None:
-                if evicted_below(blocked.quota) and (
+                if below.get(blocked.quota, 0) > evictions and (
                         # it stays blocked while no limit that blocked it has room again,
                         # and its own quota (whether it may reclaim) is as it was
                         not blocked.limits or own_quota
                         or any(usage.used[b].get(r, 0) <= most for b, r, most in blocked.limits)):
                     return True
             else:
-                if own_quota or (short is not None and evicted_below(short)):
+                if own_quota or (short is not None and below.get(short, 0) > evictions):
                     return True
                 candidates = self._candidate_set(p)
                 for cluster, number in reversed(self._evicted_on.items()):
@@ -719,9 +719,9 @@ class _Cycle:
         if note:
             reason += f"; {note}"
         self.decisions[key] = evolve(self.decisions[key], phase=Phase.ADMITTED,
-                                      cluster=cluster.name, admitted_at=when, reason=reason,
-                                      position=None, copies=tuple(sorted(extra)),
-                                      nodes=cluster.node_counts(fit, job.pod_sets))
+                                     cluster=cluster.name, admitted_at=when, reason=reason,
+                                     position=None, copies=tuple(sorted(extra)),
+                                     nodes=cluster.node_counts(fit, job.pod_sets))
 
     def _evict(self, victim: Admitted, *, by: JobKey, why: str) -> None:
         key = victim.key
@@ -731,11 +731,9 @@ class _Cycle:
         self.preemption.remove(key)
         self.changes += 1
         self.evictions += 1
-        for node in (self.tree.ancestry(victim.quota) if self.tree is not None
-                     and victim.quota in self.tree.nodes else ()):
+        assert self.tree is not None and victim.quota is not None  # victims have quotas
+        for node in self.tree.ancestry(victim.quota):
             self._evicted_below[node.path] = self.evictions
-        if victim.quota is None or self.tree is None or victim.quota not in self.tree.nodes:
-            self._evicted_below[""] = self.evictions
         self._evicted_on.pop(victim.cluster, None)
         self._evicted_on[victim.cluster] = self.evictions
         pending = self.pending.get(key)
@@ -750,7 +748,7 @@ class _Cycle:
         self.preemption.changes += 1
         d = self.decisions[key]
         self.decisions[key] = evolve(d, phase=Phase.QUEUED, cluster=None, admitted_at=None,
-                                      nodes=(), copies=(), reason="")
+                                     nodes=(), copies=(), reason="")
 
     def _wait(self, p: _Pending, blocked_by: str | None = None) -> None:
         """Mark ``p`` Queued; its reason is written in step 6, on the final state."""
@@ -762,7 +760,7 @@ class _Cycle:
         d = self.decisions[key]
         if d.phase is not Phase.QUEUED:
             self.decisions[key] = evolve(d, phase=Phase.QUEUED, cluster=None, nodes=(),
-                                          copies=())
+                                         copies=())
 
     def next_round(self) -> bool:
         """Lift this round's protection of victims; True if that may change anything.
