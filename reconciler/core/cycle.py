@@ -564,15 +564,16 @@ class _Cycle:
                 if own_quota or (short is not None and below.get(short, 0) > evictions):
                     return True
                 candidates = self._candidate_set(p)
+                evicted_on = []  # its candidate clusters evicted on since it failed, once each
                 for cluster, number in reversed(self._evicted_on.items()):
                     if number <= evictions:
-                        break  # the clusters evicted on since it failed, each once
-                    if cluster not in candidates:
-                        continue
-                    if reclaim is None:
-                        reclaim = may_reclaim(ctx, usage, quota, p.job.requests,
-                                              p.priority, policy)
-                    if ctx.could_fit_on(cluster, p.total, quota, p.priority, policy, reclaim):
+                        break
+                    if cluster in candidates:
+                        evicted_on.append(cluster)
+                if evicted_on:
+                    reclaim = may_reclaim(ctx, usage, quota, p.job.requests, p.priority, policy)
+                    if ctx.could_fit(evicted_on, p.total, quota, p.priority, policy, reclaim,
+                                     first=True):
                         return True
         if ctx.last_seq == seq:
             return False

@@ -328,9 +328,12 @@ class PreemptionContext:
             self._borrowing.discard(quota)
 
     def could_fit(self, clusters: list[str], total: ResourcesView, quota: str, priority: int,
-                  policy: PreemptionPolicy, reclaim: bool) -> list[str]:
-        """Those of ``clusters`` that ``could_fit_on`` says yes to, in order (the
-        job's constants worked out once for all of them)."""
+                  policy: PreemptionPolicy, reclaim: bool, *, first: bool = False) -> list[str]:
+        """Those of ``clusters`` (in order; only the first with ``first``) whose
+        free sum would cover ``total`` if every job there that a job of
+        ``quota`` and ``priority`` may evict left. A bound from running totals:
+        lower-priority jobs of its own quota (by policy), and when it may
+        reclaim, every job of a quota above its min."""
         wanted = [(r, v) for r, v in total.items() if r != MAX_JOBS]
         evictable = [prio for prio in self.leaf_pool.get(quota, {})
                      if may_evict_priority(policy, prio, priority)]
@@ -355,15 +358,9 @@ class PreemptionContext:
                     break
             else:
                 out.append(name)
+                if first:
+                    break
         return out
-
-    def could_fit_on(self, cluster: str, total: ResourcesView, quota: str, priority: int,
-                     policy: PreemptionPolicy, reclaim: bool) -> bool:
-        """Would the free sum of ``cluster`` cover ``total`` if every job there that
-        a job of ``quota`` and ``priority`` may evict left? A bound from running
-        totals: lower-priority jobs of its own quota (by policy), and when it may
-        reclaim, every job of a quota above its min."""
-        return bool(self.could_fit([cluster], total, quota, priority, policy, reclaim))
 
     # -- fair sharing ----------------------------------------------------------
 
