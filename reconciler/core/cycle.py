@@ -28,6 +28,7 @@ from reconciler.core.model import (
     evolve,
     plain_state,
 )
+from reconciler.core.parked import Parked
 from reconciler.core.policy import candidate_groups, select_policy
 from reconciler.core.preemption import (
     ANY_REASON,
@@ -45,6 +46,9 @@ from reconciler.core.resources import MAX_JOBS, Resources
 MAX_CLUSTER_NOTES = 3
 MAX_PASSES = 64  # a safety net: passes settle in 2-5 (about 30 at 100,000 jobs)
 MAX_ROUNDS = 8  # a safety net: rounds settle in 1-3
+# Tests set this to check, after each pass, that no parked job could have been
+# helped by what happened since it failed (the wake-up index misses nothing).
+CHECK_PARKED = False
 
 
 @plain_state
@@ -157,6 +161,8 @@ def reconcile_cycle(inp: CycleInput) -> CycleResult:
             state.place_capacity_only()  # 4
             state.admit_queued()  # 5
             state.undo_useless_evictions()
+            if CHECK_PARKED:
+                state.check_parked()
             if state.changes == changes:
                 break  # a pass that changed nothing
         if not state.next_round():
@@ -202,6 +208,9 @@ class _Cycle:
             usage=self.usage, clusters=self.clusters, settings=inp.settings,
             max_evictions=len(inp.jobs) + len(inp.prior))
         self.admitted = self.preemption.admitted  # read-only view; changed via add/remove
+        # Queued jobs that failed and that nothing since could have helped (see
+        # parked.py): a pass passes over them without asking _may_have_changed.
+        self.parked = Parked(self.usage, self.preemption) if self.usage is not None else None
 
     # -- 1 ---------------------------------------------------------------------
 
@@ -367,6 +376,8 @@ class _Cycle:
                                              preemptible=p.job.preemptible) \
                 if self.usage is not None else None
             self._failed[key] = (0, seq, ANY_REASON, short.quota if short else None)
+            self._wait(p)
+            self._park(p)
 
     def _keep_last_good(self, prior: PriorPlacement, cluster: ClusterState,
                         bad_reason: str) -> None:
@@ -473,12 +484,23 @@ class _Cycle:
         self._blocked: set[str] = set()
         for leaf in sorted(self._queues):
             self._push_head(leaf)
-        while self._heads:
-            _, leaf, version = heapq.heappop(self._heads)
+        heads = self._heads
+        parked: Parked | frozenset[JobKey] = self.parked if self.parked is not None \
+            else frozenset()
+        while heads:
+            _, leaf, version = heapq.heappop(heads)
             if version != self._head_version[leaf] or leaf in self._blocked:
                 continue
             queue = self._queues[leaf]
             _, p = heapq.heappop(queue)
+            if p.job.key in parked:
+                # It would fail at once (_try_admit), changing nothing; so would
+                # the parked jobs after it in its queue while they come next.
+                while queue and queue[0][1].job.key in parked and (
+                        not heads or self._head_key(leaf, queue[0][1]) < heads[0][0]):
+                    heapq.heappop(queue)
+                self._push_head(leaf)
+                continue
             if not self._try_admit(p):
                 self._wait(p)
                 if self.inp.settings.for_quota(leaf).strategy is QueueStrategy.STRICT_FIFO:
@@ -489,7 +511,31 @@ class _Cycle:
                             f"blocked behind {p.job.key} at the head of StrictFIFO queue "
                             f"{leaf.replace('/', '-')}"))
                     continue
+                self._park(p)
             self._push_head(leaf)
+
+    def _park(self, p: _Pending) -> None:
+        """Set aside ``p``, which failed (in a BestEffortFIFO queue: a StrictFIFO
+        queue is popped whole each pass), until an event may help it."""
+        if self.parked is None or self.usage is None or p.quota is None:
+            return
+        key = p.job.key
+        _, _, blocked, short = self._failed[key]
+        policy = self.inp.settings.for_quota(p.quota).preemption
+        reclaims = may_reclaim(self.preemption, self.usage, p.quota, p.job.requests,
+                               p.priority, policy)
+        self.parked.park(key, p.quota, p.priority, reclaims, blocked, short,
+                         self._candidate_set(p))
+
+    def check_parked(self) -> None:
+        """Assert that no parked job could have been helped since it failed."""
+        if self.parked is None:
+            return
+        for key in self.parked:
+            p = self.pending[key]
+            assert key not in self.admitted, key
+            assert not self._may_have_changed(p, *self._failed[key]), (
+                f"{key} is parked but may fit now: {self._failed[key]}")
 
     def _push_head(self, leaf: str) -> None:
         queue = self._queues.get(leaf)
@@ -623,6 +669,8 @@ class _Cycle:
         for victim in plan.victims:
             self._evict(victim, by=p.job.key, why=plan.reasons[victim.key])
         self._admit(p, self.clusters[plan.fit.cluster], plan.fit, admitted_at=None)
+        if self.parked is not None:
+            self.parked.settle()  # the limits the evictions lowered, with p admitted
         return None
 
     def _why_waiting(self, p: _Pending) -> str:
@@ -664,7 +712,11 @@ class _Cycle:
             # not where it did not fit when nothing has left since
             states = [cs for cs in in_group if memo.get(cs.name) != cs.removals] if memo \
                 else in_group
-            for cs in by_preference(states, p.total, self._strategy(p)):
+            lacking: list[ClusterState] = []
+            ranked = by_preference(states, p.total, self._strategy(p), lacking)
+            for cs in lacking:  # its free sum is short of the job's total
+                memo[cs.name] = cs.removals
+            for cs in ranked:
                 fit = cs.fit(job.key, job.pod_sets, p.total)
                 if isinstance(fit, str):
                     memo[cs.name] = cs.removals
@@ -706,12 +758,16 @@ class _Cycle:
                 self.usage.charge(p.quota, job.requests, preemptible=job.preemptible)
         when = admitted_at or self.inp.now
         self.changes += 1
-        self.preemption.add(Admitted(
+        admitted = Admitted(
             key=key, quota=p.quota, priority=p.priority,
             preemptible=job.preemptible and not extra, requests=dict(job.requests),
             cluster=cluster.name, pod_sets=job.pod_sets, admitted_at=when,
             enqueued_at=p.enqueued_at, queued=p.policy.queued,
-            seq=self.preemption.next_seq()))
+            seq=self.preemption.next_seq())
+        self.preemption.add(admitted)
+        if self.parked is not None:
+            self.parked.discard(key)
+            self.parked.admitted(admitted)
         note = self.requeue_notes.pop(key, "")
         placed = ", ".join(f"{ps.name} {ps.replicas}" for ps in job.pod_sets) or "no pods"
         reason = f"admitted to {cluster.name} ({placed})"
@@ -743,6 +799,8 @@ class _Cycle:
             heapq.heappush(queue, (pending.order, pending))
             if victim.quota not in self._blocked and queue[0][1] is pending:
                 self._push_head(victim.quota)
+        if self.parked is not None:
+            self.parked.evicted(victim.quota, victim.cluster)
         self.evicted_by[key] = (by, why)
         self.preemption.evictions += 1
         self.preemption.evicted.add(key)
@@ -779,7 +837,10 @@ class _Cycle:
         ctx.evicted.clear()
         ctx.changes += 1
         for key in back:
-            ctx.add(replace(ctx.remove(key), seq=ctx.next_seq()))
+            again = replace(ctx.remove(key), seq=ctx.next_seq())
+            ctx.add(again)
+            if self.parked is not None:
+                self.parked.admitted(again)
         return bool(back)
 
     # -- 6 ---------------------------------------------------------------------

@@ -266,9 +266,11 @@ def _main_resource(per_pod: ResourcesView) -> str:
 
 
 def by_preference(clusters: list[ClusterState], total: ResourcesView,
-                  strategy: PlacementStrategy) -> list[ClusterState]:
+                  strategy: PlacementStrategy,
+                  lacking: list[ClusterState] | None = None) -> list[ClusterState]:
     """Clusters whose free sum covers ``total``, best first: binpack takes the
-    cluster left fullest, spread the one left emptiest; ties by name.
+    cluster left fullest, spread the one left emptiest; ties by name. The
+    others are appended to ``lacking`` when given.
 
     (``first_excess`` and ``ClusterState.score`` written out in one loop: this
     runs for every candidate cluster of every try.)
@@ -282,6 +284,8 @@ def by_preference(clusters: list[ClusterState], total: ResourcesView,
         for name, value in wanted:
             have = free.get(name, 0)
             if value > have:
+                if lacking is not None:
+                    lacking.append(c)
                 break
             cap = capacity.get(name, 0)
             if cap > 0:

@@ -251,6 +251,10 @@ class PreemptionContext:
         self._bounds[quota] = (self.changes, borrowers, out)
         return out
 
+    def is_borrowing(self, quota: str) -> bool:
+        """Is the quota above its min (its jobs may be reclaimed)?"""
+        return quota in self._borrowing
+
     def newest_borrowing(self, other_than: str) -> int:
         """The newest admission (seq) in a quota above its min, other than
         ``other_than``; 0 if none."""

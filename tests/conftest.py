@@ -1,0 +1,19 @@
+"""Checks every test runs with."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from reconciler.core import cycle
+
+
+@pytest.fixture(autouse=True)
+def _check_parked() -> Iterator[None]:
+    """Every cycle a test runs checks, after each pass, that no parked job
+    could have been helped by what happened since it failed."""
+    was = cycle.CHECK_PARKED
+    cycle.CHECK_PARKED = True
+    yield
+    cycle.CHECK_PARKED = was
