@@ -7,6 +7,7 @@ which is byte-for-byte deterministic and much faster than a generic dumper.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -186,10 +187,58 @@ def render_placements(decisions: Iterable[Decision]) -> bytes:
     return b"\n".join(lines)
 
 
+_HEAD = f"apiVersion: {API_VERSION}\nkind: PlacementList\nitems:\n".encode()
+_ITEM_START = re.compile(rb"\n- ")
+CHUNK_ITEMS = 1000  # items parsed at once when reading the file as written
+
+
 def read_placements(data: bytes | None) -> tuple[dict[JobKey, PriorPlacement], list[Problem]]:
-    """The previous state's decisions; a damaged file is reported, never fatal."""
+    """The previous state's decisions; a damaged file is reported, never fatal.
+
+    The file as ``render_placements`` writes it is read a chunk of items at a
+    time, so that the node tree of the whole file (a few GiB for 100,000
+    jobs) is never held; any other file, or one a chunk of which does not
+    read back as its items, is read whole.
+    """
     if not data:
         return {}, []
+    if data.startswith(_HEAD) and data[len(_HEAD):len(_HEAD) + 2] == b"- ":
+        got = _read_in_chunks(data)
+        if got is not None:
+            return got
+    return _read_whole(data)
+
+
+def _read_in_chunks(data: bytes) -> tuple[dict[JobKey, PriorPlacement], list[Problem]] | None:
+    starts = [len(_HEAD)] + [m.start() + 1 for m in _ITEM_START.finditer(data, len(_HEAD))]
+    starts.append(len(data))
+    prior: dict[JobKey, PriorPlacement] = {}
+    problems: list[Problem] = []
+    line = _HEAD.count(b"\n") + 1  # of the chunk's first item
+    for first in range(0, len(starts) - 1, CHUNK_ITEMS):
+        last = min(first + CHUNK_ITEMS, len(starts) - 1)
+        text = data[starts[first]:starts[last]]
+        docs, problem = parse_documents(PLACEMENTS, text)
+        if problem is not None or len(docs) != 1 or not isinstance(docs[0].value, list) \
+                or len(docs[0].value) != last - first:
+            return None  # not items as written: read the whole file, which says where
+        for i, item in enumerate(docs[0].value):
+            try:
+                p = prior_from_item(item)
+            except (KeyError, TypeError, ValueError, ManifestError) as exc:
+                problems.append(_damaged(line - 1 + docs[0].line_of(f"[{i}]"), exc))
+                continue
+            prior[p.key] = p
+        line += text.count(b"\n")
+    return prior, problems
+
+
+def _damaged(line: int, exc: Exception) -> Problem:
+    return Problem(PLACEMENTS, line, (
+        f"state item is damaged ({exc}); it is dropped and its job scheduled anew"))
+
+
+def _read_whole(data: bytes) -> tuple[dict[JobKey, PriorPlacement], list[Problem]]:
     docs, problem = parse_documents(PLACEMENTS, data)
     problems = [problem] if problem is not None else []
     prior: dict[JobKey, PriorPlacement] = {}
@@ -199,8 +248,7 @@ def read_placements(data: bytes | None) -> tuple[dict[JobKey, PriorPlacement], l
         try:
             p = prior_from_item(item)
         except (KeyError, TypeError, ValueError, ManifestError) as exc:
-            problems.append(Problem(PLACEMENTS, docs[0].line_of(f"items[{i}]"), (
-                f"state item is damaged ({exc}); it is dropped and its job scheduled anew")))
+            problems.append(_damaged(docs[0].line_of(f"items[{i}]"), exc))
             continue
         prior[p.key] = p
     return prior, problems

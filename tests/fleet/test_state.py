@@ -1,0 +1,86 @@
+"""Reading placements.yaml back: a chunk of items at a time, as if read whole."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import yaml
+
+from reconciler.core.cycle import reconcile_cycle
+from reconciler.core.model import Decision, evolve
+from reconciler.fleet import state
+from reconciler.fleet.state import prior_from_decision, read_placements, render_placements
+from tests.core.test_cycle import busy_fleet_after_team_b_ran
+
+TRICKY = ["line one\n- line two", "- starts like an item", "  leading spaces", "a: b",
+          "quotes ' and \"", "\n- after a newline", "tab\there", "ends with a newline\n"]
+
+
+def decisions() -> list[Decision]:
+    """A busy fleet's decisions (every phase), and some with reasons that look
+    like the start of an item."""
+    got = reconcile_cycle(busy_fleet_after_team_b_ran()).decisions
+    assert len({d.phase for d in got}) >= 3
+    extra = [evolve(d, reason=reason, key=replace(d.key, name=f"tricky-{i}"))
+             for i, (d, reason) in enumerate(zip(got, TRICKY, strict=False))]
+    return sorted(got + extra, key=lambda d: d.key)
+
+
+@pytest.fixture
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(state, "CHUNK_ITEMS", 3)
+
+
+def test_chunks_read_what_the_whole_file_reads(small_chunks: None) -> None:
+    made = decisions()
+    data = render_placements(made)
+    prior, problems = read_placements(data)
+    assert problems == []
+    assert state._read_in_chunks(data) == state._read_whole(data) == (prior, problems)
+    assert prior == {d.key: prior_from_decision(d) for d in made}
+    assert len(made) > 3 * state.CHUNK_ITEMS
+
+
+def test_a_damaged_item_is_reported_at_its_line_and_the_others_kept(small_chunks: None) -> None:
+    made = decisions()
+    lines = render_placements(made).decode().split("\n")
+    at = [i for i, line in enumerate(lines) if line.startswith("  phase: ")][7]
+    lines[at] = "  phase: Sleeping"
+    data = "\n".join(lines).encode()
+    prior, problems = read_placements(data)
+    assert state._read_in_chunks(data) == state._read_whole(data) == (prior, problems)
+    assert len(prior) == len(made) - 1
+    [problem] = problems
+    item_line = max(i for i in range(at) if lines[i].startswith("- ")) + 1
+    assert problem.line == item_line
+    assert "'Sleeping' is not a valid Phase" in problem.message
+    assert "dropped and its job scheduled anew" in problem.message
+
+
+def test_a_file_not_as_written_is_read_the_same(small_chunks: None) -> None:
+    """Written again by another tool (other indentation, other quoting): the same
+    decisions, whether it can be read in chunks or must be read whole."""
+    made = decisions()
+    data = render_placements(made)
+    again = yaml.safe_dump(yaml.safe_load(data), sort_keys=False, indent=4,
+                           default_flow_style=False).encode()
+    head, body = data.split(b"items:\n", 1)
+    indented = head + b"items:\n" + b"".join(b"  " + line for line in body.splitlines(True))
+    assert state._read_in_chunks(indented) is None
+    for other in (again, indented):
+        assert other != data
+        assert read_placements(other) == read_placements(data)
+
+
+def test_broken_yaml_in_one_chunk_is_reported_as_when_read_whole(small_chunks: None) -> None:
+    made = decisions()
+    lines = render_placements(made).decode().split("\n")
+    at = [i for i, line in enumerate(lines) if line.startswith("  reason: ")][5]
+    lines[at] = '  reason: "never closed'
+    data = "\n".join(lines).encode()
+    prior, problems = read_placements(data)
+    assert state._read_in_chunks(data) is None
+    assert (prior, problems) == state._read_whole(data)
+    [problem] = problems
+    assert "not valid YAML" in problem.message and problem.line > at
