@@ -77,6 +77,8 @@ def _string(text: str) -> str:
 
 def scalar(value: Any) -> str:
     """One scalar on one line."""
+    if type(value) is str:  # most of them: straight to the memo
+        return _string(value)
     if value is None:
         return "null"
     if value is True:
@@ -106,10 +108,18 @@ _FLOW_INDICATORS = re.compile(r"[,\[\]{}]")
 def flow_scalar(value: Any) -> str:
     """A scalar inside a flow collection (``{a: 1, b: 2}``), where a plain
     string may not hold ``,[]{}``."""
+    if type(value) is str:
+        return _flow_string(value)
     text = scalar(value)
     if isinstance(value, str) and text == value and _FLOW_INDICATORS.search(text):
         return _quoted(value)
     return text
+
+
+@lru_cache(maxsize=1 << 16)
+def _flow_string(text: str) -> str:
+    out = _string(text)
+    return _quoted(text) if out == text and _FLOW_INDICATORS.search(text) else out
 
 
 def _block(text: str, pad: str) -> list[str] | None:
