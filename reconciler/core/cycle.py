@@ -211,6 +211,7 @@ class _Cycle:
         # Queued jobs that failed and that nothing since could have helped (see
         # parked.py): a pass passes over them without asking _may_have_changed.
         self.parked = Parked(self.usage, self.preemption) if self.usage is not None else None
+        self._reclaims: dict[tuple[object, ...], tuple[int, bool]] = {}  # see _park
 
     # -- 1 ---------------------------------------------------------------------
 
@@ -521,9 +522,18 @@ class _Cycle:
             return
         key = p.job.key
         _, _, blocked, short = self._failed[key]
-        policy = self.inp.settings.for_quota(p.quota).preemption
-        reclaims = may_reclaim(self.preemption, self.usage, p.quota, p.job.requests,
-                               p.priority, policy)
+        # may_reclaim reads only the leaf's usage and jobs: the same for jobs alike
+        # until one of its jobs comes or goes
+        version = self.preemption.version_of(p.quota)
+        alike = (p.quota, p.priority, tuple(p.job.requests.items()))
+        known = self._reclaims.get(alike)
+        if known is not None and known[0] == version:
+            reclaims = known[1]
+        else:
+            policy = self.inp.settings.for_quota(p.quota).preemption
+            reclaims = may_reclaim(self.preemption, self.usage, p.quota, p.job.requests,
+                                   p.priority, policy)
+            self._reclaims[alike] = (version, reclaims)
         self.parked.park(key, p.quota, p.priority, reclaims, blocked, short,
                          self._candidate_set(p))
 

@@ -75,18 +75,38 @@ Candidate = tuple[tuple[Any, ...], Admitted, str]  # (rank, victim, why)
 
 class Ranked:
     """Candidates in rank order, with views the search asks for built once:
-    those on a cluster, and those whose quota is at or below a quota."""
+    those on a cluster, and those whose quota is at or below a quota.
 
-    __slots__ = ("_below", "_on", "items")
+    ``runs``, when given, are the ``_Run``s the items were merged from, group
+    after group (the items: each group's runs merged, the groups one after
+    another); a cluster's candidates are then merged from the runs' own
+    per-cluster lists, for the clusters asked for only."""
 
-    def __init__(self, items: list[Candidate]) -> None:
+    __slots__ = ("_below", "_on", "_runs", "items")
+
+    def __init__(self, items: list[Candidate], runs: list[list[_Run]] | None = None) -> None:
         self.items = items
-        self._on: dict[str, list[Candidate]] | None = None
+        self._runs = runs
+        self._on: dict[str, list[Candidate]] | None = None if runs is None else {}
         self._below: dict[str, list[Candidate]] = {}
 
     def on(self, cluster: str) -> list[Candidate]:
         if not cluster:
             return []
+        if self._runs is not None:
+            assert self._on is not None
+            got = self._on.get(cluster)
+            if got is None:
+                got = []
+                for group in self._runs:
+                    part: list[Candidate] = []
+                    for run in group:
+                        part.extend(run.on(cluster))
+                    if len(group) > 1:
+                        part.sort(key=_first)
+                    got.extend(part)
+                self._on[cluster] = got
+            return got
         if self._on is None:
             self._on = {}
             for c in self.items:
@@ -104,6 +124,25 @@ class Ranked:
 
 
 NO_CANDIDATES = Ranked([])
+
+
+class _Run:
+    """One leaf's candidates in rank order, as of its ``version``; split by
+    cluster when first asked."""
+
+    __slots__ = ("_on", "items", "version")
+
+    def __init__(self, version: int, items: list[Candidate]) -> None:
+        self.version = version
+        self.items = items
+        self._on: dict[str, list[Candidate]] | None = None
+
+    def on(self, cluster: str) -> list[Candidate]:
+        if self._on is None:
+            self._on = {}
+            for c in self.items:
+                self._on.setdefault(c[1].cluster, []).append(c)
+        return self._on.get(cluster, [])
 
 
 def _first(c: Candidate) -> tuple[Any, ...]:
@@ -139,7 +178,7 @@ class PreemptionContext:
         default_factory=dict)  # quota+resources -> (changes, borrowers, ranked victims)
     # leaf -> bumped when its possible victims change; its victims by rank
     _leaf_version: dict[str, int] = field(default_factory=dict)
-    _segments: dict[str, tuple[int, list[Candidate]]] = field(default_factory=dict)
+    _segments: dict[str, _Run] = field(default_factory=dict)
     _own: dict[tuple[str, int, str], tuple[int, Ranked]] = field(default_factory=dict)
     _bounds: dict[str, tuple[int, list[str], dict[str, Resources]]] = field(
         default_factory=dict)  # quota -> (changes, borrowers, reclaim_bound)
@@ -209,22 +248,23 @@ class PreemptionContext:
             self._reclaimable = {k: v for k, v in self._reclaimable.items()
                                  if v[0] == self.changes}
         borrowers: list[str] = []
-        by_depth: dict[int, list[Candidate]] = {}
+        by_depth: dict[int, list[_Run]] = {}
         for leaf in sorted(self.by_quota):
             if leaf == quota or not self.by_quota[leaf]:
                 continue
             if not any(r in wanted for r in usage.above_min(leaf)):
                 continue
             borrowers.append(leaf)
-            by_depth.setdefault(_common_depth(quota, leaf), []).extend(self._segment(leaf))
+            by_depth.setdefault(_common_depth(quota, leaf), []).append(self._segment(leaf))
         # The rank of ``_rank`` (category 0): the nearest quotas first, then each
         # leaf's own order; runs already sorted merge fast.
         ranked: list[Candidate] = []
-        for depth in sorted(by_depth, reverse=True):
-            group = by_depth[depth]
-            group.sort(key=_first)
-            ranked.extend(group)
-        self._reclaimable[ck] = (self.changes, borrowers, Ranked(ranked))
+        groups = [by_depth[depth] for depth in sorted(by_depth, reverse=True)]
+        for group in groups:
+            merged = [c for run in group for c in run.items]
+            merged.sort(key=_first)
+            ranked.extend(merged)
+        self._reclaimable[ck] = (self.changes, borrowers, Ranked(ranked, groups))
         return borrowers, self._reclaimable[ck][2]
 
     def reclaim_bound(self, quota: str, borrowers: list[str]) -> dict[str, Resources]:
@@ -251,6 +291,10 @@ class PreemptionContext:
         self._bounds[quota] = (self.changes, borrowers, out)
         return out
 
+    def version_of(self, leaf: str) -> int:
+        """Bumped whenever a job of the leaf quota is added or removed."""
+        return self._leaf_version.get(leaf, 0)
+
     def is_borrowing(self, quota: str) -> bool:
         """Is the quota above its min (its jobs may be reclaimed)?"""
         return quota in self._borrowing
@@ -268,20 +312,20 @@ class PreemptionContext:
                 return seq
         return 0
 
-    def _segment(self, leaf: str) -> list[Candidate]:
+    def _segment(self, leaf: str) -> _Run:
         """The leaf's possible victims, by (priority, most recent first, name),
         kept until they change."""
         version = self._leaf_version.get(leaf, 0)
         known = self._segments.get(leaf)
-        if known is not None and known[0] == version:
-            return known[1]
+        if known is not None and known.version == version:
+            return known
         why = f"reclaiming quota {leaf} borrowed above its min"
         evicted = self.evicted
         items = sorted((((victim.priority, -victim.seq, victim.key), victim, why)
                         for victim in self.by_quota[leaf].values()
                         if victim.can_be_victim and victim.key not in evicted), key=_first)
-        self._segments[leaf] = (version, items)
-        return items
+        run = self._segments[leaf] = _Run(version, items)
+        return run
 
     def own_candidates(self, quota: str, priority: int, enqueued_at: str,
                        policy: PreemptionPolicy) -> Ranked:
@@ -755,8 +799,9 @@ class _Search:
         # stepped over once.
         blocking = short[0]
         taken = self.taken
+        everyone = blocking == self.usage.tree.root  # every quota is below the root
         for number, part in enumerate(self.candidates):
-            below = part.below(blocking)
+            below = part.items if everyone else part.below(blocking)
             start = self._start.get((blocking, number), 0)
             for i in range(start, len(below)):
                 _, victim, why = below[i]
