@@ -11,9 +11,10 @@ from reconciler.core import cycle
 
 @pytest.fixture(autouse=True)
 def _check_parked() -> Iterator[None]:
-    """Every cycle a test runs checks, after each pass, that no parked job
-    could have been helped by what happened since it failed."""
-    was = cycle.CHECK_PARKED
-    cycle.CHECK_PARKED = True
+    """Every cycle a test runs parks failed jobs (as an incremental reconcile
+    does) and checks, after each pass, that no parked job could have been
+    helped by what happened since it failed."""
+    was = cycle.CHECK_PARKED, cycle.PARK_ALWAYS
+    cycle.CHECK_PARKED = cycle.PARK_ALWAYS = True
     yield
-    cycle.CHECK_PARKED = was
+    cycle.CHECK_PARKED, cycle.PARK_ALWAYS = was

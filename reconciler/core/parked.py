@@ -3,8 +3,9 @@
 A queued job that failed is tried again only once something since could have
 helped it (the cycle's ``_may_have_changed``). Rather than ask that of every
 waiting job each time a pass comes to it, the cycle parks each job that failed
-here, filed under the events that could turn the answer to yes, and wakes it
-when one happens; a pass passes over the jobs still parked. A job is woken by:
+here (in an incremental reconcile: its settled jobs from the start), filed
+under the events that could turn the answer to yes, and wakes it when one
+happens; a pass passes over the jobs still parked. A job is woken by:
 
 - an eviction at or below its own quota (room, or the right to reclaim);
 - an eviction at or below a quota that blocked it with no known limit, or
@@ -45,12 +46,13 @@ class Parked:
     """The parked jobs and their wake-up index (see the module docstring)."""
 
     __slots__ = ("_args", "_below", "_count", "_entries", "_limits", "_lowered", "_near",
-                 "_own", "_reclaimers", "_sets_on", "_token", "ctx", "usage")
+                 "_own", "_reclaimers", "_sets_on", "_token", "ctx", "usage", "woken")
 
     def __init__(self, usage: QuotaUsage, ctx: PreemptionContext) -> None:
         self.usage = usage
         self.ctx = ctx
         self._token: dict[JobKey, int] = {}
+        self.woken = 0  # how many were woken, in all
         self._args: dict[JobKey, _Args] = {}
         self._count = 0
         self._entries = 0  # index entries, stale ones included (see _compact)
@@ -138,6 +140,7 @@ class Parked:
         if self._token.get(key) == token:
             del self._token[key]
             del self._args[key]
+            self.woken += 1
 
     def _wake_all(self, entries: list[Entry] | None) -> None:
         if entries:
