@@ -27,6 +27,15 @@ def decisions() -> list[Decision]:
     return sorted(got + extra, key=lambda d: d.key)
 
 
+def with_line(field: str, nth: int, line: str) -> tuple[bytes, list[str], int]:
+    """The busy fleet's placements.yaml with its ``nth`` line of ``field`` replaced:
+    the file, its lines (as written), and the index of the line replaced."""
+    lines = render_placements(decisions()).decode().split("\n")
+    at = [i for i, text in enumerate(lines) if text.startswith(f"  {field}: ")][nth]
+    edited = [*lines[:at], line, *lines[at + 1:]]
+    return "\n".join(edited).encode(), lines, at
+
+
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(state, "CHUNK_ITEMS", 3)
@@ -43,14 +52,10 @@ def test_chunks_read_what_the_whole_file_reads(small_chunks: None) -> None:
 
 
 def test_a_damaged_item_is_reported_at_its_line_and_the_others_kept(small_chunks: None) -> None:
-    made = decisions()
-    lines = render_placements(made).decode().split("\n")
-    at = [i for i, line in enumerate(lines) if line.startswith("  phase: ")][7]
-    lines[at] = "  phase: Sleeping"
-    data = "\n".join(lines).encode()
+    data, lines, at = with_line("phase", 7, "  phase: Sleeping")
     prior, problems = read_placements(data)
     assert state._read_in_chunks(data) == state._read_whole(data) == (prior, problems)
-    assert len(prior) == len(made) - 1
+    assert len(prior) == len(decisions()) - 1
     [problem] = problems
     item_line = max(i for i in range(at) if lines[i].startswith("- ")) + 1
     assert problem.line == item_line
@@ -74,11 +79,7 @@ def test_a_file_not_as_written_is_read_the_same(small_chunks: None) -> None:
 
 
 def test_broken_yaml_in_one_chunk_is_reported_as_when_read_whole(small_chunks: None) -> None:
-    made = decisions()
-    lines = render_placements(made).decode().split("\n")
-    at = [i for i, line in enumerate(lines) if line.startswith("  reason: ")][5]
-    lines[at] = '  reason: "never closed'
-    data = "\n".join(lines).encode()
+    data, _, at = with_line("reason", 5, '  reason: "never closed')
     prior, problems = read_placements(data)
     assert state._read_in_chunks(data) is None
     assert (prior, problems) == state._read_whole(data)
