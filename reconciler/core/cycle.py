@@ -215,9 +215,13 @@ class _Cycle:
         self.admitted = self.preemption.admitted  # read-only view; changed via add/remove
         # Queued jobs that failed and that nothing since could have helped (see
         # parked.py): a pass passes over them without asking _may_have_changed.
-        self.parked = Parked(self.usage, self.preemption) if self.usage is not None else None
+        # Kept from seed_settled on (or always, in tests); failed jobs are parked
+        # while ``_parking`` (see admit_queued).
+        self.parked: Parked | None = None
+        self._parking = False
         self._reclaims: dict[tuple[object, ...], tuple[int, bool]] = {}  # see _park
-        self._parking = PARK_ALWAYS  # failed jobs are parked (see seed_settled, admit_queued)
+        if PARK_ALWAYS:
+            self._start_parking()
 
     # -- 1 ---------------------------------------------------------------------
 
@@ -372,7 +376,7 @@ class _Cycle:
         """Count the ``settled`` jobs as failed on the snapshot (see step 2)."""
         if not self.inp.settled or not self._as_before:
             return
-        self._parking = True
+        self._start_parking()
         seq = self.preemption.last_seq
         for key in sorted(self.inp.settled):
             p = self.pending.get(key)
@@ -386,6 +390,11 @@ class _Cycle:
             self._failed[key] = (0, seq, ANY_REASON, short.quota if short else None)
             self._wait(p)
             self._park(p)
+
+    def _start_parking(self) -> None:
+        if self.usage is not None and self.parked is None:
+            self.parked = Parked(self.usage, self.preemption)
+        self._parking = self.parked is not None
 
     def _keep_last_good(self, prior: PriorPlacement, cluster: ClusterState,
                         bad_reason: str) -> None:
@@ -528,6 +537,7 @@ class _Cycle:
             # Most parked jobs were woken in this pass: a fleet whose every change
             # may help most of its waiting jobs. Parking them costs more than asking
             # them, so from now on failed jobs are asked (those parked stay parked).
+            # (With fewer parked jobs, either way costs little.)
             self._parking = False
 
     def _park(self, p: _Pending) -> None:
