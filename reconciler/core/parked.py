@@ -2,10 +2,12 @@
 
 A queued job that failed is tried again only once something since could have
 helped it (the cycle's ``_may_have_changed``). Rather than ask that of every
-waiting job each time a pass comes to it, the cycle parks each job that failed
-here (in an incremental reconcile: its settled jobs from the start), filed
-under the events that could turn the answer to yes, and wakes it when one
-happens; a pass passes over the jobs still parked. A job is woken by:
+waiting job each time a pass comes to it, a reconcile that starts with settled
+jobs (an incremental one) parks them here, and each job that fails after,
+filed under the events that could turn the answer to yes, and wakes a job
+when one happens; a pass passes over the jobs still parked. (A cold reconcile
+parks nothing: there, each pass that evicts wakes most waiting jobs, and
+parking them costs more than asking them.) A job is woken by:
 
 - an eviction at or below its own quota (room, or the right to reclaim);
 - an eviction at or below a quota that blocked it with no known limit, or
