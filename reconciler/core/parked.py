@@ -40,7 +40,7 @@ from reconciler.core.preemption import Admitted, Blocked, PreemptionContext
 from reconciler.core.quota import QuotaUsage
 
 Entry = tuple[int, JobKey]  # (token, key): stale once the key is parked again or woken
-Ranked = tuple[int, int, JobKey]  # (sort value, token, key) in a heap
+Heaped = tuple[int, int, JobKey]  # (sort value, token, key) in a heap
 _Args = tuple[str, int, bool, Blocked, "str | None", frozenset[str]]
 
 
@@ -58,10 +58,10 @@ class Parked:
         self._args: dict[JobKey, _Args] = {}
         self._count = 0
         self._entries = 0  # index entries, stale ones included (see _compact)
-        self._own: dict[str, list[Ranked]] = {}  # own quota -> (-priority, token, key)
+        self._own: dict[str, list[Heaped]] = {}  # own quota -> (-priority, token, key)
         self._reclaimers: dict[str, list[Entry]] = {}  # own quota -> those that may reclaim
         self._below: dict[str, list[Entry]] = {}  # quota an eviction below must come
-        self._limits: dict[str, dict[str, list[Ranked]]] = {}  # quota -> resource -> (-most, ..)
+        self._limits: dict[str, dict[str, list[Heaped]]] = {}  # quota -> resource -> (-most, ..)
         self._near: dict[frozenset[str], list[Entry]] = {}  # candidate clusters -> blocked
         self._sets_on: dict[str, list[frozenset[str]]] = {}  # cluster -> candidate sets
         self._lowered: dict[str, None] = {}  # quotas whose usage fell since ``settle``

@@ -108,9 +108,7 @@ class Ranked:
                 self._on[cluster] = got
             return got
         if self._on is None:
-            self._on = {}
-            for c in self.items:
-                self._on.setdefault(c[1].cluster, []).append(c)
+            self._on = _by_cluster(self.items)
         return self._on.get(cluster, [])
 
     def below(self, quota: str) -> list[Candidate]:
@@ -139,10 +137,16 @@ class _Run:
 
     def on(self, cluster: str) -> list[Candidate]:
         if self._on is None:
-            self._on = {}
-            for c in self.items:
-                self._on.setdefault(c[1].cluster, []).append(c)
+            self._on = _by_cluster(self.items)
         return self._on.get(cluster, [])
+
+
+def _by_cluster(items: list[Candidate]) -> dict[str, list[Candidate]]:
+    """Candidates by the cluster their victim runs on, each list in rank order."""
+    out: dict[str, list[Candidate]] = {}
+    for c in items:
+        out.setdefault(c[1].cluster, []).append(c)
+    return out
 
 
 def _first(c: Candidate) -> tuple[Any, ...]:
