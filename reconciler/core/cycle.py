@@ -54,6 +54,9 @@ CHECK_PARKED = False
 # woken by every pass that evicts, and parking them costs more than it saves
 # (measured at 100,000 jobs). Tests set this to park in every reconcile.
 PARK_ALWAYS = False
+# Tests set this to decide every cycle that leaves settled jobs out (see _run)
+# once more with them in, and check that the decisions are the same.
+CHECK_QUICK = False
 
 
 @plain_state
@@ -138,6 +141,10 @@ def reconcile_cycle(inp: CycleInput) -> CycleResult:
          reconcile ended on, so its ``settled`` jobs count as having failed
          on it: they are tried again only once an admission or eviction may
          have helped them (the incremental case: one pushed job costs little).
+         Those in BestEffortFIFO queues are first left out of the cycle
+         altogether: if it then admits and evicts nothing, none of them could
+         have been helped, and each keeps its previous decision (its position
+         counted again); else the cycle is run again with them.
       3. Inadmissible: a job the quota or every candidate cluster could not
          take even when empty.
       4. Capacity-only jobs (policy without ``suspension.scheduling``) are
@@ -155,11 +162,53 @@ def reconcile_cycle(inp: CycleInput) -> CycleResult:
          next reconcile then has nothing left to do.
       6. Positions and reasons for the jobs that wait.
     """
-    state = _Cycle(inp)
+    left_out = _left_out(inp)
+    if left_out:
+        quick = _run(inp, left_out)
+        if quick is not None:
+            if CHECK_QUICK:
+                full = _run(inp, {})
+                assert full == quick, "leaving settled jobs out changed the decisions"
+            return quick
+    result = _run(inp, {})
+    assert result is not None
+    return result
+
+
+def _left_out(inp: CycleInput) -> dict[JobKey, tuple[Job, PriorPlacement]]:
+    """The settled jobs that step 2 would park in their BestEffortFIFO queues, by
+    what the previous state says of them (queued with a position in a quota's
+    queue) and with the very file they were decided from."""
+    if not inp.settled or inp.tree is None:
+        return {}
+    by_key = {job.key: job for job in inp.jobs}
+    invalid = {bad.key for bad in inp.invalid}
+    out = {}
+    for key in sorted(inp.settled):
+        prior = inp.prior.get(key)
+        job = by_key.get(key)
+        if (prior is None or job is None or key in invalid or prior.phase is not Phase.QUEUED
+                or prior.position is None or prior.quota not in inp.tree.nodes
+                or (job.path, job.blob) != (prior.path, prior.blob)
+                or inp.settings.for_quota(prior.quota).strategy
+                is QueueStrategy.STRICT_FIFO):
+            continue
+        out[key] = (job, prior)
+    return out
+
+
+def _run(inp: CycleInput, left_out: dict[JobKey, tuple[Job, PriorPlacement]]
+         ) -> CycleResult | None:
+    """The steps of ``reconcile_cycle``; with ``left_out`` jobs, ``None`` when
+    anything was admitted or evicted (the jobs left out might have been helped)."""
+    state = _Cycle(inp, left_out)
     state.resolve()  # 1
     state.snapshot()  # 2
+    if left_out and not state._as_before:
+        return None  # the settled jobs are not parked (seed_settled)
     state.screen_inadmissible()  # 3
     state.seed_settled()
+    quiet = state.changes
     for _ in range(MAX_ROUNDS):
         for _ in range(MAX_PASSES):
             changes = state.changes
@@ -168,6 +217,8 @@ def reconcile_cycle(inp: CycleInput) -> CycleResult:
             state.undo_useless_evictions()
             if CHECK_PARKED:
                 state.check_parked()
+            if left_out and state.changes != quiet:
+                return None
             if state.changes == changes:
                 break  # a pass that changed nothing
         if not state.next_round():
@@ -180,8 +231,13 @@ def reconcile_cycle(inp: CycleInput) -> CycleResult:
 
 
 class _Cycle:
-    def __init__(self, inp: CycleInput) -> None:
+    def __init__(self, inp: CycleInput,
+                 left_out: dict[JobKey, tuple[Job, PriorPlacement]] | None = None) -> None:
         self.inp = inp
+        # Settled jobs kept out of the cycle: parked from the start, they are
+        # never asked while nothing is admitted or evicted (see _run), and are
+        # then decided as before; only their queue positions are counted again.
+        self.left_out = left_out or {}
         self.tree = inp.tree
         self.usage = QuotaUsage(inp.tree) if inp.tree is not None else None
         self.clusters = {c.name: ClusterState(c) for c in inp.clusters}
@@ -234,7 +290,8 @@ class _Cycle:
                 key=bad.key, api_version=bad.api_version, path=bad.path, blob=bad.blob,
                 phase=Phase.INVALID, reason=f"{bad.path}:{bad.line}: {bad.message}",
                 enqueued_at=self._enqueued(None, bad.key))
-        for job in sorted(inp.jobs, key=lambda j: j.key):
+        left_out = self.left_out
+        for job in sorted((j for j in inp.jobs if j.key not in left_out), key=lambda j: j.key):
             key = job.key
             prior = inp.prior.get(key)
             enqueued = self._enqueued(job, key)
@@ -940,6 +997,18 @@ class _Cycle:
             if p.policy.queued:
                 order = (-d.priority, d.enqueued_at, key.order)
                 by_queue.setdefault(d.quota or "", []).append((order, key))
+        for key, (job, prior) in self.left_out.items():
+            assert prior.quota is not None  # see _left_out
+            d = Decision(
+                key=key, api_version=job.api_version, path=job.path, blob=job.blob,
+                phase=Phase.QUEUED, reason=prior.reason, enqueued_at=self._enqueued(job, key),
+                quota=prior.quota, priority=prior.priority, requests=job.requests,
+                pod_sets=tuple(PodSetCount(p.name, p.replicas) for p in job.pod_sets),
+                preempted_by=prior.preempted_by, preemptions=prior.preemptions,
+                preemption_reason=prior.preemption_reason, policy=prior.policy)
+            self.decisions[key] = d
+            by_queue.setdefault(prior.quota, []).append(
+                ((-d.priority, d.enqueued_at, key.order), key))
         for entries in by_queue.values():
             entries.sort()
             for position, (_, key) in enumerate(entries, start=1):

@@ -329,6 +329,7 @@ class PriorPlacement:
     copies: tuple[str, ...] = ()  # Duplicated: the other clusters holding a copy
     policy: str | None = None
     nodes: tuple[tuple[str, str, int], ...] = ()  # (node, pod set, pods) on its cluster
+    position: int | None = None  # in its quota's queue, when it waited there
 
 
 @plain_state

@@ -262,7 +262,7 @@ def prior_from_decision(d: Decision) -> PriorPlacement:
         requests=dict(d.requests), admitted_at=d.admitted_at, preempted_by=d.preempted_by,
         preemptions=d.preemptions, reason=d.reason, api_version=d.api_version,
         preemption_reason=d.preemption_reason, copies=d.copies, policy=d.policy,
-        nodes=tuple(sorted(d.nodes)))
+        nodes=tuple(sorted(d.nodes)), position=d.position)
 
 
 def prior_from_item(item: Mapping[str, Any]) -> PriorPlacement:
@@ -287,5 +287,12 @@ def prior_from_item(item: Mapping[str, Any]) -> PriorPlacement:
                            for node, sets in (item.get("nodes") or {}).items()
                            for ps, n in sets.items())),
         policy=item.get("policy"),
-        api_version=api_version)
+        api_version=api_version, position=_position(item.get("position")))
+
+
+def _position(value: Any) -> int | None:
+    """A queue position as written (a hand-edited one that is not counts as none:
+    the job is then placed in its queue afresh)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else None
 

@@ -232,3 +232,58 @@ def test_an_unchanged_job_is_not_rendered_again(tmp_path: Path, monkeypatch) -> 
     run_reconcile(path, use_cache=False)
     assert sorted(rendered) == ["j0", "j1", "j2"]
     assert rev(path, f"{STATE}^{{tree}}") == incremental
+
+
+def test_settled_jobs_are_left_out_of_a_cycle_that_admits_nothing(
+        tmp_path: Path, monkeypatch) -> None:
+    """A push that helps no waiting job: the jobs the state queued keep their
+    decisions without being resolved again, their positions are counted again,
+    and the state is the one a full reconcile makes. A push whose job is
+    admitted decides everything again."""
+    from reconciler.core import cycle
+
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": TREE, "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/c1.yaml": member_cluster("c1", cpu="64", memory="256Gi"),
+        **{f"jobs/j{i}.yaml": pytorchjob(f"j{i}") for i in range(6)}})
+    first = run_reconcile(path)  # kube-queue/max-jobs 3: j3, j4 and j5 wait
+    assert first.commit is not None
+    assert {k: v.get("position") for k, v in placements(path).items()
+            if v["phase"] == "Queued"} == {"default/j3": 1, "default/j4": 2, "default/j5": 3}
+    runs: list[tuple[list[str], bool]] = []
+    real = cycle._run
+
+    def spy(inp, left_out):
+        got = real(inp, left_out)
+        runs.append((sorted(k.name for k in left_out), got is not None))
+        return got
+
+    monkeypatch.setattr(cycle, "_run", spy)
+    git(path, "rm", "-q", "jobs/j4.yaml")
+    write_files(path, {"jobs/j9.yaml": pytorchjob("j9")})
+    commit_all(path, "j9 for j4")
+    run_reconcile(path)
+    assert runs[0] == (["j3", "j5"], True)  # (then checked against a full cycle: conftest)
+    assert {k: (v["phase"], v.get("position")) for k, v in placements(path).items()} == {
+        "default/j0": ("Admitted", None), "default/j1": ("Admitted", None),
+        "default/j2": ("Admitted", None), "default/j3": ("Queued", 1),
+        "default/j5": ("Queued", 2), "default/j9": ("Queued", 3)}
+    quick = rev(path, f"{STATE}^{{tree}}")
+
+    full = tmp_path / "full"  # the same push, reconciled from scratch
+    shutil.copytree(path, full)
+    shutil.rmtree(full / ".git" / "fleetq")
+    git(full, "update-ref", f"refs/heads/{STATE}", first.commit)
+    run_reconcile(full, use_cache=False)
+    assert rev(full, f"{STATE}^{{tree}}") == quick
+
+    # A finished job frees a place: the next push's cycle admits, so the quick
+    # cycle gives up and every job is decided again.
+    runs.clear()
+    git(path, "rm", "-q", "jobs/j0.yaml")
+    write_files(path, {"jobs/jz.yaml": pytorchjob("jz")})
+    commit_all(path, "j0 is done")
+    run_reconcile(path)
+    assert [ran for _, ran in runs] == [False, True]  # quick (given up), full
+    assert placements(path)["default/j3"]["phase"] == "Admitted"
+    assert placements(path)["default/jz"]["position"] == 3
