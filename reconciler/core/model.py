@@ -11,7 +11,7 @@ import dataclasses
 import enum
 import operator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from reconciler.core.resources import Resources
 
@@ -81,10 +81,12 @@ class PlacementStrategy(enum.StrEnum):
     SPREAD = "spread"
 
 
-@plain_state
-@dataclass(frozen=True, slots=True, order=True)
-class JobKey:
-    """A job's identity: (apiVersion group, kind, namespace, name)."""
+class JobKey(NamedTuple):
+    """A job's identity: (apiVersion group, kind, namespace, name).
+
+    A named tuple: it is hashed and compared (in this field order) natively,
+    and a fleet's cycle does so millions of times.
+    """
 
     group: str
     kind: str

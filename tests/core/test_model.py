@@ -24,7 +24,10 @@ def test_values_pickle_to_equal_values_with_plain_state() -> None:
     assert back == values
     assert [type(v) for v in back] == [type(v) for v in values]
     key = jobs[0].key
-    assert key.__getstate__() == (key.group, key.kind, key.namespace, key.name)
+    assert tuple(key) == (key.group, key.kind, key.namespace, key.name)
+    # keys sort in that field order; namespace/name is the queues' tie-break
+    assert sorted([JobKey("b", "Job", "a", "z"), JobKey("a", "Job", "z", "a")])[0].group == "a"
+    assert JobKey("b", "Job", "a", "z").order < JobKey("a", "Job", "z", "a").order
 
 
 def test_evolve_is_replace() -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 import yaml
 
@@ -22,7 +20,7 @@ def decisions() -> list[Decision]:
     like the start of an item."""
     got = reconcile_cycle(busy_fleet_after_team_b_ran()).decisions
     assert len({d.phase for d in got}) >= 3
-    extra = [evolve(d, reason=reason, key=replace(d.key, name=f"tricky-{i}"))
+    extra = [evolve(d, reason=reason, key=d.key._replace(name=f"tricky-{i}"))
              for i, (d, reason) in enumerate(zip(got, TRICKY, strict=False))]
     return sorted(got + extra, key=lambda d: d.key)
 
