@@ -30,7 +30,7 @@ from reconciler.core.cycle import InvalidJob
 from reconciler.core.model import JobKey, PriorPlacement
 from reconciler.fleet.jobs import JobSource
 
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 
 JobEntry = list[JobSource | InvalidJob]
 
