@@ -34,9 +34,9 @@ from reconciler.fleet.inputs import (
 from reconciler.fleet.jobs import JobSource
 from reconciler.fleet.state import (
     PLACEMENTS,
-    prior_from_decision,
+    Written,
     read_placements,
-    render_placements,
+    render_placements_reusing,
 )
 from reconciler.gitops.repo import (
     CommitInfo,
@@ -79,6 +79,7 @@ class Computed:
     state_tree: str | None
     rendered_from: dict[str, str] = field(default_factory=dict)  # RenderedTree.inputs
     changes: list[str] = field(default_factory=list)
+    written: Written = field(default_factory=dict)  # each decision read back, its item
 
 
 @dataclass
@@ -237,6 +238,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     inputs = read_fleet(files, store)  # empties ``files`` as it goes: the bytes are freed
     progress(f"read {inputs.files} files, {len(inputs.jobs)} jobs")
     prior: dict[JobKey, PriorPlacement] = {}
+    before: Written = {}  # the state's decisions as written, when the cache has them
     reuse: dict[str, tuple[str, str]] = {}  # job files of the state, by what made them
     previous_entries: dict[str, str] = {}
     problems: list[Problem] = []
@@ -249,7 +251,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                             if e.type == "blob"}
         cached = cache.load_state(state_base) if cache is not None else None
         if cached is not None:
-            prior, was_rendered = cached
+            before, was_rendered = cached
+            prior = {key: was for key, (was, _) in before.items()}
             # only what the state tree still holds (a damaged cache cannot lie)
             reuse = {path: (made_of, sha) for path, (made_of, sha) in was_rendered.items()
                      if previous_entries.get(path) == sha}
@@ -275,8 +278,9 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     previous = {p: previous_bytes[previous_entries[p]] for p in kept_paths}
     overlays = Overlays(inputs.templates)
     rendered = render_state(result.decisions, inputs, _manifest_of, previous, overlays, reuse)
-    out: dict[str, bytes | str] = {
-        PLACEMENTS: render_placements(result.decisions)}
+    placements, written = render_placements_reusing(result.decisions, before)
+    del before
+    out: dict[str, bytes | str] = {PLACEMENTS: placements}
     out.update(rendered.files)
     for path, sha in previous_entries.items():
         if path.startswith(CARRIED_OVER):
@@ -285,7 +289,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                           + rendered.problems))
     computed = Computed(source=info, inputs=inputs, result=result, prior=prior, files=out,
                         problems=problems, state_base=state_base, state_tree=state_tree,
-                        rendered_from=rendered.inputs)
+                        rendered_from=rendered.inputs, written=written)
     computed.changes = describe_changes(prior, result.decisions)
     return computed
 
@@ -445,8 +449,7 @@ def _save_cache(cache: Cache | None, computed: Computed, state: str | None) -> N
             content = computed.files[path]
             rendered[path] = (made_of, content if isinstance(content, str)
                               else blob_id(content))
-        cache.save_state(state, {d.key: prior_from_decision(d)
-                                 for d in computed.result.decisions}, rendered)
+        cache.save_state(state, computed.written, rendered)
 
 
 def diff_trees(repo: FleetRepo, base: str | None, files: dict[str, bytes | str]

@@ -9,8 +9,10 @@ can be computed again from git. Two things are kept:
   A file whose blob did not change is not parsed again, and a reconcile
   rewrites only the shards whose files changed.
 - ``state-<commit>.pickle``: the decisions of a state commit, so the next
-  reconcile does not parse a large ``placements.yaml``, and what each job file
-  of it was rendered from, so that an unchanged job is not rendered again.
+  reconcile does not parse a large ``placements.yaml``, with the item each
+  was written as, so that an unchanged decision is not formatted again; and
+  what each job file of it was rendered from, so that an unchanged job is not
+  rendered again.
 
 Entries are never trusted across formats: the folder name carries the cache
 format and the fleetq version, and an unreadable file is dropped.
@@ -27,10 +29,10 @@ from typing import Any
 
 from reconciler import __version__
 from reconciler.core.cycle import InvalidJob
-from reconciler.core.model import JobKey, PriorPlacement
 from reconciler.fleet.jobs import JobSource
+from reconciler.fleet.state import Written
 
-CACHE_FORMAT = 5
+CACHE_FORMAT = 6
 
 JobEntry = list[JobSource | InvalidJob]
 
@@ -108,18 +110,18 @@ class Cache:
 
     # -- decisions of a state commit ----------------------------------------------
 
-    def load_state(self, commit: str
-                   ) -> tuple[dict[JobKey, PriorPlacement], dict[str, tuple[str, str]]] | None:
-        """The decisions of a state commit, and path -> (inputs, blob id) of its
-        job files; ``None`` if not cached."""
+    def load_state(self, commit: str) -> tuple[Written, dict[str, tuple[str, str]]] | None:
+        """The decisions of a state commit (each as read back, and its item of
+        ``placements.yaml``), and path -> (inputs, blob id) of its job files;
+        ``None`` if not cached."""
         got = self._read(f"state-{commit}.pickle")
-        if not isinstance(got, dict) or not isinstance(got.get("prior"), dict):
+        if not isinstance(got, dict) or not isinstance(got.get("placements"), dict):
             return None
         rendered = got.get("rendered")
-        return got["prior"], rendered if isinstance(rendered, dict) else {}
+        return got["placements"], rendered if isinstance(rendered, dict) else {}
 
-    def save_state(self, commit: str, prior: dict[JobKey, PriorPlacement],
+    def save_state(self, commit: str, placements: Written,
                    rendered: dict[str, tuple[str, str]]) -> None:
         for old in self.dir.glob("state-*.pickle") if self.dir.exists() else ():
             old.unlink(missing_ok=True)
-        self._write(f"state-{commit}.pickle", {"prior": prior, "rendered": rendered})
+        self._write(f"state-{commit}.pickle", {"placements": placements, "rendered": rendered})

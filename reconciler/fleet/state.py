@@ -7,6 +7,8 @@ which is byte-for-byte deterministic and much faster than a generic dumper.
 
 from __future__ import annotations
 
+import dataclasses
+import operator
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -176,15 +178,38 @@ def render_placements(decisions: Iterable[Decision]) -> bytes:
     It names no source commit (the state commit's trailer does), so a source
     commit that changes no decision changes no byte of the state.
     """
+    return render_placements_reusing(decisions, {})[0]
+
+
+Written = dict[JobKey, tuple[PriorPlacement, bytes]]  # what a decision reads back as, its item
+# The fields a decision's item is written from, all of which it reads back as
+# (``prior_from_decision``), but ``kept``: such an item is always written anew.
+_READ_BACK = operator.attrgetter(*(f.name for f in dataclasses.fields(PriorPlacement)))
+
+
+def render_placements_reusing(decisions: Iterable[Decision], before: Mapping[
+        JobKey, tuple[PriorPlacement, bytes]]) -> tuple[bytes, Written]:
+    """``render_placements``, taking the item of each decision that reads back as
+    it did ``before`` (the previous state's items, as this wrote them) instead of
+    formatting it again; and, for the next reconcile, each decision's read-back
+    value and item."""
     head = f"apiVersion: {API_VERSION}\nkind: PlacementList\n"
+    written: Written = {}
     # Each item encoded at once, joined once: a large fleet's file is held
     # twice at most (its items, then the file), never also as text.
-    lines = [_item_text(d).encode() for d in decisions]
+    lines = []
+    for d in decisions:
+        was = before.get(d.key)
+        if was is not None and not d.kept and _READ_BACK(d) == _READ_BACK(was[0]):
+            written[d.key] = was
+        else:
+            written[d.key] = was = (prior_from_decision(d), _item_text(d).encode())
+        lines.append(was[1])
     if not lines:
-        return (head + "items: []\n").encode()
+        return (head + "items: []\n").encode(), written
     lines.insert(0, (head + "items:").encode())
     lines.append(b"")
-    return b"\n".join(lines)
+    return b"\n".join(lines), written
 
 
 _HEAD = f"apiVersion: {API_VERSION}\nkind: PlacementList\nitems:\n".encode()

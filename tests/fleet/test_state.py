@@ -83,3 +83,34 @@ def test_broken_yaml_in_one_chunk_is_reported_as_when_read_whole(small_chunks: N
     assert (prior, problems) == state._read_whole(data)
     [problem] = problems
     assert "not valid YAML" in problem.message and problem.line > at
+
+
+# A changed value for every field an item is written from (and read back as).
+CHANGES = {"api_version": "kubeflow.org/v2", "path": "jobs/moved.yaml", "blob": "f" * 40,
+           "quota": "root/other", "priority": 7, "enqueued_at": "2026-01-01T00:00:00Z",
+           "cluster": "elsewhere", "copies": ("c9",), "requests": {"cpu": 3000},
+           "admitted_at": "2026-01-02T00:00:00Z", "position": 99, "preempted_by": "Job a/b",
+           "preemptions": 4, "preemption_reason": "why not", "policy": "ns/p",
+           "reason": "another reason", "nodes": (("n9", "worker", 1),)}
+
+
+def test_items_read_back_as_before_are_taken_as_written_and_the_rest_written_anew() -> None:
+    from dataclasses import fields
+
+    from reconciler.core.model import Phase, PodSetCount, PriorPlacement
+    from reconciler.fleet.state import render_placements_reusing
+
+    old = decisions()
+    data, written = render_placements_reusing(old, {})
+    assert data == render_placements(old)
+    assert all(written[d.key][0] == prior_from_decision(d) for d in old)
+    # every field of an item is compared: one that is not would be listed here
+    compared = {f.name for f in fields(PriorPlacement)} - {"key", "phase", "pod_sets"}
+    assert compared == set(CHANGES)
+    for name, value in [*CHANGES.items(), ("phase", Phase.FAILED),
+                        ("pod_sets", (PodSetCount("worker", 9),)), ("kept", True)]:
+        new = [evolve(d, **{name: value}) if i % 3 == 0 else d for i, d in enumerate(old)]
+        again, now = render_placements_reusing(new, written)
+        assert again == render_placements(new), name
+        for i, d in enumerate(new):
+            assert (now[d.key] is written[d.key]) == (i % 3 != 0 or d == old[i]), (name, i)
