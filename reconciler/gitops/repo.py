@@ -81,7 +81,7 @@ class FleetRepo:
         objects = self.run("rev-parse", "--git-path", "objects").decode().strip()
         self.objects = Path(objects) if os.path.isabs(objects) else self.root / objects
         self._written: set[str] = set()
-        self._batch: list[tuple[int, bytes]] | None = None  # objects for one pack
+        self._batch: list[tuple[int, bytes, str]] | None = None  # objects for one pack
 
     # -- running git -----------------------------------------------------------
 
@@ -189,8 +189,13 @@ class FleetRepo:
             return sha
         self._written.add(sha)
         if self._batch is not None:
-            self._batch.append((PACK_TYPES[kind], body))
+            self._batch.append((PACK_TYPES[kind], body, sha))
             return sha
+        return self._store_loose(kind, body, sha)
+
+    def _store_loose(self, kind: bytes, body: bytes, sha: str | None = None) -> str:
+        header = kind + b" " + str(len(body)).encode() + b"\0"
+        sha = sha or hashlib.sha1(header + body, usedforsecurity=False).hexdigest()
         target = self.objects / sha[:2] / sha[2:]
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -223,17 +228,35 @@ class FleetRepo:
             new += not isinstance(content, str)
         if new < PACK_MIN_OBJECTS:
             return self._write_dir(root)
-        self._batch = []
+        batch: list[tuple[int, bytes, str]] = []
+        self._batch = batch
         try:
             sha = self._write_dir(root)
-            self._write_pack(self._batch)
+            self._batch = None
+            # what the repository holds already (a state mostly as it was) is left out
+            have = self.have_objects(sha for _, _, sha in batch)
+            new_objects = [(kind, body, sha) for kind, body, sha in batch if sha not in have]
+            if len(new_objects) >= PACK_MIN_OBJECTS:
+                self._write_pack([(kind, body) for kind, body, _ in new_objects])
+            else:
+                for kind, body, sha in new_objects:
+                    self._store_loose(PACK_NAMES[kind], body, sha)
         except BaseException:
-            self._written.difference_update(  # nothing of this batch was stored
-                _object_id(kind, body) for kind, body in self._batch)
+            self._written.difference_update(sha for _, _, sha in batch)  # none was stored
             raise
         finally:
             self._batch = None
         return sha
+
+    def have_objects(self, shas: Iterable[str]) -> set[str]:
+        """Those of ``shas`` the repository holds (one ``git cat-file --batch-check``)."""
+        wanted = list(dict.fromkeys(shas))
+        if not wanted:
+            return set()
+        out = self.run("cat-file", "--batch-check=%(objectname) %(objecttype)",
+                       data="".join(f"{s}\n" for s in wanted).encode())
+        return {line.split()[0] for line in out.decode().splitlines()
+                if not line.endswith(" missing")}
 
     def _write_pack(self, objects: list[tuple[int, bytes]]) -> None:
         """Write ``objects`` (pack type, body) as one pack with its index."""

@@ -47,3 +47,40 @@ def test_many_objects_go_into_one_pack_and_the_tree_is_the_same(tmp_path: Path,
     for name in listed:
         assert git(packed, "cat-file", "-p", f"{STATE}:{name}") == git(
             loose, "cat-file", "-p", f"{STATE}:{name}")
+
+
+def _packed_ids(pack: Path) -> set[str]:
+    out = git(pack.parent, "verify-pack", "-v", str(pack.with_suffix(".idx")))
+    return {line.split()[0] for line in out.splitlines()
+            if len(line.split()) > 2 and line.split()[1] in ("blob", "tree", "commit")}
+
+
+def test_objects_the_repository_holds_are_not_written_again(tmp_path: Path,
+                                                            monkeypatch) -> None:
+    """A state mostly as it was: only its new objects go into the next pack, or
+    loose when they are few."""
+    from .conftest import commit_all, write_files
+
+    path = _fleet(tmp_path / "fleet")
+    monkeypatch.setattr(gitrepo, "PACK_MIN_OBJECTS", 1)
+    run_reconcile(path, use_cache=False)
+    pack_dir = path / ".git" / "objects" / "pack"
+    (first,) = [p for p in pack_dir.glob("pack-*.pack")]
+    held = _packed_ids(first)
+    write_files(path, {"jobs/j9.yaml": pytorchjob("j9", cpu="2")})
+    commit_all(path, "j9")
+    run_reconcile(path, use_cache=False)
+    (second,) = [p for p in pack_dir.glob("pack-*.pack") if p != first]
+    new = _packed_ids(second)
+    assert new and not new & held
+    tree = git(path, "ls-tree", "-r", "-t", STATE).split()
+    assert len(new) < len(held) and new <= {*tree[2::4], rev(path, f"{STATE}^{{tree}}")}
+    git(path, "fsck", "--strict", "--no-dangling")
+
+    # fewer new objects than PACK_MIN_OBJECTS: loose, no pack
+    monkeypatch.setattr(gitrepo, "PACK_MIN_OBJECTS", 500)
+    write_files(path, {"jobs/j10.yaml": pytorchjob("j10", cpu="3")})
+    commit_all(path, "j10")
+    run_reconcile(path, use_cache=False)
+    assert len(list(pack_dir.glob("pack-*.pack"))) == 2
+    git(path, "fsck", "--strict", "--no-dangling")
