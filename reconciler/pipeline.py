@@ -8,12 +8,13 @@ first (compare-and-swap locally, a push lease on a remote).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import gc
 import multiprocessing
 import os
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
@@ -218,11 +219,20 @@ def compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     collector is paused while they are built (it would rescan them all, again
     and again, as they grow).
     """
+    with gc_paused():
+        return _compute(repo, source_rev=source_rev, state_base=state_base, now=now,
+                        progress=progress, cache=cache)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off (as it was, after): fleetq's values hold
+    no reference cycles, and a large fleet's millions of them would be scanned
+    again and again while they are built, saved or dropped."""
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _compute(repo, source_rev=source_rev, state_base=state_base, now=now,
-                        progress=progress, cache=cache)
+        yield
     finally:
         if paused:
             gc.enable()
@@ -409,31 +419,32 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
     when = now or parse_now(None)
     cache = Cache(repo.git_dir) if use_cache else None
     branch = state_branch or settings_branch(repo, source_rev)
-    for attempt in range(1, MAX_ATTEMPTS + 1):
-        base = repo.fetch(remote, branch) if remote else repo.resolve(state_ref(branch))
-        source = up_to_date(repo, source_rev, base)
-        if source is not None:
-            return Outcome(None, None, attempt, source=source, state=base)
-        computed = compute(repo, source_rev=source_rev, state_base=base, now=when,
-                           progress=progress, cache=cache)
-        progress("writing the state tree")
-        tree = repo.write_tree(computed.files)
-        if tree == computed.state_tree:
-            _save_cache(cache, computed, base)
-            return Outcome(computed, None, attempt, source=computed.source, state=base)
-        message = commit_message(computed, Overlays(computed.inputs.templates))
-        sha = repo.write_commit(tree=tree, parents=[base] if base else [], message=message,
-                                identity=identity(computed.inputs), when=when)
-        if remote:
-            if not repo.push_with_lease(remote, branch, sha, base):
-                progress(f"state branch moved on {remote}; recomputing")
+    with gc_paused():  # and so while the state is written and the cache saved
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            base = repo.fetch(remote, branch) if remote else repo.resolve(state_ref(branch))
+            source = up_to_date(repo, source_rev, base)
+            if source is not None:
+                return Outcome(None, None, attempt, source=source, state=base)
+            computed = compute(repo, source_rev=source_rev, state_base=base, now=when,
+                               progress=progress, cache=cache)
+            progress("writing the state tree")
+            tree = repo.write_tree(computed.files)
+            if tree == computed.state_tree:
+                _save_cache(cache, computed, base)
+                return Outcome(computed, None, attempt, source=computed.source, state=base)
+            message = commit_message(computed, Overlays(computed.inputs.templates))
+            sha = repo.write_commit(tree=tree, parents=[base] if base else [], message=message,
+                                    identity=identity(computed.inputs), when=when)
+            if remote:
+                if not repo.push_with_lease(remote, branch, sha, base):
+                    progress(f"state branch moved on {remote}; recomputing")
+                    continue
+                repo.run("update-ref", state_ref(branch), sha)
+            elif not repo.update_ref(state_ref(branch), sha, base):
+                progress("state branch moved; recomputing")
                 continue
-            repo.run("update-ref", state_ref(branch), sha)
-        elif not repo.update_ref(state_ref(branch), sha, base):
-            progress("state branch moved; recomputing")
-            continue
-        _save_cache(cache, computed, sha)
-        return Outcome(computed, sha, attempt, source=computed.source, state=sha)
+            _save_cache(cache, computed, sha)
+            return Outcome(computed, sha, attempt, source=computed.source, state=sha)
     raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
 
 
