@@ -12,7 +12,8 @@ can be computed again from git. Two things are kept:
   reconcile does not parse a large ``placements.yaml``, with the item each
   was written as, so that an unchanged decision is not formatted again; and
   what each job file of it was rendered from, so that an unchanged job is not
-  rendered again.
+  rendered again. After a small change it holds only the decisions that
+  changed since the state it names as its base.
 
 Entries are never trusted across formats: the folder name carries the cache
 format and the fleetq version, and an unreadable file is dropped.
@@ -33,6 +34,8 @@ from reconciler.fleet.jobs import JobSource
 from reconciler.fleet.state import Written
 
 CACHE_FORMAT = 6
+MAX_DELTAS = 16  # a state saved as changes is at most this many steps from a whole one
+DELTA_SHARE = 8  # ... and is saved so only while at most 1/8 of its decisions changed
 
 JobEntry = list[JobSource | InvalidJob]
 
@@ -45,6 +48,7 @@ class Cache:
         self.shards: dict[str, dict[tuple[str, str], JobEntry]] = {}  # blob[:2] -> entries
         self._jobs_loaded = False
         self._dirty: set[str] = set()  # shards to write
+        self._loaded: tuple[str, Written, list[str]] | None = None  # see load_state
 
     # -- files -------------------------------------------------------------------
 
@@ -114,14 +118,54 @@ class Cache:
         """The decisions of a state commit (each as read back, and its item of
         ``placements.yaml``), and path -> (inputs, blob id) of its job files;
         ``None`` if not cached."""
-        got = self._read(f"state-{commit}.pickle")
-        if not isinstance(got, dict) or not isinstance(got.get("placements"), dict):
+        self._loaded = None
+        got = self._placements(commit, MAX_DELTAS)
+        if got is None:
             return None
-        rendered = got.get("rendered")
-        return got["placements"], rendered if isinstance(rendered, dict) else {}
+        placements, rendered, chain = got
+        self._loaded = (commit, placements, chain)
+        return placements, rendered
+
+    def _placements(self, commit: str, links: int
+                    ) -> tuple[Written, dict[str, tuple[str, str]], list[str]] | None:
+        """A state's decisions, rendered files and the files it was read from
+        (its own first), following at most ``links`` deltas to a whole one."""
+        name = f"state-{commit}.pickle"
+        got = self._read(name)
+        if not isinstance(got, dict) or not isinstance(got.get("rendered"), dict):
+            return None
+        if isinstance(got.get("placements"), dict):
+            return got["placements"], got["rendered"], [name]
+        base, changed, removed = got.get("base"), got.get("changed"), got.get("removed")
+        if links <= 0 or not isinstance(base, str) or not isinstance(changed, dict) \
+                or not isinstance(removed, list):
+            return None
+        under = self._placements(base, links - 1)
+        if under is None:
+            return None
+        placements, _, chain = under
+        for key in removed:
+            placements.pop(key, None)
+        placements.update(changed)
+        return placements, got["rendered"], [name, *chain]
 
     def save_state(self, commit: str, placements: Written,
                    rendered: dict[str, tuple[str, str]]) -> None:
+        """Save a state's decisions: as what changed since the state they were
+        loaded from when that is little (at most ``MAX_DELTAS`` from a whole
+        file), else whole. Only the files the saved state is read from are kept."""
+        record: dict[str, Any] = {"placements": placements, "rendered": rendered}
+        keep = {f"state-{commit}.pickle"}
+        loaded = self._loaded
+        if loaded is not None and len(loaded[2]) <= MAX_DELTAS and loaded[0] != commit:
+            base, before, chain = loaded
+            changed = {k: v for k, v in placements.items() if before.get(k) is not v}
+            removed = [k for k in before if k not in placements]
+            if len(changed) + len(removed) <= len(placements) // DELTA_SHARE:
+                record = {"base": base, "changed": changed, "removed": removed,
+                          "rendered": rendered}
+                keep.update(chain)
         for old in self.dir.glob("state-*.pickle") if self.dir.exists() else ():
-            old.unlink(missing_ok=True)
-        self._write(f"state-{commit}.pickle", {"placements": placements, "rendered": rendered})
+            if old.name not in keep:
+                old.unlink(missing_ok=True)
+        self._write(f"state-{commit}.pickle", record)

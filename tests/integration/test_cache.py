@@ -287,3 +287,60 @@ def test_settled_jobs_are_left_out_of_a_cycle_that_admits_nothing(
     assert [ran for _, ran in runs] == [False, True]  # quick (given up), full
     assert placements(path)["default/j3"]["phase"] == "Admitted"
     assert placements(path)["default/jz"]["position"] == 3
+
+
+def test_a_small_change_saves_only_the_decisions_that_changed(tmp_path: Path,
+                                                              monkeypatch) -> None:
+    """The cached decisions of a state after a push are what changed since the
+    state before it; they read back as the state's placements.yaml, the chain
+    is cut short after MAX_DELTAS, and a lost link means reading the file."""
+    import pickle
+
+    from reconciler.fleet import cache as cache_mod
+    from reconciler.fleet.cache import Cache
+    from reconciler.fleet.state import read_placements
+
+    monkeypatch.setattr(cache_mod, "DELTA_SHARE", 2)  # a tiny fleet: half may change
+    monkeypatch.setattr(cache_mod, "MAX_DELTAS", 2)
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": TREE, "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/c1.yaml": member_cluster("c1", cpu="64", memory="256Gi"),
+        **{f"jobs/j{i}.yaml": pytorchjob(f"j{i}") for i in range(8)}})
+    commits = [run_reconcile(path).commit]
+
+    def saved() -> dict[str, dict]:
+        (cache,) = cache_dirs(path)
+        return {p.name[len("state-"):-len(".pickle")]: pickle.loads(p.read_bytes())
+                for p in cache.glob("state-*.pickle")}
+
+    for i in range(3):
+        write_files(path, {f"jobs/k{i}.yaml": pytorchjob(f"k{i}")})
+        commit_all(path, f"k{i}")
+        commits.append(run_reconcile(path).commit)
+        files = saved()
+        newest = files[commits[-1]]
+        git_prior, _ = read_placements(
+            git(path, "show", f"{commits[-1]}:placements.yaml").encode())
+        loaded = Cache(path / ".git").load_state(commits[-1])
+        assert loaded is not None
+        assert {k: was for k, (was, _) in loaded[0].items()} == git_prior
+        if i < 2:  # one queued job more: its decision and no other's
+            assert newest["base"] == commits[-2]
+            assert [k.name for k in newest["changed"]] == [f"k{i}"]
+            assert set(files) == set(commits[:i + 2])  # the chain back to the whole file
+        else:  # MAX_DELTAS reached: whole again, and the chain is dropped
+            assert "placements" in newest and set(files) == {commits[-1]}
+
+    # A lost link: the state is read from placements.yaml, and the next save is whole.
+    write_files(path, {"jobs/k9.yaml": pytorchjob("k9")})
+    commit_all(path, "k9")
+    commits.append(run_reconcile(path).commit)
+    assert saved()[commits[-1]]["base"] == commits[-2]
+    (cache,) = cache_dirs(path)
+    (cache / f"state-{commits[-2]}.pickle").unlink()
+    assert Cache(path / ".git").load_state(commits[-1]) is None
+    write_files(path, {"jobs/k10.yaml": pytorchjob("k10")})
+    commit_all(path, "k10")
+    commits.append(run_reconcile(path).commit)
+    assert "placements" in saved()[commits[-1]]
+    assert "k10" in {p.split("/")[1] for p in placements(path)}
