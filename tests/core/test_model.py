@@ -37,3 +37,21 @@ def test_evolve_is_replace() -> None:
     assert d.phase is Phase.ADMITTED and isinstance(changed, Decision)
     with pytest.raises(TypeError, match="no field colour"):
         evolve(d, colour="red")
+
+
+def test_plain_state_sets_every_field_and_takes_slots_dataclasses_only() -> None:
+    from reconciler.core.model import PodSetCount, plain_state
+
+    p = PodSetCount("worker", 3)
+    back = object.__new__(PodSetCount)
+    back.__setstate__(("worker", 3))  # type: ignore[attr-defined]
+    assert back == p and back.replicas == 3
+    with pytest.raises(ValueError):
+        object.__new__(PodSetCount).__setstate__(("worker",))  # type: ignore[attr-defined]
+
+    @dataclasses.dataclass(frozen=True)
+    class NoSlots:
+        a: int
+
+    with pytest.raises(TypeError, match="not a slots dataclass"):
+        plain_state(NoSlots)
