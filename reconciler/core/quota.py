@@ -228,18 +228,31 @@ class QuotaUsage:
         self.managed: dict[str, frozenset[str]] = {
             p: frozenset(r for n in nodes for r in (*n.min, *n.max))
             for p, nodes in self._paths.items()}
+        # borrow_counted, per quota: the managed resources its min names, or not
+        # a counting one
+        self._counted: dict[str, frozenset[str]] = {
+            p: frozenset(r for r in managed if r in tree.nodes[p].min or r not in COUNTING)
+            for p, managed in self.managed.items()}
+        # Limits in the order shortfall checks them (the tree never changes).
+        self._max_order = {p: sorted(n.max) for p, n in tree.nodes.items()}
+        self._min_order = {p: sorted(n.min) for p, n in tree.nodes.items()}
+        self._min_limited = {p: min_limited(n) for p, n in tree.nodes.items()}
+        self._version: dict[str, int] = dict.fromkeys(tree.nodes, 0)  # bumped on a change
+        self._above: dict[str, tuple[int, Resources]] = {}  # path -> (version, above_min)
 
     def path_nodes(self, leaf: str) -> list[QuotaNode]:
         return self._paths[leaf]
 
     def charge(self, leaf: str, request: ResourcesView, *, preemptible: bool) -> None:
         for node in self._paths[leaf]:
+            self._version[node.path] += 1
             add_into(self.used[node.path], request)
             if not preemptible:
                 add_into(self.np_used[node.path], request)
 
     def release(self, leaf: str, request: ResourcesView, *, preemptible: bool) -> None:
         for node in self._paths[leaf]:
+            self._version[node.path] += 1
             sub_into(self.used[node.path], request)
             if not preemptible:
                 sub_into(self.np_used[node.path], request)
@@ -271,20 +284,20 @@ class QuotaUsage:
     def _node_shortfall(self, node: QuotaNode, request: ResourcesView,
                         preemptible: bool) -> QuotaShortfall | None:
         used = self.used[node.path]
-        for name in sorted(node.max):
+        for name in self._max_order[node.path]:
             req = request.get(name, 0)
             if req and used.get(name, 0) + req > node.max[name]:
                 return QuotaShortfall(node.path, name, used.get(name, 0), req,
                                       node.max[name], "max")
         if node.parent is None:
-            for name in sorted(node.min):
+            for name in self._min_order[node.path]:
                 req = request.get(name, 0)
                 if req and used.get(name, 0) + req > node.min[name]:
                     return QuotaShortfall(node.path, name, used.get(name, 0), req,
                                           node.min[name], "root min")
         if not preemptible:
             np_used = self.np_used[node.path]
-            for name in min_limited(node):
+            for name in self._min_limited[node.path]:
                 req = request.get(name, 0)
                 limit = node.min.get(name, 0)
                 if req and np_used.get(name, 0) + req > limit:
@@ -333,21 +346,21 @@ class QuotaUsage:
         manages on its path (its min is then 0), except the counting resources
         (pods, kube-queue/max-jobs), which count only where min names them.
         """
-        if resource in self.tree.nodes[path].min:
-            return True
-        return resource not in COUNTING and resource in self.managed[path]
+        return resource in self._counted[path]
 
     def above_min(self, path: str) -> Resources:
-        """How far a quota's usage exceeds its min, per resource (borrowed)."""
-        node = self.tree.nodes[path]
-        used = self.used[path]
+        """How far a quota's usage exceeds its min, per resource (borrowed); not
+        to be changed (it is kept until the quota's usage changes)."""
+        version = self._version[path]
+        known = self._above.get(path)
+        if known is not None and known[0] == version:
+            return known[1]
+        low, counted = self.tree.nodes[path].min, self._counted[path]
         out: Resources = {}
-        for r, v in used.items():
-            lo = node.min.get(r)
-            if not self.borrow_counted(path, r):
-                continue
-            if v > (lo or 0):
-                out[r] = v - (lo or 0)
+        for r, v in self.used[path].items():
+            if r in counted and v > low.get(r, 0):
+                out[r] = v - low.get(r, 0)
+        self._above[path] = (version, out)
         return out
 
 

@@ -371,3 +371,19 @@ def test_above_min_is_the_borrowed_amount() -> None:
     usage.charge("root/algo/video", request("6", cpu="10"), preemptible=True)
     # pods and kube-queue/max-jobs are counted only where min names them.
     assert usage.above_min("root/algo/video") == {GPU: 2000}
+
+
+def test_above_min_follows_every_charge_and_release() -> None:
+    """It is kept between changes of the quota's usage, never past one."""
+    usage = QuotaUsage(admission_tree())
+    leaf = "root/algo/video"
+    assert usage.above_min(leaf) == {}
+    usage.charge(leaf, request("6"), preemptible=True)
+    assert usage.above_min(leaf) == {GPU: 2000}
+    assert usage.above_min("root/algo") == {}  # its min holds the 6
+    usage.charge(leaf, request("3"), preemptible=False)
+    assert usage.above_min(leaf) == {GPU: 5000}
+    usage.release(leaf, request("6"), preemptible=True)
+    assert usage.above_min(leaf) == {}
+    usage.charge(leaf, request("5"), preemptible=True)
+    assert usage.above_min(leaf) == {GPU: 4000}
