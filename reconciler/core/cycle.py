@@ -435,7 +435,7 @@ class _Cycle:
             return
         self._start_parking()
         seq = self.preemption.last_seq
-        for key in sorted(self.inp.settled):
+        for key in sorted(k for k in self.inp.settled if k not in self.left_out):
             p = self.pending.get(key)
             if p is None or key in self.admitted or not p.policy.queued or p.quota is None:
                 continue
@@ -997,22 +997,27 @@ class _Cycle:
             if p.policy.queued:
                 order = (-d.priority, d.enqueued_at, key.order)
                 by_queue.setdefault(d.quota or "", []).append((order, key))
-        for key, (job, prior) in self.left_out.items():
+        left_out = self.left_out
+        for key, (job, prior) in left_out.items():
             assert prior.quota is not None  # see _left_out
-            d = Decision(
-                key=key, api_version=job.api_version, path=job.path, blob=job.blob,
-                phase=Phase.QUEUED, reason=prior.reason, enqueued_at=self._enqueued(job, key),
-                quota=prior.quota, priority=prior.priority, requests=job.requests,
-                pod_sets=tuple(PodSetCount(p.name, p.replicas) for p in job.pod_sets),
-                preempted_by=prior.preempted_by, preemptions=prior.preemptions,
-                preemption_reason=prior.preemption_reason, policy=prior.policy)
-            self.decisions[key] = d
             by_queue.setdefault(prior.quota, []).append(
-                ((-d.priority, d.enqueued_at, key.order), key))
+                ((-prior.priority, self._enqueued(job, key), key.order), key))
         for entries in by_queue.values():
             entries.sort()
-            for position, (_, key) in enumerate(entries, start=1):
-                self.decisions[key] = evolve(self.decisions[key], position=position)
+            for position, (order, key) in enumerate(entries, start=1):
+                if key in left_out:  # decided as before, in its place now
+                    job, prior = left_out[key]
+                    self.decisions[key] = Decision(
+                        key=key, api_version=job.api_version, path=job.path, blob=job.blob,
+                        phase=Phase.QUEUED, reason=prior.reason, enqueued_at=order[1],
+                        quota=prior.quota, priority=prior.priority, requests=job.requests,
+                        pod_sets=tuple(PodSetCount(ps.name, ps.replicas)
+                                       for ps in job.pod_sets),
+                        preempted_by=prior.preempted_by, preemptions=prior.preemptions,
+                        preemption_reason=prior.preemption_reason, policy=prior.policy,
+                        position=position)
+                else:
+                    self.decisions[key] = evolve(self.decisions[key], position=position)
         decisions = [self.decisions[k] for k in sorted(self.decisions)]
         quota_used = {} if self.usage is None else {
             p: dict(sorted(u.items())) for p, u in sorted(self.usage.used.items())}
