@@ -49,6 +49,7 @@ class Cache:
         self._jobs_loaded = False
         self._dirty: set[str] = set()  # shards to write
         self._loaded: tuple[str, Written, list[str]] | None = None  # see load_state
+        self._rendered: dict[str, tuple[str, str]] = {}
 
     # -- files -------------------------------------------------------------------
 
@@ -124,6 +125,7 @@ class Cache:
             return None
         placements, rendered, chain = got
         self._loaded = (commit, placements, chain)
+        self._rendered = rendered
         return placements, rendered
 
     def _placements(self, commit: str, links: int
@@ -157,10 +159,15 @@ class Cache:
         record: dict[str, Any] = {"placements": placements, "rendered": rendered}
         keep = {f"state-{commit}.pickle"}
         loaded = self._loaded
-        if loaded is not None and len(loaded[2]) <= MAX_DELTAS and loaded[0] != commit:
+        if loaded is not None and len(loaded[2]) <= MAX_DELTAS:
             base, before, chain = loaded
             changed = {k: v for k, v in placements.items() if before.get(k) is not v}
             removed = [k for k in before if k not in placements]
+            if base == commit:  # the state as it was (no commit was made)
+                if changed or removed or self._rendered != rendered:
+                    self._loaded = None
+                    self.save_state(commit, placements, rendered)  # whole
+                return
             if len(changed) + len(removed) <= len(placements) // DELTA_SHARE:
                 record = {"base": base, "changed": changed, "removed": removed,
                           "rendered": rendered}

@@ -331,6 +331,14 @@ def test_a_small_change_saves_only_the_decisions_that_changed(tmp_path: Path,
         else:  # MAX_DELTAS reached: whole again, and the chain is dropped
             assert "placements" in newest and set(files) == {commits[-1]}
 
+    # A commit that changes no decision makes no state commit and saves nothing again.
+    (cache,) = cache_dirs(path)
+    before = {p.name: p.stat().st_ino for p in cache.glob("state-*.pickle")}
+    write_files(path, {"docs/notes.yaml": "# not a manifest\n"})
+    commit_all(path, "notes")
+    assert run_reconcile(path).commit is None
+    assert {p.name: p.stat().st_ino for p in cache.glob("state-*.pickle")} == before
+
     # A lost link: the state is read from placements.yaml, and the next save is whole.
     write_files(path, {"jobs/k9.yaml": pytorchjob("k9")})
     commit_all(path, "k9")
