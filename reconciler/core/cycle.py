@@ -163,15 +163,9 @@ def reconcile_cycle(inp: CycleInput) -> CycleResult:
       6. Positions and reasons for the jobs that wait.
     """
     left_out = _left_out(inp)
-    if left_out:
-        quick = _run(inp, left_out)
-        if quick is not None:
-            if CHECK_QUICK:
-                full = _run(inp, {})
-                assert full == quick, "leaving settled jobs out changed the decisions"
-            return quick
-    result = _run(inp, {})
-    assert result is not None
+    result = _run(inp, left_out)
+    if CHECK_QUICK and left_out:
+        assert _run(inp, {}) == result, "leaving settled jobs out changed the decisions"
     return result
 
 
@@ -198,17 +192,17 @@ def _left_out(inp: CycleInput) -> dict[JobKey, tuple[Job, PriorPlacement]]:
 
 
 def _run(inp: CycleInput, left_out: dict[JobKey, tuple[Job, PriorPlacement]]
-         ) -> CycleResult | None:
-    """The steps of ``reconcile_cycle``; with ``left_out`` jobs, ``None`` when
-    anything was admitted or evicted (the jobs left out might have been helped)."""
+         ) -> CycleResult:
+    """The steps of ``reconcile_cycle``, with the ``left_out`` jobs taken in as
+    soon as anything is admitted or evicted (or at once, when they would not be
+    parked): the same result as with them in from the start."""
     state = _Cycle(inp, left_out)
     state.resolve()  # 1
     state.snapshot()  # 2
     if left_out and not state._as_before:
-        return None  # the settled jobs are not parked (seed_settled)
+        state._take_in_left_out()  # they are not parked (seed_settled)
     state.screen_inadmissible()  # 3
     state.seed_settled()
-    quiet = state.changes
     for _ in range(MAX_ROUNDS):
         for _ in range(MAX_PASSES):
             changes = state.changes
@@ -217,8 +211,6 @@ def _run(inp: CycleInput, left_out: dict[JobKey, tuple[Job, PriorPlacement]]
             state.undo_useless_evictions()
             if CHECK_PARKED:
                 state.check_parked()
-            if left_out and state.changes != quiet:
-                return None
             if state.changes == changes:
                 break  # a pass that changed nothing
         if not state.next_round():
@@ -238,6 +230,8 @@ class _Cycle:
         # never asked while nothing is admitted or evicted (see _run), and are
         # then decided as before; only their queue positions are counted again.
         self.left_out = left_out or {}
+        self._quiet = False  # from seeding on, while the jobs left out are out
+        self._trying: tuple[int, float, str, tuple[str, str, str, str]] | None = None
         self.tree = inp.tree
         self.usage = QuotaUsage(inp.tree) if inp.tree is not None else None
         self.clusters = {c.name: ClusterState(c) for c in inp.clusters}
@@ -283,15 +277,21 @@ class _Cycle:
 
     def resolve(self) -> None:
         inp = self.inp
-        policies = inp.policies
-        default_policy = self._default_policy()
         for bad in inp.invalid:
             self.decisions[bad.key] = Decision(
                 key=bad.key, api_version=bad.api_version, path=bad.path, blob=bad.blob,
                 phase=Phase.INVALID, reason=f"{bad.path}:{bad.line}: {bad.message}",
                 enqueued_at=self._enqueued(None, bad.key))
         left_out = self.left_out
-        for job in sorted((j for j in inp.jobs if j.key not in left_out), key=lambda j: j.key):
+        self._resolve_jobs(sorted((j for j in inp.jobs if j.key not in left_out),
+                                  key=lambda j: j.key))
+
+    def _resolve_jobs(self, jobs: list[Job]) -> None:
+        """Step 1 for ``jobs`` (in key order)."""
+        inp = self.inp
+        policies = inp.policies
+        default_policy = self._default_policy()
+        for job in jobs:
             key = job.key
             prior = inp.prior.get(key)
             enqueued = self._enqueued(job, key)
@@ -434,8 +434,12 @@ class _Cycle:
         if not self.inp.settled or not self._as_before:
             return
         self._start_parking()
+        self._seed(sorted(k for k in self.inp.settled if k not in self.left_out))
+        self._quiet = bool(self.left_out)
+
+    def _seed(self, keys: list[JobKey]) -> None:
         seq = self.preemption.last_seq
-        for key in sorted(k for k in self.inp.settled if k not in self.left_out):
+        for key in keys:
             p = self.pending.get(key)
             if p is None or key in self.admitted or not p.policy.queued or p.quota is None:
                 continue
@@ -447,6 +451,33 @@ class _Cycle:
             self._failed[key] = (0, seq, ANY_REASON, short.quota if short else None)
             self._wait(p)
             self._park(p)
+
+    def _take_in_left_out(self) -> None:
+        """The cycle is about to admit or evict, which may help the jobs left out:
+        they are resolved and seeded now as they would have been at the start,
+        and those the pass has not come to yet join their queues. (Until now
+        nothing changed, so each would have been passed over as it is: a pass
+        takes the queues' jobs in one order, that of ``_head_key``, and the job
+        being tried, at ``_trying``, is where it stands.)"""
+        left, self.left_out, self._quiet = self.left_out, {}, False
+        self._resolve_jobs([job for job, _ in left.values()])
+        keys = list(left)  # in key order (see _left_out)
+        if not self._as_before:
+            return  # the full cycle does not seed them either
+        self._seed(keys)
+        if self._trying is None:
+            return  # the pass's queues are made from ``pending`` later
+        touched = set()
+        for key in keys:
+            p = self.pending.get(key)
+            if p is None or key in self.admitted or p.quota is None or not p.policy.queued:
+                continue
+            if self._head_key(p.quota, p) < self._trying:
+                continue  # passed over already in this pass
+            heapq.heappush(self._queues.setdefault(p.quota, []), (p.order, p))
+            touched.add(p.quota)
+        for leaf in sorted(touched):
+            self._push_head(leaf)
 
     def _start_parking(self) -> None:
         if self.usage is not None and self.parked is None:
@@ -563,7 +594,7 @@ class _Cycle:
             else frozenset()
         asleep, woken = len(parked), self.parked.woken if self.parked is not None else 0
         while heads:
-            _, leaf, version = heapq.heappop(heads)
+            head, leaf, version = heapq.heappop(heads)
             if version != self._head_version[leaf] or leaf in self._blocked:
                 continue
             queue = self._queues[leaf]
@@ -576,7 +607,10 @@ class _Cycle:
                     heapq.heappop(queue)
                 self._push_head(leaf)
                 continue
-            if not self._try_admit(p):
+            self._trying = head
+            tried = self._try_admit(p)
+            self._trying = None
+            if not tried:
                 self._wait(p)
                 if self.inp.settings.for_quota(leaf).strategy is QueueStrategy.STRICT_FIFO:
                     self._blocked.add(leaf)
@@ -829,6 +863,8 @@ class _Cycle:
                admitted_at: str | None, force: bool = False,
                copies: tuple[str, ...] | None = None,
                nodes: tuple[tuple[str, str, int], ...] = ()) -> None:
+        if self._quiet:
+            self._take_in_left_out()
         job = p.job
         key = job.key
         if force or fit is None:
@@ -873,6 +909,8 @@ class _Cycle:
                                      nodes=cluster.node_counts(fit, job.pod_sets))
 
     def _evict(self, victim: Admitted, *, by: JobKey, why: str) -> None:
+        if self._quiet:
+            self._take_in_left_out()
         key = victim.key
         self.clusters[victim.cluster].remove(key, victim.pod_sets)
         if self.usage is not None and victim.quota is not None:

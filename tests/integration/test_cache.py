@@ -21,6 +21,17 @@ from .conftest import (
 )
 
 TREE = one_leaf_tree("64", "256Gi", leaf_max_extra=', kube-queue/max-jobs: "3"')
+PRIORITIES = """\
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+"""
+
+
+def with_priority(manifest: str, name: str) -> str:
+    spec = "        spec:\n"
+    return manifest.replace(spec, f"{spec}          priorityClassName: {name}\n")
 
 
 def fleet(tmp_path: Path) -> Path:
@@ -234,59 +245,86 @@ def test_an_unchanged_job_is_not_rendered_again(tmp_path: Path, monkeypatch) -> 
     assert rev(path, f"{STATE}^{{tree}}") == incremental
 
 
-def test_settled_jobs_are_left_out_of_a_cycle_that_admits_nothing(
+def test_settled_jobs_are_left_out_of_a_cycle_until_it_admits_or_evicts(
         tmp_path: Path, monkeypatch) -> None:
     """A push that helps no waiting job: the jobs the state queued keep their
     decisions without being resolved again, their positions are counted again,
-    and the state is the one a full reconcile makes. A push whose job is
-    admitted decides everything again."""
+    and the state is the one a full reconcile makes. When the cycle admits or
+    evicts, they are taken in there and then (tests/conftest.py checks every
+    such cycle against one with them in from the start)."""
     from reconciler.core import cycle
 
     path = make_fleet_repo(tmp_path / "fleet", {
-        "quota.yaml": TREE, "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "quota.yaml": TREE, "policy.yaml": QUEUED_CLUSTER_POLICY, "priorities.yaml": PRIORITIES,
         "clusters/c1.yaml": member_cluster("c1", cpu="64", memory="256Gi"),
         **{f"jobs/j{i}.yaml": pytorchjob(f"j{i}") for i in range(6)}})
     first = run_reconcile(path)  # kube-queue/max-jobs 3: j3, j4 and j5 wait
     assert first.commit is not None
     assert {k: v.get("position") for k, v in placements(path).items()
             if v["phase"] == "Queued"} == {"default/j3": 1, "default/j4": 2, "default/j5": 3}
-    runs: list[tuple[list[str], bool]] = []
-    real = cycle._run
+    left_out: list[list[str]] = []
+    taken_in: list[bool] = []  # in a pass (into its queues), or before any
+    real_run, real_take = cycle._run, cycle._Cycle._take_in_left_out
 
-    def spy(inp, left_out):
-        got = real(inp, left_out)
-        runs.append((sorted(k.name for k in left_out), got is not None))
-        return got
+    def run(inp, out):
+        left_out.append(sorted(k.name for k in out))
+        return real_run(inp, out)
 
-    monkeypatch.setattr(cycle, "_run", spy)
+    def take(self):
+        taken_in.append(self._trying is not None)
+        return real_take(self)
+
+    monkeypatch.setattr(cycle, "_run", run)
+    monkeypatch.setattr(cycle._Cycle, "_take_in_left_out", take)
     git(path, "rm", "-q", "jobs/j4.yaml")
     write_files(path, {"jobs/j9.yaml": pytorchjob("j9")})
     commit_all(path, "j9 for j4")
     run_reconcile(path)
-    assert runs[0] == (["j3", "j5"], True)  # (then checked against a full cycle: conftest)
+    assert left_out[0] == ["j3", "j5"] and taken_in == []
     assert {k: (v["phase"], v.get("position")) for k, v in placements(path).items()} == {
         "default/j0": ("Admitted", None), "default/j1": ("Admitted", None),
         "default/j2": ("Admitted", None), "default/j3": ("Queued", 1),
         "default/j5": ("Queued", 2), "default/j9": ("Queued", 3)}
     quick = rev(path, f"{STATE}^{{tree}}")
 
-    full = tmp_path / "full"  # the same push, reconciled from scratch
-    shutil.copytree(path, full)
-    shutil.rmtree(full / ".git" / "fleetq")
-    git(full, "update-ref", f"refs/heads/{STATE}", first.commit)
-    run_reconcile(full, use_cache=False)
-    assert rev(full, f"{STATE}^{{tree}}") == quick
+    def from_scratch(name: str, base: str) -> str | None:
+        """The same push reconciled with no cache (so with nothing settled)."""
+        full = tmp_path / name
+        shutil.copytree(path, full)
+        shutil.rmtree(full / ".git" / "fleetq")
+        git(full, "update-ref", f"refs/heads/{STATE}", base)
+        run_reconcile(full, use_cache=False)
+        return rev(full, f"{STATE}^{{tree}}")
 
-    # A finished job frees a place: the next push's cycle admits, so the quick
-    # cycle gives up and every job is decided again.
-    runs.clear()
+    assert from_scratch("full", first.commit) == quick
+
+    # A finished job frees a place: the jobs left out are taken in at once (an
+    # admitted job is gone, so they would not be parked), and j3 runs.
+    left_out.clear()
+    base = rev(path, STATE)
+    assert base is not None
     git(path, "rm", "-q", "jobs/j0.yaml")
     write_files(path, {"jobs/jz.yaml": pytorchjob("jz")})
     commit_all(path, "j0 is done")
     run_reconcile(path)
-    assert [ran for _, ran in runs] == [False, True]  # quick (given up), full
+    assert left_out[0] == ["j3", "j5", "j9"] and taken_in == [False]
     assert placements(path)["default/j3"]["phase"] == "Admitted"
     assert placements(path)["default/jz"]["position"] == 3
+    assert from_scratch("full2", base) == rev(path, f"{STATE}^{{tree}}")
+
+    # An urgent job preempts one that runs: taken in during the pass, behind it.
+    left_out.clear()
+    taken_in.clear()
+    base = rev(path, STATE)
+    assert base is not None
+    write_files(path, {"jobs/urgent.yaml": with_priority(pytorchjob("urgent"), "high")})
+    commit_all(path, "urgent")
+    run_reconcile(path)
+    assert left_out[0] == ["j5", "j9", "jz"] and taken_in == [True]
+    items = placements(path)
+    assert items["default/urgent"]["phase"] == "Admitted"
+    assert sum(v["phase"] == "Admitted" for v in items.values()) == 3
+    assert from_scratch("full3", base) == rev(path, f"{STATE}^{{tree}}")
 
 
 def test_a_small_change_saves_only_the_decisions_that_changed(tmp_path: Path,

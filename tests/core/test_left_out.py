@@ -1,0 +1,82 @@
+"""Settled jobs left out of an incremental cycle, and taken in at its first change."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from reconciler.core import cycle
+from reconciler.core.model import Phase
+from tests.builders import by_name, cycle_input, default_policies, gpu_job, policy, prior_of
+
+CLASSES = {"high": 100, "mid": 50}
+
+
+def test_jobs_left_out_join_the_pass_only_where_it_has_not_come_yet(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``h`` (high priority) comes before the pushed ``j`` in the pass, ``l`` after
+    it. When ``j`` is admitted, ``h`` has been passed over already (it would have
+    been, parked, with it in from the start), so only ``l`` joins its queue; and
+    the decisions are those of a cycle with both in from the start."""
+    jobs = [gpu_job("a-run", 7, "a").priority_class("high"),  # runs: h may not preempt it
+            gpu_job("h", 8, "a").priority_class("high"),
+            gpu_job("l", 8, "a")]
+    first = cycle.reconcile_cycle(cycle_input(jobs=jobs, priority_classes=CLASSES))
+    assert {n: d.phase for n, d in by_name(first).items()} == {
+        "a-run": Phase.ADMITTED, "h": Phase.QUEUED, "l": Phase.QUEUED}
+    prior = prior_of(first.decisions)
+    settled = frozenset(p.key for p in prior if p.phase is Phase.QUEUED)
+    pushed = gpu_job("j", 1, "b").priority_class("mid")  # fits the one GPU left
+    inp = replace(cycle_input(jobs=[*jobs, pushed], priority_classes=CLASSES, prior=prior),
+                  settled=settled)
+
+    seen: list[tuple[set[str], set[str]]] = []  # (taken in, in their queues after)
+    real = cycle._Cycle._take_in_left_out
+
+    def take(self: cycle._Cycle) -> None:
+        names = {k.name for k in self.left_out}
+        real(self)
+        queues = getattr(self, "_queues", {})  # made at the first pass's step 5
+        queued = {p.job.key.name for q in queues.values() for _, p in q}
+        seen.append((names, queued & names))
+
+    monkeypatch.setattr(cycle._Cycle, "_take_in_left_out", take)
+    got = cycle._run(inp, cycle._left_out(inp))
+    assert seen == [({"h", "l"}, {"l"})]
+    monkeypatch.setattr(cycle._Cycle, "_take_in_left_out", real)
+    assert got == cycle._run(inp, {})
+    assert {n: (d.phase, d.position) for n, d in by_name(got).items()} == {
+        "a-run": (Phase.ADMITTED, None), "j": (Phase.ADMITTED, None),
+        "h": (Phase.QUEUED, 1), "l": (Phase.QUEUED, 2)}
+
+
+def test_jobs_left_out_are_taken_in_before_the_queues_when_a_job_is_placed_by_capacity(
+        ) -> None:
+    """A pushed job its policy places by capacity alone (step 4) is the first
+    change: the jobs left out are in the queues the pass then makes."""
+    jobs = [gpu_job("a-run", 7, "a").priority_class("high"),
+            gpu_job("h", 8, "a").priority_class("high"), gpu_job("l", 8, "a")]
+    policies = [*default_policies(),
+                policy("by-capacity", ns="c").priority(10).capacity_only().obj()]
+    first = cycle.reconcile_cycle(cycle_input(jobs=jobs, priority_classes=CLASSES,
+                                              policies=policies))
+    prior = prior_of(first.decisions)
+    settled = frozenset(p.key for p in prior if p.phase is Phase.QUEUED)
+    inp = replace(cycle_input(jobs=[*jobs, gpu_job("k", 1, "c")], priority_classes=CLASSES,
+                              policies=policies, prior=prior), settled=settled)
+    taken: list[bool] = []
+    real = cycle._Cycle._take_in_left_out
+
+    def take(self: cycle._Cycle) -> None:
+        taken.append(self._trying is None and not hasattr(self, "_queues"))
+        real(self)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cycle._Cycle, "_take_in_left_out", take)
+        got = cycle._run(inp, cycle._left_out(inp))
+    assert taken == [True]
+    assert got == cycle._run(inp, {})
+    assert {n: (d.phase, d.position) for n, d in by_name(got).items()} == {
+        "a-run": (Phase.ADMITTED, None), "k": (Phase.ADMITTED, None),
+        "h": (Phase.QUEUED, 1), "l": (Phase.QUEUED, 2)}
