@@ -275,3 +275,16 @@ def seed_fleet_files(*, policy: str = "ack-fleet-policy-gang-queued.yaml",
 def seed_fleet(tmp_path: Path) -> SeedFleet:
     """A committed fleet repo with the ACK Fleet seed manifests (queued Gang policy)."""
     return SeedFleet(make_fleet_repo(tmp_path / "fleet", seed_fleet_files()))
+
+
+def priority_classes(**values: int) -> str:
+    """PriorityClass manifests, one per ``name=value``."""
+    return "---\n".join(f"apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+                        f"metadata: {{name: {name}}}\nvalue: {value}\n"
+                        for name, value in values.items())
+
+
+def with_priority(manifest: str, name: str) -> str:
+    """``manifest`` (a ``pytorchjob``) with ``priorityClassName: name`` in its pods."""
+    spec = "        spec:\n"
+    return manifest.replace(spec, f"{spec}          priorityClassName: {name}\n")

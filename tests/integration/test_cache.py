@@ -14,24 +14,16 @@ from .conftest import (
     member_cluster,
     one_leaf_tree,
     placements,
+    priority_classes,
     pytorchjob,
     rev,
     run_reconcile,
+    with_priority,
     write_files,
 )
 
 TREE = one_leaf_tree("64", "256Gi", leaf_max_extra=', kube-queue/max-jobs: "3"')
-PRIORITIES = """\
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: high}
-value: 1000
-"""
-
-
-def with_priority(manifest: str, name: str) -> str:
-    spec = "        spec:\n"
-    return manifest.replace(spec, f"{spec}          priorityClassName: {name}\n")
+PRIORITIES = priority_classes(high=1000)
 
 
 def fleet(tmp_path: Path) -> Path:

@@ -14,30 +14,17 @@ from .conftest import (
     member_cluster,
     one_leaf_tree,
     placements,
+    priority_classes,
     pytorchjob,
     run_reconcile,
     state_files,
+    with_priority,
     write_files,
 )
 
 TREE = one_leaf_tree("8", "32Gi")
 
-PRIORITIES = """\
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: low}
-value: 10
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: high}
-value: 1000
-"""
-
-
-def with_priority(manifest: str, name: str) -> str:
-    spec = "        spec:\n"
-    return manifest.replace(spec, f"{spec}          priorityClassName: {name}\n")
+PRIORITIES = priority_classes(low=10, high=1000)
 
 
 def test_status_shows_who_preempted_a_job(tmp_path: Path) -> None:
