@@ -142,9 +142,10 @@ def reconcile_cycle(inp: CycleInput) -> CycleResult:
          on it: they are tried again only once an admission or eviction may
          have helped them (the incremental case: one pushed job costs little).
          Those in BestEffortFIFO queues are first left out of the cycle
-         altogether: if it then admits and evicts nothing, none of them could
-         have been helped, and each keeps its previous decision (its position
-         counted again); else the cycle is run again with them.
+         altogether: while it admits and evicts nothing, none of them could
+         have been helped; at its first admission or eviction they are taken
+         in, as they would stand then; if none comes, each keeps its previous
+         decision (its position counted again).
       3. Inadmissible: a job the quota or every candidate cluster could not
          take even when empty.
       4. Capacity-only jobs (policy without ``suspension.scheduling``) are
@@ -227,8 +228,9 @@ class _Cycle:
                  left_out: dict[JobKey, tuple[Job, PriorPlacement]] | None = None) -> None:
         self.inp = inp
         # Settled jobs kept out of the cycle: parked from the start, they are
-        # never asked while nothing is admitted or evicted (see _run), and are
-        # then decided as before; only their queue positions are counted again.
+        # never asked while nothing is admitted or evicted, so they are taken in
+        # only at the first admission or eviction (_take_in_left_out); those
+        # still out at the end keep their decisions, their positions counted again.
         self.left_out = left_out or {}
         self._quiet = False  # from seeding on, while the jobs left out are out
         self._trying: tuple[int, float, str, tuple[str, str, str, str]] | None = None
