@@ -48,8 +48,8 @@ class Cache:
         self.shards: dict[str, dict[tuple[str, str], JobEntry]] = {}  # blob[:2] -> entries
         self._jobs_loaded = False
         self._dirty: set[str] = set()  # shards to write
-        self._loaded: tuple[str, Written, list[str]] | None = None  # see load_state
-        self._rendered: dict[str, tuple[str, str]] = {}
+        # load_state: the commit, its decisions, its rendered files, the files read
+        self._loaded: tuple[str, Written, dict[str, tuple[str, str]], list[str]] | None = None
 
     # -- files -------------------------------------------------------------------
 
@@ -124,8 +124,7 @@ class Cache:
         if got is None:
             return None
         placements, rendered, chain = got
-        self._loaded = (commit, placements, chain)
-        self._rendered = rendered
+        self._loaded = (commit, placements, rendered, chain)
         return placements, rendered
 
     def _placements(self, commit: str, links: int
@@ -155,20 +154,19 @@ class Cache:
                    rendered: dict[str, tuple[str, str]]) -> None:
         """Save a state's decisions: as what changed since the state they were
         loaded from when that is little (at most ``MAX_DELTAS`` from a whole
-        file), else whole. Only the files the saved state is read from are kept."""
+        file), else whole; not at all when they are that state's, unchanged.
+        Only the files the saved state is read from are kept."""
         record: dict[str, Any] = {"placements": placements, "rendered": rendered}
         keep = {f"state-{commit}.pickle"}
-        loaded = self._loaded
-        if loaded is not None and len(loaded[2]) <= MAX_DELTAS:
-            base, before, chain = loaded
+        if self._loaded is not None:
+            base, before, was_rendered, chain = self._loaded
             changed = {k: v for k, v in placements.items() if before.get(k) is not v}
             removed = [k for k in before if k not in placements]
-            if base == commit:  # the state as it was (no commit was made)
-                if changed or removed or self._rendered != rendered:
-                    self._loaded = None
-                    self.save_state(commit, placements, rendered)  # whole
-                return
-            if len(changed) + len(removed) <= len(placements) // DELTA_SHARE:
+            if base == commit:  # no commit was made: the state as it was
+                if not changed and not removed and was_rendered == rendered:
+                    return
+            elif len(chain) <= MAX_DELTAS and \
+                    len(changed) + len(removed) <= len(placements) // DELTA_SHARE:
                 record = {"base": base, "changed": changed, "removed": removed,
                           "rendered": rendered}
                 keep.update(chain)

@@ -60,11 +60,6 @@ PACK_NAMES = {v: k for k, v in PACK_TYPES.items()}
 PACK_MIN_OBJECTS = 500  # fewer new files than this are written as loose objects
 
 
-def _object_id(type_code: int, body: bytes) -> str:
-    header = PACK_NAMES[type_code] + b" " + str(len(body)).encode() + b"\0"
-    return hashlib.sha1(header + body, usedforsecurity=False).hexdigest()
-
-
 class FleetRepo:
     """A fleet repository on disk (a work tree or a bare repository)."""
 
@@ -193,9 +188,8 @@ class FleetRepo:
             return sha
         return self._store_loose(kind, body, sha)
 
-    def _store_loose(self, kind: bytes, body: bytes, sha: str | None = None) -> str:
+    def _store_loose(self, kind: bytes, body: bytes, sha: str) -> str:
         header = kind + b" " + str(len(body)).encode() + b"\0"
-        sha = sha or hashlib.sha1(header + body, usedforsecurity=False).hexdigest()
         target = self.objects / sha[:2] / sha[2:]
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -234,15 +228,15 @@ class FleetRepo:
             sha = self._write_dir(root)
             self._batch = None
             # what the repository holds already (a state mostly as it was) is left out
-            have = self.have_objects(sha for _, _, sha in batch)
-            new_objects = [(kind, body, sha) for kind, body, sha in batch if sha not in have]
+            have = self.have_objects(oid for _, _, oid in batch)
+            new_objects = [(kind, body, oid) for kind, body, oid in batch if oid not in have]
             if len(new_objects) >= PACK_MIN_OBJECTS:
                 self._write_pack([(kind, body) for kind, body, _ in new_objects])
             else:
-                for kind, body, sha in new_objects:
-                    self._store_loose(PACK_NAMES[kind], body, sha)
+                for kind, body, oid in new_objects:
+                    self._store_loose(PACK_NAMES[kind], body, oid)
         except BaseException:
-            self._written.difference_update(sha for _, _, sha in batch)  # none was stored
+            self._written.difference_update(oid for _, _, oid in batch)  # none was stored
             raise
         finally:
             self._batch = None
