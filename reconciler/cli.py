@@ -6,11 +6,14 @@ Exit codes: 0 ok; 1 problems found (``validate``); 2 usage or environment error.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,12 +26,14 @@ from reconciler.fleet.state import PLACEMENTS, decision_item
 from reconciler.gitops.repo import FleetRepo, GitError
 from reconciler.pipeline import (
     Outcome,
+    Round,
     compute,
     diff_trees,
     parse_now,
     reconcile,
     settings_branch,
     state_ref,
+    watch,
 )
 from reconciler.render.text import (
     as_json,
@@ -92,21 +97,55 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
                         progress=_progress(show), use_cache=not args.no_cache)
     _end_progress(show)
     branch = _branch(repo, args)
+    if outcome.computed is not None and outcome.computed.problems:
+        print(problems_text(outcome.computed.problems), file=sys.stderr)
+    print(_outcome_line(outcome, branch))
+    if args.output != "none":
+        items = ([decision_item(d) for d in outcome.decisions] if outcome.computed
+                 else _state_items(repo, branch))
+        _print_data(items, args.output)
+    return EXIT_OK
+
+
+def _outcome_line(outcome: Outcome, branch: str) -> str:
     source = (outcome.source.sha if outcome.source else "")[:12]
     if outcome.computed is None:
-        print(f"no change: {branch} is up to date with {source}")
-        items = _state_items(repo, branch) if args.output != "none" else []
-    else:
-        if outcome.computed.problems:
-            print(problems_text(outcome.computed.problems), file=sys.stderr)
-        if outcome.commit:
-            print(f"committed {outcome.commit[:12]} to {branch} from {source}: "
-                  f"{_summary(outcome)}")
-        else:
-            print(f"no change: {_summary(outcome)}")
-        items = [decision_item(d) for d in outcome.decisions]
-    if args.output != "none":
-        _print_data(items, args.output)
+        return f"no change: {branch} is up to date with {source}"
+    if outcome.commit:
+        return f"committed {outcome.commit[:12]} to {branch} from {source}: {_summary(outcome)}"
+    return f"no change: {_summary(outcome)}"
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    repo = FleetRepo(args.repo)
+    if args.interval <= 0:
+        raise GitError(f"--interval {args.interval} must be more than 0 seconds")
+    show = sys.stderr.isatty() and not args.quiet
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    where = f"{args.source} and its state branch" + (f" on {args.remote}" if args.remote else "")
+    print(f"watching {where} in {repo.root} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+
+    def report(done: Round) -> None:
+        _end_progress(show)
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if done.outcome is None:
+            print(f"{stamp} fleetq: {done.error}", file=sys.stderr, flush=True)
+            return
+        if done.outcome.computed is not None and done.outcome.computed.problems:
+            print(problems_text(done.outcome.computed.problems), file=sys.stderr)
+        print(f"{stamp} {_outcome_line(done.outcome, done.branch)} ({done.seconds:.1f}s)",
+              flush=True)
+
+    try:
+        watch(repo, stop=stop, report=report, source_rev=args.source,
+              state_branch=args.state_branch, remote=args.remote, interval=args.interval,
+              now=parse_now(args.now) if args.now else None, progress=_progress(show))
+    except KeyboardInterrupt:
+        _end_progress(show)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print("stopped watching", file=sys.stderr)
     return EXIT_OK
 
 
@@ -323,6 +362,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true",
                    help="parse every file again (the cache is in .git/fleetq)")
     p.set_defaults(func=cmd_reconcile)
+
+    p = sub.add_parser("watch", help="reconcile each new commit of the source, until stopped")
+    common(p, output=False)
+    p.add_argument("--source", default="HEAD",
+                   help="source revision to follow (default: HEAD; origin/main with --remote)")
+    p.add_argument("--state-branch", default=None, help="default: fleet.yaml or fleetq/state")
+    p.add_argument("--remote", default=None,
+                   help="fetch this remote every --interval and push the state branch to it")
+    p.add_argument("--interval", type=float, default=5.0,
+                   help="seconds between checks when no change is signalled (default: 5)")
+    p.add_argument("--now", default=None, help="fix the clock (RFC 3339; tests, replays)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=cmd_watch)
 
     p = sub.add_parser("status", help="show the decisions on the state branch")
     common(p)

@@ -14,6 +14,9 @@ import gc
 import multiprocessing
 import os
 import pickle
+import threading
+import time
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -47,6 +50,7 @@ from reconciler.gitops.repo import (
     TreeEntry,
     blob_id,
 )
+from reconciler.gitops.watch import RefWatcher, Revisions
 from reconciler.jobkinds.base import Manifest
 from reconciler.render.manifests import render_state
 from reconciler.render.overlays import Overlays
@@ -414,10 +418,15 @@ def state_ref(branch: str) -> str:
 
 def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | None = None,
               remote: str | None = None, now: dt.datetime | None = None,
-              progress: Progress = _quiet, use_cache: bool = True) -> Outcome:
-    """Reconcile one source commit onto the state branch; retry if another writer wins."""
+              progress: Progress = _quiet, use_cache: bool = True,
+              cache: Cache | None = None) -> Outcome:
+    """Reconcile one source commit onto the state branch; retry if another writer wins.
+
+    ``cache``: one kept across reconciles (``watch``), else the repository's is
+    read afresh (unless ``use_cache`` is false)."""
     when = now or parse_now(None)
-    cache = Cache(repo.git_dir) if use_cache else None
+    if cache is None and use_cache:
+        cache = Cache(repo.git_dir)
     branch = state_branch or settings_branch(repo, source_rev)
     with gc_paused():  # and so while the state is written and the cache saved
         for attempt in range(1, MAX_ATTEMPTS + 1):
@@ -446,6 +455,70 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             _save_cache(cache, computed, sha)
             return Outcome(computed, sha, attempt, source=computed.source, state=sha)
     raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
+
+
+@dataclass
+class Round:
+    """One reconcile of ``watch``: its outcome, or what stopped it."""
+
+    outcome: Outcome | None
+    error: str | None
+    seconds: float
+    branch: str
+
+
+def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], None],
+          source_rev: str = "HEAD", state_branch: str | None = None,
+          remote: str | None = None, interval: float = 5.0, now: dt.datetime | None = None,
+          progress: Progress = _quiet, events: bool = True) -> None:
+    """Reconcile now, then again each time the source revision or the state
+    branch names another commit, until ``stop`` is set. With a ``remote``, it
+    is fetched first and every ``interval`` seconds, and the state is pushed
+    there.
+
+    One ``Cache`` is kept across rounds, so a round reads back nothing that the
+    last one saved. A round that fails is reported and the watch goes on with
+    the next change: a git error as its message; anything else with its
+    traceback, and the cache kept in memory is dropped.
+    """
+    cache = Cache(repo.git_dir)
+    with contextlib.ExitStack() as undo, \
+            RefWatcher(repo, [source_rev], interval=interval, remote=remote,
+                       events=events) as watcher:
+        undo.callback(gc.unfreeze)
+        first = True
+        while not stop.is_set():
+            started = time.perf_counter()
+            branch = state_branch or "fleetq/state"
+            seen: Revisions = watcher.current()
+            try:
+                if first:
+                    watcher.fetch()
+                    seen = watcher.current()
+                branch = state_branch or settings_branch(repo, source_rev)
+                watcher.revisions = (source_rev, state_ref(branch))
+                seen = watcher.current()
+                outcome = reconcile(repo, source_rev=source_rev, state_branch=branch,
+                                    remote=remote, now=now, progress=progress, cache=cache)
+                # what was reconciled, not what the refs say now: a push meanwhile
+                # is the next round's
+                seen = (outcome.source.sha if outcome.source else None, outcome.state)
+                report(Round(outcome, None, time.perf_counter() - started, branch))
+            except GitError as exc:
+                report(Round(None, str(exc), time.perf_counter() - started, branch))
+            except Exception:
+                cache = Cache(repo.git_dir)
+                report(Round(None, traceback.format_exc().rstrip(),
+                             time.perf_counter() - started, branch))
+            first = False
+            gc.freeze()  # what the cache keeps is not scanned by every collection again
+            while True:
+                try:
+                    if watcher.wait(seen, stop) is None:
+                        return
+                    break
+                except GitError as exc:  # the remote is away: say so, wait again
+                    report(Round(None, str(exc), 0.0, branch))
 
 
 def _save_cache(cache: Cache | None, computed: Computed, state: str | None) -> None:

@@ -17,6 +17,10 @@ can be computed again from git. Two things are kept:
 
 Entries are never trusted across formats: the folder name carries the cache
 format and the fleetq version, and an unreadable file is dropped.
+
+One ``Cache`` kept across reconciles (``fleetq watch``) also keeps in memory
+the state it saved last, so the next reconcile from that state reads nothing
+back from disk.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ class Cache:
         self._dirty: set[str] = set()  # shards to write
         # load_state: the commit, its decisions, its rendered files, the files read
         self._loaded: tuple[str, Written, dict[str, tuple[str, str]], list[str]] | None = None
+        # save_state: the same, for the state saved last (only read, never changed)
+        self._saved: tuple[str, Written, dict[str, tuple[str, str]], list[str]] | None = None
 
     # -- files -------------------------------------------------------------------
 
@@ -118,8 +124,11 @@ class Cache:
     def load_state(self, commit: str) -> tuple[Written, dict[str, tuple[str, str]]] | None:
         """The decisions of a state commit (each as read back, and its item of
         ``placements.yaml``), and path -> (inputs, blob id) of its job files;
-        ``None`` if not cached."""
+        ``None`` if not cached. The caller must not change what it is given."""
         self._loaded = None
+        if self._saved is not None and self._saved[0] == commit:
+            self._loaded = self._saved
+            return self._saved[1], self._saved[2]
         got = self._placements(commit, MAX_DELTAS)
         if got is None:
             return None
@@ -156,21 +165,25 @@ class Cache:
         loaded from when that is little (at most ``MAX_DELTAS`` from a whole
         file), else whole; not at all when they are that state's, unchanged.
         Only the files the saved state is read from are kept."""
+        name = f"state-{commit}.pickle"
         record: dict[str, Any] = {"placements": placements, "rendered": rendered}
-        keep = {f"state-{commit}.pickle"}
+        keep = [name]
         if self._loaded is not None:
             base, before, was_rendered, chain = self._loaded
             changed = {k: v for k, v in placements.items() if before.get(k) is not v}
             removed = [k for k in before if k not in placements]
             if base == commit:  # no commit was made: the state as it was
                 if not changed and not removed and was_rendered == rendered:
+                    self._saved = self._loaded
                     return
             elif len(chain) <= MAX_DELTAS and \
                     len(changed) + len(removed) <= len(placements) // DELTA_SHARE:
                 record = {"base": base, "changed": changed, "removed": removed,
                           "rendered": rendered}
-                keep.update(chain)
+                keep.extend(chain)
+        self._saved = None  # until the file is written
         for old in self.dir.glob("state-*.pickle") if self.dir.exists() else ():
             if old.name not in keep:
                 old.unlink(missing_ok=True)
-        self._write(f"state-{commit}.pickle", record)
+        self._write(name, record)
+        self._saved = (commit, placements, rendered, keep)

@@ -1,0 +1,301 @@
+"""``fleetq watch``: each new commit reconciled as ``fleetq reconcile`` would, on real repos.
+
+A watch runs in a thread of the test (``pipeline.watch`` with a stop event) or
+as a subprocess (the CLI, stopped with SIGTERM). Each of its state commits is
+compared with a twin repository where the same source commits are reconciled
+one by one by fresh ``reconcile`` calls with no cache: same inputs, same clock,
+so the state branches must be the same commits, byte for byte.
+"""
+
+from __future__ import annotations
+
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import reconciler.pipeline as pipeline
+from reconciler.fleet.cache import Cache
+from reconciler.gitops.repo import FleetRepo
+from reconciler.pipeline import Round, reconcile, watch
+
+from .conftest import (
+    NOW,
+    QUEUED_CLUSTER_POLICY,
+    REPO_ROOT,
+    STATE,
+    commit_all,
+    git,
+    make_fleet_repo,
+    member_cluster,
+    one_leaf_tree,
+    placements,
+    pytorchjob,
+    rev,
+    when,
+    write_files,
+)
+
+WAIT = 60.0  # seconds a round may take on a slow, shared machine
+
+
+def fleet_files() -> dict[str, str]:
+    """One 8-cpu cluster and a leaf of 8 cpu, holding job a (a master and a worker
+    of 2 cpu each: 4 cpu)."""
+    return {"quota.yaml": one_leaf_tree("8", "64Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+            "clusters/c1.yaml": member_cluster("c1", cpu="8", memory="64Gi"),
+            "jobs/a.yaml": pytorchjob("a", cpu="2")}
+
+
+class Watching:
+    """``pipeline.watch`` in a thread; its rounds arrive on a queue."""
+
+    def __init__(self, path: Path, **kwargs: Any) -> None:
+        self.rounds: queue.Queue[Round] = queue.Queue()
+        self.stop = threading.Event()
+        kwargs.setdefault("now", when(NOW))
+        kwargs.setdefault("interval", 3600.0)  # only file events wake it, unless told
+        self.thread = threading.Thread(target=watch, daemon=True, kwargs=dict(
+            repo=FleetRepo(path), stop=self.stop, report=self.rounds.put, **kwargs))
+        self.thread.start()
+
+    def next(self) -> Round:
+        try:
+            return self.rounds.get(timeout=WAIT)
+        except queue.Empty:
+            raise AssertionError(f"no round within {WAIT} s") from None
+
+    def quiet(self, seconds: float = 1.0) -> None:
+        """No round comes (nothing changed)."""
+        with pytest.raises(queue.Empty):
+            got = self.rounds.get(timeout=seconds)
+            raise AssertionError(f"unexpected round: {got}")
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=WAIT)
+        assert not self.thread.is_alive(), "watch did not stop"
+
+
+@pytest.fixture
+def watching() -> Iterator[list[Watching]]:
+    started: list[Watching] = []
+    yield started
+    for w in started:
+        w.stop.set()
+        w.thread.join(timeout=WAIT)
+
+
+class Twin:
+    """A clone that reconciles the same source commits with fresh, uncached calls."""
+
+    def __init__(self, source: Path, path: Path) -> None:
+        git(path.parent, "clone", "-q", str(source), path.name)
+        self.source, self.path = source, path
+
+    def reconcile(self, sha: str) -> str | None:
+        git(self.path, "fetch", "-q", str(self.source), "main")
+        reconcile(FleetRepo(self.path), source_rev=sha, now=when(NOW), use_cache=False)
+        return rev(self.path, STATE)
+
+
+def committed(done: Round) -> str:
+    assert done.error is None, done.error
+    assert done.outcome is not None and done.outcome.state is not None
+    return done.outcome.state
+
+
+def test_each_commit_is_reconciled_as_a_fresh_reconcile_would(
+        tmp_path: Path, watching: list[Watching]) -> None:
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    twin = Twin(path, tmp_path / "twin")
+    w = Watching(path)
+    watching.append(w)
+    assert committed(w.next()) == twin.reconcile(rev(path, "main") or "")
+    w.quiet()  # its own state commit is not a change to reconcile
+
+    steps = [
+        {"jobs/b.yaml": pytorchjob("b", cpu="2")},                 # 4 cpu: admitted, full
+        {"jobs/c.yaml": pytorchjob("c", cpu="2", workers=2)},      # 6 cpu: waits
+        {"jobs/d.yaml": pytorchjob("d", cpu="1")},                 # 2 cpu: waits too
+        {"jobs/a.yaml": None},                                     # 4 free: d, not c
+        {"jobs/b.yaml": pytorchjob("b", cpu="2", memory="2Gi")},   # b changed, stays
+    ]
+    for step in steps:
+        for rel, text in step.items():
+            if text is None:
+                (path / rel).unlink()
+            else:
+                write_files(path, {rel: text})
+        sha = commit_all(path, f"change {sorted(step)}")
+        done = w.next()
+        assert done.outcome is not None and done.outcome.source is not None
+        assert done.outcome.source.sha == sha
+        assert committed(done) == twin.reconcile(sha) == rev(path, STATE)
+    final = placements(path)
+    assert {k: v["phase"] for k, v in final.items()} == {
+        "default/b": "Admitted", "default/c": "Queued", "default/d": "Admitted"}
+    w.close()
+
+
+def test_a_bad_file_is_reported_and_the_rest_still_reconciled(
+        tmp_path: Path, watching: list[Watching]) -> None:
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    w = Watching(path)
+    watching.append(w)
+    committed(w.next())
+    write_files(path, {"jobs/bad.yaml": "kind: PyTorchJob\nmetadata: [\n",
+                       "jobs/b.yaml": pytorchjob("b", cpu="2")})
+    commit_all(path, "a good job and a broken file")
+    done = w.next()
+    committed(done)
+    assert done.outcome is not None and done.outcome.computed is not None
+    assert any(p.path == "jobs/bad.yaml" for p in done.outcome.computed.problems)
+    assert placements(path)["default/b"]["phase"] == "Admitted"
+
+    write_files(path, {"jobs/bad.yaml": pytorchjob("fixed", cpu="1")})
+    sha = commit_all(path, "fixed")
+    done = w.next()
+    committed(done)
+    assert done.outcome is not None and done.outcome.computed is not None
+    assert not done.outcome.computed.problems
+    assert placements(path)["default/fixed"]["phase"] == "Queued"  # a and b fill the 8 cpu
+    assert git(path, "log", "-1", "--format=%B", STATE).rstrip().endswith(sha)
+    w.close()
+
+
+def test_a_revision_that_does_not_resolve_yet_is_waited_for(
+        tmp_path: Path, watching: list[Watching]) -> None:
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    w = Watching(path, source_rev="release")
+    watching.append(w)
+    first = w.next()
+    assert first.outcome is None and first.error and "release" in first.error
+    w.quiet()
+    git(path, "branch", "release", "main")
+    done = w.next()
+    assert done.outcome is not None and done.outcome.source is not None
+    assert done.outcome.source.sha == rev(path, "main")
+    committed(done)
+    w.close()
+
+
+def test_without_file_events_the_revisions_are_checked_every_interval(
+        tmp_path: Path, watching: list[Watching]) -> None:
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    w = Watching(path, events=False, interval=0.2)
+    watching.append(w)
+    committed(w.next())
+    write_files(path, {"jobs/b.yaml": pytorchjob("b", cpu="2")})
+    sha = commit_all(path, "one more")
+    done = w.next()
+    assert done.outcome is not None and done.outcome.source is not None
+    assert done.outcome.source.sha == sha
+    w.close()
+
+
+def test_a_failed_round_drops_the_memory_and_the_next_change_is_reconciled(
+        tmp_path: Path, watching: list[Watching], monkeypatch: pytest.MonkeyPatch) -> None:
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    twin = Twin(path, tmp_path / "twin")
+    real = pipeline.reconcile_cycle
+    armed = threading.Event()
+
+    def once_broken(inp: Any) -> Any:
+        if armed.is_set() and threading.current_thread() is not threading.main_thread():
+            armed.clear()
+            raise RuntimeError("injected fault")
+        return real(inp)
+
+    monkeypatch.setattr(pipeline, "reconcile_cycle", once_broken)
+    w = Watching(path)
+    watching.append(w)
+    first = committed(w.next())
+    assert first == twin.reconcile(rev(path, "main") or "")
+    armed.set()
+    write_files(path, {"jobs/b.yaml": pytorchjob("b", cpu="2")})
+    commit_all(path, "b")
+    broken = w.next()
+    assert broken.outcome is None and broken.error and "injected fault" in broken.error
+    assert rev(path, STATE) == first  # nothing written
+    write_files(path, {"jobs/c.yaml": pytorchjob("c", cpu="2")})
+    sha = commit_all(path, "c")
+    assert committed(w.next()) == twin.reconcile(sha)
+    w.close()
+
+
+def test_watch_with_a_remote_pushes_each_pushed_commit(
+        tmp_path: Path, watching: list[Watching]) -> None:
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    dev = make_fleet_repo(tmp_path / "dev", fleet_files())
+    git(dev, "remote", "add", "origin", str(origin))
+    git(dev, "push", "-q", "origin", "main")
+    git(tmp_path, "clone", "-q", str(origin), "runner")
+    runner = tmp_path / "runner"
+    w = Watching(runner, source_rev="origin/main", remote="origin", interval=0.3)
+    watching.append(w)
+    committed(w.next())
+    for name in ("b", "c"):
+        write_files(dev, {f"jobs/{name}.yaml": pytorchjob(name, cpu="1")})
+        sha = commit_all(dev, f"job {name}")
+        git(dev, "push", "-q", "origin", "main")
+        done = w.next()
+        assert done.outcome is not None and done.outcome.source is not None
+        assert done.outcome.source.sha == sha
+        state = committed(done)
+        assert rev(origin, STATE) == state
+        assert git(origin, "log", "-1", "--format=%B", STATE).rstrip().endswith(sha)
+    history = git(origin, "rev-list", "--parents", STATE).splitlines()
+    assert [len(line.split()) for line in history] == [2, 2, 1]  # linear
+    w.close()
+
+
+def test_the_cache_keeps_the_state_it_saved_in_memory(tmp_path: Path) -> None:
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    repo = FleetRepo(path)
+    cache = Cache(repo.git_dir)
+    first = reconcile(repo, now=when(NOW), cache=cache)
+    assert first.commit is not None
+    shutil.rmtree(cache.dir)  # nothing left on disk to read back
+    again = cache.load_state(first.commit)
+    assert again is not None
+    written, _ = again
+    assert {key.name for key in written} == {"a"}
+    assert Cache(repo.git_dir).load_state(first.commit) is None  # a fresh one has nothing
+
+
+def _lines(stream: Any, into: queue.Queue[str]) -> None:
+    for line in stream:
+        into.put(line.rstrip("\n"))
+
+
+def test_the_command_reconciles_until_it_is_terminated(tmp_path: Path) -> None:
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reconciler.cli", "watch", "--repo", str(path), "--now", NOW,
+         "--interval", "0.5"], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    out: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=_lines, args=(proc.stdout, out), daemon=True).start()
+    try:
+        line = out.get(timeout=WAIT)
+        assert f"committed {(rev(path, STATE) or '')[:12]} to {STATE} from " \
+               f"{(rev(path, 'main') or '')[:12]}: 1 admitted" in line
+        write_files(path, {"jobs/b.yaml": pytorchjob("b", cpu="2")})
+        sha = commit_all(path, "b")
+        line = out.get(timeout=WAIT)
+        assert f"from {sha[:12]}: 2 admitted" in line
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=WAIT)
+    assert proc.returncode == 0, err
+    assert "watching HEAD" in err and "stopped watching" in err
+    assert "Traceback" not in err
