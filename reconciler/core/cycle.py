@@ -176,17 +176,20 @@ def _left_out(inp: CycleInput) -> dict[JobKey, tuple[Job, PriorPlacement]]:
     queue) and with the very file they were decided from."""
     if not inp.settled or inp.tree is None:
         return {}
-    by_key = {job.key: job for job in inp.jobs}
+    settled = inp.settled
     invalid = {bad.key for bad in inp.invalid}
-    out = {}
-    for key in sorted(inp.settled):
+    out: dict[JobKey, tuple[Job, PriorPlacement]] = {}
+    for job in inp.jobs:  # in the fleet's order: the cycle sorts them where it matters
+        key = job.key
+        if key not in settled:
+            continue
         prior = inp.prior.get(key)
-        job = by_key.get(key)
-        if (prior is None or job is None or key in invalid or prior.phase is not Phase.QUEUED
+        if (prior is None or key in invalid or prior.phase is not Phase.QUEUED
                 or prior.position is None or prior.quota not in inp.tree.nodes
                 or (job.path, job.blob) != (prior.path, prior.blob)
                 or inp.settings.for_quota(prior.quota).strategy
                 is QueueStrategy.STRICT_FIFO):
+            out.pop(key, None)  # (the last job of a key is the one the cycle takes)
             continue
         out[key] = (job, prior)
     return out
@@ -462,8 +465,8 @@ class _Cycle:
         takes the queues' jobs in one order, that of ``_head_key``, and the job
         being tried, at ``_trying``, is where it stands.)"""
         left, self.left_out, self._quiet = self.left_out, {}, False
-        self._resolve_jobs([job for job, _ in left.values()])
-        keys = list(left)  # in key order (see _left_out)
+        keys = sorted(left)
+        self._resolve_jobs([left[key][0] for key in keys])
         if not self._as_before:
             return  # the full cycle does not seed them either
         self._seed(keys)
@@ -1051,8 +1054,7 @@ class _Cycle:
                         key=key, api_version=job.api_version, path=job.path, blob=job.blob,
                         phase=Phase.QUEUED, reason=prior.reason, enqueued_at=order[1],
                         quota=prior.quota, priority=prior.priority, requests=job.requests,
-                        pod_sets=tuple(PodSetCount(ps.name, ps.replicas)
-                                       for ps in job.pod_sets),
+                        pod_sets=prior.pod_sets,  # the counts of the same blob's pod sets
                         preempted_by=prior.preempted_by, preemptions=prior.preemptions,
                         preemption_reason=prior.preemption_reason, policy=prior.policy,
                         position=position)

@@ -37,15 +37,41 @@ def plain_state(cls: type[T]) -> type[T]:
     # __setstate__ sets each slot through its own descriptor, in code made for
     # the class (as ``dataclasses`` makes __init__): twice as fast as a loop
     # over object.__setattr__.
-    setters = {f"_set_{i}": s.__set__ for i, s in enumerate(slots)}  # type: ignore[union-attr]
+    setters: dict[str, Any] = {f"_set_{i}": s.__set__  # type: ignore[union-attr]
+                               for i, s in enumerate(slots)}
     values = ", ".join(f"v{i}" for i in range(len(names)))
     code = (f"def __setstate__(self, state):\n    ({values},) = state\n"
             + "".join(f"    _set_{i}(self, v{i})\n" for i in range(len(names))))
-    exec(code, setters)  # made from the number of fields alone
+    # __init__ likewise: the dataclass's own sets a frozen field through
+    # object.__setattr__, three times slower (a cycle makes 100,000s of these)
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    if hasattr(cls, "__post_init__") or not all(f.init for f in fields) \
+            or any(n == "self" or n.startswith("_") for n in names):
+        raise TypeError(f"plain_state: {cls.__name__} has __post_init__, init=False "
+                        f"fields or a field named self or _...")
+    params, body = [], []
+    for i, f in enumerate(fields):
+        value = f.name
+        if f.default is not dataclasses.MISSING:
+            setters[f"_default_{i}"] = f.default
+            params.append(f"{f.name}=_default_{i}")
+        elif f.default_factory is not dataclasses.MISSING:
+            setters[f"_factory_{i}"] = f.default_factory
+            params.append(f"{f.name}=_MISSING")
+            value = f"_factory_{i}() if {f.name} is _MISSING else {f.name}"
+        else:
+            params.append(f.name)
+        body.append(f"    _set_{i}(self, {value})\n")
+    setters["_MISSING"] = dataclasses.MISSING
+    code += f"def __init__(self, {', '.join(params)}):\n" + "".join(body)
+    exec(code, setters)  # made from the fields' names and defaults alone
     __setstate__ = setters["__setstate__"]
+    __init__ = setters["__init__"]
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
 
     setattr(cls, "__getstate__", __getstate__)  # noqa: B010 - replaces the dataclass's own
     setattr(cls, "__setstate__", __setstate__)  # noqa: B010
+    setattr(cls, "__init__", __init__)  # noqa: B010
     setattr(cls, "__field_index__", {name: i for i, name in enumerate(names)})  # noqa: B010
     return cls
 
