@@ -9,7 +9,11 @@ process so that peak memory (RSS) is per phase:
 2. cold: ``fleetq reconcile`` with no state branch and no cache;
 3. warm: the same again, with nothing changed (must make no commit);
 4. incremental: after one new job is pushed;
-5. quota: after a one-line change of one leaf's max in the quota tree.
+5. quota: after a one-line change of one leaf's max in the quota tree;
+6. watching: ``fleetq watch`` (``pipeline.watch``) started on that state, then
+   one new job pushed twice: the first reconcile after it starts reads the
+   cache from disk, the next one has it in memory. Each is timed from the
+   push (the commit on ``main``) to the state commit.
 
 It prints a table with seconds, ratio to the floor, jobs/second and peak RSS,
 and with ``--write`` puts it into ``BENCHMARKS.md`` with the command used.
@@ -30,6 +34,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchmarks.generate import add_job, change_quota_line, generate_fleet
 
@@ -77,6 +82,33 @@ print(json.dumps({"seconds": time.perf_counter() - t, "commit": outcome.commit,
                   "jobs": len(outcome.decisions), "rss": rss}))
 """
 
+_WATCH = r"""
+import json, queue, resource, sys, threading, time
+from pathlib import Path
+from benchmarks.generate import add_job
+from reconciler.gitops.repo import FleetRepo
+from reconciler.pipeline import parse_now, watch
+repo, index = Path(sys.argv[1]), int(sys.argv[3])
+rounds, stop = queue.Queue(), threading.Event()
+thread = threading.Thread(target=watch, daemon=True, kwargs=dict(
+    repo=FleetRepo(repo), stop=stop, report=rounds.put, now=parse_now(sys.argv[2]),
+    interval=3600.0))  # woken by the push itself
+thread.start()
+start = rounds.get()  # the state as the last phase left it (reconciled again if need be)
+assert start.error is None, start.error
+pushes = []
+for i in range(2):
+    add_job(repo, index=index + i)
+    t = time.perf_counter()
+    done = rounds.get()
+    assert done.error is None, done.error
+    pushes.append({"seconds": time.perf_counter() - t, "commit": done.outcome.commit,
+                   "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss})
+stop.set()
+thread.join()
+print(json.dumps(pushes))
+"""
+
 
 @dataclass
 class Phase:
@@ -86,17 +118,19 @@ class Phase:
     commit: str | None = None
 
 
-def _child(script: str, *args: str) -> dict[str, object]:
+def _child(script: str, *args: str) -> Any:
     proc = subprocess.run([sys.executable, "-c", script, *args], cwd=ROOT,
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"benchmark phase failed:\n{proc.stderr}")
-    result: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def _phase(name: str, script: str, *args: str) -> Phase:
-    r = _child(script, *args)
+    return _as_phase(name, _child(script, *args))
+
+
+def _as_phase(name: str, r: dict[str, object]) -> Phase:
     commit = r.get("commit")
     return Phase(name, float(str(r["seconds"])), int(str(r["rss"])),
                  str(commit) if commit else None)
@@ -114,6 +148,9 @@ def run(repo: Path, jobs: int) -> list[Phase]:
     phases.append(_phase("incremental: one new job", _RECONCILE, str(repo), NOW))
     change_quota_line(repo)
     phases.append(_phase("quota tree: one-line change", _RECONCILE, str(repo), NOW))
+    first, then = _child(_WATCH, str(repo), NOW, str(jobs + 2))
+    phases.append(_as_phase("watching: first new job (cache read from disk)", first))
+    phases.append(_as_phase("watching: next new job (cache in memory)", then))
     return phases
 
 

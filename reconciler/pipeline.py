@@ -461,7 +461,7 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
 class Round:
     """One reconcile of ``watch``: its outcome, or what stopped it."""
 
-    outcome: Outcome | None
+    outcome: Outcome | None = field(repr=False)  # (it holds the whole fleet)
     error: str | None
     seconds: float
     branch: str
