@@ -477,48 +477,68 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
     there.
 
     One ``Cache`` is kept across rounds, so a round reads back nothing that the
-    last one saved. A round that fails is reported and the watch goes on with
-    the next change: a git error as its message; anything else with its
-    traceback, and the cache kept in memory is dropped.
+    last one saved. A round that fails is reported and the watch goes on:
+    after a git error (a remote away, a revision not there yet) the round is
+    tried again every ``interval`` seconds, its error reported again only when
+    it changes; after any other error (a fault of fleetq's), with its
+    traceback, the cache kept in memory is dropped and the next change is
+    waited for.
     """
     cache = Cache(repo.git_dir)
     with contextlib.ExitStack() as undo, \
             RefWatcher(repo, [source_rev], interval=interval, remote=remote,
                        events=events) as watcher:
         undo.callback(gc.unfreeze)
-        first = True
+        last_error: str | None = None
+        fetch = True
         while not stop.is_set():
-            started = time.perf_counter()
-            branch = state_branch or "fleetq/state"
-            seen: Revisions = watcher.current()
-            try:
-                if first:
-                    watcher.fetch()
-                    seen = watcher.current()
-                branch = state_branch or settings_branch(repo, source_rev)
-                watcher.revisions = (source_rev, state_ref(branch))
-                seen = watcher.current()
-                outcome = reconcile(repo, source_rev=source_rev, state_branch=branch,
-                                    remote=remote, now=now, progress=progress, cache=cache)
-                # what was reconciled, not what the refs say now: a push meanwhile
-                # is the next round's
-                seen = (outcome.source.sha if outcome.source else None, outcome.state)
-                report(Round(outcome, None, time.perf_counter() - started, branch))
-            except GitError as exc:
-                report(Round(None, str(exc), time.perf_counter() - started, branch))
-            except Exception:
+            seen, done, fault = _watch_round(
+                repo, watcher, cache, source_rev=source_rev, state_branch=state_branch,
+                remote=remote, now=now, progress=progress, fetch=fetch)
+            if done.error is None or done.error != last_error:
+                report(done)
+            last_error = done.error
+            fetch = last_error is not None  # a retry fetches again: the remote may be back
+            if fault:
                 cache = Cache(repo.git_dir)
-                report(Round(None, traceback.format_exc().rstrip(),
-                             time.perf_counter() - started, branch))
-            first = False
+            del done  # (an outcome holds the whole fleet: not kept while waiting)
             gc.freeze()  # what the cache keeps is not scanned by every collection again
             while True:
                 try:
                     if watcher.wait(seen, stop) is None:
                         return
                     break
-                except GitError as exc:  # the remote is away: say so, wait again
-                    report(Round(None, str(exc), 0.0, branch))
+                except GitError as exc:  # a fetch failed: said once, and wait on
+                    if str(exc) != last_error:
+                        report(Round(None, str(exc), 0.0, state_branch or "fleetq/state"))
+                    last_error = str(exc)
+
+
+def _watch_round(repo: FleetRepo, watcher: RefWatcher, cache: Cache, *, source_rev: str,
+                 state_branch: str | None, remote: str | None, now: dt.datetime | None,
+                 progress: Progress, fetch: bool) -> tuple[Revisions, Round, bool]:
+    """One reconcile of ``watch``: the revisions it leaves seen, its round, and
+    whether it failed by a fault of fleetq's. Seen are the revisions it
+    reconciled (a push meanwhile is the next round's); after a git error, none,
+    so that the round is tried again; after a fault, those it started from."""
+    started = time.perf_counter()
+    branch = state_branch or "fleetq/state"
+    before = watcher.current()
+    try:
+        if fetch:
+            watcher.fetch()
+        branch = state_branch or settings_branch(repo, source_rev)
+        watcher.revisions = (source_rev, state_ref(branch))
+        before = watcher.current()
+        outcome = reconcile(repo, source_rev=source_rev, state_branch=branch, remote=remote,
+                            now=now, progress=progress, cache=cache)
+    except GitError as exc:
+        return (), Round(None, str(exc), time.perf_counter() - started, branch), False
+    except Exception:
+        return before, Round(None, traceback.format_exc().rstrip(),
+                             time.perf_counter() - started, branch), True
+    seen = (outcome.source.sha if outcome.source else None, outcome.state)
+    return seen, Round(outcome, None, time.perf_counter() - started, branch), False
 
 
 def _save_cache(cache: Cache | None, computed: Computed, state: str | None) -> None:

@@ -30,6 +30,7 @@ from reconciler.gitops.repo import FleetRepo
 
 SETTLE = 0.05  # seconds to let git finish a ref update once its first write is seen
 Revisions = tuple[str | None, ...]
+READS = {"opened", "closed_no_write"}  # watchdog's events that change nothing
 
 
 class _RefEvents(FileSystemEventHandler):
@@ -42,6 +43,8 @@ class _RefEvents(FileSystemEventHandler):
         self.refs = tuple(str(root / "refs") for root in roots)
 
     def dispatch(self, event: FileSystemEvent) -> None:
+        if event.event_type in READS:
+            return  # resolving the revisions opens these files too
         for raw in (event.src_path, event.dest_path):
             path = os.fsdecode(raw or "")
             name = os.path.basename(path).removesuffix(".lock")

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ import pytest
 import reconciler.pipeline as pipeline
 from reconciler.fleet.cache import Cache
 from reconciler.gitops.repo import FleetRepo
+from reconciler.gitops.watch import RefWatcher
 from reconciler.pipeline import Round, reconcile, watch
 
 from .conftest import (
@@ -184,6 +186,71 @@ def test_a_revision_that_does_not_resolve_yet_is_waited_for(
     assert done.outcome is not None and done.outcome.source is not None
     assert done.outcome.source.sha == rev(path, "main")
     committed(done)
+    w.close()
+
+
+def test_a_git_error_is_tried_again_every_interval_and_reported_once(
+        tmp_path: Path, watching: list[Watching]) -> None:
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    w = Watching(path, source_rev="release", interval=0.1, events=False)
+    watching.append(w)
+    first = w.next()
+    assert first.outcome is None and first.error and "release" in first.error
+    w.quiet(1.5)  # tried about 15 times meanwhile, the same error each time: not said again
+    git(path, "branch", "release", "main")
+    committed(w.next())  # found by a retry (no file events here)
+    w.close()
+
+
+def test_a_remote_away_is_reported_once_and_caught_up_with_when_back(
+        tmp_path: Path, watching: list[Watching]) -> None:
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    dev = make_fleet_repo(tmp_path / "dev", fleet_files())
+    git(dev, "push", "-q", str(origin), "main")
+    git(tmp_path, "clone", "-q", str(origin), "runner")
+    w = Watching(tmp_path / "runner", source_rev="origin/main", remote="origin",
+                 interval=0.2)
+    watching.append(w)
+    committed(w.next())
+    away = tmp_path / "away.git"
+    origin.rename(away)
+    write_files(dev, {"jobs/b.yaml": pytorchjob("b", cpu="1")})
+    sha = commit_all(dev, "b")
+    git(dev, "push", "-q", str(away), "main")
+    gone = w.next()
+    assert gone.outcome is None and gone.error and "fetch" in gone.error
+    w.quiet(1.5)  # fetched about 7 times meanwhile: said once
+    away.rename(origin)
+    done = w.next()
+    assert done.outcome is not None and done.outcome.source is not None
+    assert done.outcome.source.sha == sha
+    assert rev(origin, STATE) == committed(done)
+    w.close()
+
+
+def test_an_idle_watch_does_not_poll_its_own_reads(
+        tmp_path: Path, watching: list[Watching], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resolving a revision opens the ref files it watches: such events are no change."""
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    checks: list[float] = []
+    real = RefWatcher.current
+
+    def counted(self: RefWatcher) -> Any:
+        checks.append(time.monotonic())
+        return real(self)
+
+    monkeypatch.setattr(RefWatcher, "current", counted)
+    w = Watching(path)
+    watching.append(w)
+    committed(w.next())
+    time.sleep(0.5)  # the round's own state commit is seen and let go
+    idle_from = len(checks)
+    w.quiet(1.5)
+    assert len(checks) - idle_from == 0, "the refs were resolved again with nothing changed"
+    write_files(path, {"jobs/b.yaml": pytorchjob("b", cpu="2")})
+    commit_all(path, "b")
+    committed(w.next())
     w.close()
 
 
