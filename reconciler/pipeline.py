@@ -350,9 +350,9 @@ def describe_changes(prior: dict[JobKey, PriorPlacement],
     for d in decisions:
         seen.add(d.key)
         before = prior.get(d.key)
-        name = f"{d.key.kind} {d.key.namespace}/{d.key.name}"
-        if before is not None and before.phase == d.phase and before.cluster == d.cluster:
+        if before is not None and before.phase is d.phase and before.cluster == d.cluster:
             continue
+        name = f"{d.key.kind} {d.key.namespace}/{d.key.name}"
         if d.phase is Phase.ADMITTED:
             pods = ", ".join(f"{p.name} {p.replicas}" for p in d.pod_sets)
             lines.append(f"admit {name} -> {d.cluster} ({pods})")
@@ -362,10 +362,9 @@ def describe_changes(prior: dict[JobKey, PriorPlacement],
             lines.append(f"remove {name} from {before.cluster}: {d.phase.value.lower()}")
         else:
             lines.append(f"{d.phase.value.lower()} {name}")
-    for key, before in sorted(prior.items()):
-        if key not in seen:
-            where = f" from {before.cluster}" if before.cluster else ""
-            lines.append(f"delete {key.kind} {key.namespace}/{key.name}{where}")
+    for key in sorted(k for k in prior if k not in seen):
+        where = f" from {prior[key].cluster}" if prior[key].cluster else ""
+        lines.append(f"delete {key.kind} {key.namespace}/{key.name}{where}")
     return lines
 
 

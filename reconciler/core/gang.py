@@ -280,7 +280,8 @@ def by_preference(clusters: list[ClusterState], total: ResourcesView,
     spread = strategy is PlacementStrategy.SPREAD
     for c in clusters:
         free, capacity = c.free, c.capacity
-        parts = []
+        left = 0.0  # the sum of the shares left free, added in resource order
+        counted = 0
         for name, value in wanted:
             have = free.get(name, 0)
             if value > have:
@@ -289,9 +290,10 @@ def by_preference(clusters: list[ClusterState], total: ResourcesView,
                 break
             cap = capacity.get(name, 0)
             if cap > 0:
-                parts.append((have - value) / cap)
+                left += (have - value) / cap
+                counted += 1
         else:
-            score = sum(parts) / len(parts) if parts else 1.0
+            score = left / counted if counted else 1.0
             scored.append((-score if spread else score, c.name, c))
-    scored.sort(key=lambda t: (t[0], t[1]))
+    scored.sort()  # by score, then name: names are unique, states are never compared
     return [c for _, _, c in scored]
