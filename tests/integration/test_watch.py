@@ -325,6 +325,28 @@ def test_watch_with_a_remote_pushes_each_pushed_commit(
     w.close()
 
 
+def test_watch_on_the_bare_repository_people_push_to(
+        tmp_path: Path, watching: list[Watching]) -> None:
+    """Run beside the server's repository: each push is reconciled into it."""
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    dev = make_fleet_repo(tmp_path / "dev", fleet_files())
+    git(dev, "push", "-q", str(origin), "main")
+    w = Watching(origin, source_rev="main")
+    watching.append(w)
+    committed(w.next())
+    write_files(dev, {"jobs/b.yaml": pytorchjob("b", cpu="1")})
+    sha = commit_all(dev, "b")
+    git(dev, "push", "-q", str(origin), "main")
+    done = w.next()
+    assert done.outcome is not None and done.outcome.source is not None
+    assert done.outcome.source.sha == sha
+    assert rev(origin, STATE) == committed(done)
+    git(dev, "fetch", "-q", str(origin), f"{STATE}:{STATE}")
+    assert placements(dev)["default/b"]["phase"] == "Admitted"
+    w.close()
+
+
 def test_the_cache_keeps_the_state_it_saved_in_memory(tmp_path: Path) -> None:
     path = make_fleet_repo(tmp_path / "fleet", fleet_files())
     repo = FleetRepo(path)
