@@ -500,6 +500,9 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
             fetch = last_error is not None  # a retry fetches again: the remote may be back
             if fault:
                 cache = Cache(repo.git_dir)
+            elif done.outcome is not None and done.outcome.computed is None \
+                    and done.outcome.state is not None:
+                cache.warm(done.outcome.state)  # up to date: read now, not at the next push
             del done  # (an outcome holds the whole fleet: not kept while waiting)
             gc.freeze()  # what the cache keeps is not scanned by every collection again
             while True:

@@ -19,8 +19,8 @@ Entries are never trusted across formats: the folder name carries the cache
 format and the fleetq version, and an unreadable file is dropped.
 
 One ``Cache`` kept across reconciles (``fleetq watch``) also keeps in memory
-the state it saved last, so the next reconcile from that state reads nothing
-back from disk.
+the state it loaded or saved last, so the next reconcile from that state reads
+nothing back from disk.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ class Cache:
         self._dirty: set[str] = set()  # shards to write
         # load_state: the commit, its decisions, its rendered files, the files read
         self._loaded: tuple[str, Written, dict[str, tuple[str, str]], list[str]] | None = None
-        # save_state: the same, for the state saved last (only read, never changed)
-        self._saved: tuple[str, Written, dict[str, tuple[str, str]], list[str]] | None = None
+        # the same, for the state loaded or saved last: kept in memory (only read)
+        self._kept: tuple[str, Written, dict[str, tuple[str, str]], list[str]] | None = None
 
     # -- files -------------------------------------------------------------------
 
@@ -119,6 +119,12 @@ class Cache:
             self._write(f"jobs-{name}.pickle", self.shards.get(name, {}))
         self._dirty.clear()
 
+    def warm(self, commit: str) -> None:
+        """Read the parsed jobs and the decisions of state ``commit`` into memory
+        now, so that the next reconcile from that state reads nothing."""
+        self.load_jobs()
+        self.load_state(commit)
+
     # -- decisions of a state commit ----------------------------------------------
 
     def load_state(self, commit: str) -> tuple[Written, dict[str, tuple[str, str]]] | None:
@@ -126,14 +132,14 @@ class Cache:
         ``placements.yaml``), and path -> (inputs, blob id) of its job files;
         ``None`` if not cached. The caller must not change what it is given."""
         self._loaded = None
-        if self._saved is not None and self._saved[0] == commit:
-            self._loaded = self._saved
-            return self._saved[1], self._saved[2]
+        if self._kept is not None and self._kept[0] == commit:
+            self._loaded = self._kept
+            return self._kept[1], self._kept[2]
         got = self._placements(commit, MAX_DELTAS)
         if got is None:
             return None
         placements, rendered, chain = got
-        self._loaded = (commit, placements, rendered, chain)
+        self._loaded = self._kept = (commit, placements, rendered, chain)
         return placements, rendered
 
     def _placements(self, commit: str, links: int
@@ -174,16 +180,15 @@ class Cache:
             removed = [k for k in before if k not in placements]
             if base == commit:  # no commit was made: the state as it was
                 if not changed and not removed and was_rendered == rendered:
-                    self._saved = self._loaded
                     return
             elif len(chain) <= MAX_DELTAS and \
                     len(changed) + len(removed) <= len(placements) // DELTA_SHARE:
                 record = {"base": base, "changed": changed, "removed": removed,
                           "rendered": rendered}
                 keep.extend(chain)
-        self._saved = None  # until the file is written
+        self._kept = None  # until the file is written
         for old in self.dir.glob("state-*.pickle") if self.dir.exists() else ():
             if old.name not in keep:
                 old.unlink(missing_ok=True)
         self._write(name, record)
-        self._saved = (commit, placements, rendered, keep)
+        self._kept = (commit, placements, rendered, keep)

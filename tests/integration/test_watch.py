@@ -361,6 +361,47 @@ def test_the_cache_keeps_the_state_it_saved_in_memory(tmp_path: Path) -> None:
     assert Cache(repo.git_dir).load_state(first.commit) is None  # a fresh one has nothing
 
 
+def test_a_watch_started_on_an_up_to_date_state_reads_it_before_the_next_push(
+        tmp_path: Path, watching: list[Watching], monkeypatch: pytest.MonkeyPatch) -> None:
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    twin = Twin(path, tmp_path / "twin")
+    assert reconcile(FleetRepo(path), now=when(NOW)).commit == twin.reconcile(
+        rev(path, "main") or "")
+    parsed: list[int] = []
+    real = pipeline.read_placements
+
+    def counted(data: Any) -> Any:
+        parsed.append(1)
+        return real(data)
+
+    monkeypatch.setattr(pipeline, "read_placements", counted)
+    w = Watching(path)
+    watching.append(w)
+    first = w.next()
+    assert first.outcome is not None and first.outcome.computed is None  # up to date
+    w.quiet(0.5)
+    for old in (path / ".git" / "fleetq").glob("cache-v*/*"):
+        old.unlink()  # nothing on disk: the state must come from memory
+    write_files(path, {"jobs/b.yaml": pytorchjob("b", cpu="2")})
+    sha = commit_all(path, "b")
+    assert committed(w.next()) == twin.reconcile(sha)
+    assert parsed == [1]  # the twin's, not the watch's: it had the state in memory
+    w.close()
+
+
+def test_a_state_loaded_once_is_kept(tmp_path: Path) -> None:
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    repo = FleetRepo(path)
+    first = reconcile(repo, now=when(NOW))
+    assert first.commit is not None
+    cache = Cache(repo.git_dir)
+    loaded = cache.load_state(first.commit)
+    assert loaded is not None
+    shutil.rmtree(cache.dir)
+    again = cache.load_state(first.commit)
+    assert again is not None and again[0] is loaded[0]
+
+
 def _lines(stream: Any, into: queue.Queue[str]) -> None:
     for line in stream:
         into.put(line.rstrip("\n"))
