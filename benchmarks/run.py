@@ -10,10 +10,11 @@ process so that peak memory (RSS) is per phase:
 3. warm: the same again, with nothing changed (must make no commit);
 4. incremental: after one new job is pushed;
 5. quota: after a one-line change of one leaf's max in the quota tree;
-6. watching: ``fleetq watch`` (``pipeline.watch``) started on that state, then
-   one new job pushed twice: the first reconcile after it starts reads the
-   cache from disk, the next one has it in memory. Each is timed from the
-   push (the commit on ``main``) to the state commit.
+6. watching: the state and ``main`` set back to where the cold reconcile left
+   them, ``fleetq watch`` (``pipeline.watch``) started there, and the same two
+   pushes made again (``main`` moved to the new job's commit, then to the
+   quota change's). Each is timed from the push to the round's end (the state
+   commit), and must give the same state commit as ``fleetq reconcile`` did.
 
 It prints a table with seconds, ratio to the floor, jobs/second and peak RSS,
 and with ``--write`` puts it into ``BENCHMARKS.md`` with the command used.
@@ -83,30 +84,28 @@ print(json.dumps({"seconds": time.perf_counter() - t, "commit": outcome.commit,
 """
 
 _WATCH = r"""
-import json, queue, resource, sys, threading, time
-from pathlib import Path
-from benchmarks.generate import add_job
+import json, queue, resource, subprocess, sys, threading, time
 from reconciler.gitops.repo import FleetRepo
 from reconciler.pipeline import parse_now, watch
-repo, index = Path(sys.argv[1]), int(sys.argv[3])
+repo, now, pushes = sys.argv[1], sys.argv[2], sys.argv[3:]
 rounds, stop = queue.Queue(), threading.Event()
 thread = threading.Thread(target=watch, daemon=True, kwargs=dict(
-    repo=FleetRepo(repo), stop=stop, report=rounds.put, now=parse_now(sys.argv[2]),
+    repo=FleetRepo(repo), stop=stop, report=rounds.put, now=parse_now(now),
     interval=3600.0))  # woken by the push itself
 thread.start()
-start = rounds.get()  # the state as the last phase left it (reconciled again if need be)
-assert start.error is None, start.error
-pushes = []
-for i in range(2):
-    add_job(repo, index=index + i)
+start = rounds.get()
+assert start.error is None and start.outcome.computed is None, start.error  # up to date
+out = []
+for sha in pushes:
     t = time.perf_counter()
+    subprocess.run(["git", "update-ref", "refs/heads/main", sha], cwd=repo, check=True)
     done = rounds.get()
     assert done.error is None, done.error
-    pushes.append({"seconds": time.perf_counter() - t, "commit": done.outcome.commit,
-                   "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss})
+    out.append({"seconds": time.perf_counter() - t, "commit": done.outcome.commit,
+                "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss})
 stop.set()
 thread.join()
-print(json.dumps(pushes))
+print(json.dumps(out))
 """
 
 
@@ -144,14 +143,24 @@ def run(repo: Path, jobs: int) -> list[Phase]:
                    check=False)
     phases.append(_phase("cold reconcile (no state, no cache)", _RECONCILE, str(repo), NOW))
     phases.append(_phase("warm reconcile, no change", _RECONCILE, str(repo), NOW))
-    add_job(repo, index=jobs + 1)
+    cold_state = _rev(repo, "refs/heads/fleetq/state")
+    before = _rev(repo, "refs/heads/main")
+    pushed = add_job(repo, index=jobs + 1)
     phases.append(_phase("incremental: one new job", _RECONCILE, str(repo), NOW))
-    change_quota_line(repo)
+    quota = change_quota_line(repo)
     phases.append(_phase("quota tree: one-line change", _RECONCILE, str(repo), NOW))
-    first, then = _child(_WATCH, str(repo), NOW, str(jobs + 2))
-    phases.append(_as_phase("watching: first new job (cache read from disk)", first))
-    phases.append(_as_phase("watching: next new job (cache in memory)", then))
+    # The same two pushes again, from the same state, to one fleetq watch
+    for ref, sha in (("refs/heads/main", before), ("refs/heads/fleetq/state", cold_state)):
+        subprocess.run(["git", "update-ref", ref, sha], cwd=repo, check=True)
+    job, tree = _child(_WATCH, str(repo), NOW, pushed, quota)
+    phases.append(_as_phase("watching: the same new job", job))
+    phases.append(_as_phase("watching: the same quota change", tree))
     return phases
+
+
+def _rev(repo: Path, ref: str) -> str:
+    return subprocess.run(["git", "rev-parse", ref], cwd=repo, capture_output=True, text=True,
+                          check=True).stdout.strip()
 
 
 def table(phases: list[Phase], jobs: int) -> str:
