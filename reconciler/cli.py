@@ -120,10 +120,14 @@ def cmd_watch(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     if args.interval <= 0:
         raise GitError(f"--interval {args.interval} must be more than 0 seconds")
+    source = args.source
+    if source is None:
+        current = repo.current_branch()
+        source = f"{args.remote}/{current}" if args.remote and current else "HEAD"
     show = sys.stderr.isatty() and not args.quiet
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    where = f"{args.source} and its state branch" + (f" on {args.remote}" if args.remote else "")
+    where = f"{source} and its state branch" + (f" on {args.remote}" if args.remote else "")
     print(f"watching {where} in {repo.root} (Ctrl-C to stop)", file=sys.stderr, flush=True)
 
     def report(done: Round) -> None:
@@ -138,7 +142,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
               flush=True)
 
     try:
-        watch(repo, stop=stop, report=report, source_rev=args.source,
+        watch(repo, stop=stop, report=report, source_rev=source,
               state_branch=args.state_branch, remote=args.remote, interval=args.interval,
               now=parse_now(args.now) if args.now else None, progress=_progress(show))
     except KeyboardInterrupt:
@@ -365,8 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("watch", help="reconcile each new commit of the source, until stopped")
     common(p, output=False)
-    p.add_argument("--source", default="HEAD",
-                   help="source revision to follow (default: HEAD; origin/main with --remote)")
+    p.add_argument("--source", default=None,
+                   help="source revision to follow (default: HEAD; with --remote, the "
+                        "remote's copy of the current branch, e.g. origin/main)")
     p.add_argument("--state-branch", default=None, help="default: fleet.yaml or fleetq/state")
     p.add_argument("--remote", default=None,
                    help="fetch this remote every --interval and push the state branch to it")

@@ -429,3 +429,30 @@ def test_the_command_reconciles_until_it_is_terminated(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     assert "watching HEAD" in err and "stopped watching" in err
     assert "Traceback" not in err
+
+
+def test_the_command_with_a_remote_follows_its_copy_of_the_current_branch(
+        tmp_path: Path) -> None:
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    dev = make_fleet_repo(tmp_path / "dev", fleet_files())
+    git(dev, "push", "-q", str(origin), "main")
+    git(tmp_path, "clone", "-q", str(origin), "runner")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reconciler.cli", "watch", "--repo", str(tmp_path / "runner"),
+         "--remote", "origin", "--now", NOW, "--interval", "0.3"], cwd=REPO_ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=_lines, args=(proc.stdout, out), daemon=True).start()
+    try:
+        assert "1 admitted" in out.get(timeout=WAIT)
+        write_files(dev, {"jobs/b.yaml": pytorchjob("b", cpu="1")})
+        sha = commit_all(dev, "b")
+        git(dev, "push", "-q", str(origin), "main")
+        assert f"from {sha[:12]}: 2 admitted" in out.get(timeout=WAIT)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=WAIT)
+    assert proc.returncode == 0, err
+    assert "watching origin/main and its state branch on origin" in err
+    assert git(origin, "log", "-1", "--format=%B", STATE).rstrip().endswith(sha)
