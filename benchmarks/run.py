@@ -88,15 +88,17 @@ import json, queue, resource, subprocess, sys, threading, time
 from reconciler.gitops.repo import FleetRepo
 from reconciler.pipeline import parse_now, watch
 repo, now, pushes = sys.argv[1], sys.argv[2], sys.argv[3:]
-rounds, stop = queue.Queue(), threading.Event()
+rounds, stop, idle = queue.Queue(), threading.Event(), threading.Event()
 thread = threading.Thread(target=watch, daemon=True, kwargs=dict(
     repo=FleetRepo(repo), stop=stop, report=rounds.put, now=parse_now(now),
-    interval=3600.0))  # woken by the push itself
+    interval=3600.0, idle=idle.set))  # woken by the push itself
 thread.start()
 start = rounds.get()
 assert start.error is None and start.outcome.computed is None, start.error  # up to date
 out = []
 for sha in pushes:
+    idle.wait()  # a push comes while the watch waits (it reads the state up to date first)
+    idle.clear()
     t = time.perf_counter()
     subprocess.run(["git", "update-ref", "refs/heads/main", sha], cwd=repo, check=True)
     done = rounds.get()

@@ -469,19 +469,24 @@ class Round:
 def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], None],
           source_rev: str = "HEAD", state_branch: str | None = None,
           remote: str | None = None, interval: float = 5.0, now: dt.datetime | None = None,
-          progress: Progress = _quiet, events: bool = True) -> None:
+          progress: Progress = _quiet, events: bool = True,
+          idle: Callable[[], None] | None = None) -> None:
     """Reconcile now, then again each time the source revision or the state
     branch names another commit, until ``stop`` is set. With a ``remote``, it
     is fetched first and every ``interval`` seconds, and the state is pushed
-    there.
+    there. ``idle`` is called each time it starts waiting for a change.
 
     One ``Cache`` is kept across rounds, so a round reads back nothing that the
-    last one saved. A round that fails is reported and the watch goes on:
-    after a git error (a remote away, a revision not there yet) the round is
-    tried again every ``interval`` seconds, its error reported again only when
-    it changes; after any other error (a fault of fleetq's), with its
-    traceback, the cache kept in memory is dropped and the next change is
-    waited for.
+    last one saved; a state found up to date is read into it before waiting.
+    A round that fails is reported and the watch goes on: after a git error
+    (a remote away, a revision not there yet) the round is tried again every
+    ``interval`` seconds, its error reported again only when it changes; after
+    any other error (a fault of fleetq's), with its traceback, the cache kept
+    in memory is dropped and the next change is waited for.
+
+    The cyclic garbage collector stays paused through a round, as in
+    ``reconcile``; after it, one collection frees the round's cycles and what
+    is left is frozen, so that the cache is never scanned again.
     """
     cache = Cache(repo.git_dir)
     with contextlib.ExitStack() as undo, \
@@ -491,20 +496,24 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
         last_error: str | None = None
         fetch = True
         while not stop.is_set():
-            seen, done, fault = _watch_round(
-                repo, watcher, cache, source_rev=source_rev, state_branch=state_branch,
-                remote=remote, now=now, progress=progress, fetch=fetch)
-            if done.error is None or done.error != last_error:
-                report(done)
-            last_error = done.error
-            fetch = last_error is not None  # a retry fetches again: the remote may be back
-            if fault:
-                cache = Cache(repo.git_dir)
-            elif done.outcome is not None and done.outcome.computed is None \
-                    and done.outcome.state is not None:
-                cache.warm(done.outcome.state)  # up to date: read now, not at the next push
-            del done  # (an outcome holds the whole fleet: not kept while waiting)
-            gc.freeze()  # what the cache keeps is not scanned by every collection again
+            with gc_paused():
+                seen, done, fault = _watch_round(
+                    repo, watcher, cache, source_rev=source_rev, state_branch=state_branch,
+                    remote=remote, now=now, progress=progress, fetch=fetch)
+                if done.error is None or done.error != last_error:
+                    report(done)
+                last_error = done.error
+                fetch = last_error is not None  # a retry fetches again: the remote may be back
+                if fault:
+                    cache = Cache(repo.git_dir)
+                elif done.outcome is not None and done.outcome.computed is None \
+                        and done.outcome.state is not None:
+                    cache.warm(done.outcome.state)  # up to date: read now, not at a push
+                del done  # (an outcome holds the whole fleet: not kept while waiting)
+                gc.collect()
+                gc.freeze()
+            if idle is not None:
+                idle()
             while True:
                 try:
                     if watcher.wait(seen, stop) is None:

@@ -72,6 +72,7 @@ class ClusterState:
         self.node_labels: list[dict[str, str]] = []
         self.node_taints: list[tuple[Taint, ...]] = []
         self.node_names: list[str] = [node.name for node in cluster.nodes]
+        self.node_index: dict[str, int] = {name: i for i, name in enumerate(self.node_names)}
         capacity: Resources = {}
         for node in cluster.nodes:
             alloc = dict(node.allocatable)
@@ -246,7 +247,7 @@ class ClusterState:
     def fit_from_counts(self, pod_sets: tuple[PodSet, ...], total: ResourcesView,
                         counts: tuple[tuple[str, str, int], ...]) -> Fit | None:
         """The recorded packing of a job, if its nodes and pod sets still exist."""
-        index = {name: i for i, name in enumerate(self.node_names)}
+        index = self.node_index
         sets = {ps.name: i for i, ps in enumerate(pod_sets)}
         nodes = []
         for node, pod_set, count in counts:
