@@ -105,6 +105,7 @@ for sha in pushes:
     assert done.error is None, done.error
     out.append({"seconds": time.perf_counter() - t, "commit": done.outcome.commit,
                 "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss})
+    del done  # (it holds the whole fleet: not kept through the next round)
 stop.set()
 thread.join()
 print(json.dumps(out))
