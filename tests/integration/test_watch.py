@@ -56,6 +56,18 @@ def fleet_files() -> dict[str, str]:
             "jobs/a.yaml": pytorchjob("a", cpu="2")}
 
 
+def origin_and_dev(tmp_path: Path) -> tuple[Path, Path]:
+    """A bare ``origin.git`` and a ``dev`` clone of the fleet that pushed main to it;
+    a ``runner`` clone of it beside them."""
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    dev = make_fleet_repo(tmp_path / "dev", fleet_files())
+    git(dev, "remote", "add", "origin", str(origin))
+    git(dev, "push", "-q", "origin", "main")
+    git(tmp_path, "clone", "-q", str(origin), "runner")
+    return origin, dev
+
+
 class Watching:
     """``pipeline.watch`` in a thread; its rounds arrive on a queue."""
 
@@ -204,11 +216,7 @@ def test_a_git_error_is_tried_again_every_interval_and_reported_once(
 
 def test_a_remote_away_is_reported_once_and_caught_up_with_when_back(
         tmp_path: Path, watching: list[Watching]) -> None:
-    origin = tmp_path / "origin.git"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
-    dev = make_fleet_repo(tmp_path / "dev", fleet_files())
-    git(dev, "push", "-q", str(origin), "main")
-    git(tmp_path, "clone", "-q", str(origin), "runner")
+    origin, dev = origin_and_dev(tmp_path)
     w = Watching(tmp_path / "runner", source_rev="origin/main", remote="origin",
                  interval=0.2)
     watching.append(w)
@@ -300,12 +308,7 @@ def test_a_failed_round_drops_the_memory_and_the_next_change_is_reconciled(
 
 def test_watch_with_a_remote_pushes_each_pushed_commit(
         tmp_path: Path, watching: list[Watching]) -> None:
-    origin = tmp_path / "origin.git"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
-    dev = make_fleet_repo(tmp_path / "dev", fleet_files())
-    git(dev, "remote", "add", "origin", str(origin))
-    git(dev, "push", "-q", "origin", "main")
-    git(tmp_path, "clone", "-q", str(origin), "runner")
+    origin, dev = origin_and_dev(tmp_path)
     runner = tmp_path / "runner"
     w = Watching(runner, source_rev="origin/main", remote="origin", interval=0.3)
     watching.append(w)
@@ -328,10 +331,7 @@ def test_watch_with_a_remote_pushes_each_pushed_commit(
 def test_watch_on_the_bare_repository_people_push_to(
         tmp_path: Path, watching: list[Watching]) -> None:
     """Run beside the server's repository: each push is reconciled into it."""
-    origin = tmp_path / "origin.git"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
-    dev = make_fleet_repo(tmp_path / "dev", fleet_files())
-    git(dev, "push", "-q", str(origin), "main")
+    origin, dev = origin_and_dev(tmp_path)
     w = Watching(origin, source_rev="main")
     watching.append(w)
     committed(w.next())
@@ -433,11 +433,7 @@ def test_the_command_reconciles_until_it_is_terminated(tmp_path: Path) -> None:
 
 def test_the_command_with_a_remote_follows_its_copy_of_the_current_branch(
         tmp_path: Path) -> None:
-    origin = tmp_path / "origin.git"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
-    dev = make_fleet_repo(tmp_path / "dev", fleet_files())
-    git(dev, "push", "-q", str(origin), "main")
-    git(tmp_path, "clone", "-q", str(origin), "runner")
+    origin, dev = origin_and_dev(tmp_path)
     proc = subprocess.Popen(
         [sys.executable, "-m", "reconciler.cli", "watch", "--repo", str(tmp_path / "runner"),
          "--remote", "origin", "--now", NOW, "--interval", "0.3"], cwd=REPO_ROOT,
