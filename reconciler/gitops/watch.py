@@ -64,8 +64,7 @@ class RefWatcher:
         self.remote = remote
         self.events = events
         self.wake = threading.Event()
-        self.watching = False  # file events arrive (else only the periodic check)
-        self._observer: Any = None
+        self._observer: Any = None  # None: no file events, only the periodic check
 
     def __enter__(self) -> RefWatcher:
         if self.events:
@@ -104,7 +103,6 @@ class RefWatcher:
         except (OSError, RuntimeError):  # no inotify (limits, file system): poll only
             return
         self._observer = observer
-        self.watching = True
 
     def current(self) -> Revisions:
         """The commit each revision names now (``None``: it does not resolve)."""

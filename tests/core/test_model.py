@@ -55,3 +55,43 @@ def test_plain_state_sets_every_field_and_takes_slots_dataclasses_only() -> None
 
     with pytest.raises(TypeError, match="not a slots dataclass"):
         plain_state(NoSlots)
+
+
+def test_plain_state_init_is_the_dataclass_init() -> None:
+    from reconciler.core.model import plain_state
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Plain:
+        a: int
+        b: str = "b"
+        c: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    @plain_state
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Fast:  # the same fields, the generated __init__
+        a: int
+        b: str = "b"
+        c: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    for args, kwargs in [((1,), {}), ((1, "x"), {}), ((), {"a": 2, "c": {"k": 1}}),
+                         ((3,), {"b": "y"})]:
+        want, got = Plain(*args, **kwargs), Fast(*args, **kwargs)
+        assert (got.a, got.b, got.c) == (want.a, want.b, want.c)
+    first, second = Fast(1), Fast(1)
+    assert first.c == {} and first.c is not second.c
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.a = 2  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Fast()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        Fast(1, colour="red")  # type: ignore[call-arg]
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Later:
+        a: int
+
+        def __post_init__(self) -> None:
+            pass
+
+    with pytest.raises(TypeError, match="__post_init__"):
+        plain_state(Later)
