@@ -32,6 +32,7 @@ from reconciler.pipeline import (
     parse_now,
     reconcile,
     settings_branch,
+    settings_remote,
     state_ref,
     watch,
 )
@@ -89,8 +90,15 @@ def _summary(outcome: Outcome) -> str:
     return ", ".join(parts) or "no jobs"
 
 
+def _remote(repo: FleetRepo, args: argparse.Namespace, source: str) -> str | None:
+    """``--remote``, else the one fleet.yaml names; ``--remote ''`` for none."""
+    remote = args.remote if args.remote is not None else settings_remote(repo, source)
+    return remote or None
+
+
 def cmd_reconcile(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
+    args.remote = _remote(repo, args, args.source)
     show = sys.stderr.isatty() and not args.quiet
     outcome = reconcile(repo, source_rev=args.source, state_branch=args.state_branch,
                         remote=args.remote, now=parse_now(args.now),
@@ -120,6 +128,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     if args.interval <= 0:
         raise GitError(f"--interval {args.interval} must be more than 0 seconds")
+    args.remote = _remote(repo, args, args.source or "HEAD")
     source = args.source
     if source is None:
         current = repo.current_branch()
@@ -221,6 +230,7 @@ def cmd_queue(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
+    args.remote = _remote(repo, args, args.source)
     branch = _branch(repo, args)
     base = repo.fetch(args.remote, branch) if args.remote else repo.resolve(state_ref(branch))
     computed = compute(repo, source_rev=args.source, state_base=base, now=parse_now(args.now))
@@ -360,7 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", choices=["none", "table", "json", "yaml"], default="none")
     p.add_argument("--source", default="HEAD", help="source revision (default: HEAD)")
     p.add_argument("--state-branch", default=None, help="default: fleet.yaml or fleetq/state")
-    p.add_argument("--remote", default=None, help="push the state branch to this remote")
+    p.add_argument("--remote", default=None, help="push the state branch to this remote "
+                   "(default: fleet.yaml's spec.remote; '' for none)")
     p.add_argument("--now", default=None, help="fix the clock (RFC 3339)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     p.add_argument("--no-cache", action="store_true",
@@ -374,7 +385,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "remote's copy of the current branch, e.g. origin/main)")
     p.add_argument("--state-branch", default=None, help="default: fleet.yaml or fleetq/state")
     p.add_argument("--remote", default=None,
-                   help="fetch this remote every --interval and push the state branch to it")
+                   help="fetch this remote every --interval and push the state branch to it "
+                        "(default: fleet.yaml's spec.remote; '' for none)")
     p.add_argument("--interval", type=float, default=5.0,
                    help="seconds between checks when no change is signalled (default: 5)")
     p.add_argument("--now", default=None, help="fix the clock (RFC 3339; tests, replays)")
@@ -397,7 +409,8 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--source", default="HEAD", help="source revision, e.g. a pull request head")
     p.add_argument("--state-branch", default=None)
-    p.add_argument("--remote", default=None, help="compare with the state branch of this remote")
+    p.add_argument("--remote", default=None, help="compare with the state branch of this "
+                   "remote (default: fleet.yaml's spec.remote; '' for none)")
     p.add_argument("--now", default=None, help="fix the clock (RFC 3339)")
     p.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes")
     p.set_defaults(func=cmd_plan)

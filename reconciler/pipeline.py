@@ -579,11 +579,22 @@ def diff_trees(repo: FleetRepo, base: str | None, files: dict[str, bytes | str]
 
 
 def settings_branch(repo: FleetRepo, source_rev: str) -> str:
+    return fleet_setting(repo, source_rev, "stateBranch") or "fleetq/state"
+
+
+def settings_remote(repo: FleetRepo, source_rev: str) -> str | None:
+    """The remote ``fleet.yaml`` names for the state branch (``spec.remote``)."""
+    return fleet_setting(repo, source_rev, "remote")
+
+
+def fleet_setting(repo: FleetRepo, source_rev: str, name: str) -> str | None:
+    """``spec.<name>`` of the revision's ``fleet.yaml``, read before the rest
+    of the fleet (it says where the state goes); ``None`` when unset."""
     data = repo.read_file(source_rev, "fleet.yaml") or repo.read_file(source_rev, "fleet.yml")
     if data:
         docs, _ = parse_documents("fleet.yaml", data)
         for doc in docs:
             spec = doc.value.get("spec") if isinstance(doc.value, dict) else None
-            if isinstance(spec, dict) and spec.get("stateBranch"):
-                return str(spec["stateBranch"])
-    return "fleetq/state"
+            if isinstance(spec, dict) and spec.get(name):
+                return str(spec[name])
+    return None

@@ -14,12 +14,18 @@ from reconciler.gitops.repo import FleetRepo
 from reconciler.pipeline import reconcile
 
 from .conftest import (
+    NOW,
+    QUEUED_CLUSTER_POLICY,
     REPO_ROOT,
     STATE,
     commit_all,
+    fleetq,
     git,
     make_fleet_repo,
+    member_cluster,
+    one_leaf_tree,
     pytorchjob,
+    rev,
     seed_fleet_files,
     when,
     write_files,
@@ -145,3 +151,34 @@ def test_concurrent_writers_keep_a_linear_history_and_lose_nothing(tmp_path: Pat
     assert _trailer(origin, STATE) == tip_source
     names_at_tip = {i["job"]["name"] for i in data["items"]}  # type: ignore[attr-defined]
     assert names_at_tip == {"pytorch-test", writer}
+
+
+def test_the_remote_named_in_fleet_yaml_is_the_default(tmp_path: Path) -> None:
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    fleet_yaml = ("apiVersion: fleetq.io/v1alpha1\nkind: Fleet\nmetadata: {name: fleet}\n"
+                  "spec:\n  remote: origin\n")
+    dev = make_fleet_repo(tmp_path / "dev", {
+        "fleet.yaml": fleet_yaml, "quota.yaml": one_leaf_tree("8", "64Gi"),
+        "policy.yaml": QUEUED_CLUSTER_POLICY, "clusters/c1.yaml": member_cluster("c1"),
+        "jobs/a.yaml": pytorchjob("a")})
+    git(dev, "remote", "add", "origin", str(origin))
+    git(dev, "push", "-q", "origin", "main")
+
+    local = fleetq("reconcile", "--repo", str(dev), "--now", NOW, "--remote", "")
+    assert local.returncode == 0, local.stderr
+    assert rev(dev, STATE) is not None and rev(origin, STATE) is None  # '' stays local
+
+    git(dev, "update-ref", "-d", f"refs/heads/{STATE}")
+    pushed = fleetq("reconcile", "--repo", str(dev), "--now", NOW)
+    assert pushed.returncode == 0, pushed.stderr
+    assert rev(origin, STATE) == rev(dev, STATE) is not None
+
+    state = rev(origin, STATE) or ""
+    git(dev, "update-ref", "-d", f"refs/heads/{STATE}")  # plan must read origin's
+    write_files(dev, {"jobs/b.yaml": pytorchjob("b")})
+    commit_all(dev, "b")
+    plan = fleetq("plan", "--repo", str(dev), "--now", NOW, "--exit-code")
+    assert plan.returncode == 1, plan.stderr
+    assert f"onto {STATE} ({state[:12]})" in plan.stdout
+    assert "default/b" in plan.stdout and "default/a" not in plan.stdout  # a is as it was
