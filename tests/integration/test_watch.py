@@ -452,3 +452,19 @@ def test_the_command_with_a_remote_follows_its_copy_of_the_current_branch(
     assert proc.returncode == 0, err
     assert "watching origin/main and its state branch on origin" in err
     assert git(origin, "log", "-1", "--format=%B", STATE).rstrip().endswith(sha)
+
+
+def test_ctrl_c_stops_the_command_cleanly(tmp_path: Path) -> None:
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reconciler.cli", "watch", "--repo", str(path), "--now", NOW],
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=_lines, args=(proc.stdout, out), daemon=True).start()
+    try:
+        assert "committed" in out.get(timeout=WAIT)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=WAIT)
+    assert proc.returncode == 0, err
+    assert "stopped watching" in err and "Traceback" not in err
