@@ -61,6 +61,7 @@ FORMAT_TRAILER = "Fleet-Format"
 STATE_FORMAT = f"1 fleetq/{__version__}"  # a state made by another format is recomputed
 DEFAULT_IDENTITY = Identity("fleetq", "fleetq@localhost")
 CARRIED_OVER = ("inventory/", "status/")
+DEFAULT_STATE_BRANCH = "fleetq/state"  # when fleet.yaml names none
 MAX_ATTEMPTS = 8
 
 Progress = Callable[[str], None]
@@ -521,7 +522,7 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
                     break
                 except GitError as exc:  # a fetch failed: said once, and wait on
                     if str(exc) != last_error:
-                        report(Round(None, str(exc), 0.0, state_branch or "fleetq/state"))
+                        report(Round(None, str(exc), 0.0, state_branch or DEFAULT_STATE_BRANCH))
                     last_error = str(exc)
 
 
@@ -531,10 +532,11 @@ def _watch_round(repo: FleetRepo, watcher: RefWatcher, cache: Cache, *, source_r
     """One reconcile of ``watch``: the revisions it leaves seen, its round, and
     whether it failed by a fault of fleetq's. Seen are the revisions it
     reconciled (a push meanwhile is the next round's); after a git error, none,
-    so that the round is tried again; after a fault, those it started from."""
+    so that the round is tried again; after a fault, those it started from
+    (none if it had not read them yet)."""
     started = time.perf_counter()
-    branch = state_branch or "fleetq/state"
-    before = watcher.current()
+    branch = state_branch or DEFAULT_STATE_BRANCH
+    before: Revisions = ()  # (a fault before the revisions are read: tried again)
     try:
         if fetch:
             watcher.fetch()
@@ -579,7 +581,7 @@ def diff_trees(repo: FleetRepo, base: str | None, files: dict[str, bytes | str]
 
 
 def settings_branch(repo: FleetRepo, source_rev: str) -> str:
-    return fleet_setting(repo, source_rev, "stateBranch") or "fleetq/state"
+    return fleet_setting(repo, source_rev, "stateBranch") or DEFAULT_STATE_BRANCH
 
 
 def settings_remote(repo: FleetRepo, source_rev: str) -> str | None:
