@@ -139,7 +139,8 @@ PARALLEL_MIN_FILES = 2000  # fewer new files than this are parsed in one process
 
 def read_source(repo: FleetRepo, rev: str, store: JobStore | None = None,
                 progress: Progress = _quiet) -> tuple[CommitInfo, list[SourceFile]]:
-    """The commit's YAML files and templates; blobs the store knows are not read.
+    """The commit's YAML files and templates; blobs the store knows are not read
+    (each such file comes with its jobs, as the store has them).
 
     When many files are new and the machine has more than one core, the
     files are read and parsed by two processes at once (each with its own
@@ -154,16 +155,20 @@ def read_source(repo: FleetRepo, rev: str, store: JobStore | None = None,
     entries = [e for e in repo.list_tree(sha) if e.type == "blob" and (
         is_yaml(e.path) or e.path.startswith("templates/"))]
     known = store.job_entry if store is not None else None
-    need = [e for e in entries if known is None or known(e.sha, e.path) is None]
-    job_like = [e for e in need if is_yaml(e.path) and e.path not in FLEET_FILES]
+    # each file with its jobs, when the store has them (looked up once: read_fleet takes them)
+    found = [(e, known(e.sha, e.path) if known is not None else None) for e in entries]
+    job_like = [e for e, got in found
+                if got is None and is_yaml(e.path) and e.path not in FLEET_FILES]
     if store is not None and len(job_like) >= PARALLEL_MIN_FILES and (os.cpu_count() or 1) > 1:
         progress(f"parsing {len(job_like)} files in 2 processes")
         parsed = parse_in_parallel(repo, job_like)
         for (blob, path), record in parsed.items():
             store.put_job_entry(blob, path, record)
-        need = [e for e in need if (e.sha, e.path) not in parsed]
-    blobs = repo.read_blobs(e.sha for e in need)
-    return info, [SourceFile(e.path, e.sha, blobs.get(e.sha, b"")) for e in entries]
+        found = [(e, got if got is not None else parsed.get((e.sha, e.path)))
+                 for e, got in found]
+    blobs = repo.read_blobs(e.sha for e, got in found if got is None)
+    return info, [SourceFile(e.path, e.sha, b"", got) if got is not None
+                  else SourceFile(e.path, e.sha, blobs.get(e.sha, b"")) for e, got in found]
 
 
 def _parse_share(repo: FleetRepo, entries: list[TreeEntry]
@@ -293,7 +298,9 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     previous = {p: previous_bytes[previous_entries[p]] for p in kept_paths}
     overlays = Overlays(inputs.templates)
     rendered = render_state(result.decisions, inputs, _manifest_of, previous, overlays, reuse)
-    placements, written = render_placements_reusing(result.decisions, before)
+    # (the cycle's priors are ``before``'s, which the cache has as this version wrote them)
+    placements, written = render_placements_reusing(result.decisions, before,
+                                                    result.from_prior)
     del before
     out: dict[str, bytes | str] = {PLACEMENTS: placements}
     out.update(rendered.files)

@@ -8,7 +8,7 @@ never depend on hashing.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from reconciler.core.gang import ClusterState, Fit, by_preference, job_cluster_total
 from reconciler.core.model import (
@@ -55,7 +55,8 @@ CHECK_PARKED = False
 # (measured at 100,000 jobs). Tests set this to park in every reconcile.
 PARK_ALWAYS = False
 # Tests set this to decide every cycle that leaves settled jobs out (see _run)
-# once more with them in, and check that the decisions are the same.
+# once more with them in, and check that the decisions are the same (and
+# that those it says come from their priors do).
 CHECK_QUICK = False
 
 
@@ -100,6 +101,12 @@ class CycleResult:
     problems: list[Problem]
     quota_used: dict[str, Resources]
     cluster_free: dict[str, Resources]
+    # Jobs decided as their ``prior`` was, in the same place, from the same file
+    # and blob: each decision is its prior field for field, but for the two its
+    # job gives (api_version, requests), which are the prior's when the prior
+    # was decided from that very blob. A hint for whoever writes the decisions
+    # (an item need not be formatted again), so no part of equality.
+    from_prior: frozenset[JobKey] = field(default=frozenset(), compare=False)
 
 
 @dataclass
@@ -167,6 +174,11 @@ def reconcile_cycle(inp: CycleInput) -> CycleResult:
     result = _run(inp, left_out)
     if CHECK_QUICK and left_out:
         assert _run(inp, {}) == result, "leaving settled jobs out changed the decisions"
+        by_key = {d.key: d for d in result.decisions}
+        for key in result.from_prior:
+            assert all(getattr(by_key[key], f.name) == getattr(inp.prior[key], f.name)
+                       for f in fields(PriorPlacement)
+                       if f.name not in ("api_version", "requests")), f"{key}: not as prior"
     return result
 
 
@@ -1041,10 +1053,13 @@ class _Cycle:
                 order = (-d.priority, d.enqueued_at, key.order)
                 by_queue.setdefault(d.quota or "", []).append((order, key))
         left_out = self.left_out
+        source_time = self.inp.source_time
         for key, (job, prior) in left_out.items():
             assert prior.quota is not None  # see _left_out
+            enqueued = job.created_at or prior.enqueued_at or source_time  # (_enqueued)
             by_queue.setdefault(prior.quota, []).append(
-                ((-prior.priority, self._enqueued(job, key), key.order), key))
+                ((-prior.priority, enqueued, (key[2], key[3], key[0], key[1])), key))
+        from_prior = []
         for entries in by_queue.values():
             entries.sort()
             for position, (order, key) in enumerate(entries, start=1):
@@ -1058,6 +1073,11 @@ class _Cycle:
                         preempted_by=prior.preempted_by, preemptions=prior.preemptions,
                         preemption_reason=prior.preemption_reason, policy=prior.policy,
                         position=position)
+                    # those not taken from the prior: is it the prior's?
+                    if position == prior.position and order[1] == prior.enqueued_at \
+                            and prior.cluster is None and prior.admitted_at is None \
+                            and not prior.copies and not prior.nodes:
+                        from_prior.append(key)
                 else:
                     self.decisions[key] = evolve(self.decisions[key], position=position)
         decisions = [self.decisions[k] for k in sorted(self.decisions)]
@@ -1065,7 +1085,8 @@ class _Cycle:
             p: dict(sorted(u.items())) for p, u in sorted(self.usage.used.items())}
         cluster_free = {n: dict(sorted(c.free.items())) for n, c in sorted(self.clusters.items())}
         return CycleResult(decisions=decisions, problems=sorted(self.problems),
-                           quota_used=quota_used, cluster_free=cluster_free)
+                           quota_used=quota_used, cluster_free=cluster_free,
+                           from_prior=frozenset(from_prior))
 
 
 def _shape(pod_sets: tuple[PodSet, ...]) -> tuple[object, ...]:

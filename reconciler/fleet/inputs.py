@@ -62,6 +62,8 @@ class SourceFile:
     path: str
     blob: str
     data: bytes
+    # A jobs-only file's jobs, as a cache had them (``data`` is then not read)
+    jobs: list[JobSource | InvalidJob] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +174,9 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None) -> Fl
         if not is_yaml(path) or path in FLEET_FILES or excluded(path, inputs.exclude):
             continue
         inputs.files += 1
-        cached = cache.job_entry(src.blob, path) if cache is not None else None
+        cached = src.jobs
+        if cached is None and cache is not None:
+            cached = cache.job_entry(src.blob, path)
         if cached is not None:
             for outcome in cached:
                 inputs.documents += 1

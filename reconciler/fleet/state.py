@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from typing import Any
 
 from reconciler.core.model import Decision, JobKey, Phase, PodSetCount, PriorPlacement
@@ -188,11 +188,16 @@ _READ_BACK = operator.attrgetter(*(f.name for f in dataclasses.fields(PriorPlace
 
 
 def render_placements_reusing(decisions: Iterable[Decision], before: Mapping[
-        JobKey, tuple[PriorPlacement, bytes]]) -> tuple[bytes, Written]:
+        JobKey, tuple[PriorPlacement, bytes]], as_before: Set[JobKey] = frozenset()
+        ) -> tuple[bytes, Written]:
     """``render_placements``, taking the item of each decision that reads back as
     it did ``before`` (the previous state's items, as this wrote them) instead of
     formatting it again; and, for the next reconcile, each decision's read-back
-    value and item."""
+    value and item. The decisions of ``as_before`` are known to read back as
+    ``before`` has them: they are not compared again. (``CycleResult.from_prior``
+    is such a set when the cycle's priors are ``before``'s, as this version
+    wrote them: a job's api_version and requests are then those its blob gave
+    the prior.)"""
     head = f"apiVersion: {API_VERSION}\nkind: PlacementList\n"
     written: Written = {}
     # Each item encoded at once, joined once: a large fleet's file is held
@@ -200,7 +205,8 @@ def render_placements_reusing(decisions: Iterable[Decision], before: Mapping[
     lines = []
     for d in decisions:
         was = before.get(d.key)
-        if was is not None and not d.kept and _READ_BACK(d) == _READ_BACK(was[0]):
+        if was is not None and (d.key in as_before or (
+                not d.kept and _READ_BACK(d) == _READ_BACK(was[0]))):
             written[d.key] = was
         else:
             written[d.key] = was = (prior_from_decision(d), _item_text(d).encode())

@@ -80,3 +80,30 @@ def test_jobs_left_out_are_taken_in_before_the_queues_when_a_job_is_placed_by_ca
     assert {n: (d.phase, d.position) for n, d in by_name(got).items()} == {
         "a-run": (Phase.ADMITTED, None), "k": (Phase.ADMITTED, None),
         "h": (Phase.QUEUED, 1), "l": (Phase.QUEUED, 2)}
+
+
+def test_decisions_left_as_they_were_are_named_and_read_back_as_their_priors() -> None:
+    """A pushed job that waits between ``h`` and ``l`` in their queue: ``h``
+    keeps its decision and its place, so the cycle names it as taken from its
+    prior, while ``l`` moves down one place and is not named. Writing the
+    placements with that hint gives the very bytes of writing them anew."""
+    from reconciler.fleet.state import render_placements, render_placements_reusing
+
+    jobs = [gpu_job("a-run", 7, "a").priority_class("high"),
+            gpu_job("h", 8, "a").priority_class("high"), gpu_job("l", 8, "a")]
+    first = cycle.reconcile_cycle(cycle_input(jobs=jobs, priority_classes=CLASSES))
+    _, written = render_placements_reusing(first.decisions, {})
+    prior = {key: was for key, (was, _) in written.items()}
+    settled = frozenset(k for k, p in prior.items() if p.phase is Phase.QUEUED)
+    pushed = gpu_job("j", 8, "a").priority_class("mid")  # waits: no room, may not preempt
+    inp = replace(cycle_input(jobs=[*jobs, pushed], priority_classes=CLASSES,
+                              prior=list(prior.values())), settled=settled)
+    got = cycle.reconcile_cycle(inp)
+    assert {n: (d.phase, d.position) for n, d in by_name(got).items()} == {
+        "a-run": (Phase.ADMITTED, None), "h": (Phase.QUEUED, 1), "j": (Phase.QUEUED, 2),
+        "l": (Phase.QUEUED, 3)}
+    assert {k.name for k in got.from_prior} == {"h"}
+    data, now = render_placements_reusing(got.decisions, written, got.from_prior)
+    assert data == render_placements(got.decisions)
+    assert [k.name for k in now if now[k] is written.get(k)] == ["a-run", "h"]
+    assert cycle.reconcile_cycle(replace(inp, settled=frozenset())).from_prior == frozenset()
