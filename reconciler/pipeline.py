@@ -29,9 +29,13 @@ from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
 from reconciler.fleet.inputs import (
     FLEET_FILES,
+    TEMPLATES_DIR,
     FleetInputs,
+    JobEntry,
     SourceFile,
+    excluded,
     is_yaml,
+    patch_fleet,
     read_file,
     read_fleet,
 )
@@ -254,8 +258,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     store: JobStore = cache if cache is not None else ParsedJobs()
     if cache is not None:
         cache.load_jobs()
-    info, files = read_source(repo, source_rev, store, progress)
-    inputs = read_fleet(files, store)  # empties ``files`` as it goes: the bytes are freed
+    info, inputs = read_inputs(repo, source_rev, store, cache, progress)
     progress(f"read {inputs.files} files, {len(inputs.jobs)} jobs")
     prior: dict[JobKey, PriorPlacement] = {}
     before: Written = {}  # the state's decisions as written, when the cache has them
@@ -317,6 +320,67 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
 
 
 NO_BLOB = "0" * 40
+
+
+def read_inputs(repo: FleetRepo, rev: str, store: JobStore, cache: Cache | None,
+                progress: Progress = _quiet) -> tuple[CommitInfo, FleetInputs]:
+    """The source commit and what it holds. When the ``cache`` kept the fleet
+    of another tree (``fleetq watch``) and only jobs-only files changed since,
+    that fleet is patched with those files (see ``patch_fleet``); else the
+    commit is read whole. What is read is kept for the next time."""
+    kept = cache.kept_inputs() if cache is not None else None
+    if cache is not None and kept is not None:
+        sha = repo.resolve(rev)
+        if sha is not None:
+            info = repo.commit_info(sha)
+            patched = _patched_inputs(repo, cache, *kept, info.tree)
+            if patched is not None:
+                progress("patched the fleet read last with the files that changed")
+                cache.keep_inputs(info.tree, patched)
+                return info, patched
+            rev = sha  # (the same commit, should the revision move meanwhile)
+    info, files = read_source(repo, rev, store, progress)
+    inputs = read_fleet(files, store)  # empties ``files`` as it goes: the bytes are freed
+    if cache is not None:
+        cache.keep_inputs(info.tree, inputs)
+    return info, inputs
+
+
+def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInputs,
+                    new_tree: str) -> FleetInputs | None:
+    """``before``, read from ``tree``, as read from ``new_tree``: ``None`` unless
+    every file that differs between them that is read is a jobs-only file, on
+    both sides (one ``git diff-tree``; new files are read and parsed here)."""
+    if tree == new_tree:
+        return before
+    try:
+        changed = repo.changed_files(tree, new_tree)
+    except GitError:
+        return None
+    changes: list[tuple[str, JobEntry | None, JobEntry | None]] = []
+    parse: dict[str, str] = {}  # path -> new blob, not in the cache
+    for path, old, new in changed:
+        if path.startswith(TEMPLATES_DIR) or path in FLEET_FILES:
+            return None
+        if not is_yaml(path) or excluded(path, before.exclude):
+            continue  # not read
+        was = cache.job_entry(old, path) if old != NO_BLOB else None
+        if old != NO_BLOB and was is None:
+            return None  # not a jobs-only file: anything may change
+        now = cache.job_entry(new, path) if new != NO_BLOB else None
+        if new != NO_BLOB and now is None:
+            parse[path] = new
+        changes.append((path, was, now))
+    blobs = repo.read_blobs(parse.values())
+    parsed: dict[str, JobEntry] = {}
+    for path, blob in parse.items():
+        record: JobEntry = []
+        parsed[path] = record
+        if not read_file(SourceFile(path, blob, blobs[blob]), FleetInputs(), [], record):
+            return None
+        cache.put_job_entry(blob, path, record)
+    return patch_fleet(before, [(path, was, parsed.get(path, now))
+                                for path, was, now in changes])
 
 
 def _settled(repo: FleetRepo, store: JobStore, source: CommitInfo, state: CommitInfo | None,

@@ -20,7 +20,8 @@ format and the fleetq version, and an unreadable file is dropped.
 
 One ``Cache`` kept across reconciles (``fleetq watch``) also keeps in memory
 the state it loaded or saved last, so the next reconcile from that state reads
-nothing back from disk.
+nothing back from disk, and the fleet read last, so that a push of a few job
+files reads those files only.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any
 
 from reconciler import __version__
 from reconciler.core.cycle import InvalidJob
+from reconciler.fleet.inputs import FleetInputs
 from reconciler.fleet.jobs import JobSource
 from reconciler.fleet.state import Written
 
@@ -56,6 +58,7 @@ class Cache:
         self._loaded: tuple[str, Written, dict[str, tuple[str, str]], list[str]] | None = None
         # the same, for the state loaded or saved last: kept in memory (only read)
         self._kept: tuple[str, Written, dict[str, tuple[str, str]], list[str]] | None = None
+        self._inputs: tuple[str, FleetInputs] | None = None  # see keep_inputs
 
     # -- files -------------------------------------------------------------------
 
@@ -124,6 +127,18 @@ class Cache:
         now, so that the next reconcile from that state reads nothing."""
         self.load_jobs()
         self.load_state(commit)
+
+    # -- the fleet read last (in memory only) --------------------------------------
+
+    def keep_inputs(self, tree: str, inputs: FleetInputs) -> None:
+        """Keep what was read from source tree ``tree``, so that the next
+        reconcile of a tree that differs from it in a few job files only
+        patches it (``patch_fleet``). The caller must not change it after."""
+        self._inputs = (tree, inputs)
+
+    def kept_inputs(self) -> tuple[str, FleetInputs] | None:
+        """The source tree and inputs ``keep_inputs`` kept last; not to be changed."""
+        return self._inputs
 
     # -- decisions of a state commit ----------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from reconciler.core.cycle import InvalidJob
@@ -106,6 +106,7 @@ class FleetInputs:
     problems: list[Problem] = field(default_factory=list)
     files: int = 0
     documents: int = 0
+    twice: set[JobKey] = field(default_factory=set)  # jobs defined more than once
 
     def error_count(self) -> int:
         return sum(1 for p in self.problems if p.severity == "error")
@@ -186,6 +187,53 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None) -> Fl
         if read_file(src, inputs, trees, record) and cache is not None:
             cache.put_job_entry(src.blob, path, record)
     _finish(inputs, trees)
+    return inputs
+
+
+JobEntry = list[JobSource | InvalidJob]
+
+
+def patch_fleet(before: FleetInputs, changes: Iterable[tuple[str, JobEntry | None,
+                                                             JobEntry | None]]
+                ) -> FleetInputs | None:
+    """What ``read_fleet`` reads from a commit that differs from the one it read
+    ``before`` from only in jobs-only files: ``before`` with each such file's
+    jobs, (path, old, new), taken out (old) and put in (new; ``None``: the file
+    was added or deleted). ``before`` is not changed; the result shares its
+    other values. ``None`` when the result could differ from a full read: a
+    job defined twice, before or after.
+
+    The jobs are not in a full read's order (no reader of them depends on
+    it); the invalid jobs and the problems are.
+    """
+    inputs = replace(before, jobs=dict(before.jobs), invalid=list(before.invalid),
+                     problems=list(before.problems))
+    changes = [c for c in changes if not excluded(c[0], inputs.exclude)]
+    for _, old, _ in changes:
+        for outcome in old or ():
+            if isinstance(outcome, JobSource):
+                key = outcome.job.key
+                if key in inputs.twice or inputs.jobs.get(key) is not outcome:
+                    return None
+                del inputs.jobs[key]
+                continue
+            try:
+                inputs.invalid.remove(outcome)
+                inputs.problems.remove(Problem(outcome.path, outcome.line, outcome.message))
+            except ValueError:
+                return None
+        inputs.files -= old is not None
+        inputs.documents -= len(old or ())
+    for _, _, new in changes:
+        for outcome in new or ():
+            if isinstance(outcome, JobSource) and (
+                    outcome.job.key in inputs.jobs or outcome.job.key in inputs.twice):
+                return None
+            _take_job(inputs, outcome)
+        inputs.files += new is not None
+        inputs.documents += len(new or ())
+    inputs.invalid.sort(key=lambda bad: bad.path)  # (stable: each file's in its order)
+    inputs.problems.sort()
     return inputs
 
 
@@ -273,6 +321,7 @@ def _add_job(inputs: FleetInputs, source: JobSource) -> None:
         inputs.problems.append(Problem(source.job.path, source.job.line, (
             f"{key} is also defined at {other.job.path}:{other.job.line}; a job is "
             f"identified by group, kind, namespace and name: rename one")))
+        inputs.twice.add(key)
         return
     inputs.jobs[key] = source
 

@@ -1,0 +1,158 @@
+"""A fleet kept in memory (``fleetq watch``) and patched with the job files a
+commit changed: the same values as reading the commit whole, on a real repo.
+
+Each step commits a change and reads HEAD twice: with one ``Cache`` kept over
+all the steps (so it patches the fleet it read last, when it may) and by a
+fresh, uncached whole read. The two must be equal; and each step says which
+way the kept cache went, so a patch that is never taken, or taken where it
+may not be, fails too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reconciler.fleet.cache import Cache
+from reconciler.fleet.inputs import FleetInputs, patch_fleet, read_fleet
+from reconciler.gitops.repo import FleetRepo
+from reconciler.pipeline import ParsedJobs, read_inputs, read_source
+
+from .conftest import (
+    QUEUED_CLUSTER_POLICY,
+    commit_all,
+    git,
+    make_fleet_repo,
+    member_cluster,
+    one_leaf_tree,
+    pytorchjob,
+    write_files,
+)
+
+PATCHED = "patched the fleet read last with the files that changed"
+FLEET = """\
+apiVersion: fleetq.io/v1alpha1
+kind: Fleet
+metadata: {name: fleet}
+spec:
+  exclude:
+  - "docs/**"
+"""
+CONFIG = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: default}
+data: {a: "1"}
+"""
+
+
+def whole(path: Path) -> FleetInputs:
+    repo = FleetRepo(path)
+    store = ParsedJobs()
+    _, files = read_source(repo, "HEAD", store)
+    return read_fleet(files, store)
+
+
+class Kept:
+    """One cache over all the reads, as a watch keeps it."""
+
+    def __init__(self, path: Path) -> None:
+        self.repo = FleetRepo(path)
+        self.cache = Cache(self.repo.git_dir)
+        self.path = path
+
+    def read(self) -> tuple[FleetInputs, bool]:
+        said: list[str] = []
+        _, inputs = read_inputs(self.repo, "HEAD", self.cache, self.cache, said.append)
+        return inputs, PATCHED in said
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Kept:
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "fleet.yaml": FLEET, "quota.yaml": one_leaf_tree("64", "256Gi"),
+        "policy.yaml": QUEUED_CLUSTER_POLICY, "clusters/c1.yaml": member_cluster("c1"),
+        "jobs/a.yaml": pytorchjob("a"), "jobs/b.yaml": pytorchjob("b"),
+        "jobs/two.yaml": pytorchjob("t1") + "---\n" + pytorchjob("t2"),
+        "jobs/bad.yaml": pytorchjob("bad", replicas_text='"two"')})
+    kept = Kept(path)
+    inputs, patched = kept.read()
+    assert not patched and inputs == whole(path)
+    assert [bad.key.name for bad in inputs.invalid] == ["bad"]
+    return kept
+
+
+def step(kept: Kept, files: dict[str, str], *, remove: tuple[str, ...] = (),
+         patched: bool) -> FleetInputs:
+    if files:
+        write_files(kept.path, files)
+    if remove:
+        git(kept.path, "rm", "-q", *remove)
+    commit_all(kept.path, "step")
+    got, was_patched = kept.read()
+    assert got == whole(kept.path)
+    assert was_patched is patched
+    return got
+
+
+def test_job_files_pushed_one_by_one_are_patched_in_as_a_whole_read_has_them(
+        fleet: Kept) -> None:
+    got = step(fleet, {"jobs/c.yaml": pytorchjob("c")}, patched=True)
+    assert sorted(k.name for k in got.jobs) == ["a", "b", "c", "t1", "t2"]
+    step(fleet, {"jobs/a.yaml": pytorchjob("a", cpu="3")}, patched=True)
+    step(fleet, {}, remove=("jobs/b.yaml",), patched=True)
+    got = step(fleet, {"jobs/c.yaml": pytorchjob("c", replicas_text='"x"')}, patched=True)
+    assert sorted(bad.key.name for bad in got.invalid) == ["bad", "c"]
+    got = step(fleet, {"jobs/0.yaml": pytorchjob("zero", replicas_text='"x"')},
+               patched=True)
+    assert [bad.key.name for bad in got.invalid] == ["zero", "bad", "c"]  # by path
+    got = step(fleet, {"jobs/bad.yaml": pytorchjob("bad")}, remove=("jobs/0.yaml",),
+               patched=True)
+    assert [bad.key.name for bad in got.invalid] == ["c"]
+    assert "bad" in {k.name for k in got.jobs}
+    step(fleet, {"jobs/two.yaml": pytorchjob("t2")}, patched=True)  # one of two documents
+    step(fleet, {"jobs/z/a.yaml": pytorchjob("a", cpu="3")}, remove=("jobs/a.yaml",),
+         patched=True)  # moved
+    step(fleet, {"docs/example.yaml": pytorchjob("doc", replicas_text='"two"')},
+         patched=True)  # excluded: not read
+    assert fleet.read()[1] is True  # the same tree again: the fleet as it was
+
+
+def test_a_job_defined_twice_is_read_whole_until_it_is_not(fleet: Kept) -> None:
+    got = step(fleet, {"jobs/a-again.yaml": pytorchjob("a", cpu="2")}, patched=False)
+    assert got.jobs[next(k for k in got.jobs if k.name == "a")].job.path == \
+        "jobs/a-again.yaml"  # (the first by path)
+    assert any("also defined at" in p.message for p in got.problems)
+    step(fleet, {"jobs/c.yaml": pytorchjob("c")}, patched=True)  # a is not touched
+    got = step(fleet, {}, remove=("jobs/a-again.yaml",), patched=False)
+    assert got.jobs[next(k for k in got.jobs if k.name == "a")].job.path == "jobs/a.yaml"
+    step(fleet, {"jobs/a-2.yaml": pytorchjob("a")}, patched=False)  # twice again
+    step(fleet, {}, remove=("jobs/a-2.yaml",), patched=False)
+    step(fleet, {"jobs/d.yaml": pytorchjob("d")}, patched=True)
+
+
+def test_files_that_are_not_only_jobs_are_read_whole(fleet: Kept) -> None:
+    step(fleet, {"quota.yaml": one_leaf_tree("32", "256Gi")}, patched=False)
+    step(fleet, {"jobs/config.yaml": CONFIG}, patched=False)
+    step(fleet, {"jobs/config.yaml": CONFIG.replace('"1"', '"2"')}, patched=False)
+    step(fleet, {"jobs/broken.yaml": "a: [\n"}, patched=False)
+    step(fleet, {"fleet.yaml": FLEET.replace("docs/**", "old/**")}, patched=False)
+    step(fleet, {"templates/commit-message.j2": "reconcile {{ source.short }}\n"},
+         patched=False)
+    step(fleet, {"jobs/e.yaml": pytorchjob("e")}, patched=True)
+
+
+def test_patching_never_changes_the_fleet_it_starts_from(fleet: Kept) -> None:
+    kept = fleet.cache.kept_inputs()
+    assert kept is not None
+    before = kept[1]
+    jobs, invalid, problems = dict(before.jobs), list(before.invalid), list(before.problems)
+    entry = next(iter(before.jobs.values()))
+    assert patch_fleet(before, [("jobs/b.yaml", [before.jobs[k] for k in before.jobs
+                                                 if k.name == "b"], None),
+                                ("jobs/new.yaml", None, [entry])]) is None  # a's twin
+    got = patch_fleet(before, [("jobs/b.yaml", [v for k, v in before.jobs.items()
+                                                if k.name == "b"], None)])
+    assert got is not None and "b" not in {k.name for k in got.jobs}
+    assert (before.jobs, before.invalid, before.problems) == (jobs, invalid, problems)
