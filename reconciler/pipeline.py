@@ -549,7 +549,9 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
     there. ``idle`` is called each time it starts waiting for a change.
 
     One ``Cache`` is kept across rounds, so a round reads back nothing that the
-    last one saved; a state found up to date is read into it before waiting.
+    last one saved, and a push of job files reads those files only (see
+    ``read_inputs``); a state found up to date, and its source, are read into
+    it before waiting.
     A round that fails is reported and the watch goes on: after a git error
     (a remote away, a revision not there yet) the round is tried again every
     ``interval`` seconds, its error reported again only when it changes; after
@@ -578,9 +580,6 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
                 fetch = last_error is not None  # a retry fetches again: the remote may be back
                 if fault:
                     cache = Cache(repo.git_dir)
-                elif done.outcome is not None and done.outcome.computed is None \
-                        and done.outcome.state is not None:
-                    cache.warm(done.outcome.state)  # up to date: read now, not at a push
                 del done  # (an outcome holds the whole fleet: not kept while waiting)
                 gc.collect()
                 gc.freeze()
@@ -616,6 +615,10 @@ def _watch_round(repo: FleetRepo, watcher: RefWatcher, cache: Cache, *, source_r
         before = watcher.current()
         outcome = reconcile(repo, source_rev=source_rev, state_branch=branch, remote=remote,
                             now=now, progress=progress, cache=cache)
+        if outcome.computed is None and outcome.state is not None and outcome.source:
+            # up to date: what the next push needs is read now, not then
+            cache.warm(outcome.state)
+            read_inputs(repo, outcome.source.sha, cache, cache)
     except GitError as exc:
         return (), Round(None, str(exc), time.perf_counter() - started, branch), False
     except Exception:

@@ -375,17 +375,28 @@ def test_a_watch_started_on_an_up_to_date_state_reads_it_before_the_next_push(
         return real(data)
 
     monkeypatch.setattr(pipeline, "read_placements", counted)
+    whole: list[str] = []  # the commits the watch read whole
+    real_read = pipeline.read_source
+
+    def read_source(repo: FleetRepo, rev: str, *args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread() is w.thread:
+            whole.append(rev)
+        return real_read(repo, rev, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "read_source", read_source)
     w = Watching(path)
     watching.append(w)
     first = w.next()
     assert first.outcome is not None and first.outcome.computed is None  # up to date
     w.quiet(0.5)
+    assert whole == [rev(path, "main")]  # read before the push, while waiting
     for old in (path / ".git" / "fleetq").glob("cache-v*/*"):
         old.unlink()  # nothing on disk: the state must come from memory
     write_files(path, {"jobs/b.yaml": pytorchjob("b", cpu="2")})
     sha = commit_all(path, "b")
     assert committed(w.next()) == twin.reconcile(sha)
     assert parsed == [1]  # the twin's, not the watch's: it had the state in memory
+    assert whole == [rev(path, "main^")]  # the push: b.yaml read alone, the fleet patched
     w.close()
 
 
