@@ -295,17 +295,19 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     progress("scheduling")
     result = reconcile_cycle(cycle_input)
     progress("rendering")
+    # (the cycle's priors are ``before``'s, which the cache has as this version wrote them)
+    placements, written = render_placements_reusing(result.decisions, before,
+                                                    result.from_prior)
+    del before
+    # its blob (the largest of the state by far) is compressed while the rest is done
+    out: dict[str, bytes | str] = {PLACEMENTS: repo.write_blob(placements)}
+    del placements
     kept_paths = [p for d in result.decisions if d.kept
                   for p in previous_entries if p.startswith(f"clusters/{d.cluster}/")]
     previous_bytes = repo.read_blobs(previous_entries[p] for p in kept_paths)
     previous = {p: previous_bytes[previous_entries[p]] for p in kept_paths}
     overlays = Overlays(inputs.templates)
     rendered = render_state(result.decisions, inputs, _manifest_of, previous, overlays, reuse)
-    # (the cycle's priors are ``before``'s, which the cache has as this version wrote them)
-    placements, written = render_placements_reusing(result.decisions, before,
-                                                    result.from_prior)
-    del before
-    out: dict[str, bytes | str] = {PLACEMENTS: placements}
     out.update(rendered.files)
     for path, sha in previous_entries.items():
         if path.startswith(CARRIED_OVER):

@@ -50,6 +50,23 @@ class Identity:
     email: str
 
 
+def _write_loose(kind: bytes, body: bytes, target: Path) -> None:
+    """One loose object, whole or not at all (written aside, then renamed)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".fleetq-")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            deflate = zlib.compressobj(1)
+            fh.write(deflate.compress(kind + b" " + str(len(body)).encode() + b"\0"))
+            fh.write(deflate.compress(body))
+            fh.write(deflate.flush())
+        os.chmod(tmp, 0o444)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def blob_id(data: bytes) -> str:
     """The git object id of a blob holding ``data``."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
@@ -58,6 +75,7 @@ def blob_id(data: bytes) -> str:
 PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3}
 PACK_NAMES = {v: k for k, v in PACK_TYPES.items()}
 PACK_MIN_OBJECTS = 500  # fewer new files than this are written as loose objects
+BEHIND_MIN_BYTES = 4 << 20  # a blob this large is compressed and written in the background
 
 
 class FleetRepo:
@@ -73,6 +91,8 @@ class FleetRepo:
         self.root = Path(repo.git_dir if repo.bare else (repo.working_tree_dir or repo.git_dir))
         self.git_dir = Path(repo.git_dir)
         repo.close()
+        self._behind: list[threading.Thread] = []  # large blobs being written (see settle)
+        self._behind_failed: list[tuple[str, BaseException]] = []
         objects = self.run("rev-parse", "--git-path", "objects").decode().strip()
         self.objects = Path(objects) if os.path.isabs(objects) else self.root / objects
         self._written: set[str] = set()
@@ -82,6 +102,7 @@ class FleetRepo:
 
     def run(self, *args: str, data: bytes | None = None,
             env: Mapping[str, str] | None = None, check: bool = True) -> bytes:
+        self.settle()
         full_env = dict(os.environ)
         if env:
             full_env.update(env)
@@ -93,6 +114,7 @@ class FleetRepo:
         return proc.stdout
 
     def resolve(self, rev: str) -> str | None:
+        self.settle()
         proc = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
                               cwd=self.root, capture_output=True, check=False)
         return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
@@ -139,6 +161,7 @@ class FleetRepo:
         wanted = list(dict.fromkeys(shas))
         if not wanted:
             return {}
+        self.settle()
         proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self.root,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
@@ -171,6 +194,7 @@ class FleetRepo:
         return out
 
     def read_file(self, rev: str, path: str) -> bytes | None:
+        self.settle()
         proc = subprocess.run(["git", "cat-file", "blob", f"{rev}:{path}"], cwd=self.root,
                               capture_output=True, check=False)
         return proc.stdout if proc.returncode == 0 else None
@@ -189,16 +213,37 @@ class FleetRepo:
         return self._store_loose(kind, body, sha)
 
     def _store_loose(self, kind: bytes, body: bytes, sha: str) -> str:
-        header = kind + b" " + str(len(body)).encode() + b"\0"
         target = self.objects / sha[:2] / sha[2:]
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".fleetq-")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(zlib.compress(header + body, 1))
-            os.chmod(tmp, 0o444)
-            os.replace(tmp, target)
+        if target.exists():
+            return sha
+        if len(body) < BEHIND_MIN_BYTES:
+            _write_loose(kind, body, target)
+            return sha
+        # zlib lets go of the interpreter while it compresses: the caller goes
+        # on meanwhile, and whatever runs git next waits for it (settle)
+        thread = threading.Thread(target=self._write_behind, args=(kind, body, target, sha),
+                                  name=f"fleetq-write-{sha[:12]}")  # (finished at exit)
+        self._behind.append(thread)
+        thread.start()
         return sha
+
+    def _write_behind(self, kind: bytes, body: bytes, target: Path, sha: str) -> None:
+        try:
+            _write_loose(kind, body, target)
+        except BaseException as exc:  # raised by settle, in the caller's thread
+            self._behind_failed.append((sha, exc))
+
+    def settle(self) -> None:
+        """Wait for the large blobs still being written in the background: git
+        runs only once every object written is on disk. A write that failed is
+        raised here (and its object no longer counts as written)."""
+        while self._behind:
+            self._behind.pop().join()
+        if self._behind_failed:
+            failed, self._behind_failed = self._behind_failed, []
+            self._written.difference_update(sha for sha, _ in failed)
+            sha, exc = failed[0]
+            raise GitError(f"could not write object {sha} into {self.objects}: {exc}") from exc
 
     def write_blob(self, data: bytes) -> str:
         return self._store(b"blob", data)
@@ -313,6 +358,7 @@ class FleetRepo:
     def update_ref(self, ref: str, new: str, old: str | None) -> bool:
         """Move ``ref`` to ``new`` only if it still points at ``old`` (None: absent)."""
         expected = old or "0" * 40
+        self.settle()
         proc = subprocess.run(["git", "update-ref", "-m", "fleetq reconcile", ref, new,
                                expected], cwd=self.root, capture_output=True, check=False)
         return proc.returncode == 0
@@ -322,6 +368,7 @@ class FleetRepo:
     def fetch(self, remote: str, branch: str) -> str | None:
         """Fetch ``branch`` of ``remote``; its sha, or None when it does not exist there."""
         tracking = f"refs/remotes/{remote}/{branch}"
+        self.settle()
         proc = subprocess.run(["git", "fetch", "--quiet", "--no-tags", remote,
                                f"+refs/heads/{branch}:{tracking}"], cwd=self.root,
                               capture_output=True, check=False)
@@ -337,6 +384,7 @@ class FleetRepo:
     def push_with_lease(self, remote: str, branch: str, new: str, old: str | None) -> bool:
         """Push ``new`` to ``remote``'s ``branch`` only if it is still at ``old``."""
         lease = f"--force-with-lease=refs/heads/{branch}:{old or ''}"
+        self.settle()
         proc = subprocess.run(["git", "push", "--quiet", "--porcelain", lease, remote,
                                f"{new}:refs/heads/{branch}"], cwd=self.root,
                               capture_output=True, check=False)

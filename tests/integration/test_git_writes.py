@@ -84,3 +84,51 @@ def test_objects_the_repository_holds_are_not_written_again(tmp_path: Path,
     run_reconcile(path, use_cache=False)
     assert len(list(pack_dir.glob("pack-*.pack"))) == 2
     git(path, "fsck", "--strict", "--no-dangling")
+
+
+def test_a_large_blob_is_written_in_the_background_and_git_waits_for_it(
+        tmp_path: Path, monkeypatch) -> None:
+    """A reconcile whose placements.yaml is "large" (the bound lowered): the
+    blob is written by another thread, and the state commit is the same as
+    one written in line, every object whole (``git fsck``)."""
+    inline = _fleet(tmp_path / "inline")
+    run_reconcile(inline, use_cache=False)
+    behind = _fleet(tmp_path / "behind")
+    started: list[str] = []
+    real = gitrepo.threading.Thread.start
+
+    def start(self) -> None:  # type: ignore[no-untyped-def]
+        started.append(self.name)
+        real(self)
+
+    monkeypatch.setattr(gitrepo, "BEHIND_MIN_BYTES", 1000)
+    monkeypatch.setattr(gitrepo.threading.Thread, "start", start)
+    run_reconcile(behind, use_cache=False)
+    placements = rev(behind, f"{STATE}:placements.yaml")
+    assert placements is not None and f"fleetq-write-{placements[:12]}" in started
+    assert rev(behind, STATE) == rev(inline, STATE)
+    git(behind, "fsck", "--strict", "--no-dangling")
+    assert not list((behind / ".git" / "objects").glob("*/.fleetq-*"))
+
+
+def test_a_background_write_that_fails_is_raised_at_the_next_git_call(
+        tmp_path: Path, monkeypatch) -> None:
+    path = _fleet(tmp_path / "fleet")
+    repo = gitrepo.FleetRepo(path)
+    monkeypatch.setattr(gitrepo, "BEHIND_MIN_BYTES", 10)
+
+    def fail(kind: bytes, body: bytes, target: Path) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(gitrepo, "_write_loose", fail)
+    sha = repo.write_blob(b"a large blob, for this test\n")
+    try:
+        repo.resolve("HEAD")
+    except gitrepo.GitError as exc:
+        assert sha in str(exc) and "No space left on device" in str(exc)
+    else:
+        raise AssertionError("the failed write was not raised")
+    assert repo.resolve("HEAD") is not None  # raised once
+    monkeypatch.undo()
+    assert repo.write_blob(b"a large blob, for this test\n") == sha  # written again, now
+    assert repo.read_blobs([sha]) == {sha: b"a large blob, for this test\n"}
