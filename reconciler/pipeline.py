@@ -359,7 +359,7 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
         changed = repo.changed_files(tree, new_tree)
     except GitError:
         return None
-    changes: list[tuple[str, JobEntry | None, JobEntry | None]] = []
+    changes: list[tuple[str, str, JobEntry | None, str, JobEntry | None]] = []
     parse: dict[str, str] = {}  # path -> new blob, not in the cache
     for path, old, new in changed:
         if path.startswith(TEMPLATES_DIR) or path in FLEET_FILES:
@@ -372,7 +372,7 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
         now = cache.job_entry(new, path) if new != NO_BLOB else None
         if new != NO_BLOB and now is None:
             parse[path] = new
-        changes.append((path, was, now))
+        changes.append((path, old, was, new, now))
     blobs = repo.read_blobs(parse.values())
     parsed: dict[str, JobEntry] = {}
     for path, blob in parse.items():
@@ -381,8 +381,12 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
         if not read_file(SourceFile(path, blob, blobs[blob]), FleetInputs(), [], record):
             return None
         cache.put_job_entry(blob, path, record)
-    return patch_fleet(before, [(path, was, parsed.get(path, now))
-                                for path, was, now in changes])
+    out = []
+    for path, old, was, new, now in changes:
+        now = parsed.get(path, now)
+        out.append((path, (old, was) if was is not None else None,
+                    (new, now) if now is not None else None))
+    return patch_fleet(before, out)
 
 
 def _settled(repo: FleetRepo, store: JobStore, source: CommitInfo, state: CommitInfo | None,
@@ -633,9 +637,7 @@ def _watch_round(repo: FleetRepo, watcher: RefWatcher, cache: Cache, *, source_r
 def _save_cache(cache: Cache | None, computed: Computed, state: str | None) -> None:
     if cache is None:
         return
-    keep = {(s.job.blob, s.job.path) for s in computed.inputs.jobs.values()}
-    keep.update((bad.blob, bad.path) for bad in computed.inputs.invalid)
-    cache.save_jobs(keep)
+    cache.save_jobs(computed.inputs.jobs_files)
     if state is not None:
         rendered = {}
         for path, made_of in computed.rendered_from.items():

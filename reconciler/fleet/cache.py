@@ -30,6 +30,7 @@ import os
 import pickle
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -109,15 +110,17 @@ class Cache:
         self.shards.setdefault(blob[:2], {})[(blob, path)] = entry
         self._dirty.add(blob[:2])
 
-    def save_jobs(self, keep: set[tuple[str, str]]) -> None:
+    def save_jobs(self, keep: Mapping[str, str]) -> None:
         """Write the shards that changed; entries of files no longer in the fleet
-        are dropped."""
-        for name, entries in self.shards.items():
-            stale = [k for k in entries if k not in keep]
-            for k in stale:
-                del entries[k]
-            if stale:
-                self._dirty.add(name)
+        (``keep``: path -> blob of the jobs-only files in it, each of them an
+        entry here) are dropped."""
+        if sum(len(entries) for entries in self.shards.values()) > len(keep):
+            for name, entries in self.shards.items():
+                stale = [k for k in entries if keep.get(k[1]) != k[0]]
+                for k in stale:
+                    del entries[k]
+                if stale:
+                    self._dirty.add(name)
         for name in sorted(self._dirty):
             self._write(f"jobs-{name}.pickle", self.shards.get(name, {}))
         self._dirty.clear()

@@ -107,6 +107,7 @@ class FleetInputs:
     files: int = 0
     documents: int = 0
     twice: set[JobKey] = field(default_factory=set)  # jobs defined more than once
+    jobs_files: dict[str, str] = field(default_factory=dict)  # path -> blob, jobs-only files
 
     def error_count(self) -> int:
         return sum(1 for p in self.problems if p.severity == "error")
@@ -182,10 +183,13 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None) -> Fl
             for outcome in cached:
                 inputs.documents += 1
                 _take_job(inputs, outcome)
+            inputs.jobs_files[path] = src.blob
             continue
         record: list[JobSource | InvalidJob] = []
-        if read_file(src, inputs, trees, record) and cache is not None:
-            cache.put_job_entry(src.blob, path, record)
+        if read_file(src, inputs, trees, record):
+            inputs.jobs_files[path] = src.blob
+            if cache is not None:
+                cache.put_job_entry(src.blob, path, record)
     _finish(inputs, trees)
     return inputs
 
@@ -193,8 +197,11 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None) -> Fl
 JobEntry = list[JobSource | InvalidJob]
 
 
-def patch_fleet(before: FleetInputs, changes: Iterable[tuple[str, JobEntry | None,
-                                                             JobEntry | None]]
+Blobbed = tuple[str, JobEntry]  # a jobs-only file's blob and its jobs
+
+
+def patch_fleet(before: FleetInputs, changes: Iterable[tuple[str, Blobbed | None,
+                                                             Blobbed | None]]
                 ) -> FleetInputs | None:
     """What ``read_fleet`` reads from a commit that differs from the one it read
     ``before`` from only in jobs-only files: ``before`` with each such file's
@@ -207,10 +214,15 @@ def patch_fleet(before: FleetInputs, changes: Iterable[tuple[str, JobEntry | Non
     it); the invalid jobs and the problems are.
     """
     inputs = replace(before, jobs=dict(before.jobs), invalid=list(before.invalid),
-                     problems=list(before.problems))
+                     problems=list(before.problems), jobs_files=dict(before.jobs_files))
     changes = [c for c in changes if not excluded(c[0], inputs.exclude)]
-    for _, old, _ in changes:
-        for outcome in old or ():
+    for path, old, _ in changes:
+        if old is None:
+            continue
+        blob, outcomes = old
+        if inputs.jobs_files.pop(path, None) != blob:
+            return None  # not the file read before
+        for outcome in outcomes:
             if isinstance(outcome, JobSource):
                 key = outcome.job.key
                 if key in inputs.twice or inputs.jobs.get(key) is not outcome:
@@ -222,16 +234,20 @@ def patch_fleet(before: FleetInputs, changes: Iterable[tuple[str, JobEntry | Non
                 inputs.problems.remove(Problem(outcome.path, outcome.line, outcome.message))
             except ValueError:
                 return None
-        inputs.files -= old is not None
-        inputs.documents -= len(old or ())
-    for _, _, new in changes:
-        for outcome in new or ():
+        inputs.files -= 1
+        inputs.documents -= len(outcomes)
+    for path, _, new in changes:
+        if new is None:
+            continue
+        blob, outcomes = new
+        for outcome in outcomes:
             if isinstance(outcome, JobSource) and (
                     outcome.job.key in inputs.jobs or outcome.job.key in inputs.twice):
                 return None
             _take_job(inputs, outcome)
-        inputs.files += new is not None
-        inputs.documents += len(new or ())
+        inputs.jobs_files[path] = blob
+        inputs.files += 1
+        inputs.documents += len(outcomes)
     inputs.invalid.sort(key=lambda bad: bad.path)  # (stable: each file's in its order)
     inputs.problems.sort()
     return inputs

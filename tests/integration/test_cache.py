@@ -170,6 +170,34 @@ def test_a_new_job_rewrites_only_its_shard_of_the_cache(tmp_path: Path) -> None:
     assert rewritten == {f"jobs-{blob[:2]}.pickle"}
 
 
+def test_the_jobs_of_files_no_longer_in_the_fleet_are_dropped_from_the_cache(
+        tmp_path: Path) -> None:
+    """A changed, a deleted and a moved job file: the cache keeps one entry for
+    each jobs-only file of the fleet, under its blob and path now."""
+    from reconciler.fleet.cache import Cache
+    from reconciler.gitops.repo import FleetRepo
+
+    path = fleet(tmp_path)
+    run_reconcile(path)
+
+    def entries() -> set[tuple[str, str]]:
+        cache = Cache(FleetRepo(path).git_dir)
+        cache.load_jobs()
+        return {k for shard in cache.shards.values() for k in shard}
+
+    def jobs_files() -> set[tuple[str, str]]:
+        listed = git(path, "ls-tree", "-r", "HEAD", "jobs/").splitlines()
+        return {(line.split()[2], line.split("\t")[1]) for line in listed}
+
+    assert entries() == jobs_files()
+    write_files(path, {"jobs/j0.yaml": pytorchjob("j0", cpu="3"),
+                       "jobs/moved/j2.yaml": pytorchjob("j2")})
+    git(path, "rm", "-q", "jobs/j1.yaml", "jobs/j2.yaml")
+    commit_all(path, "change, delete, move")
+    run_reconcile(path)
+    assert entries() == jobs_files()
+
+
 def test_an_incremental_reconcile_counts_unchanged_queued_jobs_as_settled(
         tmp_path: Path, monkeypatch) -> None:
     """After a pushed job, the jobs the state queued are not tried again unless

@@ -148,11 +148,12 @@ def test_patching_never_changes_the_fleet_it_starts_from(fleet: Kept) -> None:
     assert kept is not None
     before = kept[1]
     jobs, invalid, problems = dict(before.jobs), list(before.invalid), list(before.problems)
-    entry = next(iter(before.jobs.values()))
-    assert patch_fleet(before, [("jobs/b.yaml", [before.jobs[k] for k in before.jobs
-                                                 if k.name == "b"], None),
-                                ("jobs/new.yaml", None, [entry])]) is None  # a's twin
-    got = patch_fleet(before, [("jobs/b.yaml", [v for k, v in before.jobs.items()
-                                                if k.name == "b"], None)])
+    b = next(v for k, v in before.jobs.items() if k.name == "b")
+    a = next(v for k, v in before.jobs.items() if k.name == "a")
+    assert patch_fleet(before, [("jobs/b.yaml", (b.job.blob, [b]), None),
+                                ("jobs/new.yaml", None, ("1" * 40, [a]))]) is None  # a twin
+    assert patch_fleet(before, [("jobs/b.yaml", ("0" * 40, [b]), None)]) is None  # not it
+    got = patch_fleet(before, [("jobs/b.yaml", (b.job.blob, [b]), None)])
     assert got is not None and "b" not in {k.name for k in got.jobs}
+    assert "jobs/b.yaml" not in got.jobs_files and "jobs/b.yaml" in before.jobs_files
     assert (before.jobs, before.invalid, before.problems) == (jobs, invalid, problems)
