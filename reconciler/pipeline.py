@@ -424,12 +424,13 @@ def describe_changes(prior: dict[JobKey, PriorPlacement],
                      decisions: list[Decision]) -> list[str]:
     """One line per job whose phase or cluster changed, for the commit message."""
     lines = []
-    seen = set()
+    found = 0  # decisions of jobs the prior has (all of them: none was deleted)
     for d in decisions:
-        seen.add(d.key)
         before = prior.get(d.key)
-        if before is not None and before.phase is d.phase and before.cluster == d.cluster:
-            continue
+        if before is not None:
+            found += 1
+            if before.phase is d.phase and before.cluster == d.cluster:
+                continue
         name = f"{d.key.kind} {d.key.namespace}/{d.key.name}"
         if d.phase is Phase.ADMITTED:
             pods = ", ".join(f"{p.name} {p.replicas}" for p in d.pod_sets)
@@ -440,9 +441,11 @@ def describe_changes(prior: dict[JobKey, PriorPlacement],
             lines.append(f"remove {name} from {before.cluster}: {d.phase.value.lower()}")
         else:
             lines.append(f"{d.phase.value.lower()} {name}")
-    for key in sorted(k for k in prior if k not in seen):
-        where = f" from {prior[key].cluster}" if prior[key].cluster else ""
-        lines.append(f"delete {key.kind} {key.namespace}/{key.name}{where}")
+    if found < len(prior):
+        seen = {d.key for d in decisions}
+        for key in sorted(k for k in prior if k not in seen):
+            where = f" from {prior[key].cluster}" if prior[key].cluster else ""
+            lines.append(f"delete {key.kind} {key.namespace}/{key.name}{where}")
     return lines
 
 

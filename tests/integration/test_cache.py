@@ -410,3 +410,23 @@ def test_a_small_change_saves_only_the_decisions_that_changed(tmp_path: Path,
     commits.append(run_reconcile(path).commit)
     assert "placements" in saved()[commits[-1]]
     assert "k10" in {p.split("/")[1] for p in placements(path)}
+
+
+def test_the_commit_message_names_the_jobs_deleted_and_only_those(tmp_path: Path) -> None:
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": TREE, "policy.yaml": QUEUED_CLUSTER_POLICY, "priorities.yaml": PRIORITIES,
+        "clusters/c1.yaml": member_cluster("c1", cpu="64", memory="256Gi"),
+        **{f"jobs/j{i}.yaml": pytorchjob(f"j{i}") for i in range(6)}})
+    run_reconcile(path)  # kube-queue/max-jobs 3: j3, j4 and j5 wait
+    write_files(path, {"jobs/j9.yaml": pytorchjob("j9")})
+    commit_all(path, "j9")
+    run_reconcile(path)
+    lines = git(path, "log", "-1", "--format=%B", STATE).splitlines()
+    assert lines[2:4] == ["queued PyTorchJob default/j9", ""]
+    git(path, "rm", "-q", "jobs/j1.yaml", "jobs/j4.yaml")
+    commit_all(path, "j1 and j4 are done")
+    run_reconcile(path)
+    lines = git(path, "log", "-1", "--format=%B", STATE).splitlines()
+    assert lines[2:lines.index("", 2)] == [
+        "admit PyTorchJob default/j3 -> c1 (master 1, worker 1)",
+        "delete PyTorchJob default/j1 from c1", "delete PyTorchJob default/j4"]
