@@ -327,9 +327,10 @@ NO_BLOB = "0" * 40
 def read_inputs(repo: FleetRepo, rev: str, store: JobStore, cache: Cache | None,
                 progress: Progress = _quiet) -> tuple[CommitInfo, FleetInputs]:
     """The source commit and what it holds. When the ``cache`` kept the fleet
-    of another tree (``fleetq watch``) and only jobs-only files changed since,
-    that fleet is patched with those files (see ``patch_fleet``); else the
-    commit is read whole. What is read is kept for the next time."""
+    of another tree (in memory, or saved by the last reconcile) and only
+    jobs-only files changed since, that fleet is patched with those files (see
+    ``patch_fleet``); else the commit is read whole. What is read is kept for
+    the next time."""
     kept = cache.kept_inputs() if cache is not None else None
     if cache is not None and kept is not None:
         sha = repo.resolve(rev)
@@ -641,6 +642,7 @@ def _save_cache(cache: Cache | None, computed: Computed, state: str | None) -> N
     if cache is None:
         return
     cache.save_jobs(computed.inputs.jobs_files)
+    cache.save_inputs()
     if state is not None:
         rendered = {}
         for path, made_of in computed.rendered_from.items():

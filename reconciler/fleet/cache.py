@@ -2,7 +2,7 @@
 
 It lives in the repository's git directory (``.git/fleetq/cache-v<N>/``),
 never in the work tree, and is safe to delete at any time: everything in it
-can be computed again from git. Two things are kept:
+can be computed again from git. Three things are kept:
 
 - ``jobs-<xx>.pickle``: the parsed jobs of every jobs-only file, keyed by
   (git blob id, path), in 256 shards by the blob id's first two hex digits.
@@ -14,14 +14,16 @@ can be computed again from git. Two things are kept:
   what each job file of it was rendered from, so that an unchanged job is not
   rendered again. After a small change it holds only the decisions that
   changed since the state it names as its base.
+- ``inputs.pickle``: the fleet read last and the source tree it was read
+  from, but for the jobs of its jobs-only files (they are in the shards), so
+  that the next reconcile of a push of a few job files reads those files only.
 
 Entries are never trusted across formats: the folder name carries the cache
 format and the fleetq version, and an unreadable file is dropped.
 
 One ``Cache`` kept across reconciles (``fleetq watch``) also keeps in memory
 the state it loaded or saved last, so the next reconcile from that state reads
-nothing back from disk, and the fleet read last, so that a push of a few job
-files reads those files only.
+nothing back from disk, and the fleet read last.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import pickle
 import shutil
 import tempfile
 from collections.abc import Mapping
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,7 @@ MAX_DELTAS = 16  # a state saved as changes is at most this many steps from a wh
 DELTA_SHARE = 8  # ... and is saved so only while at most 1/8 of its decisions changed
 
 JobEntry = list[JobSource | InvalidJob]
+INPUTS = "inputs.pickle"  # the fleet read last, but for the jobs of its jobs-only files
 
 
 class Cache:
@@ -131,7 +135,7 @@ class Cache:
         self.load_jobs()
         self.load_state(commit)
 
-    # -- the fleet read last (in memory only) --------------------------------------
+    # -- the fleet read last -----------------------------------------------------------
 
     def keep_inputs(self, tree: str, inputs: FleetInputs) -> None:
         """Keep what was read from source tree ``tree``, so that the next
@@ -140,8 +144,50 @@ class Cache:
         self._inputs = (tree, inputs)
 
     def kept_inputs(self) -> tuple[str, FleetInputs] | None:
-        """The source tree and inputs ``keep_inputs`` kept last; not to be changed."""
+        """The source tree and inputs kept last (``keep_inputs``), else those
+        ``save_inputs`` saved, their jobs taken from the parsed jobs (call
+        ``load_jobs`` first); not to be changed. ``None`` when there are none,
+        or they name a job file no longer here."""
+        if self._inputs is None:
+            self._inputs = self._saved_inputs()
         return self._inputs
+
+    def save_inputs(self) -> None:
+        """Save the inputs kept (``keep_inputs``), but for the jobs of their
+        jobs-only files: those are rebuilt from the parsed jobs. Not saved when
+        a job is defined twice (which of the two counts depends on the order
+        of the files: such a fleet is read whole)."""
+        if self._inputs is None:
+            return
+        tree, inputs = self._inputs
+        if inputs.twice:
+            (self.dir / INPUTS).unlink(missing_ok=True)
+            return
+        files = inputs.jobs_files
+        others = {k: s for k, s in inputs.jobs.items() if s.job.path not in files}
+        self._write(INPUTS, {"tree": tree, "inputs": replace(inputs, jobs=others),
+                             "jobs": len(inputs.jobs)})
+
+    def _saved_inputs(self) -> tuple[str, FleetInputs] | None:
+        got = self._read(INPUTS)
+        if not isinstance(got, dict) or not isinstance(got.get("inputs"), FleetInputs) \
+                or not isinstance(got.get("tree"), str):
+            return None
+        inputs: FleetInputs = got["inputs"]
+        if set(vars(inputs)) != {f.name for f in fields(FleetInputs)}:
+            return None  # saved by another layout of it
+        jobs = {}
+        for path, blob in inputs.jobs_files.items():
+            entry = self.job_entry(blob, path)
+            if entry is None:
+                return None
+            for outcome in entry:
+                if isinstance(outcome, JobSource):
+                    jobs[outcome.job.key] = outcome
+        jobs.update(inputs.jobs)
+        if len(jobs) != got.get("jobs"):
+            return None  # (a job defined twice after all: read whole)
+        return got["tree"], replace(inputs, jobs=jobs)
 
     # -- decisions of a state commit ----------------------------------------------
 

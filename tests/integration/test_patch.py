@@ -157,3 +157,51 @@ def test_patching_never_changes_the_fleet_it_starts_from(fleet: Kept) -> None:
     assert got is not None and "b" not in {k.name for k in got.jobs}
     assert "jobs/b.yaml" not in got.jobs_files and "jobs/b.yaml" in before.jobs_files
     assert (before.jobs, before.invalid, before.problems) == (jobs, invalid, problems)
+
+
+def test_a_new_process_patches_the_fleet_the_last_reconcile_saved(tmp_path: Path) -> None:
+    """``fleetq reconcile`` after ``fleetq reconcile``: the fleet read is saved
+    with the cache, but for the jobs of its jobs-only files (in the shards);
+    the next process rebuilds it and patches it with the files pushed."""
+    from reconciler.fleet.cache import INPUTS
+    from reconciler.pipeline import reconcile
+
+    from .conftest import NOW, when
+
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("64", "256Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/c1.yaml": member_cluster("c1"), "jobs/a.yaml": pytorchjob("a"),
+        "jobs/mixed.yaml": pytorchjob("m") + "---\n" + CONFIG,  # its job is saved as it is
+        "jobs/bad.yaml": pytorchjob("bad", replicas_text='"two"')})
+    repo = FleetRepo(path)
+    reconcile(repo, now=when(NOW))
+
+    def fresh() -> tuple[FleetInputs, bool]:
+        kept = Kept(path)
+        kept.cache.load_jobs()
+        return kept.read()
+
+    write_files(path, {"jobs/b.yaml": pytorchjob("b")})
+    commit_all(path, "b")
+    got, patched = fresh()
+    assert patched and got == whole(path)
+    assert sorted(k.name for k in got.jobs) == ["a", "b", "m"]
+    reconcile(repo, now=when(NOW))
+    (saved,) = (path / ".git" / "fleetq").glob(f"cache-v*/{INPUTS}")
+
+    git(path, "rm", "-q", "jobs/a.yaml")
+    commit_all(path, "a is done")
+    damaged = saved.read_bytes()
+    saved.write_bytes(damaged[:len(damaged) // 2])
+    got, patched = fresh()
+    assert not patched and got == whole(path)  # a damaged file: read whole
+    reconcile(repo, now=when(NOW))
+
+    write_files(path, {"jobs/a-again.yaml": pytorchjob("b")})  # b twice
+    commit_all(path, "b again")
+    reconcile(repo, now=when(NOW))
+    assert not saved.exists()  # not saved: which b counts depends on the order of files
+    write_files(path, {"jobs/c.yaml": pytorchjob("c")})
+    commit_all(path, "c")
+    got, patched = fresh()
+    assert not patched and got == whole(path)
