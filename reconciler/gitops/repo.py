@@ -69,7 +69,9 @@ def _write_loose(kind: bytes, body: bytes, target: Path) -> None:
 
 def blob_id(data: bytes) -> str:
     """The git object id of a blob holding ``data``."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+    digest = hashlib.sha1(b"blob %d\0" % len(data), usedforsecurity=False)
+    digest.update(data)
+    return digest.hexdigest()
 
 
 PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3}
@@ -202,8 +204,10 @@ class FleetRepo:
     # -- writing ---------------------------------------------------------------
 
     def _store(self, kind: bytes, body: bytes) -> str:
-        header = kind + b" " + str(len(body)).encode() + b"\0"
-        sha = hashlib.sha1(header + body, usedforsecurity=False).hexdigest()
+        digest = hashlib.sha1(kind + b" " + str(len(body)).encode() + b"\0",
+                              usedforsecurity=False)
+        digest.update(body)  # (not hashed joined to its header: a large body is not copied)
+        sha = digest.hexdigest()
         if sha in self._written:
             return sha
         self._written.add(sha)
