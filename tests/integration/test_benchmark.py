@@ -4,6 +4,7 @@ reconcile`` did."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from benchmarks.generate import generate_fleet
@@ -23,3 +24,30 @@ def test_the_benchmark_runs_and_watch_commits_what_reconcile_did(tmp_path: Path)
         phases["quota tree: one-line change"].commit
     text = table(list(phases.values()), 300)
     assert text.count("\n") == len(phases) + 1 and "watching: the same new job" in text
+
+
+def test_pushes_timed_both_ways_make_the_same_state_commits(tmp_path: Path) -> None:
+    """``benchmarks.pushes``: the same pushes from the same state, by a new
+    ``fleetq reconcile`` each and by one kept cache, give the same commits."""
+    import subprocess
+
+    from benchmarks.pushes import pushes
+
+    repo = tmp_path / "fleet"
+    generate_fleet(repo, jobs=200, clusters=3, nodes_per_cluster=3, leaf_quotas=6, seed=5)
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run([sys.executable, "-m", "reconciler.cli", "reconcile", "--repo", str(repo),
+                    "--now", "2026-01-02T00:00:00Z", "-q"], check=True, cwd=root)
+
+    def head(ref: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), "rev-parse", ref], check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    base = head("main"), head("fleetq/state")
+    each = pushes(repo, index=200, count=2, fleetq=root, kept=False)
+    for ref, sha in zip(("refs/heads/main", "refs/heads/fleetq/state"), base, strict=True):
+        subprocess.run(["git", "-C", str(repo), "update-ref", ref, sha], check=True)
+    kept = pushes(repo, index=200, count=2, fleetq=root, kept=True)
+    assert [c for _, _, c in each] == [c for _, _, c in kept]
+    assert len({c for _, _, c in each}) == 2 and base[1] not in {c for _, _, c in each}
+    assert all(seconds > 0 and peak > 0 for seconds, peak, _ in each + kept)

@@ -1,0 +1,123 @@
+"""Time pushes of new jobs to a fleet repo, as fleetq of any checkout reconciles them.
+
+Each push is one new job committed on ``main`` (``generate.add_job``, deterministic:
+the same index on the same commit gives the same commit), then reconciled either by
+a new ``fleetq reconcile`` process (the default) or by one long-lived process that
+keeps one ``Cache`` in memory across pushes, as ``fleetq watch`` does (``--kept``).
+fleetq is imported from ``--fleetq`` (a checkout; this one by default), so two
+checkouts can be timed side by side on the very same pushes::
+
+    python -m benchmarks.pushes FLEET --index 900400 --count 3 --reset MAIN STATE \\
+        [--kept] [--fleetq ../other-checkout]
+
+``--reset`` first sets ``main`` and the state branch (``fleetq/state``) to the given
+commits, so that every run starts from the same state (and its cache, when the runs
+keep it). Prints one line per push: seconds, peak RSS of the reconciling process, and
+the state commit made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.generate import add_job
+
+ROOT = Path(__file__).resolve().parent.parent
+NOW = "2026-01-02T00:00:00Z"
+STATE = "refs/heads/fleetq/state"
+
+# The long-lived reconciler of --kept: one line in per push, one line out.
+KEPT = """
+import resource, sys, time
+from reconciler.fleet.cache import Cache
+from reconciler.gitops.repo import FleetRepo
+from reconciler.pipeline import parse_now, reconcile
+repo = FleetRepo(sys.argv[1])
+cache = Cache(repo.git_dir)
+for _ in sys.stdin:
+    started = time.perf_counter()
+    out = reconcile(repo, now=parse_now(sys.argv[2]), cache=cache)
+    seconds = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    print(f"{seconds:.2f} {peak} {out.commit or 'none'}", flush=True)
+"""
+
+
+def _env(fleetq: Path) -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(fleetq))
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def pushes(repo: Path, *, index: int, count: int, fleetq: Path, kept: bool
+           ) -> list[tuple[float, int, str]]:
+    """(seconds, peak RSS in MiB, state commit) of each push."""
+    out = []
+    worker = subprocess.Popen([sys.executable, "-c", KEPT, str(repo), NOW], env=_env(fleetq),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              cwd=fleetq) if kept else None
+    try:
+        for i in range(count):
+            add_job(repo, index=index + i)
+            if worker is not None:
+                assert worker.stdin is not None and worker.stdout is not None
+                worker.stdin.write("push\n")
+                worker.stdin.flush()
+                line = worker.stdout.readline().split()
+                if len(line) != 3:
+                    raise RuntimeError("the kept reconciler stopped; see its stderr")
+                out.append((float(line[0]), int(line[1]), line[2]))
+                continue
+            started = time.perf_counter()
+            child = subprocess.Popen([sys.executable, "-m", "reconciler.cli", "reconcile",
+                                      "--repo", str(repo), "--now", NOW, "-q"],
+                                     env=_env(fleetq), cwd=fleetq, stdout=subprocess.DEVNULL)
+            _, status, usage = os.wait4(child.pid, 0)  # (its own peak, not the largest yet)
+            seconds = time.perf_counter() - started
+            child.returncode = os.waitstatus_to_exitcode(status)
+            if child.returncode != 0:
+                raise RuntimeError(f"fleetq reconcile failed ({child.returncode})")
+            out.append((seconds, usage.ru_maxrss // 1024, _git(repo, "rev-parse", STATE)))
+    finally:
+        if worker is not None:
+            assert worker.stdin is not None
+            worker.stdin.close()
+            worker.wait()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("fleet", type=Path, help="a fleet repo (benchmarks.generate)")
+    parser.add_argument("--index", type=int, required=True,
+                        help="the first new job's index (beyond the fleet's jobs)")
+    parser.add_argument("--count", type=int, default=3)
+    parser.add_argument("--reset", nargs=2, metavar=("MAIN", "STATE"),
+                        help="set main and the state branch to these commits first")
+    parser.add_argument("--kept", action="store_true",
+                        help="one process, one Cache kept across pushes (as fleetq watch)")
+    parser.add_argument("--fleetq", type=Path, default=ROOT,
+                        help="the checkout whose fleetq reconciles (default: this one)")
+    args = parser.parse_args(argv)
+    if args.reset:
+        _git(args.fleet, "update-ref", "refs/heads/main", args.reset[0])
+        _git(args.fleet, "update-ref", STATE, args.reset[1])
+    fleetq = args.fleetq.resolve()
+    mode = "one kept Cache" if args.kept else "a new process each"
+    print(f"{args.count} pushes to {args.fleet}, fleetq of {fleetq}, {mode}")
+    for i, (seconds, peak, commit) in enumerate(pushes(
+            args.fleet, index=args.index, count=args.count, fleetq=fleetq, kept=args.kept)):
+        print(f"push {i}: {seconds:6.2f} s  {peak:5d} MiB  {commit[:12]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
