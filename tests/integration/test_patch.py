@@ -205,3 +205,58 @@ def test_a_new_process_patches_the_fleet_the_last_reconcile_saved(tmp_path: Path
     commit_all(path, "c")
     got, patched = fresh()
     assert not patched and got == whole(path)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_pushes_of_job_files_read_as_a_whole_read_has_them(
+        fleet: Kept, seed: int) -> None:
+    """Thirty drawn pushes (new, changed, broken, fixed, deleted, moved, doubled
+    and multi-document job files, now and then another kind of file): after
+    each, the kept cache's fleet is the whole read's."""
+    import random
+
+    draw = random.Random(seed)
+    names = [f"r{i}" for i in range(12)]
+    files: dict[str, str] = {}  # path -> job name, the drawn files now in the fleet
+    patched = 0
+    for step_no in range(30):
+        what = draw.choice(["new", "new", "change", "broken", "delete", "move", "twice",
+                            "two", "config"])
+        path = f"jobs/d/{draw.choice('abcdefgh')}{step_no}.yaml"
+        name = draw.choice(names)
+        write: dict[str, str] = {}
+        remove: tuple[str, ...] = ()
+        if what in ("change", "broken", "delete", "move") and files:
+            old = draw.choice(sorted(files))
+            if what == "change":
+                write[old] = pytorchjob(files[old], cpu=str(draw.randint(1, 4)))
+            elif what == "broken":
+                write[old] = pytorchjob(files[old], replicas_text='"x"')
+            elif what == "delete":
+                remove = (old,)
+                del files[old]
+            else:
+                write[path] = pytorchjob(files[old])
+                files[path] = files.pop(old)
+                remove = (old,)
+        elif what == "twice" and files:
+            write[path] = pytorchjob(files[draw.choice(sorted(files))])
+            files[path] = "twice"
+        elif what == "two":
+            write[path] = pytorchjob(name) + "---\n" + pytorchjob(f"{name}-b")
+            files[path] = name
+        elif what == "config":
+            write[path] = CONFIG.replace("settings", f"settings-{step_no}")
+            files[path] = "config"
+        else:
+            write[path] = pytorchjob(name)
+            files[path] = name
+        if write:
+            write_files(fleet.path, write)
+        if remove:
+            git(fleet.path, "rm", "-q", *remove)
+        commit_all(fleet.path, f"step {step_no}: {what}")
+        got, was_patched = fleet.read()
+        assert got == whole(fleet.path), (step_no, what)
+        patched += was_patched
+    assert patched >= 5  # (each seed draws enough pushes of job files alone)
