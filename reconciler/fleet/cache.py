@@ -38,8 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import __version__
-from reconciler.core.cycle import InvalidJob
-from reconciler.fleet.inputs import FleetInputs
+from reconciler.fleet.inputs import FleetInputs, JobEntry
 from reconciler.fleet.jobs import JobSource
 from reconciler.fleet.state import Written
 
@@ -47,7 +46,6 @@ CACHE_FORMAT = 6
 MAX_DELTAS = 16  # a state saved as changes is at most this many steps from a whole one
 DELTA_SHARE = 8  # ... and is saved so only while at most 1/8 of its decisions changed
 
-JobEntry = list[JobSource | InvalidJob]
 INPUTS = "inputs.pickle"  # the fleet read last, but for the jobs of its jobs-only files
 
 

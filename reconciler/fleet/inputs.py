@@ -194,9 +194,7 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None) -> Fl
     return inputs
 
 
-JobEntry = list[JobSource | InvalidJob]
-
-
+JobEntry = list[JobSource | InvalidJob]  # a jobs-only file's jobs, as read_file records them
 Blobbed = tuple[str, JobEntry]  # a jobs-only file's blob and its jobs
 
 
