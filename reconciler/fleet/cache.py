@@ -62,6 +62,7 @@ class Cache:
         # the same, for the state loaded or saved last: kept in memory (only read)
         self._kept: tuple[str, Written, dict[str, tuple[str, str]], list[str]] | None = None
         self._inputs: tuple[str, FleetInputs] | None = None  # see keep_inputs
+        self._inputs_on_disk: str | None = None  # the tree inputs.pickle was saved or read for
 
     # -- files -------------------------------------------------------------------
 
@@ -158,13 +159,17 @@ class Cache:
         if self._inputs is None:
             return
         tree, inputs = self._inputs
+        if tree == self._inputs_on_disk:
+            return  # (the same tree's, so the same values)
         if inputs.twice:
             (self.dir / INPUTS).unlink(missing_ok=True)
+            self._inputs_on_disk = None
             return
         files = inputs.jobs_files
         others = {k: s for k, s in inputs.jobs.items() if s.job.path not in files}
         self._write(INPUTS, {"tree": tree, "inputs": replace(inputs, jobs=others),
                              "jobs": len(inputs.jobs)})
+        self._inputs_on_disk = tree
 
     def _saved_inputs(self) -> tuple[str, FleetInputs] | None:
         got = self._read(INPUTS)
@@ -185,6 +190,7 @@ class Cache:
         jobs.update(inputs.jobs)
         if len(jobs) != got.get("jobs"):
             return None  # (a job defined twice after all: read whole)
+        self._inputs_on_disk = got["tree"]
         return got["tree"], replace(inputs, jobs=jobs)
 
     # -- decisions of a state commit ----------------------------------------------

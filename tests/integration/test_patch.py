@@ -188,6 +188,10 @@ def test_a_new_process_patches_the_fleet_the_last_reconcile_saved(tmp_path: Path
     assert sorted(k.name for k in got.jobs) == ["a", "b", "m"]
     reconcile(repo, now=when(NOW))
     (saved,) = (path / ".git" / "fleetq").glob(f"cache-v*/{INPUTS}")
+    written = saved.stat().st_ino
+    git(path, "update-ref", "-d", "refs/heads/fleetq/state")
+    assert reconcile(repo, now=when(NOW)).commit is not None  # the same source again
+    assert saved.stat().st_ino == written  # the same tree's fleet: not written again
 
     git(path, "rm", "-q", "jobs/a.yaml")
     commit_all(path, "a is done")
