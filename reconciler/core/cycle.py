@@ -8,6 +8,8 @@ never depend on hashing.
 from __future__ import annotations
 
 import heapq
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
 from reconciler.core.gang import ClusterState, Fit, by_preference, job_cluster_total
@@ -188,19 +190,19 @@ def _left_out(inp: CycleInput) -> dict[JobKey, tuple[Job, PriorPlacement]]:
     queue) and with the very file they were decided from."""
     if not inp.settled or inp.tree is None:
         return {}
-    settled = inp.settled
+    settled, priors, queued = inp.settled, inp.prior, Phase.QUEUED
     invalid = {bad.key for bad in inp.invalid}
+    fifo = {q for q in inp.tree.nodes  # the quotas whose queues are BestEffortFIFO
+            if inp.settings.for_quota(q).strategy is not QueueStrategy.STRICT_FIFO}
     out: dict[JobKey, tuple[Job, PriorPlacement]] = {}
     for job in inp.jobs:  # in the fleet's order: the cycle sorts them where it matters
         key = job.key
         if key not in settled:
             continue
-        prior = inp.prior.get(key)
-        if (prior is None or key in invalid or prior.phase is not Phase.QUEUED
-                or prior.position is None or prior.quota not in inp.tree.nodes
-                or (job.path, job.blob) != (prior.path, prior.blob)
-                or inp.settings.for_quota(prior.quota).strategy
-                is QueueStrategy.STRICT_FIFO):
+        prior = priors.get(key)
+        if (prior is None or prior.phase is not queued or prior.position is None
+                or prior.quota not in fifo or job.blob != prior.blob
+                or job.path != prior.path or key in invalid):
             out.pop(key, None)  # (the last job of a key is the one the cycle takes)
             continue
         out[key] = (job, prior)
@@ -300,8 +302,8 @@ class _Cycle:
                 phase=Phase.INVALID, reason=f"{bad.path}:{bad.line}: {bad.message}",
                 enqueued_at=self._enqueued(None, bad.key))
         left_out = self.left_out
-        self._resolve_jobs(sorted((j for j in inp.jobs if j.key not in left_out),
-                                  key=lambda j: j.key))
+        self._resolve_jobs(sorted([j for j in inp.jobs if j.key not in left_out]
+                                  if left_out else inp.jobs, key=_job_key))
 
     def _resolve_jobs(self, jobs: list[Job]) -> None:
         """Step 1 for ``jobs`` (in key order)."""
@@ -451,7 +453,9 @@ class _Cycle:
         if not self.inp.settled or not self._as_before:
             return
         self._start_parking()
-        self._seed(sorted(k for k in self.inp.settled if k not in self.left_out))
+        left_out = self.left_out  # (of the settled: all of them, as a rule)
+        self._seed([] if len(left_out) == len(self.inp.settled)
+                   else sorted(self.inp.settled.difference(left_out)))
         self._quiet = bool(self.left_out)
 
     def _seed(self, keys: list[JobKey]) -> None:
@@ -1035,8 +1039,9 @@ class _Cycle:
 
     def result(self) -> CycleResult:
         self._record_preemptions()
-        by_queue: dict[str, list[tuple[tuple[int, str, tuple[str, str, str, str]],
-                                       JobKey]]] = {}
+        # per queue: (order, key, (job, prior) when left out); orders are unique
+        by_queue: dict[str, list[tuple[tuple[int, str, tuple[str, str, str, str]], JobKey,
+                                       tuple[Job, PriorPlacement] | None]]] = {}
         for key, d in self.decisions.items():
             if d.phase is not Phase.QUEUED:
                 continue
@@ -1051,20 +1056,21 @@ class _Cycle:
             self.decisions[key] = evolve(d, reason=why)
             if p.policy.queued:
                 order = (-d.priority, d.enqueued_at, key.order)
-                by_queue.setdefault(d.quota or "", []).append((order, key))
+                by_queue.setdefault(d.quota or "", []).append((order, key, None))
         left_out = self.left_out
         source_time = self.inp.source_time
-        for key, (job, prior) in left_out.items():
+        for key, out in left_out.items():
+            job, prior = out
             assert prior.quota is not None  # see _left_out
             enqueued = job.created_at or prior.enqueued_at or source_time  # (_enqueued)
             by_queue.setdefault(prior.quota, []).append(
-                ((-prior.priority, enqueued, (key[2], key[3], key[0], key[1])), key))
+                ((-prior.priority, enqueued, (key[2], key[3], key[0], key[1])), key, out))
         from_prior = []
         for entries in by_queue.values():
             entries.sort()
-            for position, (order, key) in enumerate(entries, start=1):
-                if key in left_out:  # decided as before, in its place now
-                    job, prior = left_out[key]
+            for position, (order, key, was) in enumerate(entries, start=1):
+                if was is not None:  # left out: decided as before, in its place now
+                    job, prior = was
                     self.decisions[key] = Decision(
                         key=key, api_version=job.api_version, path=job.path, blob=job.blob,
                         phase=Phase.QUEUED, reason=prior.reason, enqueued_at=order[1],
@@ -1087,6 +1093,9 @@ class _Cycle:
         return CycleResult(decisions=decisions, problems=sorted(self.problems),
                            quota_used=quota_used, cluster_free=cluster_free,
                            from_prior=frozenset(from_prior))
+
+
+_job_key: Callable[[Job], JobKey] = operator.attrgetter("key")
 
 
 def _shape(pod_sets: tuple[PodSet, ...]) -> tuple[object, ...]:

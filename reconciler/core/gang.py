@@ -130,7 +130,8 @@ class ClusterState:
                     f"and tolerations")
             # Best fit: the nodes with the least of the main resource free first;
             # those with less than one pod's worth cannot take any.
-            by_room = sorted((trial.get(i, node_free[i]).get(main, 0), i) for i in eligible)
+            by_room = sorted([(trial.get(i, node_free[i]).get(main, 0), i) for i in eligible]
+                             if trial else [(node_free[i].get(main, 0), i) for i in eligible])
             left = ps.replicas
             for _, i in by_room[bisect.bisect_left(by_room, (per_pod[main], -1)):]:
                 free = trial.get(i, node_free[i])
@@ -164,11 +165,17 @@ class ClusterState:
 
     def _pack_failure(self, pod_sets: tuple[PodSet, ...]) -> str | None:
         """Why packing failed when a pod is larger than every node's free room
-        (told before any other reason), else ``None``."""
-        biggest = self.max_node_free()
+        (told before any other reason), else ``None``.
+
+        (``first_excess`` of each pod against ``max_node_free``, asked of the
+        nodes until one has room: that maximum changes with every placement.)"""
+        node_free = self.node_free
         for ps in pod_sets:
-            short = first_excess(ps.per_pod, biggest)
+            short = next((name for name, value in ps.per_pod.items() if value > 0
+                          and not any(free.get(name, 0) >= value for free in node_free)),
+                         None)
             if short is not None:
+                biggest = self.max_node_free()
                 return (f"{self.name}: a {ps.name} pod needs {short} "
                         f"{format_quantity(short, ps.per_pod[short])} but no node has more "
                         f"than {format_quantity(short, biggest.get(short, 0))} free")

@@ -26,6 +26,8 @@ job can do without (a minimal set).
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -149,8 +151,8 @@ def _by_cluster(items: list[Candidate]) -> dict[str, list[Candidate]]:
     return out
 
 
-def _first(c: Candidate) -> tuple[Any, ...]:
-    return c[0]
+# A candidate's rank (its first item), in C: sorts call it for every candidate.
+_first: Callable[[Candidate], tuple[Any, ...]] = operator.itemgetter(0)
 
 
 @dataclass
