@@ -6,7 +6,9 @@ Exit codes: 0 ok; 1 problems found (``validate``); 2 usage or environment error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
+import gc
 import os
 import shutil
 import signal
@@ -16,11 +18,12 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from reconciler import __version__
 from reconciler.core.explain import explain
 from reconciler.core.model import Phase
+from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
 from reconciler.fleet.state import PLACEMENTS, decision_item
 from reconciler.gitops.repo import FleetRepo, GitError
@@ -46,6 +49,18 @@ from reconciler.render.text import (
 )
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+
+# Set by ``run``: the process ends once the command is done.
+_ENDING = False
+_KEPT: list[object] = []
+
+
+def _keep_to_the_end(*values: object) -> None:
+    """Leave ``values`` to the end of the process when it ends next (``run``).
+    The fleet of a large reconcile is millions of values: freeing them one by
+    one takes a second at 100,000 jobs, and the OS drops them at once."""
+    if _ENDING:
+        _KEPT.extend(values)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -100,9 +115,11 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     args.remote = _remote(repo, args, args.source)
     show = sys.stderr.isatty() and not args.quiet
+    cache = None if args.no_cache else Cache(repo.git_dir)
     outcome = reconcile(repo, source_rev=args.source, state_branch=args.state_branch,
                         remote=args.remote, now=parse_now(args.now),
-                        progress=_progress(show), use_cache=not args.no_cache)
+                        progress=_progress(show), use_cache=cache is not None, cache=cache)
+    _keep_to_the_end(cache, outcome)
     _end_progress(show)
     branch = _branch(repo, args)
     if outcome.computed is not None and outcome.computed.problems:
@@ -135,7 +152,18 @@ def cmd_watch(args: argparse.Namespace) -> int:
         source = f"{args.remote}/{current}" if args.remote and current else "HEAD"
     show = sys.stderr.isatty() and not args.quiet
     stop = threading.Event()
+
+    def interrupt(*_: object) -> None:
+        stop.set()  # so that it stops even when the interrupt is lost: raised in a __del__
+        raise KeyboardInterrupt
+
+    def unraisable(info: Any) -> None:  # (that one, said by Python as it is lost)
+        if not (info.exc_type is KeyboardInterrupt and stop.is_set()):
+            previous_hook(info)
+
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    previous_int = signal.signal(signal.SIGINT, interrupt)
+    previous_hook, sys.unraisablehook = sys.unraisablehook, unraisable
     where = f"{source} and its state branch" + (f" on {args.remote}" if args.remote else "")
     print(f"watching {where} in {repo.root} (Ctrl-C to stop)", file=sys.stderr, flush=True)
 
@@ -158,6 +186,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
         _end_progress(show)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
+        sys.unraisablehook = previous_hook
     print("stopped watching", file=sys.stderr)
     return EXIT_OK
 
@@ -455,5 +485,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
 
 
+def run() -> NoReturn:
+    """The ``fleetq`` command: ``main``, then the process ends without freeing
+    what the command built (see ``_keep_to_the_end``), once its output is
+    flushed and every thread it started is done. The cyclic collector is off
+    for a command that ends (its values are dropped with the process), but for
+    ``watch``, which runs on and collects after each round."""
+    global _ENDING
+    _ENDING = True
+    if sys.argv[1:2] != ["watch"]:
+        gc.disable()
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BrokenPipeError, ValueError):  # `| head`; a closed stream
+            stream.flush()
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from reconciler import cli
+
 from .conftest import (
     NOW,
+    REPO_ROOT,
     STATE,
     SeedFleet,
     commit_all,
@@ -210,3 +217,56 @@ def test_progress_goes_to_a_terminal_only(seed_fleet: SeedFleet) -> None:
         assert step in text, text
     assert text.endswith("\r\x1b[K")  # the last line is cleared: the terminal is left clean
     assert "admitted" in proc.stdout.decode()  # the summary still goes to stdout
+
+
+def test_the_command_ends_with_its_output_flushed_and_every_object_written(
+        seed_fleet: SeedFleet) -> None:
+    """``run`` ends the process without freeing what the command built: its
+    output must be out, and objects written by another thread in the repo
+    (here every blob, as if each were large) before it ends."""
+    script = ("import sys, reconciler.gitops.repo as r, reconciler.cli as c\n"
+              "r.BEHIND_MIN_BYTES = 1\nc.run()\n")
+
+    def command(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", script, *args], cwd=REPO_ROOT,
+                              env=_buffered(), capture_output=True, text=True, timeout=60,
+                              check=False)
+
+    proc = command("reconcile", "--repo", str(seed_fleet.path), "--now", NOW, "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    first_line, rest = proc.stdout.split("\n", 1)
+    assert first_line.startswith("committed ")
+    assert [i["job"]["name"] for i in json.loads(rest)] == ["pytorch-test"]
+    assert rest.endswith("]\n")  # (the last write too)
+    fsck = subprocess.run(["git", "fsck", "--full", "--no-dangling"], cwd=seed_fleet.path,
+                          capture_output=True, text=True, check=False)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+    assert placements(seed_fleet.path)["default/pytorch-test"]["phase"] == "Admitted"
+    failed = command("status", "--repo", str(seed_fleet.path / "nowhere"))
+    assert failed.returncode == 2 and "Traceback" not in failed.stderr, failed.stderr
+
+
+def test_output_cut_short_by_a_closed_pipe_is_no_error(seed_fleet: SeedFleet) -> None:
+    seed_fleet.reconcile()
+    child = subprocess.Popen([sys.executable, "-m", "reconciler.cli", "status", "--repo",
+                              str(seed_fleet.path), "-o", "yaml"], cwd=REPO_ROOT,
+                             env=_buffered(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # as `fleetq status | head -0` would
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=60) == 0, err
+    assert "Traceback" not in err and "Exception ignored" not in err
+
+
+def _buffered() -> dict[str, str]:
+    """The environment, with Python's output buffered as it is by default."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+
+
+def test_main_in_process_keeps_nothing_to_the_end(seed_fleet: SeedFleet) -> None:
+    """Only ``run`` (the ``fleetq`` command) leaves values to the end of the
+    process; ``main`` called in a long-lived process frees them as usual."""
+    assert cli.main(["reconcile", "--repo", str(seed_fleet.path), "--now", NOW, "-q",
+                     "-o", "none"]) == 0
+    assert cli._KEPT == []
+    assert gc.isenabled()
