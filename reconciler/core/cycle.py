@@ -453,7 +453,7 @@ class _Cycle:
         if not self.inp.settled or not self._as_before:
             return
         self._start_parking()
-        left_out = self.left_out  # (of the settled: all of them, as a rule)
+        left_out = self.left_out  # settled jobs only: all of them when as many
         self._seed([] if len(left_out) == len(self.inp.settled)
                    else sorted(self.inp.settled.difference(left_out)))
         self._quiet = bool(self.left_out)
