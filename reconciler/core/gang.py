@@ -85,7 +85,6 @@ class ClusterState:
         self.capacity: Resources = capacity
         self.free: Resources = dict(capacity)
         self.placed: dict[JobKey, Fit] = {}
-        self._max_node_free: Resources | None = None
         self._eligible_cache: dict[tuple[object, ...], list[int]] = {}
         self.removals = 0  # a fit that failed stays failed until something leaves
         self.version = 0  # bumped on every change
@@ -93,14 +92,13 @@ class ClusterState:
     # -- reading -------------------------------------------------------------
 
     def max_node_free(self) -> Resources:
-        if self._max_node_free is None:
-            out: Resources = {}
-            for free in self.node_free:
-                for name, value in free.items():
-                    if value > out.get(name, -1):
-                        out[name] = value
-            self._max_node_free = out
-        return self._max_node_free
+        """The most of each resource free on any one node."""
+        out: Resources = {}
+        for free in self.node_free:
+            for name, value in free.items():
+                if value > out.get(name, -1):
+                    out[name] = value
+        return out
 
     def fit(self, key: JobKey, pod_sets: tuple[PodSet, ...],
             total: ResourcesView) -> Fit | str:
@@ -168,7 +166,8 @@ class ClusterState:
         (told before any other reason), else ``None``.
 
         (``first_excess`` of each pod against ``max_node_free``, asked of the
-        nodes until one has room: that maximum changes with every placement.)"""
+        nodes until one has room: that maximum changes with every placement, so
+        it is made only for the message.)"""
         node_free = self.node_free
         for ps in pod_sets:
             short = next((name for name, value in ps.per_pod.items() if value > 0
@@ -190,7 +189,6 @@ class ClusterState:
             per_pod[PODS] = 1000
             sub_into(self.node_free[node], per_pod, count)
         self.placed[key] = fit
-        self._max_node_free = None
         self.version += 1
 
     def force_place(self, key: JobKey, pod_sets: tuple[PodSet, ...], total: ResourcesView,
@@ -225,7 +223,6 @@ class ClusterState:
             per_pod = dict(pod_sets[ps_index].per_pod)
             per_pod[PODS] = 1000
             add_into(self.node_free[node], per_pod, count)
-        self._max_node_free = None
         self.removals += 1
         self.version += 1
 
