@@ -56,6 +56,9 @@ CHECK_PARKED = False
 # woken by every pass that evicts, and parking them costs more than it saves
 # (measured at 100,000 jobs). Tests set this to park in every reconcile.
 PARK_ALWAYS = False
+# Tests set this to try every failed job again whenever a pass comes to it, as if
+# _may_have_changed always said yes: the decisions must be the same.
+TRY_ALWAYS = False
 # Tests set this to decide every cycle that leaves settled jobs out (see _run)
 # once more with them in, and check that the decisions are the same (and
 # that those it says come from their priors do).
@@ -127,12 +130,15 @@ class _Pending:
     order: tuple[int, str, tuple[str, str, str, str]] = field(init=False)
     shape: tuple[object, ...] = field(init=False)
     like: tuple[str, str] = field(init=False)  # (policy ref, kind ref)
+    # whether it may reclaim is the same for jobs alike (see _may_reclaim)
+    reclaims_like: tuple[object, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         # Queue order (DESIGN §3 "Order"): priority desc, enqueue time asc, ns/name.
         self.order = (-self.priority, self.enqueued_at, self.job.key.order)
         self.shape = _shape(self.job.pod_sets)
         self.like = (self.policy.ref, self.job.key.kind_ref)
+        self.reclaims_like = (self.quota, self.priority, tuple(self.job.requests.items()))
 
 
 def reconcile_cycle(inp: CycleInput) -> CycleResult:
@@ -659,20 +665,22 @@ class _Cycle:
             return
         key = p.job.key
         _, _, blocked, short = self._failed[key]
-        # may_reclaim reads only the leaf's usage and jobs: the same for jobs alike
-        # until one of its jobs comes or goes
-        version = self.preemption.version_of(p.quota)
-        alike = (p.quota, p.priority, tuple(p.job.requests.items()))
-        known = self._reclaims.get(alike)
-        if known is not None and known[0] == version:
-            reclaims = known[1]
-        else:
-            policy = self.inp.settings.for_quota(p.quota).preemption
-            reclaims = may_reclaim(self.preemption, self.usage, p.quota, p.job.requests,
-                                   p.priority, policy)
-            self._reclaims[alike] = (version, reclaims)
-        self.parked.park(key, p.quota, p.priority, reclaims, blocked, short,
+        self.parked.park(key, p.quota, p.priority, self._may_reclaim(p), blocked, short,
                          self._candidate_set(p))
+
+    def _may_reclaim(self, p: _Pending) -> bool:
+        """``may_reclaim`` for ``p`` now. It reads only the leaf's usage and jobs:
+        the same for jobs alike until one of the leaf's jobs comes or goes."""
+        assert self.usage is not None and p.quota is not None
+        version = self.preemption.version_of(p.quota)
+        known = self._reclaims.get(p.reclaims_like)
+        if known is not None and known[0] == version:
+            return known[1]
+        policy = self.inp.settings.for_quota(p.quota).preemption
+        reclaims = may_reclaim(self.preemption, self.usage, p.quota, p.job.requests,
+                               p.priority, policy)
+        self._reclaims[p.reclaims_like] = (version, reclaims)
+        return reclaims
 
     def check_parked(self) -> None:
         """Assert that no parked job could have been helped since it failed."""
@@ -708,7 +716,7 @@ class _Cycle:
         """Admit ``p`` if it fits, preempting if allowed; False if it must wait."""
         key = p.job.key
         failed = self._failed.get(key)
-        if failed is not None and not self._may_have_changed(p, *failed):
+        if failed is not None and not TRY_ALWAYS and not self._may_have_changed(p, *failed):
             return False
         blocked = self._attempt(p)
         if blocked is None:
@@ -730,7 +738,9 @@ class _Cycle:
         quota no set of victims could bring within reach, only an eviction below
         that quota can help, and only once the usage of a limit that blocked it
         is down to what it could pass with (``Blocked.limits``) or its own quota
-        lost a job (which may let it reclaim). Otherwise one helps if it was in ``p``'s own quota
+        lost a job and it may reclaim now (``Blocked.own``: or lost one at all,
+        when the limits may lack some of its tries without reclaiming).
+        Otherwise one helps if it was in ``p``'s own quota
         or below the quota ``p`` was short of, or on a candidate cluster that
         could now take ``p`` (free room plus what ``p`` may evict there).
         Admissions only fill quotas and clusters, so with no such eviction
@@ -747,12 +757,19 @@ class _Cycle:
             below = self._evicted_below  # since it failed: a number above ``evictions``
             own_quota = below.get(quota, 0) > evictions
             if blocked.quota is not None:
-                if below.get(blocked.quota, 0) > evictions and (
-                        # it stays blocked while no limit that blocked it has room again,
-                        # and its own quota (whether it may reclaim) is as it was
-                        not blocked.limits or own_quota
-                        or any(usage.used[b].get(r, 0) <= most for b, r, most in blocked.limits)):
-                    return True
+                # It stays blocked while no limit that blocked it has room again, and
+                # its own quota is as it was; or, when the limits are those of every
+                # try it has without reclaiming (Blocked.own), while it may not reclaim.
+                if below.get(blocked.quota, 0) > evictions:
+                    if not blocked.limits or any(usage.used[b].get(r, 0) <= most
+                                                 for b, r, most in blocked.limits):
+                        return True
+                    if own_quota:
+                        if not blocked.own:
+                            return True
+                        reclaim = self._may_reclaim(p)
+                        if reclaim:
+                            return True
             else:
                 if own_quota or (short is not None and below.get(short, 0) > evictions):
                     return True
@@ -764,21 +781,23 @@ class _Cycle:
                     if cluster in candidates:
                         evicted_on.append(cluster)
                 if evicted_on:
-                    reclaim = may_reclaim(ctx, usage, quota, p.job.requests, p.priority, policy)
+                    reclaim = self._may_reclaim(p)
                     if ctx.could_fit(evicted_on, p.total, quota, p.priority, policy, reclaim,
                                      first=True):
                         return True
         if ctx.last_seq == seq:
             return False
         if ctx.last_seq_in.get(quota, 0) > seq:
-            for victim in ctx.by_quota.get(quota, {}).values():
-                if victim.seq > seq and victim.can_be_victim and eligible_same_quota(
+            for victim in reversed(ctx.by_quota[quota].values()):  # newest first
+                if victim.seq <= seq:
+                    break
+                if victim.can_be_victim and eligible_same_quota(
                         policy, victim, p.priority, p.enqueued_at):
                     return True
         if ctx.newest_borrowing(quota) <= seq:
             return False  # no borrowing quota has a job it could reclaim that is new
         if reclaim is None:
-            reclaim = may_reclaim(ctx, usage, quota, p.job.requests, p.priority, policy)
+            reclaim = self._may_reclaim(p)
         return reclaim
 
     def _attempt(self, p: _Pending) -> Blocked | None:

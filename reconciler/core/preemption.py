@@ -200,11 +200,13 @@ class PreemptionContext:
         return self.last_seq
 
     def add(self, a: Admitted) -> None:
+        # each job comes in once, with a new seq: by_quota holds a quota's jobs by seq
+        assert a.key not in self.admitted and a.seq > self.last_seq_in.get(a.quota or "", 0)
         self.admitted[a.key] = a
         if a.quota is not None:
             self.by_quota.setdefault(a.quota, {})[a.key] = a
             self._leaf_version[a.quota] = self._leaf_version.get(a.quota, 0) + 1
-            self.last_seq_in[a.quota] = max(self.last_seq_in.get(a.quota, 0), a.seq)
+            self.last_seq_in[a.quota] = a.seq
         if a.can_be_victim:
             assert a.quota is not None
             add_into(self.leaf_pool.setdefault(a.quota, {}).setdefault(a.priority, {}),
@@ -493,10 +495,17 @@ class Blocked:
     and the most usage of it the try could pass with: with no new candidate,
     the try stays blocked while that quota uses more. Empty: not known (any
     eviction below ``quota`` may help).
+
+    ``own``: ``limits`` hold every limit of the try with victims of the job's
+    own quota only (the try it has whether or not it may reclaim). Then, while
+    the job may not reclaim, an eviction in its own quota helps it only through
+    those limits: it lowers the quota's usage by what it lowers the room the
+    job's own victims could make, or the usage alone.
     """
 
     quota: str | None = None
     limits: tuple[tuple[str, str, int], ...] = ()
+    own: bool = False
 
 
 def _blocked_at(quota: str, resource: str, most: int) -> Blocked:
@@ -612,9 +621,9 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
     if any(t.quota is None for t in tries):
         return ANY_REASON
     widest = min(tries, key=lambda t: (t.quota or "").count("/"))
-    if len(tries) == 1 or not all(t.limits for t in tries):
-        return widest
-    return Blocked(widest.quota, tuple(limit for t in tries for limit in t.limits))
+    if not all(t.limits for t in tries):
+        return widest  # (the own try's limits are not all known)
+    return Blocked(widest.quota, tuple(limit for t in tries for limit in t.limits), own=True)
 
 
 def _plan(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str, priority: int,

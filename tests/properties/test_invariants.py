@@ -37,6 +37,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import Phase as Stage
 from hypothesis import strategies as st
 
+from reconciler.core import cycle
 from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
 from reconciler.core.gang import DEFAULT_PODS_PER_NODE, job_cluster_total
 from reconciler.core.model import (
@@ -361,6 +362,15 @@ def _queued(prior: dict[JobKey, PriorPlacement]) -> frozenset[JobKey]:
     return frozenset(k for k, p in prior.items() if p.phase is Phase.QUEUED)
 
 
+def _try_always(inp: CycleInput) -> CycleResult:
+    was = cycle.TRY_ALWAYS, cycle.PARK_ALWAYS, cycle.CHECK_PARKED
+    cycle.TRY_ALWAYS, cycle.PARK_ALWAYS, cycle.CHECK_PARKED = True, False, False
+    try:
+        return reconcile_cycle(inp)
+    finally:
+        cycle.TRY_ALWAYS, cycle.PARK_ALWAYS, cycle.CHECK_PARKED = was
+
+
 def run(fleet: Fleet) -> None:
     plans: list[JobPlan] = []
     prior: dict = {}
@@ -374,6 +384,13 @@ def run(fleet: Fleet) -> None:
         try:
             result = reconcile_cycle(inp)
             check_invariants(inp, result)
+            # Trying every failed job again at each pass gives the same decisions:
+            # the cycle never passes over a job that could have fit.
+            eager = _try_always(inp)
+            assert eager.decisions == result.decisions, (
+                f"step {step}: a job passed over could have fit:\n"
+                + "\n".join(f"{a}\n{b}" for a, b in zip(result.decisions, eager.decisions,
+                                                         strict=True) if a != b))
             # Incremental: the jobs the previous state queued, counted as settled,
             # give exactly the same decisions.
             warm = reconcile_cycle(replace(inp, settled=_queued(inp.prior)))
