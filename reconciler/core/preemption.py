@@ -499,8 +499,9 @@ class Blocked:
     ``own``: ``limits`` hold every limit of the try with victims of the job's
     own quota only (the try it has whether or not it may reclaim). Then, while
     the job may not reclaim, an eviction in its own quota helps it only through
-    those limits: it lowers the quota's usage by what it lowers the room the
-    job's own victims could make, or the usage alone.
+    those limits. If the job evicted was one the job may evict, the usage fell
+    by as much as the room its own victims could make; if not, only the usage
+    fell, and the limits test that.
     """
 
     quota: str | None = None
