@@ -8,11 +8,13 @@ so a new kind is one small module plus one line in ``KINDS``.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from functools import lru_cache
+from types import ModuleType
 from typing import Any, Protocol
 
 from reconciler.core.resources import Resources, add_into, pointwise_max
@@ -49,12 +51,50 @@ class JobKind(Protocol):
     def scheduling_priority_class(self, obj: Manifest) -> str | None: ...
 
 
+QUANTITY_MODULE = "kubernetes.utils.quantity"
+
+
+@lru_cache(maxsize=1)
+def quantity_parser() -> Callable[[object], Decimal]:
+    """``kubernetes.utils.parse_quantity``, the edge's one parser.
+
+    Importing it the usual way runs the ``kubernetes`` package's ``__init__``,
+    which imports the whole API client and its config (about 0.5 s): a
+    reconcile of a push of one job would wait longer for that than for
+    anything else it reads. The parser's file needs only ``decimal``, so it is
+    loaded alone, from where the installed package keeps it; by the usual
+    import when it is already imported or that file is not there.
+    """
+    module = sys.modules.get(QUANTITY_MODULE) or _quantity_module_alone()
+    if module is None:
+        import kubernetes.utils.quantity
+
+        module = kubernetes.utils.quantity
+    parse: Callable[[object], Decimal] = module.parse_quantity
+    return parse
+
+
+def _quantity_module_alone() -> ModuleType | None:
+    spec = importlib.util.find_spec("kubernetes")  # (finds the package, runs none of it)
+    places = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if not places:
+        return None
+    alone = importlib.util.spec_from_file_location(
+        "reconciler.jobkinds._kubernetes_quantity", f"{places[0]}/utils/quantity.py")
+    if alone is None or alone.loader is None:
+        return None
+    module = importlib.util.module_from_spec(alone)
+    try:
+        alone.loader.exec_module(module)
+    except (OSError, ImportError):  # not there, or not a file of its own
+        return None
+    return module if callable(getattr(module, "parse_quantity", None)) else None
+
+
 @lru_cache(maxsize=65536)
 def _parse(text: str) -> int:
-    from kubernetes.utils.quantity import parse_quantity  # the edge's one parser
-
     try:
-        value = parse_quantity(text)  # type: ignore[no-untyped-call]
+        value = quantity_parser()(text)
     except ValueError as exc:
         raise ManifestError(f"{text!r} is not a Kubernetes quantity ({exc})") from None
     milli = (Decimal(value) * 1000).to_integral_value(rounding=ROUND_CEILING)

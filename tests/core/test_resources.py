@@ -110,3 +110,52 @@ def test_first_excess(request_: dict[str, str], free: dict[str, str],
 def test_copies_that_fit(per_pod: dict[str, str], free: dict[str, str], limit: int,
                          expected: int) -> None:
     assert copies_that_fit(res(per_pod), res(free), limit) == expected
+
+
+QUANTITIES = ["10m", "2", "1Gi", "1e3", "0.5", "1.5Gi", "4096Mi", "1G", "20Ki", "3E", "7n",
+              "123456789u", "1.25", "+5", "-2"]
+
+
+def test_the_quantity_parser_is_kubernetes_own_without_its_package() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from reconciler.jobkinds.base import parse_quantity_milli\n"
+        f"print([parse_quantity_milli(q) for q in {QUANTITIES!r}])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'kubernetes'))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    # its own values, as the package's import gives them ...
+    from decimal import ROUND_CEILING, Decimal
+
+    from kubernetes.utils.quantity import parse_quantity
+    expected = [int((Decimal(parse_quantity(q)) * 1000).to_integral_value(ROUND_CEILING))
+                for q in QUANTITIES]
+    assert out[0] == repr(expected)
+    assert out[1] == "[]"  # ... and the API client and its config never imported
+
+
+def test_the_quantity_parser_falls_back_to_the_package_import(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from reconciler.jobkinds import base
+
+    monkeypatch.delitem(__import__("sys").modules, base.QUANTITY_MODULE, raising=False)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, package=None: None)
+    base.quantity_parser.cache_clear()
+    try:
+        parse = base.quantity_parser()
+        assert parse.__module__ == base.QUANTITY_MODULE
+        assert parse("1Gi") == 1073741824
+    finally:
+        base.quantity_parser.cache_clear()
+
+
+def test_a_bad_quantity_names_the_field() -> None:
+    from reconciler.jobkinds.base import ManifestError
+
+    with pytest.raises(ManifestError, match=r"spec\.cpu: '12x' is not a Kubernetes quantity"):
+        parse_quantity_milli("12x", "spec.cpu")
