@@ -22,6 +22,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -57,6 +58,26 @@ def _git(repo: Path, *args: str) -> str:
                           text=True).stdout.strip()
 
 
+def reconcile_command(repo: Path, fleetq: Path) -> tuple[float, int]:
+    """``fleetq reconcile`` of ``repo`` as a new process, as a CI job, a cron job or a
+    git hook runs it: seconds from its start to its end (its imports included) and
+    the peak RSS in KiB of the largest of it and the parse workers it waited for."""
+    with tempfile.TemporaryFile() as errors:
+        started = time.perf_counter()
+        child = subprocess.Popen([sys.executable, "-m", "reconciler.cli", "reconcile",
+                                  "--repo", str(repo), "--now", NOW, "-q"],
+                                 env=_env(fleetq), cwd=fleetq, stdout=subprocess.DEVNULL,
+                                 stderr=errors)
+        _, status, usage = os.wait4(child.pid, 0)  # (the largest of it and its children)
+        seconds = time.perf_counter() - started
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            errors.seek(0)
+            raise RuntimeError(f"fleetq reconcile failed ({code}):\n"
+                               f"{errors.read().decode(errors='replace')}")
+    return seconds, usage.ru_maxrss
+
+
 def pushes(repo: Path, *, index: int, count: int, fleetq: Path, kept: bool
            ) -> list[tuple[float, int, str]]:
     """(seconds, peak RSS in MiB, state commit) of each push."""
@@ -76,16 +97,8 @@ def pushes(repo: Path, *, index: int, count: int, fleetq: Path, kept: bool
                     raise RuntimeError("the kept reconciler stopped; see its stderr")
                 out.append((float(line[0]), int(line[1]), line[2]))
                 continue
-            started = time.perf_counter()
-            child = subprocess.Popen([sys.executable, "-m", "reconciler.cli", "reconcile",
-                                      "--repo", str(repo), "--now", NOW, "-q"],
-                                     env=_env(fleetq), cwd=fleetq, stdout=subprocess.DEVNULL)
-            _, status, usage = os.wait4(child.pid, 0)  # (its own peak, not the largest yet)
-            seconds = time.perf_counter() - started
-            child.returncode = os.waitstatus_to_exitcode(status)
-            if child.returncode != 0:
-                raise RuntimeError(f"fleetq reconcile failed ({child.returncode})")
-            out.append((seconds, usage.ru_maxrss // 1024, _git(repo, "rev-parse", STATE)))
+            seconds, peak = reconcile_command(repo, fleetq)
+            out.append((seconds, peak // 1024, _git(repo, "rev-parse", STATE)))
     finally:
         if worker is not None:
             assert worker.stdin is not None

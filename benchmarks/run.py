@@ -1,7 +1,9 @@
 """The reconcile benchmark: the parse floor and fleetq side by side, in one run.
 
 For a synthetic fleet (``benchmarks.generate``) it times, each in a fresh
-process so that peak memory (RSS) is per phase:
+process so that peak memory (RSS) is per phase (``fleetq reconcile`` is the
+command itself, timed from the process's start to its end, as a CI job, a cron
+job or a git hook runs it):
 
 1. floor: read every job blob with one ``git cat-file --batch`` and parse it
    with libyaml (``yaml.load_all`` with ``CSafeLoader``): no tool can read the
@@ -38,9 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.generate import add_job, change_quota_line, generate_fleet
+from benchmarks.pushes import NOW, STATE, reconcile_command
 
 ROOT = Path(__file__).resolve().parents[1]
-NOW = "2026-01-02T00:00:00Z"
 
 _FLOOR = r"""
 import json, resource, subprocess, sys, time, yaml
@@ -69,18 +71,6 @@ for _ in shas:
 proc.wait()
 print(json.dumps({"seconds": time.perf_counter() - t, "docs": docs,
                   "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
-"""
-
-_RECONCILE = r"""
-import json, resource, sys, time
-t = time.perf_counter()
-from reconciler.gitops.repo import FleetRepo
-from reconciler.pipeline import parse_now, reconcile
-outcome = reconcile(FleetRepo(sys.argv[1]), now=parse_now(sys.argv[2]))
-rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,  # the largest process:
-          resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)  # it or a parse worker
-print(json.dumps({"seconds": time.perf_counter() - t, "commit": outcome.commit,
-                  "jobs": len(outcome.decisions), "rss": rss}))
 """
 
 _WATCH = r"""
@@ -138,22 +128,30 @@ def _as_phase(name: str, r: dict[str, object]) -> Phase:
                  str(commit) if commit else None)
 
 
+def _reconcile(name: str, repo: Path) -> Phase:
+    """The ``fleetq reconcile`` command, as users run it (``pushes.reconcile_command``);
+    its commit is the state branch's new one, if it moved."""
+    before = _rev_if_any(repo, STATE)
+    seconds, rss = reconcile_command(repo, ROOT)
+    after = _rev(repo, STATE)
+    return Phase(name, seconds, rss, after if after != before else None)
+
+
 def run(repo: Path, jobs: int) -> list[Phase]:
     phases = [_phase("floor: cat-file --batch + libyaml", _FLOOR, str(repo))]
     cache = repo / ".git" / "fleetq"
     shutil.rmtree(cache, ignore_errors=True)
-    subprocess.run(["git", "update-ref", "-d", "refs/heads/fleetq/state"], cwd=repo,
-                   check=False)
-    phases.append(_phase("cold reconcile (no state, no cache)", _RECONCILE, str(repo), NOW))
-    phases.append(_phase("warm reconcile, no change", _RECONCILE, str(repo), NOW))
-    cold_state = _rev(repo, "refs/heads/fleetq/state")
+    subprocess.run(["git", "update-ref", "-d", STATE], cwd=repo, check=False)
+    phases.append(_reconcile("cold reconcile (no state, no cache)", repo))
+    phases.append(_reconcile("warm reconcile, no change", repo))
+    cold_state = _rev(repo, STATE)
     before = _rev(repo, "refs/heads/main")
     pushed = add_job(repo, index=jobs + 1)
-    phases.append(_phase("incremental: one new job", _RECONCILE, str(repo), NOW))
+    phases.append(_reconcile("incremental: one new job", repo))
     quota = change_quota_line(repo)
-    phases.append(_phase("quota tree: one-line change", _RECONCILE, str(repo), NOW))
+    phases.append(_reconcile("quota tree: one-line change", repo))
     # The same two pushes again, from the same state, to one fleetq watch
-    for ref, sha in (("refs/heads/main", before), ("refs/heads/fleetq/state", cold_state)):
+    for ref, sha in (("refs/heads/main", before), (STATE, cold_state)):
         subprocess.run(["git", "update-ref", ref, sha], cwd=repo, check=True)
     job, tree = _child(_WATCH, str(repo), NOW, pushed, quota)
     phases.append(_as_phase("watching: the same new job", job))
@@ -162,8 +160,15 @@ def run(repo: Path, jobs: int) -> list[Phase]:
 
 
 def _rev(repo: Path, ref: str) -> str:
-    return subprocess.run(["git", "rev-parse", ref], cwd=repo, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    got = _rev_if_any(repo, ref)
+    if got is None:
+        raise SystemExit(f"benchmark: {ref} is missing in {repo}")
+    return got
+
+
+def _rev_if_any(repo: Path, ref: str) -> str | None:
+    return subprocess.run(["git", "rev-parse", "--verify", "-q", ref], cwd=repo,
+                          capture_output=True, text=True, check=False).stdout.strip() or None
 
 
 def table(phases: list[Phase], jobs: int) -> str:
