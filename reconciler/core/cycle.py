@@ -1090,6 +1090,16 @@ class _Cycle:
             for position, (order, key, was) in enumerate(entries, start=1):
                 if was is not None:  # left out: decided as before, in its place now
                     job, prior = was
+                    # those not taken from the prior: is it the prior's?
+                    same = position == prior.position and order[1] == prior.enqueued_at \
+                        and prior.cluster is None and prior.admitted_at is None \
+                        and not prior.copies and not prior.nodes
+                    if same:
+                        from_prior.append(key)
+                        if prior.api_version == job.api_version and not prior.kept \
+                                and prior.requests == job.requests:
+                            self.decisions[key] = prior  # the very decision, not a copy
+                            continue
                     self.decisions[key] = Decision(
                         key=key, api_version=job.api_version, path=job.path, blob=job.blob,
                         phase=Phase.QUEUED, reason=prior.reason, enqueued_at=order[1],
@@ -1098,11 +1108,6 @@ class _Cycle:
                         preempted_by=prior.preempted_by, preemptions=prior.preemptions,
                         preemption_reason=prior.preemption_reason, policy=prior.policy,
                         position=position)
-                    # those not taken from the prior: is it the prior's?
-                    if position == prior.position and order[1] == prior.enqueued_at \
-                            and prior.cluster is None and prior.admitted_at is None \
-                            and not prior.copies and not prior.nodes:
-                        from_prior.append(key)
                 else:
                     self.decisions[key] = evolve(self.decisions[key], position=position)
         decisions = [self.decisions[k] for k in sorted(self.decisions)]

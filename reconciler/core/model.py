@@ -345,57 +345,39 @@ class PodSetCount:
 
 @plain_state
 @dataclass(frozen=True, slots=True)
-class PriorPlacement:
-    """What the previous state branch said of a job (``placements.yaml``)."""
+class Decision:
+    """The outcome for one job: one item of ``placements.yaml``.
+
+    Read back from the previous state, a decision is what that state said of
+    the job (``PriorPlacement``): every field but ``kept`` is written, so
+    reading an item back gives the decision it was written from, with ``kept``
+    false. A job decided as before keeps that very object.
+    """
 
     key: JobKey
     phase: Phase
     enqueued_at: str
+    api_version: str = ""
     path: str = ""
     blob: str = ""
-    quota: str | None = None
-    priority: int = 0
-    cluster: str | None = None
-    pod_sets: tuple[PodSetCount, ...] = ()
-    requests: Resources = field(default_factory=dict)
-    admitted_at: str | None = None
-    preempted_by: str | None = None
-    preemptions: int = 0
     reason: str = ""
-    api_version: str = ""
-    preemption_reason: str | None = None
-    copies: tuple[str, ...] = ()  # Duplicated: the other clusters holding a copy
-    policy: str | None = None
-    nodes: tuple[tuple[str, str, int], ...] = ()  # (node, pod set, pods) on its cluster
-    position: int | None = None  # in its quota's queue, when it waited there
-
-
-@plain_state
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """The outcome for one job: one item of ``placements.yaml``."""
-
-    key: JobKey
-    api_version: str
-    path: str
-    blob: str
-    phase: Phase
-    reason: str
-    enqueued_at: str
     quota: str | None = None
     priority: int = 0
     cluster: str | None = None
     pod_sets: tuple[PodSetCount, ...] = ()
     requests: Resources = field(default_factory=dict)
     admitted_at: str | None = None
-    position: int | None = None
+    position: int | None = None  # in its quota's queue, when it waits there
     preempted_by: str | None = None
     preemptions: int = 0
     preemption_reason: str | None = None
     copies: tuple[str, ...] = ()  # Duplicated: the other clusters holding a copy
-    nodes: tuple[tuple[str, str, int], ...] = ()  # resourceReservation: the packing
+    nodes: tuple[tuple[str, str, int], ...] = ()  # resourceReservation: (node, pod set, pods)
     kept: bool = False  # admitted on its last good version; the source is invalid now
     policy: str | None = None
+
+
+PriorPlacement = Decision  # what the previous state branch said of a job, read back
 
 
 @dataclass(frozen=True)

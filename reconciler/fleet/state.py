@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Set
 from typing import Any
 
-from reconciler.core.model import Decision, JobKey, Phase, PodSetCount, PriorPlacement
+from reconciler.core.model import Decision, JobKey, Phase, PodSetCount, PriorPlacement, evolve
 from reconciler.core.problems import Problem
 from reconciler.core.resources import format_resources
 from reconciler.fleet.documents import parse_documents
@@ -184,7 +184,8 @@ def render_placements(decisions: Iterable[Decision]) -> bytes:
 Written = dict[JobKey, tuple[PriorPlacement, bytes]]  # what a decision reads back as, its item
 # The fields a decision's item is written from, all of which it reads back as
 # (``prior_from_decision``), but ``kept``: such an item is always written anew.
-_READ_BACK = operator.attrgetter(*(f.name for f in dataclasses.fields(PriorPlacement)))
+_READ_BACK = operator.attrgetter(*(f.name for f in dataclasses.fields(Decision)
+                                   if f.name != "kept"))
 
 
 def render_placements_reusing(decisions: Iterable[Decision], before: Mapping[
@@ -205,7 +206,7 @@ def render_placements_reusing(decisions: Iterable[Decision], before: Mapping[
     lines = []
     for d in decisions:
         was = before.get(d.key)
-        if was is not None and (d.key in as_before or (
+        if was is not None and (d.key in as_before or was[0] is d or (
                 not d.kept and _READ_BACK(d) == _READ_BACK(was[0]))):
             written[d.key] = was
         else:
@@ -286,14 +287,12 @@ def _read_whole(data: bytes) -> tuple[dict[JobKey, PriorPlacement], list[Problem
 
 
 def prior_from_decision(d: Decision) -> PriorPlacement:
-    """What the next reconcile reads back of ``d`` (as ``prior_from_item`` of its item)."""
-    return PriorPlacement(
-        key=d.key, phase=d.phase, enqueued_at=d.enqueued_at, path=d.path, blob=d.blob,
-        quota=d.quota, priority=d.priority, cluster=d.cluster, pod_sets=d.pod_sets,
-        requests=dict(d.requests), admitted_at=d.admitted_at, preempted_by=d.preempted_by,
-        preemptions=d.preemptions, reason=d.reason, api_version=d.api_version,
-        preemption_reason=d.preemption_reason, copies=d.copies, policy=d.policy,
-        nodes=tuple(sorted(d.nodes)), position=d.position)
+    """What the next reconcile reads back of ``d`` (as ``prior_from_item`` of its
+    item): ``d`` itself, unless it is kept or its nodes are not in order."""
+    nodes = tuple(sorted(d.nodes))
+    if not d.kept and nodes == d.nodes and type(d.requests) is dict:
+        return d
+    return evolve(d, kept=False, nodes=nodes, requests=dict(d.requests))
 
 
 def prior_from_item(item: Mapping[str, Any]) -> PriorPlacement:

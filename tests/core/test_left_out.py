@@ -107,3 +107,32 @@ def test_decisions_left_as_they_were_are_named_and_read_back_as_their_priors() -
     assert data == render_placements(got.decisions)
     assert [k.name for k in now if now[k] is written.get(k)] == ["a-run", "h"]
     assert cycle.reconcile_cycle(replace(inp, settled=frozenset())).from_prior == frozenset()
+
+
+def test_a_decision_left_as_it_was_is_its_prior_itself() -> None:
+    """``h`` keeps its place: its decision is the very object the state was read
+    back as (nothing is built for it), while ``l``, one place down, gets a new one.
+    A prior whose requests are not those of its blob (a placements.yaml edited by
+    hand) is decided anew, with the blob's requests, in the same place."""
+    from reconciler.core.model import evolve
+    from reconciler.fleet.state import render_placements_reusing
+
+    jobs = [gpu_job("a-run", 7, "a").priority_class("high"),
+            gpu_job("h", 8, "a").priority_class("high"), gpu_job("l", 8, "a")]
+    first = cycle.reconcile_cycle(cycle_input(jobs=jobs, priority_classes=CLASSES))
+    _, written = render_placements_reusing(first.decisions, {})
+    prior = {key: was for key, (was, _) in written.items()}
+    by_key = {k.name: k for k in prior}
+    settled = frozenset(k for k, p in prior.items() if p.phase is Phase.QUEUED)
+    pushed = gpu_job("j", 8, "a").priority_class("mid")
+    inp = replace(cycle_input(jobs=[*jobs, pushed], priority_classes=CLASSES,
+                              prior=list(prior.values())), settled=settled)
+    got = by_name(cycle.reconcile_cycle(inp))
+    assert got["h"] is prior[by_key["h"]]
+    assert got["l"] is not prior[by_key["l"]] and got["l"].position == 3
+    assert got["l"] == evolve(prior[by_key["l"]], position=3)
+
+    edited = evolve(prior[by_key["h"]], requests={"cpu": 1000})
+    again = cycle.reconcile_cycle(replace(inp, prior={**inp.prior, by_key["h"]: edited}))
+    assert by_key["h"] in again.from_prior
+    assert by_name(again)["h"] is not edited and by_name(again)["h"] == got["h"]
