@@ -59,11 +59,11 @@ def quantity_parser() -> Callable[[object], Decimal]:
     """``kubernetes.utils.parse_quantity``, the edge's one parser.
 
     Importing it the usual way runs the ``kubernetes`` package's ``__init__``,
-    which imports the whole API client and its config (about 0.5 s): a
-    reconcile of a push of one job would wait longer for that than for
-    anything else it reads. The parser's file needs only ``decimal``, so it is
-    loaded alone, from where the installed package keeps it; by the usual
-    import when it is already imported or that file is not there.
+    which imports the whole API client and its config: about 0.5 s, which every
+    reconcile that parses a file paid, a push of one job included. The parser's
+    file needs only ``decimal``, so it is loaded alone, from where the installed
+    package keeps it; by the usual import when it is already imported or that
+    file is not there.
     """
     module = sys.modules.get(QUANTITY_MODULE) or _quantity_module_alone()
     if module is None:
