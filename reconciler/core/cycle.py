@@ -649,6 +649,7 @@ class _Cycle:
                     continue
                 if self._parking:
                     self._park(p)
+                self._pass_over(leaf, queue, parked)
             self._push_head(leaf)
         if self.parked is not None and asleep >= 1000 and \
                 self.parked.woken - woken > asleep // 2:
@@ -657,6 +658,34 @@ class _Cycle:
             # them, so from now on failed jobs are asked (those parked stay parked).
             # (With fewer parked jobs, either way costs little.)
             self._parking = False
+
+    def _pass_over(self, leaf: str, queue: list[tuple[tuple[int, str, tuple[str, str, str, str]],
+                                                      _Pending]],
+                   parked: Parked | frozenset[JobKey]) -> None:
+        """After a failure in ``leaf``'s BestEffortFIFO queue, pass over the jobs
+        next in it that come next in the pass and would fail at once, nothing
+        having changed: parked ones, and those whose failure nothing since could
+        have helped (``_may_have_changed``). Each is done with as its turn would
+        do it (marked waiting, parked if parking), without its head going
+        through the heap of heads and out again."""
+        if TRY_ALWAYS:
+            return
+        heads, failed_of = self._heads, self._failed
+        while queue:
+            q = queue[0][1]
+            if heads and self._head_key(leaf, q) >= heads[0][0]:
+                return  # another queue's head comes first (or a stale entry: asked as before)
+            key = q.job.key
+            if key in parked:
+                heapq.heappop(queue)  # (as the pass skips parked jobs: no change to make)
+                continue
+            failed = failed_of.get(key)
+            if failed is None or self._may_have_changed(q, *failed):
+                return  # its turn tries it
+            heapq.heappop(queue)
+            self._wait(q)
+            if self._parking:
+                self._park(q)
 
     def _park(self, p: _Pending) -> None:
         """Set aside ``p``, which failed (in a BestEffortFIFO queue: a StrictFIFO

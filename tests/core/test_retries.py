@@ -9,23 +9,27 @@ asking when nothing could have helped.
 
 from __future__ import annotations
 
+import pytest
+
+from reconciler.core import cycle
 from reconciler.core.cycle import CycleInput, _Cycle
 from reconciler.core.model import JobKey
 from reconciler.core.preemption import Blocked, find_victims
-from tests.builders import GPU, cycle_input, gpu_cluster, gpu_job, quota, simple_tree
+from tests.builders import GPU, JobBuilder, cycle_input, gpu_cluster, gpu_job, quota, simple_tree
 
 
 def t(second: int) -> str:
     return f"2026-01-01T00:00:{second:02d}Z"
 
 
-def full_root() -> CycleInput:
+def full_root(*more: JobBuilder) -> CycleInput:
     """root: 16 GPUs, qa and qb each guaranteed 8. qa runs a1 (4) and a2 (8), so
     it borrows 4; qb runs b1 (4); x (qa, 4 GPUs, the same priority as a1 and a2,
     so it may evict neither) waits: the root is full."""
     return cycle_input(
         jobs=[gpu_job("a1", 4, "team-a").created(t(1)), gpu_job("a2", 8, "team-a").created(t(2)),
-              gpu_job("b1", 4, "team-b").created(t(3)), gpu_job("x", 4, "team-a").created(t(4))],
+              gpu_job("b1", 4, "team-b").created(t(3)), gpu_job("x", 4, "team-a").created(t(4)),
+              *more],
         clusters=[gpu_cluster("c", 8, 8, 8, 8)],
         tree=simple_tree(quota("qa", ns=["team-a"], min={"gpu": "8"}, max={"gpu": "16"}),
                          quota("qb", ns=["team-b"], min={"gpu": "8"}, max={"gpu": "16"}),
@@ -68,3 +72,35 @@ def test_its_quota_losing_a_job_helps_it_only_once_it_may_reclaim() -> None:
     assert state._may_have_changed(x, *some_tries)  # limits of some tries only: asked
     state._evict(state.admitted[key(state, "a2")], by=x.job.key, why="test")
     assert state._may_have_changed(x, *own)  # qa is empty: x may reclaim now
+
+
+def test_jobs_that_would_fail_at_once_are_passed_over_in_their_queue(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """x, y and z wait in qa (the root is full). In the next pass nothing could
+    have helped them: after x, the pass goes over y and z in their queue, marking
+    them waiting, without a head going into the heap of heads for each. The
+    decisions are those of the pass with every head through the heap."""
+    monkeypatch.setattr(cycle, "PARK_ALWAYS", False)  # as in a cold reconcile
+    inp = full_root(gpu_job("y", 4, "team-a").created(t(5)),
+                    gpu_job("z", 4, "team-a").created(t(6)))
+
+    def second_pass(pass_over: bool) -> tuple[list[str], dict[JobKey, object]]:
+        state = first_pass(inp)
+        assert {k.name for k in state._failed} == {"x", "y", "z"}
+        pushed: list[str] = []
+        real = _Cycle._push_head
+        with pytest.MonkeyPatch.context() as mp:
+            if not pass_over:
+                mp.setattr(_Cycle, "_pass_over", lambda self, leaf, queue, parked: None)
+            mp.setattr(_Cycle, "_push_head",
+                       lambda self, leaf: (pushed.append(leaf), real(self, leaf))[1])
+            failed = dict(state._failed)
+            state.admit_queued()
+        assert state._failed == failed and not state._queues["root/qa"]  # none tried
+        return pushed, dict(state.decisions)
+
+    with_pass_over, decided = second_pass(True)
+    without, decided_too = second_pass(False)
+    assert decided == decided_too
+    assert with_pass_over == ["root/qa", "root/qa"]  # its first head, then after x and the rest
+    assert without == ["root/qa"] * 4  # its first head, then after each of x, y and z
