@@ -665,8 +665,8 @@ class _Cycle:
         """After a failure in ``leaf``'s BestEffortFIFO queue, pass over the jobs
         next in it that come next in the pass and would fail at once, nothing
         having changed: parked ones, and those whose failure nothing since could
-        have helped (``_may_have_changed``). Each is done with as its turn would
-        do it (marked waiting, parked if parking), without its head going
+        have helped (``_may_have_changed``). Each is dealt with as its turn would
+        deal with it (marked waiting, parked if parking), without its head going
         through the heap of heads and out again."""
         if TRY_ALWAYS:
             return
@@ -681,7 +681,7 @@ class _Cycle:
                 continue
             failed = failed_of.get(key)
             if failed is None or self._may_have_changed(q, *failed):
-                return  # its turn tries it
+                return  # its turn tries it (and asks again: a yes is rare)
             heapq.heappop(queue)
             self._wait(q)
             if self._parking:
