@@ -628,10 +628,8 @@ class _Cycle:
             _, p = heapq.heappop(queue)
             if p.job.key in parked:
                 # It would fail at once (_try_admit), changing nothing; so would
-                # the parked jobs after it in its queue while they come next.
-                while queue and queue[0][1].job.key in parked and (
-                        not heads or self._head_key(leaf, queue[0][1]) < heads[0][0]):
-                    heapq.heappop(queue)
+                # the jobs after it that _pass_over passes over.
+                self._pass_over(leaf, queue, parked)
                 self._push_head(leaf)
                 continue
             self._trying = head
@@ -662,10 +660,11 @@ class _Cycle:
     def _pass_over(self, leaf: str, queue: list[tuple[tuple[int, str, tuple[str, str, str, str]],
                                                       _Pending]],
                    parked: Parked | frozenset[JobKey]) -> None:
-        """After a failure in ``leaf``'s BestEffortFIFO queue, pass over the jobs
-        next in it that come next in the pass and would fail at once, nothing
-        having changed: parked ones, and those whose failure nothing since could
-        have helped (``_may_have_changed``). Each is dealt with as its turn would
+        """After a turn in ``leaf``'s BestEffortFIFO queue that changed nothing (a
+        failure, or a parked job passed over), pass over the jobs next in it that
+        come next in the pass and would fail at once, nothing having changed:
+        parked ones, and those whose failure nothing since could have helped
+        (``_may_have_changed``). Each is dealt with as its turn would
         deal with it (marked waiting, parked if parking), without its head going
         through the heap of heads and out again."""
         if TRY_ALWAYS:
