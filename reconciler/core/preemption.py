@@ -66,6 +66,10 @@ class Admitted:
     enqueued_at: str
     queued: bool = True
     seq: int = 0  # admission order within the cycle's view: higher = more recent
+    recency: bytes = field(init=False, repr=False, compare=False)  # see most_recent_first
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "recency", most_recent_first(self.admitted_at, self.key))
 
     @property
     def can_be_victim(self) -> bool:
@@ -149,6 +153,28 @@ def _by_cluster(items: list[Candidate]) -> dict[str, list[Candidate]]:
     for c in items:
         out.setdefault(c[1].cluster, []).append(c)
     return out
+
+
+_INVERT = bytes(range(255, -1, -1))
+
+
+def most_recent_first(admitted_at: str, key: JobKey) -> bytes:
+    """A sort key that orders jobs by ``(admitted_at, key)`` descending: the
+    most recently admitted first, and of jobs admitted at the same time (in
+    one cycle), the last by key first.
+
+    Victims are ranked by it, not by the order of admission within a cycle
+    (``seq``): the next reconcile reads back only ``admittedAt``, and ranking
+    the same jobs another way there would preempt other victims (the state
+    would not be a fixed point).
+
+    The fields are joined with NUL, which no field holds, so the UTF-8 bytes
+    sort as the tuple of strings does; every byte inverted, they sort the
+    other way, and the final 0xff puts a text before the longer texts it is
+    a prefix of (the only case where inverting alone gets the order wrong).
+    """
+    text = "\0".join((admitted_at, *key)).encode()
+    return text.translate(_INVERT) + b"\xff"
 
 
 # A candidate's rank (its first item), in C: sorts call it for every candidate.
@@ -321,7 +347,7 @@ class PreemptionContext:
         return 0
 
     def _segment(self, leaf: str) -> _Run:
-        """The leaf's possible victims, by (priority, most recent first, name),
+        """The leaf's possible victims, by (priority, most_recent_first),
         kept until they change."""
         version = self._leaf_version.get(leaf, 0)
         known = self._segments.get(leaf)
@@ -329,7 +355,7 @@ class PreemptionContext:
             return known
         why = f"reclaiming quota {leaf} borrowed above its min"
         evicted = self.evicted
-        items = sorted((((victim.priority, -victim.seq, victim.key), victim, why)
+        items = sorted((((victim.priority, victim.recency), victim, why)
                         for victim in self.by_quota[leaf].values()
                         if victim.can_be_victim and victim.key not in evicted), key=_first)
         run = self._segments[leaf] = _Run(version, items)
@@ -553,18 +579,16 @@ def _common_depth(a: str, b: str) -> int:
     return n
 
 
-def _rank(category: int, quota: str, victim: Admitted) -> tuple[int, int, int, int, JobKey]:
+def _rank(category: int, quota: str, victim: Admitted) -> tuple[int, int, int, bytes]:
     """Victim preference (first = evicted first)::
 
         (reclaim from other quotas before same-quota priority preemption,
          nearest quota first: a sibling before a cousin (deepest common ancestor),
          lowest priority first,
-         most recently admitted first,
-         namespace/name)
+         most recently admitted first, then the last by key: most_recent_first)
     """
     assert victim.quota is not None
-    return (category, -_common_depth(quota, victim.quota), victim.priority, -victim.seq,
-            victim.key)
+    return (category, -_common_depth(quota, victim.quota), victim.priority, victim.recency)
 
 
 def may_evict_priority(policy: PreemptionPolicy, victim: int, priority: int) -> bool:

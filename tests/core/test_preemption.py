@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from reconciler.core.cycle import CycleResult, reconcile_cycle
-from reconciler.core.model import Phase, PreemptionPolicy, QuotaSettings
+from reconciler.core.model import JobKey, Phase, PreemptionPolicy, QuotaSettings
+from reconciler.core.preemption import most_recent_first
 from tests.builders import (
     GPU,
     JobBuilder,
@@ -141,6 +142,50 @@ def test_the_most_recently_admitted_of_equal_victims_goes_first() -> None:
                admitted_prior(newer, cluster="c1", quota="root/qa", priority=10,
                               admitted_at=t(2))]))
     assert evicted(result) == {"newer"}
+
+
+def test_victims_admitted_together_rank_the_same_in_their_cycle_and_the_next() -> None:
+    """qb's six jobs are admitted in one cycle, b-5 (enqueued first) first and
+    b-0 last; qa's job then reclaims two of them. Jobs admitted together share
+    their admission time, and the next reconcile knows no other order of them:
+    the most recent of them is the last by name, b-5, whether the reclaim comes
+    in the cycle that admits them (they then stay queued: they never ran) or
+    in the next one. Ranked by the order of admission within the cycle, the
+    first would leave b-0 and b-1 out, the second b-5 and b-4."""
+    qtree = simple_tree(quota("qa", min={"gpu": "4"}, max={"gpu": "8"}, ns=["team-a"]),
+                        quota("qb", min={"gpu": "4"}, max={"gpu": "8"}, ns=["team-b"]),
+                        total={"gpu": "8"})
+    borrowers = [gpu_job(f"b-{i}", 1, "team-b").priority_class("mid").created(t(10 - i))
+                 for i in range(6)]
+    reclaimer = gpu_job("a-1", 4, "team-a").priority_class("low").created(t(20))
+
+    def reconcile(jobs: list[JobBuilder], prior: CycleResult | None = None) -> CycleResult:
+        return reconcile_cycle(cycle_input(
+            jobs=jobs, tree=qtree, clusters=[gpu_cluster("c1", 8, 8)],
+            priority_classes=PRIORITIES, prior=prior_of(prior.decisions) if prior else ()))
+
+    together = reconcile([*borrowers, reclaimer])
+    first = reconcile(borrowers)
+    assert all(d.phase is Phase.ADMITTED for d in first.decisions)
+    after = reconcile([*borrowers, reclaimer], first)
+    waiting = {d.key.name for d in together.decisions if d.phase is Phase.QUEUED}
+    assert waiting == evicted(after) == {"b-5", "b-4"}
+    assert by_name(together)["a-1"].phase is Phase.ADMITTED
+    again = reconcile([*borrowers, reclaimer], together)
+    assert [(d.key.name, d.phase, d.cluster) for d in again.decisions] == \
+        [(d.key.name, d.phase, d.cluster) for d in together.decisions]
+
+
+def test_most_recent_first_orders_by_admission_time_then_key_both_descending() -> None:
+    """Names that are prefixes of others, a dash (before digits and letters),
+    text beyond ASCII, and a kept job's empty admission time."""
+    keys = [JobKey("kubeflow.org", kind, ns, name)
+            for kind in ("PyTorchJob", "MPIJob") for ns in ("team-a", "team-a-b", "é")
+            for name in ("j", "j-1", "j1", "j10", "jé", "j\u4e00")]
+    jobs = [(at, key) for at in ("", t(1), t(2), "2026-01-01T00:00:01.5Z") for key in keys]
+    newest_first = sorted(jobs, reverse=True)
+    assert sorted(jobs, key=lambda j: most_recent_first(*j)) == newest_first
+    assert newest_first[0] == (t(2), JobKey("kubeflow.org", "PyTorchJob", "é", "j\u4e00"))
 
 
 def test_no_preemption_when_it_would_not_help() -> None:
