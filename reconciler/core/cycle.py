@@ -46,7 +46,7 @@ from reconciler.core.quota import QuotaTree, QuotaUsage, max_jobs_hint
 from reconciler.core.resources import MAX_JOBS, Resources
 
 MAX_CLUSTER_NOTES = 3
-MAX_PASSES = 64  # a safety net: passes settle in 2-5 (about 30 at 100,000 jobs)
+MAX_PASSES = 64  # a safety net: passes settle in 2-5 (about 11 at 100,000 jobs)
 MAX_ROUNDS = 8  # a safety net: rounds settle in 1-3
 # Tests set this to check, after each pass, that no parked job could have been
 # helped by what happened since it failed (the wake-up index misses nothing).
