@@ -258,6 +258,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     store: JobStore = cache if cache is not None else ParsedJobs()
     if cache is not None:
         cache.load_jobs()
+    read_before = cache.kept_inputs() if cache is not None else None  # (tree, fleet read)
     info, inputs = read_inputs(repo, source_rev, store, cache, progress)
     progress(f"read {inputs.files} files, {len(inputs.jobs)} jobs")
     prior: dict[JobKey, PriorPlacement] = {}
@@ -284,7 +285,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
             data = repo.read_blobs([placements_sha])[placements_sha] if placements_sha else None
             prior, state_problems = read_placements(data)
             problems.extend(state_problems)
-    settled = _settled(repo, store, info, state_info, prior)
+    settled = _settled(repo, store, info, state_info, prior, read_before, inputs)
     cycle_input = CycleInput(
         jobs=tuple(s.job for s in inputs.jobs.values()), tree=inputs.tree,
         clusters=tuple(inputs.clusters), policies=tuple(inputs.policies),
@@ -391,10 +392,14 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
 
 
 def _settled(repo: FleetRepo, store: JobStore, source: CommitInfo, state: CommitInfo | None,
-             prior: dict[JobKey, PriorPlacement]) -> frozenset[JobKey]:
-    """The jobs the state queued whose inputs did not change, when nothing but
-    jobs-only files changed since the source the state was made from (see
-    ``CycleInput.settled``); else none. One ``git diff-tree``."""
+             prior: dict[JobKey, PriorPlacement],
+             read_before: tuple[str, FleetInputs] | None = None,
+             inputs: FleetInputs | None = None) -> frozenset[JobKey]:
+    """The jobs the state queued whose inputs did not change (see
+    ``CycleInput.settled``), when nothing but jobs-only files changed since the
+    source the state was made from, or those and the quota tree's max values
+    (``_max_changed``: then the queued jobs of the quotas below a max that
+    changed are not settled); else none. One ``git diff-tree``."""
     if state is None or not prior or not isinstance(store, Cache):
         return frozenset()
     found = trailers(state.message)
@@ -406,15 +411,60 @@ def _settled(repo: FleetRepo, store: JobStore, source: CommitInfo, state: Commit
     except GitError:  # the state was made elsewhere, from a source not here
         return frozenset()
     changed = set()
+    others = set()  # files read that are not jobs-only
     for path, old, new in changes:
         if not (is_yaml(path) or path.startswith("templates/")):
             continue  # not read
         for blob in (old, new):
             if blob != NO_BLOB and store.job_entry(blob, path) is None:
-                return frozenset()  # not a jobs-only file: anything may have changed
+                others.add(path)  # not a jobs-only file: anything may have changed
         changed.add(path)
+    below: tuple[str, ...] = ()
+    if others:
+        if read_before is None or read_before[0] != old_tree or inputs is None:
+            return frozenset()
+        got = _max_changed(read_before[1], inputs, others)
+        if got is None:
+            return frozenset()
+        below = tuple(f"{quota}/" for quota in got)
     return frozenset(k for k, p in prior.items() if p.phase is Phase.QUEUED
-                     and p.path not in changed)
+                     and p.path not in changed
+                     and not (below and f"{p.quota or ''}/".startswith(below)))
+
+
+# What the cycle reads of a fleet, but for its jobs and quota tree.
+_CYCLE_INPUTS = ("settings", "policies", "clusters", "priority_classes", "default_priority",
+                 "workload_priority_classes", "namespaces")
+
+
+def _max_changed(before: FleetInputs, now: FleetInputs, files: set[str]) -> list[str] | None:
+    """The quotas whose max changed, when ``files`` (the files changed since
+    ``before`` was read, but for jobs-only ones) are the quota tree's file, and
+    the tree and every other input the cycle reads are as they were but for
+    max values (of the same resources); else ``None``.
+
+    A queued job of a quota on no such max's path then failed last time on the
+    limits it meets now, on the same snapshot: nothing helps it until the
+    cycle admits or evicts, as after a push of jobs. (A changed min is not
+    such a change: it moves what may be borrowed and reclaimed anywhere.)
+    """
+    old, new = before.tree, now.tree
+    if old is None or new is None or files != {new.path} or old.path != new.path:
+        return None
+    if (old.root, old.by_alias, old.by_namespace) != (new.root, new.by_alias, new.by_namespace) \
+            or old.nodes.keys() != new.nodes.keys():
+        return None
+    if any(getattr(before, name) != getattr(now, name) for name in _CYCLE_INPUTS):
+        return None
+    out = []
+    for path, a in old.nodes.items():
+        b = new.nodes[path]
+        if (a.name, a.min, a.namespaces, a.parent, a.children, a.max.keys()) != \
+                (b.name, b.min, b.namespaces, b.parent, b.children, b.max.keys()):
+            return None
+        if a.max != b.max:
+            out.append(path)
+    return out
 
 
 def _manifest_of(source: JobSource) -> Manifest | None:

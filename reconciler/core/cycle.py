@@ -94,9 +94,11 @@ class CycleInput:
     broken_paths: dict[str, str] = field(default_factory=dict)
     settings: FleetSettings = field(default_factory=FleetSettings)
     # Jobs Queued in ``prior`` whose inputs did not change, when nothing but
-    # jobs changed since the reconcile that wrote ``prior`` (a fixed point):
-    # each failed then on the very state step 2 rebuilds, so it is not tried
-    # again until something that could help it happens (see step 2).
+    # jobs changed since the reconcile that wrote ``prior`` (a fixed point),
+    # or jobs and the max of some quotas (then those below such a quota are
+    # not settled): each failed then on the very state step 2 rebuilds, with
+    # the limits it meets now, so it is not tried again until something that
+    # could help it happens (see step 2).
     settled: frozenset[JobKey] = frozenset()
 
 

@@ -430,3 +430,79 @@ def test_the_commit_message_names_the_jobs_deleted_and_only_those(tmp_path: Path
     assert lines[2:lines.index("", 2)] == [
         "admit PyTorchJob default/j3 -> c1 (master 1, worker 1)",
         "delete PyTorchJob default/j1 from c1", "delete PyTorchJob default/j4"]
+
+
+def two_leaf_tree(qa_max_jobs: str, qb_min_cpu: str = "32") -> str:
+    """qa (namespace team-a) and qb (team-b) share the root's 64 CPUs; each runs
+    at most two jobs at a time."""
+    return ("apiVersion: scheduling.sigs.k8s.io/v1beta1\nkind: ElasticQuotaTree\n"
+            "metadata: {name: elasticquotatree, namespace: kube-system}\n"
+            "spec:\n  root:\n    name: root\n"
+            '    min: {cpu: "64", memory: 256Gi}\n    max: {cpu: "64", memory: 256Gi}\n'
+            "    children:\n"
+            '    - name: qa\n      min: {cpu: "32", memory: 128Gi}\n'
+            f'      max: {{cpu: "64", memory: 256Gi, kube-queue/max-jobs: "{qa_max_jobs}"}}\n'
+            "      namespaces: [team-a]\n"
+            f'    - name: qb\n      min: {{cpu: "{qb_min_cpu}", memory: 128Gi}}\n'
+            '      max: {cpu: "64", memory: 256Gi, kube-queue/max-jobs: "2"}\n'
+            "      namespaces: [team-b]\n")
+
+
+def test_a_change_of_quota_max_values_settles_the_jobs_of_the_other_quotas(
+        tmp_path: Path, monkeypatch) -> None:
+    """Raising qa's max lets a2 run; qb's waiting jobs failed last time on limits
+    that did not change, so they are settled (left out until the cycle admits,
+    which it does here). A changed min, or another file changed beside the
+    tree, settles nothing. Each state is the one a full reconcile makes."""
+    from reconciler import pipeline
+
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": two_leaf_tree("2"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/c1.yaml": member_cluster("c1", cpu="64", memory="256Gi"),
+        **{f"jobs/{t}{i}.yaml": pytorchjob(f"{t}{i}", namespace=f"team-{t}")
+           for t in "ab" for i in range(4)}})
+    first = run_reconcile(path)
+    assert first.commit is not None
+    assert sorted(k for k, v in placements(path).items() if v["phase"] == "Queued") == [
+        "team-a/a2", "team-a/a3", "team-b/b2", "team-b/b3"]
+    seen: list[list[str]] = []
+    real = pipeline._settled
+
+    def spy(*args):
+        got = real(*args)
+        seen.append(sorted(k.name for k in got))
+        return got
+
+    monkeypatch.setattr(pipeline, "_settled", spy)
+
+    def from_scratch(name: str, base: str) -> str | None:
+        """The same commit reconciled from ``base`` with no cache (nothing settled)."""
+        full = tmp_path / name
+        shutil.copytree(path, full)
+        shutil.rmtree(full / ".git" / "fleetq")
+        git(full, "update-ref", f"refs/heads/{STATE}", base)
+        run_reconcile(full, use_cache=False)
+        return rev(full, f"{STATE}^{{tree}}")
+
+    write_files(path, {"quota.yaml": two_leaf_tree("3")})
+    commit_all(path, "qa runs three jobs")
+    run_reconcile(path)
+    assert seen == [["b2", "b3"]]
+    assert {k: v["phase"] for k, v in placements(path).items()
+            if k.startswith("team-a/")} == {"team-a/a0": "Admitted", "team-a/a1": "Admitted",
+                                           "team-a/a2": "Admitted", "team-a/a3": "Queued"}
+    assert from_scratch("full-max", first.commit) == rev(path, f"{STATE}^{{tree}}")
+
+    base = rev(path, STATE)
+    assert base is not None
+    write_files(path, {"quota.yaml": two_leaf_tree("3", qb_min_cpu="16")})
+    commit_all(path, "qb guarantees less")
+    run_reconcile(path)
+    assert seen[-1] == []
+    assert from_scratch("full-min", base) == rev(path, f"{STATE}^{{tree}}")
+
+    write_files(path, {"quota.yaml": two_leaf_tree("4", qb_min_cpu="16"),
+                       "clusters/c1.yaml": member_cluster("c1", cpu="60", memory="256Gi")})
+    commit_all(path, "qa runs four jobs, on a smaller cluster")
+    run_reconcile(path)
+    assert seen[-1] == []

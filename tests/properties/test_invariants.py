@@ -373,6 +373,20 @@ def _try_always(inp: CycleInput, try_always: bool = True) -> CycleResult:
         cycle.TRY_ALWAYS, cycle.PARK_ALWAYS, cycle.CHECK_PARKED = was
 
 
+def _max_changed(tree: QuotaTree | None, step: int) -> tuple[str | None, QuotaTree | None]:
+    """One quota below the root (chosen by ``step``) with its max doubled, or
+    halved down to no less than its min; ``None`` when it has no max."""
+    if tree is None:
+        return None, tree
+    quotas = [q for q in sorted(tree.nodes) if q != tree.root and tree.nodes[q].max]
+    if not quotas:
+        return None, tree
+    node = tree.nodes[quotas[step % len(quotas)]]
+    new = {r: v * 2 if step % 2 else max(node.min.get(r, 0), v // 2)
+           for r, v in node.max.items()}
+    return node.path, replace(tree, nodes={**tree.nodes, node.path: replace(node, max=new)})
+
+
 def run(fleet: Fleet) -> None:
     plans: list[JobPlan] = []
     prior: dict = {}
@@ -406,6 +420,17 @@ def run(fleet: Fleet) -> None:
                     f"step {step}: reconciling again changed {d.key}:\n{before[d.key]}\n{d}")
             again_warm = reconcile_cycle(replace(inp, prior=prior, settled=_queued(prior)))
             assert again_warm.decisions == again.decisions, f"step {step}: settled changed it"
+            # A quota's max changed: the queued jobs of the quotas not below it are
+            # settled (as the pipeline counts them, _max_changed) to the same decisions.
+            changed, tree = _max_changed(inp.tree, step)
+            if changed is not None:
+                moved = replace(inp, prior=prior, tree=tree)
+                below = f"{changed}/"
+                settled = frozenset(k for k in _queued(prior)
+                                    if not f"{prior[k].quota}/".startswith(below))
+                full = reconcile_cycle(moved)
+                assert reconcile_cycle(replace(moved, settled=settled)).decisions == \
+                    full.decisions, f"step {step}: settled changed it after {changed}'s max"
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{describe(fleet, step, result)}") from None
 
