@@ -20,11 +20,13 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from typing import Any
 
 from reconciler import __version__
 from reconciler.core.cycle import CycleInput, CycleResult, InvalidJob, reconcile_cycle
 from reconciler.core.model import Decision, JobKey, Phase, PriorPlacement
 from reconciler.core.problems import Problem
+from reconciler.core.quota import QuotaTree
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
 from reconciler.fleet.inputs import (
@@ -421,9 +423,12 @@ def _settled(repo: FleetRepo, store: JobStore, source: CommitInfo, state: Commit
         changed.add(path)
     below: tuple[str, ...] = ()
     if others:
-        if read_before is None or read_before[0] != old_tree or inputs is None:
-            return frozenset()
-        got = _max_changed(read_before[1], inputs, others)
+        # what the cycle read from the tree the state was made from: the fleet
+        # read last, or else what the cache kept when that state was committed
+        before = cycle_read(read_before[1]) if read_before is not None \
+            and read_before[0] == old_tree else store.state_inputs(old_tree)
+        got = _max_changed(before, inputs, others) \
+            if before is not None and inputs is not None else None
         if got is None:
             return frozenset()
         below = tuple(f"{quota}/" for quota in got)
@@ -437,24 +442,33 @@ _CYCLE_INPUTS = ("settings", "policies", "clusters", "priority_classes", "defaul
                  "workload_priority_classes", "namespaces")
 
 
-def _max_changed(before: FleetInputs, now: FleetInputs, files: set[str]) -> list[str] | None:
+def cycle_read(inputs: FleetInputs) -> dict[str, Any]:
+    """What the cycle reads of a fleet but for its jobs: its quota tree, and the
+    rest (``_CYCLE_INPUTS``)."""
+    return {"tree": inputs.tree, **{name: getattr(inputs, name) for name in _CYCLE_INPUTS}}
+
+
+def _max_changed(before: dict[str, Any], now: FleetInputs, files: set[str]
+                 ) -> list[str] | None:
     """The quotas whose max changed, when ``files`` (the files changed since
-    ``before`` was read, but for jobs-only ones) are the quota tree's file, and
-    the tree and every other input the cycle reads are as they were but for
-    max values (of the same resources); else ``None``.
+    ``before`` was read, but for jobs-only ones: a ``cycle_read``) are the
+    quota tree's file, and the tree and every other input the cycle reads are
+    as they were but for max values (of the same resources); else ``None``.
 
     A queued job of a quota on no such max's path then failed last time on the
     limits it meets now, on the same snapshot: nothing helps it until the
     cycle admits or evicts, as after a push of jobs. (A changed min is not
     such a change: it moves what may be borrowed and reclaimed anywhere.)
     """
-    old, new = before.tree, now.tree
+    old, new = before.get("tree"), now.tree
+    if not isinstance(old, QuotaTree):
+        return None
     if old is None or new is None or files != {new.path} or old.path != new.path:
         return None
     if (old.root, old.by_alias, old.by_namespace) != (new.root, new.by_alias, new.by_namespace) \
             or old.nodes.keys() != new.nodes.keys():
         return None
-    if any(getattr(before, name) != getattr(now, name) for name in _CYCLE_INPUTS):
+    if any(before.get(name) != getattr(now, name) for name in _CYCLE_INPUTS):
         return None
     out = []
     for path, a in old.nodes.items():
@@ -693,6 +707,8 @@ def _save_cache(cache: Cache | None, computed: Computed, state: str | None) -> N
         return
     cache.save_jobs(computed.inputs.jobs_files)
     cache.save_inputs()
+    if state is not None and state != computed.state_base:  # a state commit was made
+        cache.save_state_inputs(computed.source.tree, cycle_read(computed.inputs))
     if state is not None:
         rendered = {}
         for path, made_of in computed.rendered_from.items():

@@ -2,7 +2,7 @@
 
 It lives in the repository's git directory (``.git/fleetq/cache-v<N>/``),
 never in the work tree, and is safe to delete at any time: everything in it
-can be computed again from git. Three things are kept:
+can be computed again from git. Four things are kept:
 
 - ``jobs-<xx>.pickle``: the parsed jobs of every jobs-only file, keyed by
   (git blob id, path), in 256 shards by the blob id's first two hex digits.
@@ -17,6 +17,10 @@ can be computed again from git. Three things are kept:
 - ``inputs.pickle``: the fleet read last and the source tree it was read
   from, but for the jobs of its jobs-only files (they are in the shards), so
   that the next reconcile of a push of a few job files reads those files only.
+- ``inputs-of-state.pickle``: what the cycle read, but for jobs (the quota
+  tree, clusters, policies, ...), of the source tree the last state commit
+  was made from, so that a later push that changed the quota tree's max
+  values alone is known as such, even after reconciles that made no commit.
 
 Entries are never trusted across formats: the folder name carries the cache
 format and the fleetq version, and an unreadable file is dropped.
@@ -47,6 +51,8 @@ MAX_DELTAS = 16  # a state saved as changes is at most this many steps from a wh
 DELTA_SHARE = 8  # ... and is saved so only while at most 1/8 of its decisions changed
 
 INPUTS = "inputs.pickle"  # the fleet read last, but for the jobs of its jobs-only files
+# what the cycle read, but for jobs, of the source the last state commit was made from
+STATE_INPUTS = "inputs-of-state.pickle"  # (not state-*.pickle: those are decisions)
 
 
 class Cache:
@@ -63,6 +69,7 @@ class Cache:
         self._kept: tuple[str, Written, dict[str, tuple[str, str]], list[str]] | None = None
         self._inputs: tuple[str, FleetInputs] | None = None  # see keep_inputs
         self._inputs_on_disk: str | None = None  # the tree inputs.pickle was saved or read for
+        self._state_inputs: tuple[str, dict[str, Any]] | None = None  # see save_state_inputs
 
     # -- files -------------------------------------------------------------------
 
@@ -192,6 +199,25 @@ class Cache:
             return None  # (a job defined twice after all: read whole)
         self._inputs_on_disk = got["tree"]
         return got["tree"], replace(inputs, jobs=jobs)
+
+    def save_state_inputs(self, tree: str, read: dict[str, Any]) -> None:
+        """Keep ``read``, what the cycle read but for jobs from source tree
+        ``tree``, from which a state commit was just made: the next reconcile
+        compares its quota tree with it, even when reconciles that made no
+        commit read other trees since (``state_inputs``)."""
+        self._state_inputs = (tree, read)
+        self._write(STATE_INPUTS, {"tree": tree, "read": read})
+
+    def state_inputs(self, tree: str) -> dict[str, Any] | None:
+        """What ``save_state_inputs`` kept last, if it was for source tree ``tree``."""
+        if self._state_inputs is None:
+            got = self._read(STATE_INPUTS)
+            if isinstance(got, dict) and isinstance(got.get("tree"), str) \
+                    and isinstance(got.get("read"), dict):
+                self._state_inputs = (got["tree"], got["read"])
+        if self._state_inputs is None or self._state_inputs[0] != tree:
+            return None
+        return self._state_inputs[1]
 
     # -- decisions of a state commit ----------------------------------------------
 

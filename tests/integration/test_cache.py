@@ -506,3 +506,18 @@ def test_a_change_of_quota_max_values_settles_the_jobs_of_the_other_quotas(
     commit_all(path, "qa runs four jobs, on a smaller cluster")
     run_reconcile(path)
     assert seen[-1] == []
+
+    # A max change that binds nothing makes no commit; the next push is compared
+    # with the tree the state was made from (kept with that state), not with the
+    # one read last: qa's jobs are still not settled, qb's are.
+    state = rev(path, STATE)
+    write_files(path, {"quota.yaml": two_leaf_tree("4", qb_min_cpu="16").replace(
+        '{cpu: "64", memory: 256Gi, kube-queue/max-jobs: "4"}',
+        '{cpu: "63", memory: 256Gi, kube-queue/max-jobs: "4"}')})
+    commit_all(path, "qa may use a CPU less")
+    assert run_reconcile(path).commit is None and rev(path, STATE) == state
+    write_files(path, {"jobs/b9.yaml": pytorchjob("b9", namespace="team-b")})
+    commit_all(path, "b9")
+    run_reconcile(path)
+    assert seen[-1] == ["b2", "b3"]
+    assert state is not None and from_scratch("full-later", state) == rev(path, f"{STATE}^{{tree}}")
