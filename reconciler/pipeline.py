@@ -461,9 +461,8 @@ def _max_changed(before: dict[str, Any], now: FleetInputs, files: set[str]
     such a change: it moves what may be borrowed and reclaimed anywhere.)
     """
     old, new = before.get("tree"), now.tree
-    if not isinstance(old, QuotaTree):
-        return None
-    if old is None or new is None or files != {new.path} or old.path != new.path:
+    if not isinstance(old, QuotaTree) or new is None or files != {new.path} \
+            or old.path != new.path:
         return None
     if (old.root, old.by_alias, old.by_namespace) != (new.root, new.by_alias, new.by_namespace) \
             or old.nodes.keys() != new.nodes.keys():
