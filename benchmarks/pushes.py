@@ -33,8 +33,11 @@ NOW = "2026-01-02T00:00:00Z"
 STATE = "refs/heads/fleetq/state"
 
 # The long-lived reconciler of --kept: one line in per push, one line out.
+# Between pushes it does what ``pipeline.watch`` does while it waits: it drops the
+# outcome (which holds the whole fleet and the state's files), collects, and
+# freezes what is left.
 KEPT = """
-import resource, sys, time
+import gc, resource, sys, time
 from reconciler.fleet.cache import Cache
 from reconciler.gitops.repo import FleetRepo
 from reconciler.pipeline import parse_now, reconcile
@@ -45,7 +48,11 @@ for _ in sys.stdin:
     out = reconcile(repo, now=parse_now(sys.argv[2]), cache=cache)
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-    print(f"{seconds:.2f} {peak} {out.commit or 'none'}", flush=True)
+    commit = out.commit
+    del out
+    gc.collect()
+    gc.freeze()
+    print(f"{seconds:.2f} {peak} {commit or 'none'}", flush=True)
 """
 
 
