@@ -33,6 +33,16 @@ def fleet(tmp_path: Path) -> Path:
         **{f"jobs/j{i}.yaml": pytorchjob(f"j{i}") for i in range(4)}})
 
 
+def reconciled_from_scratch(path: Path, full: Path, base: str) -> str | None:
+    """The state tree of ``path``'s source commit reconciled from state ``base``
+    in a copy at ``full`` with no cache (so with nothing settled)."""
+    shutil.copytree(path, full)
+    shutil.rmtree(full / ".git" / "fleetq")
+    git(full, "update-ref", f"refs/heads/{STATE}", base)
+    run_reconcile(full, use_cache=False)
+    return rev(full, f"{STATE}^{{tree}}")
+
+
 def cache_dirs(path: Path) -> list[Path]:
     return sorted((path / ".git" / "fleetq").glob("cache-v*"))
 
@@ -308,13 +318,7 @@ def test_settled_jobs_are_left_out_of_a_cycle_until_it_admits_or_evicts(
     quick = rev(path, f"{STATE}^{{tree}}")
 
     def from_scratch(name: str, base: str) -> str | None:
-        """The same push reconciled with no cache (so with nothing settled)."""
-        full = tmp_path / name
-        shutil.copytree(path, full)
-        shutil.rmtree(full / ".git" / "fleetq")
-        git(full, "update-ref", f"refs/heads/{STATE}", base)
-        run_reconcile(full, use_cache=False)
-        return rev(full, f"{STATE}^{{tree}}")
+        return reconciled_from_scratch(path, tmp_path / name, base)
 
     assert from_scratch("full", first.commit) == quick
 
@@ -476,13 +480,7 @@ def test_a_change_of_quota_max_values_settles_the_jobs_of_the_other_quotas(
     monkeypatch.setattr(pipeline, "_settled", spy)
 
     def from_scratch(name: str, base: str) -> str | None:
-        """The same commit reconciled from ``base`` with no cache (nothing settled)."""
-        full = tmp_path / name
-        shutil.copytree(path, full)
-        shutil.rmtree(full / ".git" / "fleetq")
-        git(full, "update-ref", f"refs/heads/{STATE}", base)
-        run_reconcile(full, use_cache=False)
-        return rev(full, f"{STATE}^{{tree}}")
+        return reconciled_from_scratch(path, tmp_path / name, base)
 
     write_files(path, {"quota.yaml": two_leaf_tree("3")})
     commit_all(path, "qa runs three jobs")
