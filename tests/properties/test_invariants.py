@@ -373,9 +373,11 @@ def _try_always(inp: CycleInput, try_always: bool = True) -> CycleResult:
         cycle.TRY_ALWAYS, cycle.PARK_ALWAYS, cycle.CHECK_PARKED = was
 
 
-def _max_changed(tree: QuotaTree | None, step: int) -> tuple[str | None, QuotaTree | None]:
-    """One quota below the root (chosen by ``step``) with its max doubled, or
-    halved down to no less than its min; ``None`` when it has no max."""
+def _with_max_changed(tree: QuotaTree | None, step: int
+                      ) -> tuple[str | None, QuotaTree | None]:
+    """(quota, tree): the tree with one quota below the root (chosen by
+    ``step``) whose max is doubled, or halved down to no less than its min;
+    (None, tree) when no such quota has a max."""
     if tree is None:
         return None, tree
     quotas = [q for q in sorted(tree.nodes) if q != tree.root and tree.nodes[q].max]
@@ -420,9 +422,10 @@ def run(fleet: Fleet) -> None:
                     f"step {step}: reconciling again changed {d.key}:\n{before[d.key]}\n{d}")
             again_warm = reconcile_cycle(replace(inp, prior=prior, settled=_queued(prior)))
             assert again_warm.decisions == again.decisions, f"step {step}: settled changed it"
-            # A quota's max changed: the queued jobs of the quotas not below it are
-            # settled (as the pipeline counts them, _max_changed) to the same decisions.
-            changed, tree = _max_changed(inp.tree, step)
+            # A quota's max changed: the queued jobs of the quotas not below it,
+            # settled as the pipeline settles them (pipeline._max_changed), give
+            # the same decisions.
+            changed, tree = _with_max_changed(inp.tree, step)
             if changed is not None:
                 moved = replace(inp, prior=prior, tree=tree)
                 below = f"{changed}/"
