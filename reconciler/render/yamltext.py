@@ -22,6 +22,11 @@ import yaml.resolver
 _RESOLVER = yaml.resolver.Resolver()
 _STR = "tag:yaml.org,2002:str"
 _PRINTABLE = re.compile("^[\t\n\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*$")
+# Printable, but not as itself inside quotes: YAML reads U+2028 and U+2029 as line
+# breaks (folded to a space there), and U+FEFF as a byte order mark.
+_RAW_IN_QUOTES = re.compile(
+    "^[\t\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd"
+    "\U00010000-\U0010ffff]*$")
 _FIRST_BAD = set("?:,[]{}#&*!|>'\"%@` \t")
 _BAD_INSIDE = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029\ufeff]|: |:$| #")
 # Read differently by other YAML loaders (YAML 1.2, go-yaml): numbers in any
@@ -51,15 +56,17 @@ _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
 def _quoted(text: str) -> str:
-    """A YAML double-quoted scalar; every non-printable character escaped."""
-    if _PRINTABLE.match(text):
+    """A YAML double-quoted scalar; every character that would not read back
+    as itself there (non-printable, a line or paragraph separator, U+FEFF)
+    escaped."""
+    if _RAW_IN_QUOTES.match(text):
         return json.dumps(text, ensure_ascii=False)
     out = []
     for ch in text:
         code = ord(ch)
         if ch in _ESCAPES:
             out.append(_ESCAPES[ch])
-        elif _PRINTABLE.match(ch):
+        elif _RAW_IN_QUOTES.match(ch):
             out.append(ch)
         elif code < 0x100:
             out.append(f"\\x{code:02x}")

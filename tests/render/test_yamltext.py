@@ -46,6 +46,18 @@ def test_strings_other_loaders_read_as_numbers_or_booleans_are_quoted(text: str)
     assert dump({"v": text}) == f'v: "{text}"\n'
 
 
+@pytest.mark.parametrize("text", ["\u2028", "a\u2028b", "x\u2029", "\ufeffz", "é\u2028中文",
+                                  "a: b\u2029", "line\n\u2028\n"])
+def test_line_and_paragraph_separators_and_a_bom_are_escaped_in_quotes(text: str) -> None:
+    """YAML reads U+2028 and U+2029 as line breaks and U+FEFF as a byte order mark:
+    written as themselves in a quoted scalar, a key or a value would read back
+    changed, or not at all."""
+    doc = {text: text, "list": [text, {text: [text]}]}
+    written = dump(doc)
+    assert "\u2028" not in written and "\u2029" not in written and "\ufeff" not in written
+    assert yaml.safe_load(written) == doc
+
+
 def test_layout_is_kubectl_style() -> None:
     doc = {"spec": {"containers": [{"name": "a", "args": ["-c", "sleep 1"],
                                     "resources": {"limits": {"cpu": "2"}}}],
@@ -99,7 +111,8 @@ def test_placements_formatter_writes_what_the_generic_writer_writes() -> None:
     assert yaml.safe_load(data)["items"] == [decision_item(d) for d in decisions]
 
 
-@pytest.mark.parametrize("path", ["jobs/a,b.yaml", "jobs/[x]/y.yaml", "jobs/{a}.yaml"])
+@pytest.mark.parametrize("path", ["jobs/a,b.yaml", "jobs/[x]/y.yaml", "jobs/{a}.yaml",
+                                  "jobs/a\u2028b.yaml"])
 def test_placements_keep_a_path_with_flow_indicators(path: str) -> None:
     """Source paths sit inside ``{...}`` in placements.yaml: a comma or bracket in
     one must not split the mapping."""
