@@ -437,9 +437,9 @@ def _settled(repo: FleetRepo, store: JobStore, source: CommitInfo, state: Commit
                      and not (below and f"{p.quota or ''}/".startswith(below)))
 
 
-# What the cycle reads of a fleet, but for its jobs and quota tree.
+# What the cycle reads of a fleet (``CycleInput``), but for its jobs and quota tree.
 _CYCLE_INPUTS = ("settings", "policies", "clusters", "priority_classes", "default_priority",
-                 "workload_priority_classes", "namespaces")
+                 "workload_priority_classes")
 
 
 def cycle_read(inputs: FleetInputs) -> dict[str, Any]:
