@@ -68,6 +68,7 @@ class Cache:
         # the same, for the state loaded or saved last: kept in memory (only read)
         self._kept: tuple[str, Written, dict[str, tuple[str, str]], list[str]] | None = None
         self._inputs: tuple[str, FleetInputs] | None = None  # see keep_inputs
+        self._inputs_looked_up = False  # kept_inputs read inputs.pickle
         self._inputs_on_disk: str | None = None  # the tree inputs.pickle was saved or read for
         self._state_inputs: tuple[str, dict[str, Any]] | None = None  # see save_state_inputs
 
@@ -154,7 +155,8 @@ class Cache:
         ``save_inputs`` saved, their jobs taken from the parsed jobs (call
         ``load_jobs`` first); not to be changed. ``None`` when there are none,
         or they name a job file no longer here."""
-        if self._inputs is None:
+        if self._inputs is None and not self._inputs_looked_up:
+            self._inputs_looked_up = True  # (read from disk once: only this cache saves it)
             self._inputs = self._saved_inputs()
         return self._inputs
 
