@@ -519,3 +519,23 @@ def test_a_change_of_quota_max_values_settles_the_jobs_of_the_other_quotas(
     run_reconcile(path)
     assert seen[-1] == ["b2", "b3"]
     assert state is not None and from_scratch("full-later", state) == rev(path, f"{STATE}^{{tree}}")
+
+    # The same with one cache kept across the reconciles, as fleetq watch keeps it:
+    # a push that commits, a max change that does not, then a push.
+    from reconciler.fleet.cache import Cache
+
+    kept = Cache(path / ".git")
+    write_files(path, {"jobs/b8.yaml": pytorchjob("b8", namespace="team-b")})
+    commit_all(path, "b8")
+    assert run_reconcile(path, cache=kept).commit is not None
+    state = rev(path, STATE)
+    write_files(path, {"quota.yaml": two_leaf_tree("4", qb_min_cpu="16").replace(
+        '{cpu: "64", memory: 256Gi, kube-queue/max-jobs: "4"}',
+        '{cpu: "62", memory: 256Gi, kube-queue/max-jobs: "4"}')})
+    commit_all(path, "qa may use two CPUs less")
+    assert run_reconcile(path, cache=kept).commit is None and rev(path, STATE) == state
+    write_files(path, {"jobs/b7.yaml": pytorchjob("b7", namespace="team-b")})
+    commit_all(path, "b7")
+    run_reconcile(path, cache=kept)
+    assert seen[-1] == ["b2", "b3", "b8", "b9"]
+    assert state is not None and from_scratch("full-kept", state) == rev(path, f"{STATE}^{{tree}}")
