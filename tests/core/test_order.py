@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from reconciler.core.cycle import CycleResult, reconcile_cycle
-from reconciler.core.model import FleetSettings, Phase, PriorPlacement
+from reconciler.core.cycle import CycleResult, queue_order, reconcile_cycle
+from reconciler.core.model import FleetSettings, JobKey, Phase, PriorPlacement
 from tests.builders import (
     BATCH_JOB,
     SOURCE_TIME,
@@ -248,3 +250,27 @@ def test_strict_fifo_is_not_blocked_by_an_inadmissible_job() -> None:
                           free_after_holder=4, fleet=settings(root__q=strict_fifo())))
     assert d["huge"].phase is Phase.INADMISSIBLE
     assert d["small"].phase is Phase.ADMITTED
+
+
+# -- the queue order key ----------------------------------------------------------
+
+_TEXT = st.text(alphabet=st.sampled_from(["", "\0", "\1", "-", "a", "b", "z", "é", "\U0001f600"]
+                                         ).filter(bool), max_size=4)
+_PRIORITY = st.one_of(st.integers(-20, 20), st.integers(-(10 ** 30), 10 ** 30),
+                      st.sampled_from([0, 9, 10, 99, 100, -9, -10, -99, -100, 2 ** 31 - 1,
+                                       -(2 ** 31)]))
+
+
+@given(st.lists(st.tuples(_PRIORITY, _TEXT, _TEXT, _TEXT, _TEXT, _TEXT), min_size=2,
+                max_size=30))
+def test_the_queue_order_key_sorts_as_the_tuple_it_stands_for(
+        rows: list[tuple[int, str, str, str, str, str]]) -> None:
+    """(-priority, enqueue time, namespace, name, group, kind), as one string: any
+    whole number, texts that are prefixes of others, NULs, text beyond ASCII."""
+    keyed = [(queue_order(p, at, JobKey(g, k, ns, n)), (-p, at, ns, n, g, k))
+             for p, at, ns, n, g, k in rows]
+    by_key = sorted(keyed, key=lambda r: r[0])
+    by_tuple = sorted(keyed, key=lambda r: r[1])
+    assert [r[1] for r in by_key] == [r[1] for r in by_tuple]
+    # equal keys for equal tuples only
+    assert len({r[0] for r in keyed}) == len({r[1] for r in keyed})
