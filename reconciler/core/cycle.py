@@ -7,6 +7,7 @@ never depend on hashing.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import operator
 from collections.abc import Callable
@@ -129,20 +130,29 @@ class _Pending:
     notes: list[str]
     total: Resources
     prior: PriorPlacement | None
-    order: str = field(init=False)  # see queue_order
-    after_priority: str = field(init=False)  # ``order`` but its priority
     shape: tuple[object, ...] = field(init=False)
     like: tuple[str, str] = field(init=False)  # (policy ref, kind ref)
     # whether it may reclaim is the same for jobs alike (see _may_reclaim); the
     # cycle swaps it for a number, the same for the same key
     reclaims_like: object = field(init=False)
+    alike: int | None = field(init=False, default=None)  # see _attempt
 
     def __post_init__(self) -> None:
-        self.after_priority = _ascending_text(self.enqueued_at, *self.job.key.order)
-        self.order = _descending_number(self.priority) + self.after_priority
         self.shape = _shape(self.job.pod_sets)
         self.like = (self.policy.ref, self.job.key.kind_ref)
         self.reclaims_like = (self.quota, self.priority, tuple(self.job.requests.items()))
+
+    # (made when first asked: most jobs an incremental cycle resolves are put back
+    # where they ran, and never queue)
+    @functools.cached_property
+    def order(self) -> str:
+        """Its place in its queue (see ``queue_order``)."""
+        return _descending_number(self.priority) + self.after_priority
+
+    @functools.cached_property
+    def after_priority(self) -> str:
+        """``order`` but its priority: enqueue time, namespace/name, group, kind."""
+        return _ascending_text(self.enqueued_at, *self.job.key.order)
 
 
 def queue_order(priority: int, enqueued_at: str, key: JobKey) -> str:
@@ -160,11 +170,19 @@ _COMPLEMENT = str.maketrans("0123456789", "9876543210")
 def _descending_number(n: int) -> str:
     """Text that sorts as ``-n`` does, for any whole number, and is never a
     prefix of another such text (its length is in it)."""
-    digits = str(abs(n))
-    if n <= 0:  # -n >= 0: by length, then digits
-        return f"p{len(digits):05d}{digits}"
-    # -n < 0: the longer first, then by complemented digits
-    return f"n{99999 - len(digits):05d}{digits.translate(_COMPLEMENT)}"
+    got = _DESCENDING.get(n)
+    if got is None:
+        digits = str(abs(n))
+        if n <= 0:  # -n >= 0: by length, then digits
+            got = f"p{len(digits):05d}{digits}"
+        else:  # -n < 0: the longer first, then by complemented digits
+            got = f"n{99999 - len(digits):05d}{digits.translate(_COMPLEMENT)}"
+        if len(_DESCENDING) < 4096:  # (a fleet has a few priorities)
+            _DESCENDING[n] = got
+    return got
+
+
+_DESCENDING: dict[int, str] = {}
 
 
 def _ascending_text(*texts: str) -> str:
@@ -318,7 +336,8 @@ class _Cycle:
         # pod shape -> cluster -> its removals when the shape last did not fit there
         self._fail_memo: dict[tuple[object, ...], dict[str, int]] = {}
         self._group_states: dict[int, list[ClusterState]] = {}  # id(group) -> its clusters
-        self._alike_failed: dict[tuple[object, ...], tuple[tuple[int, int, int], Blocked]] = {}
+        self._alike_failed: dict[int, tuple[tuple[int, int, int], Blocked]] = {}
+        self._alike_keys: dict[tuple[object, ...], int] = {}  # see _attempt
         self.preemption = PreemptionContext(
             usage=self.usage, clusters=self.clusters, settings=inp.settings,
             max_evictions=len(inp.jobs) + len(inp.prior))
@@ -873,11 +892,13 @@ class _Cycle:
         the same answer on the same snapshot: once one failed, the others
         fail at once until something is admitted or evicted.
         """
-        policy = self.inp.settings.for_quota(p.quota).preemption if p.quota else None
-        alike = (p.quota, p.priority, p.like, p.shape,
-                 p.job.preemptible,
-                 p.enqueued_at if policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
-                 else None)
+        alike = p.alike
+        if alike is None:  # (a number: the tuple would be hashed again at each try)
+            policy = self.inp.settings.for_quota(p.quota).preemption if p.quota else None
+            ck = (p.quota, p.priority, p.like, p.shape, p.job.preemptible,
+                  p.enqueued_at if policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
+                  else None)
+            alike = p.alike = self._alike_keys.setdefault(ck, len(self._alike_keys))
         now = (self.preemption.last_seq, self.evictions, self.preemption.changes)
         known = self._alike_failed.get(alike)
         if known is not None and known[0] == now:
@@ -1123,9 +1144,10 @@ class _Cycle:
 
     def result(self) -> CycleResult:
         self._record_preemptions()
-        # per queue: (order, enqueue time, key, (job, prior) when left out); orders
-        # are unique (see queue_order)
-        by_queue: dict[str, list[tuple[str, str, JobKey,
+        # per queue: (order, key, (job, prior) when left out); orders are unique.
+        # (Tuples: made for every waiting job, they cost less than the text of
+        # queue_order, and each is compared a few times only.)
+        by_queue: dict[str, list[tuple[tuple[int, str, tuple[str, str, str, str]], JobKey,
                                        tuple[Job, PriorPlacement] | None]]] = {}
         for key, d in self.decisions.items():
             if d.phase is not Phase.QUEUED:
@@ -1139,9 +1161,9 @@ class _Cycle:
             if note:
                 why += f"; {note}"
             self.decisions[key] = evolve(d, reason=why)
-            if p.policy.queued:  # (its priority and enqueue time are the decision's)
-                by_queue.setdefault(d.quota or "", []).append(
-                    (p.order, d.enqueued_at, key, None))
+            if p.policy.queued:
+                order = (-d.priority, d.enqueued_at, key.order)
+                by_queue.setdefault(d.quota or "", []).append((order, key, None))
         left_out = self.left_out
         source_time = self.inp.source_time
         for key, out in left_out.items():
@@ -1149,15 +1171,15 @@ class _Cycle:
             assert prior.quota is not None  # see _left_out
             enqueued = job.created_at or prior.enqueued_at or source_time  # (_enqueued)
             by_queue.setdefault(prior.quota, []).append(
-                (queue_order(prior.priority, enqueued, key), enqueued, key, out))
+                ((-prior.priority, enqueued, (key[2], key[3], key[0], key[1])), key, out))
         from_prior = []
         for entries in by_queue.values():
             entries.sort()
-            for position, (_, enqueued, key, was) in enumerate(entries, start=1):
+            for position, (order, key, was) in enumerate(entries, start=1):
                 if was is not None:  # left out: decided as before, in its place now
                     job, prior = was
                     # those not taken from the prior: is it the prior's?
-                    same = position == prior.position and enqueued == prior.enqueued_at \
+                    same = position == prior.position and order[1] == prior.enqueued_at \
                         and prior.cluster is None and prior.admitted_at is None \
                         and not prior.copies and not prior.nodes
                     if same:
@@ -1168,7 +1190,7 @@ class _Cycle:
                             continue
                     self.decisions[key] = Decision(
                         key=key, api_version=job.api_version, path=job.path, blob=job.blob,
-                        phase=Phase.QUEUED, reason=prior.reason, enqueued_at=enqueued,
+                        phase=Phase.QUEUED, reason=prior.reason, enqueued_at=order[1],
                         quota=prior.quota, priority=prior.priority, requests=job.requests,
                         pod_sets=prior.pod_sets,  # the counts of the same blob's pod sets
                         preempted_by=prior.preempted_by, preemptions=prior.preemptions,
