@@ -26,8 +26,9 @@ job can do without (a minimal set).
 
 from __future__ import annotations
 
+import heapq
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -83,18 +84,62 @@ class Ranked:
     """Candidates in rank order, with views the search asks for built once:
     those on a cluster, and those whose quota is at or below a quota.
 
-    ``runs``, when given, are the ``_Run``s the items were merged from, group
+    ``runs``, when given, are the ``_Run``s the items are merged from, group
     after group (the items: each group's runs merged, the groups one after
     another); a cluster's candidates are then merged from the runs' own
-    per-cluster lists, for the clusters asked for only."""
+    per-cluster lists, for the clusters asked for only. The items are merged
+    whole (a sort, in C) only when a view or a long search needs them: the
+    first few (``at``) are merged one by one, and most searches stop there.
+    (A run's items never change: a merge gives the same whenever it is made.)"""
 
-    __slots__ = ("_below", "_on", "_runs", "items")
+    __slots__ = ("_below", "_first", "_merging", "_on", "_runs", "_whole")
 
-    def __init__(self, items: list[Candidate], runs: list[list[_Run]] | None = None) -> None:
-        self.items = items
+    def __init__(self, items: list[Candidate] | None, runs: list[list[_Run]] | None = None
+                 ) -> None:
+        assert items is not None or runs is not None
+        self._whole = items
         self._runs = runs
+        self._first: list[Candidate] = []  # the first items, merged one by one
+        self._merging: Iterator[Candidate] | None = None
         self._on: dict[str, list[Candidate]] | None = None if runs is None else {}
         self._below: dict[str, list[Candidate]] = {}
+
+    @property
+    def items(self) -> list[Candidate]:
+        whole = self._whole
+        if whole is None:
+            assert self._runs is not None
+            whole = []
+            for group in self._runs:
+                merged = [c for run in group for c in run.items]
+                merged.sort(key=_first)  # runs already sorted merge fast
+                whole.extend(merged)
+            self._whole = whole
+            self._merging = None
+        return whole
+
+    def at(self, i: int) -> Candidate | None:
+        """The item at ``i``, or ``None`` past the last."""
+        whole = self._whole
+        if whole is None:
+            first = self._first
+            if i < len(first):
+                return first[i]
+            if i < FIRST_MERGED:
+                if self._merging is None and not first:
+                    assert self._runs is not None
+                    self._merging = _merged(self._runs)
+                merging = self._merging
+                while merging is not None and len(first) <= i:
+                    got = next(merging, None)
+                    if got is None:
+                        self._whole, self._merging = first, None  # (all of them)
+                        return None
+                    first.append(got)
+                if i < len(first):
+                    return first[i]
+            whole = self.items
+        return whole[i] if i < len(whole) else None
 
     def on(self, cluster: str) -> list[Candidate]:
         if not cluster:
@@ -128,6 +173,17 @@ class Ranked:
 
 
 NO_CANDIDATES = Ranked([])
+FIRST_MERGED = 16  # items of a Ranked merged one by one before the whole is sorted
+
+
+def _merged(groups: list[list[_Run]]) -> Iterator[Candidate]:
+    """Each group's runs merged (each run is in rank order), the groups one after
+    another: what a stable sort of each group's runs one after another gives."""
+    for group in groups:
+        if len(group) == 1:
+            yield from group[0].items
+        else:
+            yield from heapq.merge(*(run.items for run in group), key=_first)
 
 
 class _Run:
@@ -291,14 +347,9 @@ class PreemptionContext:
             borrowers.append(leaf)
             by_depth.setdefault(_common_depth(quota, leaf), []).append(self._segment(leaf))
         # The rank of ``_rank`` (category 0): the nearest quotas first, then each
-        # leaf's own order; runs already sorted merge fast.
-        ranked: list[Candidate] = []
+        # leaf's own order (merged when asked for: see Ranked).
         groups = [by_depth[depth] for depth in sorted(by_depth, reverse=True)]
-        for group in groups:
-            merged = [c for run in group for c in run.items]
-            merged.sort(key=_first)
-            ranked.extend(merged)
-        self._reclaimable[ck] = (self.changes, borrowers, Ranked(ranked, groups))
+        self._reclaimable[ck] = (self.changes, borrowers, Ranked(None, groups))
         return borrowers, self._reclaimable[ck][2]
 
     def reclaim_bound(self, quota: str, borrowers: list[str]) -> dict[str, Resources]:
@@ -665,7 +716,7 @@ def _plan(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str, prior
                 for group in groups]
     if not any(clusters):
         return ANY_REASON
-    if not any(part.items for part in candidates):
+    if all(part.at(0) is None for part in candidates):
         short = usage.shortfall(quota, job.requests, preemptible=job.preemptible)
         if short is None:
             return ANY_REASON
@@ -743,6 +794,11 @@ def _quota_could_fit(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota:
     if job.preemptible or usage.np_shortfall(quota, job.requests) is None:
         return None
     return ANY_REASON
+
+
+def _at(items: list[Candidate]) -> Callable[[int], Candidate | None]:
+    """``Ranked.at`` for a list."""
+    return lambda i: items[i] if i < len(items) else None
 
 
 class _Search:
@@ -841,11 +897,13 @@ class _Search:
         taken = self.taken
         everyone = blocking == self.usage.tree.root  # every quota is below the root
         for number, part in enumerate(self.candidates):
-            below = part.items if everyone else part.below(blocking)
-            start = self._start.get((blocking, number), 0)
-            for i in range(start, len(below)):
-                _, victim, why = below[i]
-                if i == start and (id(victim) in taken or not self._may_take(victim)):
+            below: list[Candidate] | Ranked = part if everyone else part.below(blocking)
+            at = below.at if isinstance(below, Ranked) else _at(below)
+            i = start = self._start.get((blocking, number), 0)
+            while (got := at(i)) is not None:
+                _, victim, why = got
+                i += 1
+                if i == start + 1 and (id(victim) in taken or not self._may_take(victim)):
                     start += 1
                     continue
                 if victim.cluster != cluster and self._helps(victim, short):

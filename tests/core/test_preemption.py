@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reconciler.core.cycle import CycleResult, reconcile_cycle
 from reconciler.core.model import JobKey, Phase, PreemptionPolicy, QuotaSettings
-from reconciler.core.preemption import most_recent_first
+from reconciler.core.preemption import Ranked, _Run, most_recent_first
 from tests.builders import (
     GPU,
     JobBuilder,
@@ -321,3 +323,26 @@ def test_a_job_a_full_quota_blocks_is_not_tried_again_while_that_quota_stays_ful
     assert evicted(result) == {"b-low-3"}  # the newest of qb's low jobs
     assert "quota root nvidia.com/gpu" in d["w"].reason
     assert searched.count("w") == 1
+
+
+# -- candidates merged as far as they are read -----------------------------------
+
+_RUNS = st.lists(st.lists(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40)),
+                                   max_size=25), min_size=1, max_size=4), max_size=3)
+
+
+@given(_RUNS, st.lists(st.integers(0, 60), max_size=8))
+def test_candidates_read_one_by_one_are_those_of_the_whole_merge(
+        groups: list[list[list[tuple[int, int]]]], reads: list[int]) -> None:
+    """A Ranked merged from runs gives, item by item (``at``: the first few merged one
+    at a time, then the whole sorted), what a stable sort of each group's runs gives,
+    in any order of reads; and ``items`` is that list."""
+    made = [[_Run(0, [((rank, n), None, f"g{g}r{r}i{i}") for i, (rank, n) in
+                      enumerate(sorted(run))]) for r, run in enumerate(group)]
+            for g, group in enumerate(groups)]
+    expected = [c for group in made
+                for c in sorted((c for run in group for c in run.items), key=lambda c: c[0])]
+    ranked = Ranked(None, made)
+    for i in [*reads, *range(len(expected) + 2)]:
+        assert ranked.at(i) == (expected[i] if i < len(expected) else None)
+    assert ranked.items == expected
