@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchmarks.generate import generate_fleet
+from benchmarks.generate import add_job, generate_fleet
 from benchmarks.run import run, table
 
 
@@ -51,3 +51,34 @@ def test_pushes_timed_both_ways_make_the_same_state_commits(tmp_path: Path) -> N
     assert [c for _, _, c in each] == [c for _, _, c in kept]
     assert len({c for _, _, c in each}) == 2 and base[1] not in {c for _, _, c in each}
     assert all(seconds > 0 and peak > 0 for seconds, peak, _ in each + kept)
+
+
+def test_the_captured_cycle_input_decides_what_the_reconcile_decided(tmp_path: Path) -> None:
+    """``benchmarks.cycle``: the input captured from a fleet repo, cold and from its
+    state, gives the decisions ``fleetq reconcile`` made there, run after run."""
+    import hashlib
+
+    from benchmarks.cycle import NOW, capture
+    from benchmarks.cycle import run as run_cycle
+    from reconciler.gitops.repo import FleetRepo
+    from reconciler.pipeline import parse_now, reconcile
+
+    repo = tmp_path / "fleet"
+    generate_fleet(repo, jobs=120, clusters=3, nodes_per_cluster=3, leaf_quotas=6, seed=7)
+
+    def digest(decisions: object) -> str:
+        return hashlib.sha256(repr(decisions).encode()).hexdigest()[:16]
+
+    cold = tmp_path / "cold.pickle"
+    capture(repo, cold, cold=True)
+    first = reconcile(FleetRepo(repo), now=parse_now(NOW))
+    runs = run_cycle(cold, repeat=2)
+    assert [(count, h) for _, count, h in runs] == [(120, digest(first.decisions))] * 2
+
+    add_job(repo, index=121)  # decided from the state and the cache
+    warm = tmp_path / "warm.pickle"
+    capture(repo, warm, cold=False)
+    second = reconcile(FleetRepo(repo), now=parse_now(NOW))
+    assert second.commit is not None
+    ((seconds, count, h),) = run_cycle(warm)
+    assert (count, h) == (121, digest(second.decisions)) and seconds >= 0

@@ -1,0 +1,119 @@
+"""The scheduler alone: ``reconcile_cycle`` timed on a captured cycle input.
+
+``capture`` reads a fleet repo as ``fleetq reconcile`` would (its source commit,
+and its state branch and cache unless ``--cold``) and pickles the ``CycleInput``
+the reconcile would decide, without deciding it. ``run`` times
+``reconcile_cycle`` on such a pickle with the fleetq of any checkout (this one
+by default), and prints the seconds and a hash of the decisions, so that two
+heads are compared on the very same input and shown to decide the same::
+
+    python -m benchmarks.cycle capture FLEET cold.pickle --cold
+    python -m benchmarks.cycle run cold.pickle [--fleetq ../other-checkout] [--repeat 3]
+
+Run two ``run`` commands at the same time (one per core) to compare two heads
+in the same minute: the machine's speed moves from hour to hour.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NOW = "2026-01-02T00:00:00Z"
+
+# Run in a child with the chosen checkout's fleetq: capture, then stop before deciding.
+CAPTURE = """
+import gc, pickle, sys
+gc.disable()
+from reconciler import pipeline
+from reconciler.gitops.repo import FleetRepo
+repo, out, cold = FleetRepo(sys.argv[1]), sys.argv[2], sys.argv[3] == "cold"
+
+class Captured(Exception):
+    pass
+
+def capture(inp):
+    with open(out, "wb") as fh:
+        pickle.dump(inp, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    raise Captured
+
+pipeline.reconcile_cycle = capture
+branch = pipeline.state_ref(pipeline.settings_branch(repo, "HEAD"))
+try:
+    pipeline.compute(repo, source_rev="HEAD", now=pipeline.parse_now(sys.argv[4]),
+                     state_base=None if cold else repo.resolve(branch),
+                     cache=None if cold else pipeline.Cache(repo.git_dir))
+except Captured:
+    pass
+"""
+
+RUN = """
+import gc, hashlib, pickle, sys, time
+gc.disable()
+from reconciler.core.cycle import reconcile_cycle
+with open(sys.argv[1], "rb") as fh:
+    inp = pickle.load(fh)
+for _ in range(int(sys.argv[2])):
+    started = time.perf_counter()
+    result = reconcile_cycle(inp)
+    seconds = time.perf_counter() - started
+    digest = hashlib.sha256(repr(result.decisions).encode()).hexdigest()[:16]
+    print(f"{seconds:.6f} {len(result.decisions)} {digest}", flush=True)
+"""
+
+
+def _child(script: str, fleetq: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", script, *args], cwd=fleetq, check=True,
+                          env=dict(os.environ, PYTHONPATH=str(fleetq)), text=True,
+                          stdout=subprocess.PIPE)
+
+
+def capture(fleet: Path, out: Path, *, cold: bool, fleetq: Path = ROOT) -> None:
+    """Pickle the cycle input a reconcile of ``fleet``'s HEAD would decide."""
+    out.unlink(missing_ok=True)
+    _child(CAPTURE, fleetq, str(fleet.resolve()), str(out.resolve()),
+           "cold" if cold else "state", NOW)
+    if not out.exists():
+        raise SystemExit(f"{fleet}: no cycle input was captured")
+
+
+def run(captured: Path, *, repeat: int = 1, fleetq: Path = ROOT) -> list[tuple[float, int, str]]:
+    """(seconds, decisions, hash of the decisions) of each run of the cycle."""
+    done = _child(RUN, fleetq, str(captured.resolve()), str(repeat))
+    out = []
+    for line in done.stdout.splitlines():
+        seconds, count, digest = line.split()
+        out.append((float(seconds), int(count), digest))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("capture", help="pickle the cycle input of a fleet repo's HEAD")
+    p.add_argument("fleet", type=Path)
+    p.add_argument("out", type=Path)
+    p.add_argument("--cold", action="store_true", help="no state, no cache (else both)")
+    p = sub.add_parser("run", help="time reconcile_cycle on a captured input")
+    p.add_argument("captured", type=Path)
+    p.add_argument("--repeat", type=int, default=1)
+    for p in sub.choices.values():
+        p.add_argument("--fleetq", type=Path, default=ROOT,
+                       help="the checkout whose fleetq runs (default: this one)")
+    args = parser.parse_args(argv)
+    fleetq = args.fleetq.resolve()
+    if args.command == "capture":
+        capture(args.fleet, args.out, cold=args.cold, fleetq=fleetq)
+        print(f"captured {args.out} ({args.out.stat().st_size:,} bytes)")
+        return 0
+    for seconds, count, digest in run(args.captured, repeat=args.repeat, fleetq=fleetq):
+        print(f"cycle {seconds:.2f} s  {count} decisions  {digest}  (fleetq of {fleetq})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
