@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pickle
 import shutil
 from pathlib import Path
+
+from reconciler.core.model import Decision
 
 from .conftest import (
     QUEUED_CLUSTER_POLICY,
@@ -539,3 +542,39 @@ def test_a_change_of_quota_max_values_settles_the_jobs_of_the_other_quotas(
     run_reconcile(path, cache=kept)
     assert seen[-1] == ["b2", "b3", "b8", "b9"]
     assert state is not None and from_scratch("full-kept", state) == rev(path, f"{STATE}^{{tree}}")
+
+
+def test_the_cached_decisions_share_the_values_they_repeat(tmp_path: Path,
+                                                          monkeypatch) -> None:
+    """Saved whole or as a change, the decisions of a state read back equal to its
+    placements.yaml; in a file, each value they repeat (requests, times, reasons,
+    names) is one object: what a large fleet's cache is read back faster for."""
+    from reconciler.fleet import cache as cache_mod
+    from reconciler.fleet.cache import Cache
+    from reconciler.fleet.state import read_placements
+
+    monkeypatch.setattr(cache_mod, "DELTA_SHARE", 2)  # a tiny fleet: the push is a change
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": TREE, "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/c1.yaml": member_cluster("c1", cpu="64", memory="256Gi"),
+        **{f"jobs/j{i}.yaml": pytorchjob(f"j{i}") for i in range(6)}})
+
+    def loaded(commit: str | None) -> list[Decision]:
+        assert commit is not None
+        got = Cache(path / ".git").load_state(commit)  # (a new cache reads the files)
+        assert got is not None
+        prior, _ = read_placements(git(path, "show", f"{commit}:placements.yaml").encode())
+        assert {k: was for k, (was, _) in got[0].items()} == prior
+        return [was for was, _ in got[0].values()]
+
+    whole = loaded(run_reconcile(path).commit)
+    assert len(whole) == 6
+    for field in ("requests", "enqueued_at", "reason", "quota", "policy", "pod_sets"):
+        values = [getattr(d, field) for d in whole]
+        assert len({id(v) for v in values}) == len({repr(v) for v in values}) < 6, field
+    write_files(path, {"jobs/k.yaml": pytorchjob("k")})
+    commit_all(path, "k")
+    second = run_reconcile(path).commit
+    (cache,) = cache_dirs(path)
+    assert "changed" in pickle.loads((cache / f"state-{second}.pickle").read_bytes())
+    assert len(loaded(second)) == 7
