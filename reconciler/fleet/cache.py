@@ -13,7 +13,8 @@ can be computed again from git. Four things are kept:
   was written as, so that an unchanged decision is not formatted again; and
   what each job file of it was rendered from, so that an unchanged job is not
   rendered again. After a small change it holds only the decisions that
-  changed since the state it names as its base.
+  changed since the state it names as its base. The values decisions repeat
+  (requests, times, reasons, names) are stored once (``shared_values``).
 - ``inputs.pickle``: the fleet read last and the source tree it was read
   from, but for the jobs of its jobs-only files (they are in the shards), so
   that the next reconcile of a push of a few job files reads those files only.
