@@ -147,12 +147,12 @@ class _Pending:
     @functools.cached_property
     def order(self) -> str:
         """Its place in its queue (see ``queue_order``)."""
-        return _descending_number(self.priority) + self.after_priority
+        return queue_order(self.priority, self.enqueued_at, self.job.key)
 
     @functools.cached_property
     def after_priority(self) -> str:
         """``order`` but its priority: enqueue time, namespace/name, group, kind."""
-        return _ascending_text(self.enqueued_at, *self.job.key.order)
+        return self.order[len(_descending_number(self.priority)):]
 
 
 def queue_order(priority: int, enqueued_at: str, key: JobKey) -> str:

@@ -102,7 +102,7 @@ class Ranked:
         self._first: list[Candidate] = []  # the first items, merged one by one
         self._merging: Iterator[Candidate] | None = None
         self._on: dict[str, list[Candidate]] | None = None if runs is None else {}
-        self._below: dict[str, list[Candidate]] = {}
+        self._below: dict[str, Ranked] = {}
 
     @property
     def items(self) -> list[Candidate]:
@@ -162,13 +162,13 @@ class Ranked:
             self._on = _by_cluster(self.items)
         return self._on.get(cluster, [])
 
-    def below(self, quota: str) -> list[Candidate]:
+    def below(self, quota: str) -> Ranked:
         got = self._below.get(quota)
         if got is None:
             under = quota + "/"
-            got = self._below[quota] = [
+            got = self._below[quota] = Ranked([
                 c for c in self.items
-                if c[1].quota == quota or (c[1].quota or "").startswith(under)]
+                if c[1].quota == quota or (c[1].quota or "").startswith(under)])
         return got
 
 
@@ -796,11 +796,6 @@ def _quota_could_fit(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota:
     return ANY_REASON
 
 
-def _at(items: list[Candidate]) -> Callable[[int], Candidate | None]:
-    """``Ranked.at`` for a list."""
-    return lambda i: items[i] if i < len(items) else None
-
-
 class _Search:
     """Victim selection by simulation on the live snapshot, always restored."""
 
@@ -897,10 +892,9 @@ class _Search:
         taken = self.taken
         everyone = blocking == self.usage.tree.root  # every quota is below the root
         for number, part in enumerate(self.candidates):
-            below: list[Candidate] | Ranked = part if everyone else part.below(blocking)
-            at = below.at if isinstance(below, Ranked) else _at(below)
+            below = part if everyone else part.below(blocking)
             i = start = self._start.get((blocking, number), 0)
-            while (got := at(i)) is not None:
+            while (got := below.at(i)) is not None:
                 _, victim, why = got
                 i += 1
                 if i == start + 1 and (id(victim) in taken or not self._may_take(victim)):

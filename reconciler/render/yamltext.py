@@ -24,9 +24,8 @@ _STR = "tag:yaml.org,2002:str"
 _PRINTABLE = re.compile("^[\t\n\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*$")
 # Printable, but not as itself inside quotes: YAML reads U+2028 and U+2029 as line
 # breaks (folded to a space there), and U+FEFF as a byte order mark.
-_RAW_IN_QUOTES = re.compile(
-    "^[\t\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd"
-    "\U00010000-\U0010ffff]*$")
+_NOT_RAW_IN_QUOTES = "\u2028\u2029\ufeff"
+_ESCAPED_IN_QUOTES = re.compile(f"[{_NOT_RAW_IN_QUOTES}]")
 _FIRST_BAD = set("?:,[]{}#&*!|>'\"%@` \t")
 _BAD_INSIDE = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029\ufeff]|: |:$| #")
 # Read differently by other YAML loaders (YAML 1.2, go-yaml): numbers in any
@@ -59,14 +58,14 @@ def _quoted(text: str) -> str:
     """A YAML double-quoted scalar; every character that would not read back
     as itself there (non-printable, a line or paragraph separator, U+FEFF)
     escaped."""
-    if _RAW_IN_QUOTES.match(text):
+    if _PRINTABLE.match(text) and not _ESCAPED_IN_QUOTES.search(text):
         return json.dumps(text, ensure_ascii=False)
     out = []
     for ch in text:
         code = ord(ch)
         if ch in _ESCAPES:
             out.append(_ESCAPES[ch])
-        elif _RAW_IN_QUOTES.match(ch):
+        elif ch not in _NOT_RAW_IN_QUOTES and _PRINTABLE.match(ch):
             out.append(ch)
         elif code < 0x100:
             out.append(f"\\x{code:02x}")
