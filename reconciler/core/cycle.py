@@ -826,7 +826,8 @@ class _Cycle:
         when the limits may lack some of its tries without reclaiming).
         Otherwise one helps if it was in ``p``'s own quota
         or below the quota ``p`` was short of, or on a candidate cluster that
-        could now take ``p`` (free room plus what ``p`` may evict there).
+        could now take ``p`` (free room plus what ``p`` may evict there; where
+        it may evict nothing, only if its pods pack there now).
         Admissions only fill quotas and clusters, so with no such eviction
         only a newly admitted job it may preempt can make a difference: a
         lower (or, by policy, newer equal) priority one in its own quota, or,
@@ -865,10 +866,13 @@ class _Cycle:
                     if cluster in candidates:
                         evicted_on.append(cluster)
                 if evicted_on:
+                    # Where no job it may evict runs, it fits only if it packs as it is.
                     reclaim = self._may_reclaim(p)
-                    if ctx.could_fit(evicted_on, p.total, quota, p.priority, policy, reclaim,
-                                     first=True):
-                        return True
+                    for name in ctx.could_fit(evicted_on, p.total, quota, p.priority, policy,
+                                              reclaim):
+                        if ctx.may_evict_on(name, quota, p.priority, policy, reclaim) or \
+                                self.clusters[name].fits(p.job.pod_sets, p.total) is not None:
+                            return True
         if ctx.last_seq == seq:
             return False
         if ctx.last_seq_in.get(quota, 0) > seq:
@@ -969,8 +973,8 @@ class _Cycle:
             for cs in lacking:  # its free sum is short of the job's total
                 memo[cs.name] = cs.removals
             for cs in ranked:
-                fit = cs.fit(job.key, job.pod_sets, p.total)
-                if isinstance(fit, str):
+                fit = cs.fits(job.pod_sets, p.total)
+                if fit is None:
                     memo[cs.name] = cs.removals
                     continue
                 if chosen is None:
@@ -1114,8 +1118,7 @@ class _Cycle:
             fit = cs.fit_from_counts(p.job.pod_sets, p.total, prior.nodes) if prior.nodes \
                 else None
             if fit is None or not cs.has_room_for(p.job.pod_sets, fit):
-                got = cs.fit(key, p.job.pod_sets, p.total)
-                fit = got if isinstance(got, Fit) else None
+                fit = cs.fits(p.job.pod_sets, p.total)
             if fit is None or self._quota_shortfall(p) is not None:
                 continue
             self._admit(p, cs, fit, admitted_at=prior.admitted_at)

@@ -109,9 +109,29 @@ class ClusterState:
                     f" < {format_quantity(short, total[short])} requested")
         if not self.cluster.resource_reservation:
             return Fit(self.name, dict(total))
-        return self._pack(pod_sets, total)
+        got = self._pack(pod_sets, total)
+        if isinstance(got, Fit):
+            return got
+        ps, placed = got
+        return self._pack_failure(pod_sets) or (
+            f"{self.name}: no node matches the {ps.name} pods' nodeSelector and tolerations"
+            if placed is None else
+            f"{self.name}: only {placed} of {ps.replicas} {ps.name} pods fit on its nodes")
 
-    def _pack(self, pod_sets: tuple[PodSet, ...], total: ResourcesView) -> Fit | str:
+    def fits(self, pod_sets: tuple[PodSet, ...], total: ResourcesView) -> Fit | None:
+        """``fit`` without the reason: ``None`` when the job does not fit (the
+        searches ask this again and again, and never tell why)."""
+        if first_excess(total, self.free) is not None:
+            return None
+        if not self.cluster.resource_reservation:
+            return Fit(self.name, dict(total))
+        got = self._pack(pod_sets, total)
+        return got if isinstance(got, Fit) else None
+
+    def _pack(self, pod_sets: tuple[PodSet, ...], total: ResourcesView
+              ) -> Fit | tuple[PodSet, int | None]:
+        """Each pod onto a node, or the pod set that did not all fit and how
+        many of its pods did (``None``: no node admits them)."""
         trial: dict[int, Resources] = {}
         placed: list[tuple[int, int, int]] = []
         order = sorted(range(len(pod_sets)), key=lambda i: _pod_size_key(pod_sets[i]))
@@ -123,9 +143,7 @@ class ClusterState:
             main = _main_resource(per_pod)
             eligible = self._eligible(ps)
             if not eligible:
-                return self._pack_failure(pod_sets) or (
-                    f"{self.name}: no node matches the {ps.name} pods' nodeSelector "
-                    f"and tolerations")
+                return ps, None
             # Best fit: the nodes with the least of the main resource free first;
             # those with less than one pod's worth cannot take any.
             by_room = sorted([(trial.get(i, node_free[i]).get(main, 0), i) for i in eligible]
@@ -143,9 +161,7 @@ class ClusterState:
                     if not left:
                         break
             if left:
-                return self._pack_failure(pod_sets) or (
-                    f"{self.name}: only {ps.replicas - left} of {ps.replicas} {ps.name} "
-                    f"pods fit on its nodes")
+                return ps, ps.replicas - left
         return Fit(self.name, dict(total), tuple(placed))
 
     def _eligible(self, ps: PodSet) -> list[int]:
@@ -195,15 +211,13 @@ class ClusterState:
                     counts: tuple[tuple[str, str, int], ...] = ()) -> Fit:
         """Charge a job that is already running here: on its recorded nodes when
         they still hold it, else packed anew, else on the free sum alone."""
-        fit: Fit | str | None = None
+        fit: Fit | None = None
         if counts and self.cluster.resource_reservation:
             fit = self.fit_from_counts(pod_sets, total, counts)
             if fit is not None and not self.has_room_for(pod_sets, fit):
                 fit = None
         if fit is None:
-            fit = self.fit(key, pod_sets, total)
-        if isinstance(fit, str):
-            fit = Fit(self.name, dict(total))
+            fit = self.fits(pod_sets, total) or Fit(self.name, dict(total))
         self.place(key, pod_sets, fit)
         return fit
 

@@ -47,7 +47,6 @@ from reconciler.core.resources import (
     Resources,
     ResourcesView,
     add_into,
-    first_excess,
     sub_into,
 )
 
@@ -495,6 +494,17 @@ class PreemptionContext:
                     break
         return out
 
+    def may_evict_on(self, cluster: str, quota: str, priority: int,
+                     policy: PreemptionPolicy, reclaim: bool) -> bool:
+        """Does any job run on ``cluster`` that a job of ``quota`` and ``priority``
+        may evict (as ``could_fit`` counts them)?"""
+        if reclaim and any(v > 0 for v in self.borrowed_on.get(cluster, {}).values()):
+            return True
+        own = self.on_cluster.get((quota, cluster))
+        return own is not None and any(
+            may_evict_priority(policy, prio, priority) and any(v > 0 for v in res.values())
+            for prio, res in own.items())
+
     # -- fair sharing ----------------------------------------------------------
 
     def dominant_share(self, leaf: str) -> float:
@@ -861,10 +871,7 @@ class _Search:
         known = self._fits.get(cluster)
         if known is not None and known[0] == cs.version:
             return known[1]  # this cluster did not change since: same answer
-        got: Fit | None = None
-        if first_excess(self.total, cs.free) is None:  # else no need to pack
-            fit = cs.fit(self.job.key, self.job.pod_sets, self.total)
-            got = fit if isinstance(fit, Fit) else None
+        got = cs.fits(self.job.pod_sets, self.total)
         self._fits[cluster] = (cs.version, got)
         return got
 

@@ -104,3 +104,31 @@ def test_jobs_that_would_fail_at_once_are_passed_over_in_their_queue(
     assert decided == decided_too
     assert with_pass_over == ["root/qa", "root/qa"]  # its first head, then after x and the rest
     assert without == ["root/qa"] * 4  # its first head, then after each of x, y and z
+
+
+def test_where_it_may_evict_nothing_an_eviction_helps_only_once_its_pods_pack() -> None:
+    """Nodes of 8 GPUs: b1 and b2 (4 each, quota qb) share n0, b3 (4) runs on
+    n1. x (qa) needs two pods of 6 GPUs: 12 GPUs are free, but only n2 holds a
+    pod. x may evict none of them (qb is within its min), and it comes last (a
+    lower priority). With b1 gone, 16 are
+    free, and the free sum would cover x, but its pods still do not pack: it
+    is not asked again. With b3 gone, n1 and n2 hold them: it is."""
+    state = first_pass(cycle_input(
+        jobs=[gpu_job("b1", 4, "team-b").created(t(1)), gpu_job("b2", 4, "team-b").created(t(2)),
+              gpu_job("b3", 4, "team-b").created(t(3)),
+              gpu_job("x", 6, "team-a", replicas=2).created(t(4)).priority_class("low")],
+        clusters=[gpu_cluster("c", 8, 8, 8)], priority_classes={"low": 1},
+        default_priority=10,
+        tree=simple_tree(quota("qa", ns=["team-a"], min={"gpu": "12"}, max={"gpu": "24"}),
+                         quota("qb", ns=["team-b"], min={"gpu": "12"}, max={"gpu": "24"}),
+                         total={"gpu": "24"})))
+    cs = state.clusters["c"]
+    assert [n.get(GPU) for n in cs.node_free] == [0, 4000, 8000]
+    x = state.pending[key(state, "x")]
+    failed = state._failed[x.job.key]
+    assert x.job.key not in state.admitted and failed[2] == Blocked(None)
+    state._evict(state.admitted[key(state, "b1")], by=x.job.key, why="test")
+    assert cs.free[GPU] >= x.total[GPU] and cs.fits(x.job.pod_sets, x.total) is None
+    assert not state._may_have_changed(x, *failed)
+    state._evict(state.admitted[key(state, "b3")], by=x.job.key, why="test")
+    assert state._may_have_changed(x, *failed)
