@@ -151,23 +151,48 @@ def _block(text: str, pad: str) -> list[str] | None:
     return [indicator] + [pad + line if line else "" for line in lines]
 
 
-def _emit_value(v: Any, indent: int, out: list[str], line_prefix: str, *,
-                child_indent: int) -> None:
-    """Append ``line_prefix`` (``"  key:"``) and its value; nested keys go at
-    ``child_indent``, a sequence's items at the key's own indent."""
-    base = child_indent - 2
+def _key(k: Any) -> str:
+    return _string(k) if isinstance(k, str) else scalar(k)
+
+
+def _emit_keys(mapping: dict[Any, Any], indent: int, out: list[str]) -> None:
+    """The items of a non-empty mapping, each key at ``indent``."""
+    pad = " " * indent
+    for k, v in mapping.items():
+        if type(v) is str and type(k) is str:  # most of them: one memo look-up
+            out.append(_string_pair(indent, k, v))
+        else:
+            _emit_pair(f"{pad}{_key(k)}:", v, indent, out)
+
+
+def _emit_pair(head: str, v: Any, indent: int, out: list[str]) -> None:
+    """``head`` (``"  key:"``, the key at ``indent``) and its value: nested keys
+    go two further in, a sequence's items at the key's own indent."""
     if isinstance(v, dict) and v:
-        out.append(line_prefix)
-        for k, item in v.items():
-            key = _string(k) if isinstance(k, str) else scalar(k)
-            _emit_value(item, child_indent, out, " " * child_indent + f"{key}:",
-                        child_indent=child_indent + 2)
+        out.append(head)
+        _emit_keys(v, indent + 2, out)
     elif isinstance(v, list) and v:
-        out.append(line_prefix)
+        out.append(head)
         for item in v:
-            _emit_item(item, base, out)
+            _emit_item(item, indent, out)
     else:
-        _emit_leaf(v, line_prefix, " " * child_indent, out)
+        _emit_leaf(v, head, " " * (indent + 2), out)
+
+
+@lru_cache(maxsize=1 << 16)
+def _string_pair(indent: int, key: str, value: str) -> str:
+    """The line (or lines) of a string value under a string key at ``indent``."""
+    out: list[str] = []
+    _emit_leaf(value, f"{' ' * indent}{_string(key)}:", " " * (indent + 2), out)
+    return "\n".join(out)
+
+
+@lru_cache(maxsize=1 << 16)
+def _string_item(indent: int, value: str) -> str:
+    """The line (or lines) of a string item of a sequence at ``indent``."""
+    out: list[str] = []
+    _emit_leaf(value, f"{' ' * indent}-", " " * (indent + 2), out)
+    return "\n".join(out)
 
 
 def _emit_leaf(v: Any, head: str, block_pad: str, out: list[str]) -> None:
@@ -189,15 +214,21 @@ def _emit_leaf(v: Any, head: str, block_pad: str, out: list[str]) -> None:
 
 def _emit_item(item: Any, indent: int, out: list[str]) -> None:
     """One sequence item at ``indent`` (indentless: ``- `` under its key)."""
+    if type(item) is str:
+        out.append(_string_item(indent, item))
+        return
     pad = " " * indent
     inner = indent + 2
     if isinstance(item, dict) and item:
         first = True
         for k, v in item.items():
-            key = _string(k) if isinstance(k, str) else scalar(k)
-            head = f"{pad}- {key}:" if first else f"{' ' * inner}{key}:"
-            first = False
-            _emit_value(v, inner, out, head, child_indent=inner + 2)
+            if first:
+                _emit_pair(f"{pad}- {_key(k)}:", v, inner, out)
+                first = False
+            elif type(v) is str and type(k) is str:
+                out.append(_string_pair(inner, k, v))
+            else:
+                _emit_pair(f"{' ' * inner}{_key(k)}:", v, inner, out)
     elif isinstance(item, list) and item:
         out.append(f"{pad}-")
         for sub in item:
@@ -210,9 +241,7 @@ def dump(value: Any) -> str:
     """``value`` (a mapping, as manifests are) as a YAML document."""
     out: list[str] = []
     if isinstance(value, dict) and value:
-        for k, v in value.items():
-            key = _string(k) if isinstance(k, str) else scalar(k)
-            _emit_value(v, 0, out, f"{key}:", child_indent=2)
+        _emit_keys(value, 0, out)
     elif isinstance(value, list) and value:
         for item in value:
             _emit_item(item, 0, out)
