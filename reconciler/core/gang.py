@@ -13,6 +13,7 @@ left fullest, ``spread`` the one left emptiest; ties go to the cluster name.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from reconciler.core.model import (
@@ -127,6 +128,39 @@ class ClusterState:
             return Fit(self.name, dict(total))
         got = self._pack(pod_sets, total)
         return got if isinstance(got, Fit) else None
+
+    def could_pack(self, pod_sets: tuple[PodSet, ...],
+                   gone: Iterable[tuple[JobKey, tuple[PodSet, ...]]]) -> bool:
+        """Could the pods of ``pod_sets`` pack here were the jobs ``gone`` (their
+        keys and pod sets) removed? A bound from each node's room alone: the
+        pods of each pod set that every node admitting them could hold, as if no
+        other pod set took room, must add up to its replicas. More room never
+        holds fewer, so when this says no, removing any of ``gone`` packs nothing."""
+        if not self.cluster.resource_reservation:
+            return True
+        freed: dict[int, Resources] = {}
+        for key, sets in gone:
+            fit = self.placed.get(key)
+            for node, ps_index, count in fit.nodes if fit is not None else ():
+                per_pod = dict(sets[ps_index].per_pod)
+                per_pod[PODS] = 1000  # (as ``place`` charged it)
+                add_into(freed.setdefault(node, {}), per_pod, count)
+        for ps in pod_sets:
+            per_pod = dict(ps.per_pod)
+            per_pod[PODS] = 1000
+            need = ps.replicas
+            for i in self._eligible(ps):
+                free = self.node_free[i]
+                more = freed.get(i)
+                if more is not None:
+                    free = dict(free)
+                    add_into(free, more)
+                need -= copies_that_fit(per_pod, free, need)
+                if need <= 0:
+                    break
+            if need > 0:
+                return False
+        return True
 
     def _pack(self, pod_sets: tuple[PodSet, ...], total: ResourcesView
               ) -> Fit | tuple[PodSet, int | None]:

@@ -956,6 +956,10 @@ class _Search:
         reasons: dict[JobKey, str] = {}
         try:
             fit = self._fit_on(cluster)
+            if fit is None and not self.ctx.clusters[cluster].could_pack(
+                    self.job.pod_sets, ((v.key, v.pod_sets) for part in self.candidates
+                                        for _, v, _ in part.on(cluster))):
+                return None  # its pods do not pack there even with every candidate gone
             while fit is None:
                 nxt = self._next(cluster, self._quota_short())
                 if nxt is None or len(self.removed) >= MAX_VICTIMS:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 from reconciler.core.cycle import reconcile_cycle
 from reconciler.core.gang import ClusterState, Fit, by_preference, job_cluster_total
@@ -286,3 +289,58 @@ def test_policy_strategy_overrides_the_fleet_strategy() -> None:
         settings=settings(strategy=PlacementStrategy.BINPACK)))
     d = by_name(result)
     assert (d["b1"].cluster, d["b2"].cluster) == ("c1", "c2")
+
+
+def test_could_pack_counts_the_room_the_jobs_gone_would_leave_node_by_node() -> None:
+    """Nodes of 8 GPUs: a1 and a2 (4 each) fill n0, a3 (4) half of n1. A pod of
+    6 fits nowhere, nor with a1 gone; with a3 gone n1 holds it. Two such pods
+    need every job gone. (Without reservation the free sum is all there is.)"""
+    cs = ClusterState(gpu_cluster("c", 8, 8))
+    placed = {}
+    for name in ("a1", "a2", "a3"):
+        j = gpu_job(name, 4).obj()
+        got = cs.fits(j.pod_sets, job_cluster_total(j.pod_sets))
+        assert got is not None
+        cs.place(j.key, j.pod_sets, got)
+        placed[name] = (j.key, j.pod_sets)
+    assert [n.get(GPU) for n in cs.node_free] == [0, 4000]
+    one, two = gpu_job("x", 6).obj().pod_sets, gpu_job("y", 6, replicas=2).obj().pod_sets
+    assert not cs.could_pack(one, [])
+    assert not cs.could_pack(one, [placed["a1"]])
+    assert cs.could_pack(one, [placed["a3"]])
+    assert not cs.could_pack(two, [placed["a1"], placed["a3"]])
+    assert cs.could_pack(two, list(placed.values()))
+    assert ClusterState(cluster("d").node("n0", gpu="8").reservation(False).obj()).could_pack(
+        gpu_job("z", 16).obj().pod_sets, [])  # (the free sum is checked elsewhere)
+
+
+@given(st.lists(st.integers(0, 8), min_size=1, max_size=4),
+       st.lists(st.tuples(st.integers(1, 4), st.integers(1, 2)), max_size=5),
+       st.lists(st.tuples(st.integers(1, 8), st.integers(1, 3)), min_size=1, max_size=2))
+@examples(max_examples=300, deadline=None)
+def test_when_could_pack_says_no_no_set_of_the_jobs_gone_makes_the_pods_pack(
+        nodes: list[int], running: list[tuple[int, int]], wanted: list[tuple[int, int]]
+        ) -> None:
+    cs = ClusterState(gpu_cluster("c", *nodes))
+    gone = []
+    for i, (gpus, replicas) in enumerate(running):
+        j = gpu_job(f"r{i}", gpus, replicas=replicas).obj()
+        got = cs.fits(j.pod_sets, job_cluster_total(j.pod_sets))
+        if got is not None:
+            cs.place(j.key, j.pod_sets, got)
+            gone.append((j.key, j.pod_sets))
+    b = job("x")
+    for k, (gpus, replicas) in enumerate(wanted):
+        b = b.pod_set(f"set{k}", replicas, cpu="1", gpu=str(gpus))
+    x = b.obj()
+    total = job_cluster_total(x.pod_sets)
+    if cs.could_pack(x.pod_sets, gone):
+        return
+    for mask in range(1 << len(gone)):
+        removed = [(key, sets, cs.placed[key]) for i, (key, sets) in enumerate(gone)
+                   if mask >> i & 1]
+        for key, sets, _ in removed:
+            cs.remove(key, sets)
+        assert cs.fits(x.pod_sets, total) is None
+        for key, sets, was in removed:
+            cs.undo_remove(key, sets, was)
