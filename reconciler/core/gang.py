@@ -13,7 +13,7 @@ left fullest, ``spread`` the one left emptiest; ties go to the cluster name.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from reconciler.core.model import (
@@ -129,22 +129,35 @@ class ClusterState:
         got = self._pack(pod_sets, total)
         return got if isinstance(got, Fit) else None
 
-    def could_pack(self, pod_sets: tuple[PodSet, ...],
-                   gone: Iterable[tuple[JobKey, tuple[PodSet, ...]]]) -> bool:
-        """Could the pods of ``pod_sets`` pack here were the jobs ``gone`` (their
-        keys and pod sets) removed? A bound from each node's room alone: the
-        pods of each pod set that every node admitting them could hold, as if no
-        other pod set took room, must add up to its replicas. More room never
-        holds fewer, so when this says no, removing any of ``gone`` packs nothing."""
+    def room_of(self, gone: Iterable[tuple[JobKey, tuple[PodSet, ...]]]
+                ) -> dict[int, Resources]:
+        """What the jobs ``gone`` (their keys and pod sets) hold here, by node
+        index (those not placed here hold nothing)."""
+        freed: dict[int, Resources] = {}
+        placed = self.placed
+        for key, sets in gone:
+            fit = placed.get(key)
+            if fit is None:
+                continue
+            for node, ps_index, count in fit.nodes:
+                room = freed.get(node)
+                if room is None:
+                    room = freed[node] = {}
+                add_into(room, sets[ps_index].per_pod, count)
+                # (``place`` charged one ``pods`` each; counted again if asked: a bound)
+                room[PODS] = room.get(PODS, 0) + count * 1000
+        return freed
+
+    def could_pack(self, pod_sets: tuple[PodSet, ...], freed: Mapping[int, ResourcesView]
+                   ) -> bool:
+        """Could the pods of ``pod_sets`` pack here were the room ``freed`` (by
+        node index: ``room_of`` some jobs) free too? A bound from each node's
+        room alone: the pods of each pod set that every node admitting them
+        could hold, as if no other pod set took room, must add up to its
+        replicas. More room never holds fewer, so when this says no, freeing
+        any part of ``freed`` packs nothing."""
         if not self.cluster.resource_reservation:
             return True
-        freed: dict[int, Resources] = {}
-        for key, sets in gone:
-            fit = self.placed.get(key)
-            for node, ps_index, count in fit.nodes if fit is not None else ():
-                per_pod = dict(sets[ps_index].per_pod)
-                per_pod[PODS] = 1000  # (as ``place`` charged it)
-                add_into(freed.setdefault(node, {}), per_pod, count)
         for ps in pod_sets:
             per_pod = dict(ps.per_pod)
             per_pod[PODS] = 1000

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import heapq
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -267,6 +267,10 @@ class PreemptionContext:
     _leaf_version: dict[str, int] = field(default_factory=dict)
     _segments: dict[str, _Run] = field(default_factory=dict)
     _own: dict[tuple[str, int, str], tuple[int, Ranked]] = field(default_factory=dict)
+    _pools: dict[tuple[str, int, PreemptionPolicy], tuple[int, Resources]] = field(
+        default_factory=dict)  # see own_pool
+    _rooms: dict[str, tuple[tuple[Ranked, ...], int, dict[int, Resources]]] = field(
+        default_factory=dict)  # cluster -> (candidates, its version, room_of); see room_of
     _bounds: dict[str, tuple[int, list[str], dict[str, Resources]]] = field(
         default_factory=dict)  # quota -> (changes, borrowers, reclaim_bound)
     _shares: dict[str, tuple[int, float]] = field(default_factory=dict)  # leaf -> (version, share)
@@ -432,6 +436,36 @@ class PreemptionContext:
             self._own.clear()
         got = self._own[ck] = (version, Ranked(mine))
         return got[1]
+
+    def own_pool(self, quota: str, priority: int, policy: PreemptionPolicy) -> ResourcesView:
+        """The requests of the jobs of its own quota that a job of ``priority``
+        may evict (by priority alone): kept until the quota's jobs change."""
+        ck = (quota, priority, policy)
+        version = self._leaf_version.get(quota, 0)
+        known = self._pools.get(ck)
+        if known is not None and known[0] == version:
+            return known[1]
+        pool: Resources = {}
+        for prio, res in self.leaf_pool.get(quota, {}).items():
+            if may_evict_priority(policy, prio, priority):
+                add_into(pool, res)
+        if len(self._pools) >= 4096:
+            self._pools.clear()
+        self._pools[ck] = (version, pool)
+        return pool
+
+    def room_of(self, cluster: str, parts: tuple[Ranked, ...]) -> Mapping[int, ResourcesView]:
+        """What the candidates ``parts`` hold on ``cluster``, by node index
+        (``ClusterState.room_of``): the same for the next search with the same
+        candidates while the cluster does not change."""
+        cs = self.clusters[cluster]
+        known = self._rooms.get(cluster)
+        if known is not None and known[1] == cs.version and len(known[0]) == len(parts) and \
+                all(a is b for a, b in zip(known[0], parts, strict=True)):
+            return known[2]
+        room = cs.room_of((v.key, v.pod_sets) for part in parts for _, v, _ in part.on(cluster))
+        self._rooms[cluster] = (parts, cs.version, room)
+        return room
 
     def unevict(self, key: JobKey) -> None:
         """``key`` is no longer this round's victim: it may be one again."""
@@ -780,27 +814,19 @@ def _quota_could_fit(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota:
                      ) -> Blocked | None:
     """Would evicting every candidate free enough quota? (From running totals.)
     ``None`` if it would, else the quota it would not bring within reach."""
-    path = usage.path_nodes(quota)
-    discount: dict[str, Resources] = {n.path: {} for n in path}
-    for prio, res in ctx.leaf_pool.get(quota, {}).items():
-        if may_evict_priority(policy, prio, priority):
-            for node in path:
-                add_into(discount[node.path], res)
-    if borrowers:
-        for at, res in ctx.reclaim_bound(quota, borrowers).items():
-            add_into(discount[at], res)
-    for node in path:
+    own = ctx.own_pool(quota, priority, policy)  # off the usage of every quota on its path
+    bound = ctx.reclaim_bound(quota, borrowers) if borrowers else {}
+    for node in usage.path_nodes(quota):
         used = usage.used[node.path]
-        off = discount[node.path]
-        for name, limit in node.max.items():
-            req = job.requests.get(name, 0)
-            if req and used.get(name, 0) - off.get(name, 0) + req > limit:
-                return _blocked_at(node.path, name, limit - req + off.get(name, 0))
-        if node.parent is None:
-            for name, limit in node.min.items():
+        more = bound.get(node.path)
+        for limits in (node.max, node.min) if node.parent is None else (node.max,):
+            for name, limit in limits.items():
                 req = job.requests.get(name, 0)
-                if req and used.get(name, 0) - off.get(name, 0) + req > limit:
-                    return _blocked_at(node.path, name, limit - req + off.get(name, 0))
+                if not req:
+                    continue
+                off = own.get(name, 0) + (more.get(name, 0) if more else 0)
+                if used.get(name, 0) - off + req > limit:
+                    return _blocked_at(node.path, name, limit - req + off)
     if job.preemptible or usage.np_shortfall(quota, job.requests) is None:
         return None
     return ANY_REASON
@@ -956,10 +982,13 @@ class _Search:
         reasons: dict[JobKey, str] = {}
         try:
             fit = self._fit_on(cluster)
-            if fit is None and not self.ctx.clusters[cluster].could_pack(
-                    self.job.pod_sets, ((v.key, v.pod_sets) for part in self.candidates
-                                        for _, v, _ in part.on(cluster))):
-                return None  # its pods do not pack there even with every candidate gone
+            # With the quota no bar, only victims on the cluster can make room: none if
+            # its pods would not pack there with every candidate gone. (When the quota
+            # bars it, the search mostly finds room: not worth asking.)
+            if fit is None and self._quota_short() is None and \
+                    not self.ctx.clusters[cluster].could_pack(
+                        self.job.pod_sets, self.ctx.room_of(cluster, self.candidates)):
+                return None
             while fit is None:
                 nxt = self._next(cluster, self._quota_short())
                 if nxt is None or len(self.removed) >= MAX_VICTIMS:

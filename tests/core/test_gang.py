@@ -305,13 +305,13 @@ def test_could_pack_counts_the_room_the_jobs_gone_would_leave_node_by_node() -> 
         placed[name] = (j.key, j.pod_sets)
     assert [n.get(GPU) for n in cs.node_free] == [0, 4000]
     one, two = gpu_job("x", 6).obj().pod_sets, gpu_job("y", 6, replicas=2).obj().pod_sets
-    assert not cs.could_pack(one, [])
-    assert not cs.could_pack(one, [placed["a1"]])
-    assert cs.could_pack(one, [placed["a3"]])
-    assert not cs.could_pack(two, [placed["a1"], placed["a3"]])
-    assert cs.could_pack(two, list(placed.values()))
+    assert not cs.could_pack(one, {})
+    assert not cs.could_pack(one, cs.room_of([placed["a1"]]))
+    assert cs.could_pack(one, cs.room_of([placed["a3"]]))
+    assert not cs.could_pack(two, cs.room_of([placed["a1"], placed["a3"]]))
+    assert cs.could_pack(two, cs.room_of(placed.values()))
     assert ClusterState(cluster("d").node("n0", gpu="8").reservation(False).obj()).could_pack(
-        gpu_job("z", 16).obj().pod_sets, [])  # (the free sum is checked elsewhere)
+        gpu_job("z", 16).obj().pod_sets, {})  # (the free sum is checked elsewhere)
 
 
 @given(st.lists(st.integers(0, 8), min_size=1, max_size=4),
@@ -334,7 +334,7 @@ def test_when_could_pack_says_no_no_set_of_the_jobs_gone_makes_the_pods_pack(
         b = b.pod_set(f"set{k}", replicas, cpu="1", gpu=str(gpus))
     x = b.obj()
     total = job_cluster_total(x.pod_sets)
-    if cs.could_pack(x.pod_sets, gone):
+    if cs.could_pack(x.pod_sets, cs.room_of(gone)):
         return
     for mask in range(1 << len(gone)):
         removed = [(key, sets, cs.placed[key]) for i, (key, sets) in enumerate(gone)
