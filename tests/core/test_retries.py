@@ -132,3 +132,24 @@ def test_where_it_may_evict_nothing_an_eviction_helps_only_once_its_pods_pack() 
     assert not state._may_have_changed(x, *failed)
     state._evict(state.admitted[key(state, "b3")], by=x.job.key, why="test")
     assert state._may_have_changed(x, *failed)
+
+
+def test_the_room_candidates_hold_is_that_of_the_cluster_as_it_is_now() -> None:
+    """``PreemptionContext.room_of`` keeps what the candidates hold on a cluster
+    for the next search with the same candidates: once one of them leaves the
+    cluster, it no longer counts."""
+    state = first_pass(cycle_input(
+        jobs=[gpu_job("a1", 4, "team-a").created(t(1)).priority_class("low"),
+              gpu_job("a2", 4, "team-a").created(t(2)).priority_class("low")],
+        clusters=[gpu_cluster("c", 8, 8)], priority_classes={"low": 1},
+        tree=simple_tree(quota("qa", ns=["team-a"], min={"gpu": "16"}, max={"gpu": "16"}),
+                         total={"gpu": "16"})))
+    ctx, cs = state.preemption, state.clusters["c"]
+    policy = state.inp.settings.for_quota("root/qa").preemption
+    own = ctx.own_candidates("root/qa", 10, t(3), policy)
+    assert {v.key.name for _, v, _ in own.items} == {"a1", "a2"}
+    assert ctx.room_of("c", (own,))[0][GPU] == 8000  # both run on n0
+    a1 = state.admitted[key(state, "a1")]
+    cs.remove(a1.key, a1.pod_sets)
+    assert ctx.room_of("c", (own,))[0][GPU] == 4000
+    assert ctx.room_of("c", (own,)) == cs.room_of((v.key, v.pod_sets) for _, v, _ in own.items)
