@@ -99,6 +99,10 @@ class FleetRepo:
         self.objects = Path(objects) if os.path.isabs(objects) else self.root / objects
         self._written: set[str] = set()
         self._batch: list[tuple[int, bytes, str]] | None = None  # objects for one pack
+        # the files of the last tree written, and of the commit made of it: a watch
+        # lists the state it committed at its next round (objects never change)
+        self._tree_listing: tuple[str, list[TreeEntry]] | None = None
+        self._commit_listing: tuple[str, list[TreeEntry]] | None = None
 
     # -- running git -----------------------------------------------------------
 
@@ -135,6 +139,9 @@ class FleetRepo:
     # -- reading ---------------------------------------------------------------
 
     def list_tree(self, rev: str) -> list[TreeEntry]:
+        """The files of a commit (or tree), as ``git ls-tree -r`` lists them."""
+        if self._commit_listing is not None and self._commit_listing[0] == rev:
+            return list(self._commit_listing[1])  # a commit this wrote
         out = self.run("ls-tree", "-r", "-z", "--full-tree", rev)
         entries = []
         for record in out.split(b"\0"):
@@ -269,12 +276,15 @@ class FleetRepo:
                 node = child
             node[parts[-1]] = content
             new += not isinstance(content, str)
+        listing: list[TreeEntry] = []
         if new < PACK_MIN_OBJECTS:
-            return self._write_dir(root)
+            sha = self._write_dir(root, "", listing)
+            self._tree_listing = (sha, listing)
+            return sha
         batch: list[tuple[int, bytes, str]] = []
         self._batch = batch
         try:
-            sha = self._write_dir(root)
+            sha = self._write_dir(root, "", listing)
             self._batch = None
             # what the repository holds already (a state mostly as it was) is left out
             have = self.have_objects(oid for _, _, oid in batch)
@@ -289,6 +299,7 @@ class FleetRepo:
             raise
         finally:
             self._batch = None
+        self._tree_listing = (sha, listing)
         return sha
 
     def have_objects(self, shas: Iterable[str]) -> set[str]:
@@ -334,18 +345,25 @@ class FleetRepo:
             Path(tmp).unlink(missing_ok=True)
             Path(tmp[:-len(".pack")] + ".idx").unlink(missing_ok=True)
 
-    def _write_dir(self, node: Mapping[str, object]) -> str:
-        entries: list[tuple[bytes, bytes, bytes]] = []
+    def _write_dir(self, node: Mapping[str, object], prefix: str,
+                   listing: list[TreeEntry]) -> str:
+        """The tree of ``node``; its files are added to ``listing`` in the
+        order ``git ls-tree -r`` lists them (that of the tree's entries)."""
+        entries: list[tuple[bytes, bytes, bytes, list[TreeEntry]]] = []
         for name, value in node.items():
             raw = name.encode("utf-8", "surrogateescape")
             if isinstance(value, dict):
-                sha = self._write_dir(value)
-                entries.append((raw + b"/", b"40000 " + raw, bytes.fromhex(sha)))
+                below: list[TreeEntry] = []
+                sha = self._write_dir(value, f"{prefix}{name}/", below)
+                entries.append((raw + b"/", b"40000 " + raw, bytes.fromhex(sha), below))
             else:
                 sha = value if isinstance(value, str) else self.write_blob(value)  # type: ignore[arg-type]
-                entries.append((raw, b"100644 " + raw, bytes.fromhex(sha)))
+                entries.append((raw, b"100644 " + raw, bytes.fromhex(sha),
+                                [TreeEntry("100644", "blob", sha, prefix + name)]))
         entries.sort(key=lambda e: e[0])
-        body = b"".join(head + b"\0" + sha for _, head, sha in entries)
+        for entry in entries:
+            listing.extend(entry[3])
+        body = b"".join(head + b"\0" + sha for _, head, sha, _ in entries)
         return self._store(b"tree", body)
 
     def write_commit(self, *, tree: str, parents: Iterable[str], message: str,
@@ -357,7 +375,10 @@ class FleetRepo:
         lines.append(f"author {person}")
         lines.append(f"committer {person}")
         body = ("\n".join(lines) + "\n\n" + message.rstrip("\n") + "\n").encode()
-        return self._store(b"commit", body)
+        sha = self._store(b"commit", body)
+        if self._tree_listing is not None and self._tree_listing[0] == tree:
+            self._commit_listing = (sha, self._tree_listing[1])
+        return sha
 
     def update_ref(self, ref: str, new: str, old: str | None) -> bool:
         """Move ``ref`` to ``new`` only if it still points at ``old`` (None: absent)."""

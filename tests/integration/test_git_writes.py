@@ -132,3 +132,29 @@ def test_a_background_write_that_fails_is_raised_at_the_next_git_call(
     monkeypatch.undo()
     assert repo.write_blob(b"a large blob, for this test\n") == sha  # written again, now
     assert repo.read_blobs([sha]) == {sha: b"a large blob, for this test\n"}
+
+
+def test_the_files_of_a_commit_written_here_are_listed_as_git_lists_them(
+        tmp_path: Path, monkeypatch) -> None:
+    """A watch lists, at its next round, the state commit it wrote: the listing
+    kept from writing it is what ``git ls-tree -r`` says, in its order (names
+    that sort differently as files and as folders), loose objects or packed."""
+    import datetime as dt
+
+    for pack_min in (10_000, 1):
+        monkeypatch.setattr(gitrepo, "PACK_MIN_OBJECTS", pack_min)
+        path = _fleet(tmp_path / f"repo-{pack_min}")
+        writer = gitrepo.FleetRepo(path)
+        old = writer.write_blob(b"carried over\n")
+        files: dict[str, bytes | str] = {
+            "a-b": b"1\n", "a/b": b"2\n", "a.b/c": b"3\n", "a/b-c/d": b"4\n", "a/b.c": b"5\n",
+            "z": old, "clusters/c1/ns/job.yaml": b"kind: Job\n", "\u00e9t\u00e9/x": b"6\n"}
+        tree = writer.write_tree(files)
+        commit = writer.write_commit(tree=tree, parents=[], message="test",
+                                     identity=gitrepo.Identity("t", "t@example.com"),
+                                     when=dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+        writer.settle()
+        kept = writer.list_tree(commit)
+        listed = gitrepo.FleetRepo(path).list_tree(commit)  # read from git
+        assert kept == listed and len(listed) == len(files)
+        assert {e.path: e.sha for e in listed}["z"] == old
