@@ -478,8 +478,11 @@ class _Cycle:
                     self.requeue_notes[key] = (f"its cluster {prior.cluster} left the fleet; "
                                                f"placed again")
                     continue
-                same = (prior.requests == dict(pending.job.requests) and prior.pod_sets ==
-                        tuple(PodSetCount(p.name, p.replicas) for p in pending.job.pod_sets))
+                sets = pending.job.pod_sets  # (compared as counts, none made)
+                same = prior.requests == pending.job.requests and \
+                    len(prior.pod_sets) == len(sets) and all(
+                        a.name == b.name and a.replicas == b.replicas
+                        for a, b in zip(prior.pod_sets, sets, strict=True))
                 if same:
                     self._admit(pending, cluster, None, admitted_at=prior.admitted_at,
                                 force=True, copies=prior.copies, nodes=prior.nodes)
