@@ -869,13 +869,10 @@ class _Cycle:
                     if cluster in candidates:
                         evicted_on.append(cluster)
                 if evicted_on:
-                    # Where no job it may evict runs, it fits only if it packs as it is.
                     reclaim = self._may_reclaim(p)
-                    for name in ctx.could_fit(evicted_on, p.total, quota, p.priority, policy,
-                                              reclaim):
-                        if ctx.may_evict_on(name, quota, p.priority, policy, reclaim) or \
-                                self.clusters[name].fits(p.job.pod_sets, p.total) is not None:
-                            return True
+                    if ctx.could_fit(evicted_on, p.total, quota, p.priority, policy, reclaim,
+                                     first=True, pods=p.job.pod_sets):
+                        return True
         if ctx.last_seq == seq:
             return False
         if ctx.last_seq_in.get(quota, 0) > seq:

@@ -494,19 +494,22 @@ class PreemptionContext:
             self._borrowing.discard(quota)
 
     def could_fit(self, clusters: list[str], total: ResourcesView, quota: str, priority: int,
-                  policy: PreemptionPolicy, reclaim: bool, *, first: bool = False) -> list[str]:
+                  policy: PreemptionPolicy, reclaim: bool, *, first: bool = False,
+                  pods: tuple[PodSet, ...] | None = None) -> list[str]:
         """Those of ``clusters`` (in order; only the first with ``first``) whose
         free sum would cover ``total`` if every job there that a job of
         ``quota`` and ``priority`` may evict left. A bound from running totals:
         lower-priority jobs of its own quota (by policy), and when it may
-        reclaim, every job of a quota above its min."""
+        reclaim, every job of a quota above its min. With ``pods`` (the job's),
+        a cluster where it may evict nothing counts only if they pack there now."""
         wanted = [(r, v) for r, v in total.items() if r != MAX_JOBS]
         evictable = [prio for prio in self.leaf_pool.get(quota, {})
                      if may_evict_priority(policy, prio, priority)]
         on_cluster, borrowed_on = self.on_cluster, self.borrowed_on
         out = []
         for name in clusters:
-            free = self.clusters[name].free
+            cs = self.clusters[name]
+            free = cs.free
             own = on_cluster.get((quota, name)) if evictable else None
             borrowed = borrowed_on.get(name) if reclaim else None
             for r, v in wanted:
@@ -523,21 +526,14 @@ class PreemptionContext:
                 if room < v:
                     break
             else:
+                if pods is not None and not _any_held(borrowed) and not (
+                        own is not None and any(_any_held(own.get(prio)) for prio in evictable)
+                ) and cs.fits(pods, total) is None:
+                    continue  # nothing to evict there, and its pods do not pack as they are
                 out.append(name)
                 if first:
                     break
         return out
-
-    def may_evict_on(self, cluster: str, quota: str, priority: int,
-                     policy: PreemptionPolicy, reclaim: bool) -> bool:
-        """Does any job run on ``cluster`` that a job of ``quota`` and ``priority``
-        may evict (as ``could_fit`` counts them)?"""
-        if reclaim and any(v > 0 for v in self.borrowed_on.get(cluster, {}).values()):
-            return True
-        own = self.on_cluster.get((quota, cluster))
-        return own is not None and any(
-            may_evict_priority(policy, prio, priority) and any(v > 0 for v in res.values())
-            for prio, res in own.items())
 
     # -- fair sharing ----------------------------------------------------------
 
@@ -684,6 +680,11 @@ def _rank(category: int, quota: str, victim: Admitted) -> tuple[int, int, int, b
     """
     assert victim.quota is not None
     return (category, -_common_depth(quota, victim.quota), victim.priority, victim.recency)
+
+
+def _any_held(res: ResourcesView | None) -> bool:
+    """Do these running totals hold anything (they keep zeros once emptied)?"""
+    return res is not None and any(v > 0 for v in res.values())
 
 
 def may_evict_priority(policy: PreemptionPolicy, victim: int, priority: int) -> bool:
@@ -891,8 +892,10 @@ class _Search:
         return None
 
     def _fit_on(self, cluster: str) -> Fit | None:
-        if self._quota_short() is not None:
-            return None
+        return None if self._quota_short() is not None else self._packed_on(cluster)
+
+    def _packed_on(self, cluster: str) -> Fit | None:
+        """The job's pods packed on ``cluster`` as it is now, the quota aside."""
         cs = self.ctx.clusters[cluster]
         known = self._fits.get(cluster)
         if known is not None and known[0] == cs.version:
@@ -981,22 +984,23 @@ class _Search:
         ``cluster`` until the gang fits there; then made minimal."""
         reasons: dict[JobKey, str] = {}
         try:
-            fit = self._fit_on(cluster)
+            short = self._quota_short()
+            fit = self._packed_on(cluster) if short is None else None
             # With the quota no bar, only victims on the cluster can make room: none if
             # its pods would not pack there with every candidate gone. (When the quota
             # bars it, the search mostly finds room: not worth asking.)
-            if fit is None and self._quota_short() is None and \
-                    not self.ctx.clusters[cluster].could_pack(
-                        self.job.pod_sets, self.ctx.room_of(cluster, self.candidates)):
+            if fit is None and short is None and not self.ctx.clusters[cluster].could_pack(
+                    self.job.pod_sets, self.ctx.room_of(cluster, self.candidates)):
                 return None
             while fit is None:
-                nxt = self._next(cluster, self._quota_short())
+                nxt = self._next(cluster, short)
                 if nxt is None or len(self.removed) >= MAX_VICTIMS:
                     return None
                 victim, why = nxt
                 reasons[victim.key] = why
                 self._take(victim)
-                fit = self._fit_on(cluster)
+                short = self._quota_short()
+                fit = self._packed_on(cluster) if short is None else None
             # Minimal: give back every victim the job can do without, last pick first.
             for victim, vfit in list(reversed(self.removed)):
                 self.removed.remove((victim, vfit))

@@ -151,10 +151,6 @@ def _block(text: str, pad: str) -> list[str] | None:
     return [indicator] + [pad + line if line else "" for line in lines]
 
 
-def _key(k: Any) -> str:
-    return _string(k) if isinstance(k, str) else scalar(k)
-
-
 def _emit_keys(mapping: dict[Any, Any], indent: int, out: list[str]) -> None:
     """The items of a non-empty mapping, each key at ``indent``."""
     pad = " " * indent
@@ -162,7 +158,7 @@ def _emit_keys(mapping: dict[Any, Any], indent: int, out: list[str]) -> None:
         if type(v) is str and type(k) is str:  # most of them: one memo look-up
             out.append(_string_pair(indent, k, v))
         else:
-            _emit_pair(f"{pad}{_key(k)}:", v, indent, out)
+            _emit_pair(f"{pad}{scalar(k)}:", v, indent, out)
 
 
 def _emit_pair(head: str, v: Any, indent: int, out: list[str]) -> None:
@@ -223,12 +219,12 @@ def _emit_item(item: Any, indent: int, out: list[str]) -> None:
         first = True
         for k, v in item.items():
             if first:
-                _emit_pair(f"{pad}- {_key(k)}:", v, inner, out)
+                _emit_pair(f"{pad}- {scalar(k)}:", v, inner, out)
                 first = False
             elif type(v) is str and type(k) is str:
                 out.append(_string_pair(inner, k, v))
             else:
-                _emit_pair(f"{' ' * inner}{_key(k)}:", v, inner, out)
+                _emit_pair(f"{' ' * inner}{scalar(k)}:", v, inner, out)
     elif isinstance(item, list) and item:
         out.append(f"{pad}-")
         for sub in item:
