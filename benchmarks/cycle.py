@@ -9,6 +9,7 @@ heads are compared on the very same input and shown to decide the same::
 
     python -m benchmarks.cycle capture FLEET cold.pickle --cold
     python -m benchmarks.cycle run cold.pickle [--fleetq ../other-checkout] [--repeat 3]
+    python -m benchmarks.cycle run incremental.pickle --ahead
 
 Run two ``run`` commands at the same time (one per core) to compare two heads
 in the same minute: the machine's speed moves from hour to hour.
@@ -36,7 +37,7 @@ repo, out, cold = FleetRepo(sys.argv[1]), sys.argv[2], sys.argv[3] == "cold"
 class Captured(Exception):
     pass
 
-def capture(inp):
+def capture(inp, ahead=None):
     with open(out, "wb") as fh:
         pickle.dump(inp, fh, protocol=pickle.HIGHEST_PROTOCOL)
     raise Captured
@@ -53,14 +54,24 @@ except Captured:
 
 RUN = """
 import gc, hashlib, pickle, sys, time
+from dataclasses import replace
 gc.disable()
+from reconciler.core import cycle
 from reconciler.core.cycle import reconcile_cycle
 with open(sys.argv[1], "rb") as fh:
     inp = pickle.load(fh)
+ahead = sys.argv[3] == "ahead" and hasattr(cycle, "prepare")
+if ahead:  # the input the state's reconcile expected next: without the jobs new to it
+    expected = replace(inp, jobs=tuple(j for j in inp.jobs if j.key in inp.prior),
+                       settled=frozenset())
 for _ in range(int(sys.argv[2])):
+    prepared = cycle.prepare(expected) if ahead else None  # (not timed)
     started = time.perf_counter()
-    result = reconcile_cycle(inp)
+    result = reconcile_cycle(inp, prepared) if ahead else reconcile_cycle(inp)
     seconds = time.perf_counter() - started
+    del prepared
+    if ahead and not result.ahead:
+        raise SystemExit("the steps done ahead were not taken up: the input changed more")
     digest = hashlib.sha256(repr(result.decisions).encode()).hexdigest()[:16]
     print(f"{seconds:.6f} {len(result.decisions)} {digest}", flush=True)
 """
@@ -81,9 +92,14 @@ def capture(fleet: Path, out: Path, *, cold: bool, fleetq: Path = ROOT) -> None:
         raise SystemExit(f"{fleet}: no cycle input was captured")
 
 
-def run(captured: Path, *, repeat: int = 1, fleetq: Path = ROOT) -> list[tuple[float, int, str]]:
-    """(seconds, decisions, hash of the decisions) of each run of the cycle."""
-    done = _child(RUN, fleetq, str(captured.resolve()), str(repeat))
+def run(captured: Path, *, repeat: int = 1, fleetq: Path = ROOT,
+        ahead: bool = False) -> list[tuple[float, int, str]]:
+    """(seconds, decisions, hash of the decisions) of each run of the cycle;
+    with ``ahead``, steps 1-2 of the jobs the prior admitted done ahead (by a
+    fleetq that has ``prepare``), on the input without the jobs the prior does
+    not hold, as a watch does them before a push of new job files; not timed."""
+    done = _child(RUN, fleetq, str(captured.resolve()), str(repeat),
+                  "ahead" if ahead else "whole")
     out = []
     for line in done.stdout.splitlines():
         seconds, count, digest = line.split()
@@ -101,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("run", help="time reconcile_cycle on a captured input")
     p.add_argument("captured", type=Path)
     p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--ahead", action="store_true",
+                   help="steps 1-2 of the jobs admitted before done ahead, untimed, as a "
+                        "watch does them before a push of new jobs")
     for p in sub.choices.values():
         p.add_argument("--fleetq", type=Path, default=ROOT,
                        help="the checkout whose fleetq runs (default: this one)")
@@ -110,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         capture(args.fleet, args.out, cold=args.cold, fleetq=fleetq)
         print(f"captured {args.out} ({args.out.stat().st_size:,} bytes)")
         return 0
-    for seconds, count, digest in run(args.captured, repeat=args.repeat, fleetq=fleetq):
+    for seconds, count, digest in run(args.captured, repeat=args.repeat, fleetq=fleetq,
+                                      ahead=args.ahead):
         print(f"cycle {seconds:.2f} s  {count} decisions  {digest}  (fleetq of {fleetq})")
     return 0
 

@@ -23,7 +23,13 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from reconciler import __version__
-from reconciler.core.cycle import CycleInput, CycleResult, InvalidJob, reconcile_cycle
+from reconciler.core.cycle import (
+    CycleInput,
+    CycleResult,
+    InvalidJob,
+    prepare,
+    reconcile_cycle,
+)
 from reconciler.core.model import Decision, JobKey, Phase, PriorPlacement
 from reconciler.core.problems import Problem
 from reconciler.core.quota import QuotaTree
@@ -276,9 +282,9 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
         previous_entries = {e.path: e.sha for e in repo.list_tree(state_base)
                             if e.type == "blob"}
         cached = cache.load_state(state_base) if cache is not None else None
-        if cached is not None:
+        if cache is not None and cached is not None:
             before, was_rendered = cached
-            prior = {key: was for key, (was, _) in before.items()}
+            prior = cache.priors(before)
             # only what the state tree still holds (a damaged cache cannot lie)
             reuse = {path: (made_of, sha) for path, (made_of, sha) in was_rendered.items()
                      if previous_entries.get(path) == sha}
@@ -288,15 +294,11 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
             prior, state_problems = read_placements(data)
             problems.extend(state_problems)
     settled = _settled(repo, store, info, state_info, prior, read_before, inputs)
-    cycle_input = CycleInput(
-        jobs=tuple(s.job for s in inputs.jobs.values()), tree=inputs.tree,
-        clusters=tuple(inputs.clusters), policies=tuple(inputs.policies),
-        priority_classes=inputs.priority_classes, default_priority=inputs.default_priority,
-        workload_priority_classes=inputs.workload_priority_classes, prior=prior,
-        source_time=info.committed_at, now=rfc3339(now), invalid=tuple(inputs.invalid),
-        broken_paths=inputs.broken_paths, settings=inputs.settings, settled=settled)
+    cycle_input = _cycle_input(inputs, prior, info, now, settled)
     progress("scheduling")
-    result = reconcile_cycle(cycle_input)
+    ahead = cache.take_ahead(state_base) if cache is not None and state_base else None
+    result = reconcile_cycle(cycle_input, ahead)
+    del ahead
     progress("rendering")
     # (the cycle's priors are ``before``'s, which the cache has as this version wrote them)
     placements, written = render_placements_reusing(result.decisions, before,
@@ -322,6 +324,34 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                         rendered_from=rendered.inputs, written=written)
     computed.changes = describe_changes(prior, result.decisions)
     return computed
+
+
+def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info: CommitInfo,
+                 now: dt.datetime, settled: frozenset[JobKey]) -> CycleInput:
+    return CycleInput(
+        jobs=tuple(s.job for s in inputs.jobs.values()), tree=inputs.tree,
+        clusters=tuple(inputs.clusters), policies=tuple(inputs.policies),
+        priority_classes=inputs.priority_classes, default_priority=inputs.default_priority,
+        workload_priority_classes=inputs.workload_priority_classes, prior=prior,
+        source_time=info.committed_at, now=rfc3339(now), invalid=tuple(inputs.invalid),
+        broken_paths=inputs.broken_paths, settings=inputs.settings, settled=settled)
+
+
+def prepare_next(cache: Cache, state: str, source: CommitInfo, now: dt.datetime) -> bool:
+    """Do ahead, in ``cache``, the first steps of the cycle of the next
+    reconcile from state ``state`` (``prepare``): those of the jobs the state
+    admitted, which a push of other job files leaves as they are. It needs the
+    state's decisions and the fleet of ``source`` in memory, as a watch has
+    them after a round; False when they are not."""
+    written = cache.state_in_memory(state)
+    kept = cache.kept_inputs()
+    if written is None or kept is None or kept[0] != source.tree:
+        return False
+    ahead = prepare(_cycle_input(kept[1], cache.priors(written), source, now, frozenset()))
+    if ahead is None:
+        return False
+    cache.keep_ahead(state, ahead)
+    return True
 
 
 NO_BLOB = "0" * 40
@@ -631,6 +661,10 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
     any other error (a fault of fleetq's), with its traceback, the cache kept
     in memory is dropped and the next change is waited for.
 
+    After a round, the first steps of the next round's cycle are done ahead
+    (``prepare_next``: the jobs the state admitted, put back where they run),
+    so that a push of job files, most pushes, waits for what it changed only.
+
     The cyclic garbage collector stays paused through a round, as in
     ``reconcile``; after it, one collection frees the round's cycles and what
     is left is frozen, so that the cache is never scanned again.
@@ -653,8 +687,14 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
                 fetch = last_error is not None  # a retry fetches again: the remote may be back
                 if fault:
                     cache = Cache(repo.git_dir)
-                del done  # (an outcome holds the whole fleet: not kept while waiting)
+                outcome = done.outcome
+                state, source = (outcome.state, outcome.source) if outcome else (None, None)
+                del done, outcome  # (an outcome holds the whole fleet: not kept while waiting)
                 gc.collect()
+                if state is not None and source is not None:
+                    # (a fault here would be the next round's too, and reported then)
+                    with contextlib.suppress(Exception):
+                        prepare_next(cache, state, source, now or parse_now(None))
                 gc.freeze()
             if idle is not None:
                 idle()

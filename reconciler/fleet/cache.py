@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import __version__
-from reconciler.core.model import evolve
+from reconciler.core.cycle import Ahead
+from reconciler.core.model import JobKey, PriorPlacement, evolve
 from reconciler.fleet.inputs import FleetInputs, JobEntry
 from reconciler.fleet.jobs import JobSource
 from reconciler.fleet.state import Written
@@ -73,6 +74,8 @@ class Cache:
         self._inputs_looked_up = False  # kept_inputs read inputs.pickle
         self._inputs_on_disk: str | None = None  # the tree inputs.pickle was saved or read for
         self._state_inputs: tuple[str, dict[str, Any]] | None = None  # see save_state_inputs
+        self._ahead: tuple[str, Ahead] | None = None  # see keep_ahead
+        self._priors: tuple[Written, dict[JobKey, PriorPlacement]] | None = None
 
     # -- files -------------------------------------------------------------------
 
@@ -143,6 +146,33 @@ class Cache:
         now, so that the next reconcile from that state reads nothing."""
         self.load_jobs()
         self.load_state(commit)
+
+    def state_in_memory(self, commit: str) -> Written | None:
+        """The decisions of state ``commit`` when they are in memory (loaded or
+        saved last), else ``None``; not to be changed."""
+        return self._kept[1] if self._kept is not None and self._kept[0] == commit else None
+
+    def priors(self, written: Written) -> dict[JobKey, PriorPlacement]:
+        """The decisions of ``written`` (a state's, as ``load_state`` gives
+        them) by key: the same dict for the same ``written`` as last time (so
+        that steps done ahead see at once that their prior is the same); not
+        to be changed."""
+        if self._priors is None or self._priors[0] is not written:
+            self._priors = (written, {key: was for key, (was, _) in written.items()})
+        return self._priors[1]
+
+    # -- the cycle's first steps, done ahead (in memory only) --------------------------
+
+    def keep_ahead(self, state: str, ahead: Ahead) -> None:
+        """Keep the steps done ahead (``prepare``) for a reconcile from state
+        ``state``."""
+        self._ahead = (state, ahead)
+
+    def take_ahead(self, state: str) -> Ahead | None:
+        """The steps done ahead for a reconcile from state ``state``, if any;
+        each is given once."""
+        got, self._ahead = self._ahead, None
+        return got[1] if got is not None and got[0] == state else None
 
     # -- the fleet read last -----------------------------------------------------------
 
@@ -284,7 +314,7 @@ class Cache:
                 record = {"base": base, "changed": changed, "removed": removed,
                           "rendered": rendered}
                 keep.extend(chain)
-        self._kept = None  # until the file is written
+        self._kept = self._priors = None  # until the file is written
         for old in self.dir.glob("state-*.pickle") if self.dir.exists() else ():
             if old.name not in keep:
                 old.unlink(missing_ok=True)

@@ -82,3 +82,5 @@ def test_the_captured_cycle_input_decides_what_the_reconcile_decided(tmp_path: P
     assert second.commit is not None
     ((seconds, count, h),) = run_cycle(warm)
     assert (count, h) == (121, digest(second.decisions)) and seconds >= 0
+    ((seconds, count, h),) = run_cycle(warm, ahead=True)  # the same, with steps done ahead
+    assert (count, h) == (121, digest(second.decisions)) and seconds >= 0

@@ -299,9 +299,9 @@ def test_settled_jobs_are_left_out_of_a_cycle_until_it_admits_or_evicts(
     taken_in: list[bool] = []  # in a pass (into its queues), or before any
     real_run, real_take = cycle._run, cycle._Cycle._take_in_left_out
 
-    def run(inp, out):
+    def run(inp, out, *state):
         left_out.append(sorted(k.name for k in out))
-        return real_run(inp, out)
+        return real_run(inp, out, *state)
 
     def take(self):
         taken_in.append(self._trying is not None)

@@ -135,14 +135,15 @@ def test_each_commit_is_reconciled_as_a_fresh_reconcile_would(
     assert committed(w.next()) == twin.reconcile(rev(path, "main") or "")
     w.quiet()  # its own state commit is not a change to reconcile
 
-    steps = [
-        {"jobs/b.yaml": pytorchjob("b", cpu="2")},                 # 4 cpu: admitted, full
-        {"jobs/c.yaml": pytorchjob("c", cpu="2", workers=2)},      # 6 cpu: waits
-        {"jobs/d.yaml": pytorchjob("d", cpu="1")},                 # 2 cpu: waits too
-        {"jobs/a.yaml": None},                                     # 4 free: d, not c
-        {"jobs/b.yaml": pytorchjob("b", cpu="2", memory="2Gi")},   # b changed, stays
+    steps = [  # (and whether the admitted jobs put back ahead are taken up)
+        ({"jobs/b.yaml": pytorchjob("b", cpu="2")}, True),                # 4 cpu: admitted
+        ({"jobs/c.yaml": pytorchjob("c", cpu="2", workers=2)}, True),     # 6 cpu: waits
+        ({"jobs/d.yaml": pytorchjob("d", cpu="1")}, True),                # 2 cpu: waits too
+        ({"jobs/a.yaml": None}, False),                                   # 4 free: d, not c
+        ({"jobs/b.yaml": pytorchjob("b", cpu="2", memory="2Gi")}, False),  # b changed
+        ({"clusters/c1.yaml": member_cluster("c1", cpu="9", memory="64Gi")}, False),
     ]
-    for step in steps:
+    for step, ahead in steps:
         for rel, text in step.items():
             if text is None:
                 (path / rel).unlink()
@@ -153,6 +154,8 @@ def test_each_commit_is_reconciled_as_a_fresh_reconcile_would(
         assert done.outcome is not None and done.outcome.source is not None
         assert done.outcome.source.sha == sha
         assert committed(done) == twin.reconcile(sha) == rev(path, STATE)
+        assert done.outcome.computed is not None
+        assert done.outcome.computed.result.ahead is ahead, step
     final = placements(path)
     assert {k: v["phase"] for k, v in final.items()} == {
         "default/b": "Admitted", "default/c": "Queued", "default/d": "Admitted"}
@@ -283,11 +286,11 @@ def test_a_failed_round_drops_the_memory_and_the_next_change_is_reconciled(
     real = pipeline.reconcile_cycle
     armed = threading.Event()
 
-    def once_broken(inp: Any) -> Any:
+    def once_broken(inp: Any, ahead: Any = None) -> Any:
         if armed.is_set() and threading.current_thread() is not threading.main_thread():
             armed.clear()
             raise RuntimeError("injected fault")
-        return real(inp)
+        return real(inp, ahead)
 
     monkeypatch.setattr(pipeline, "reconcile_cycle", once_broken)
     w = Watching(path)

@@ -38,7 +38,7 @@ from hypothesis import Phase as Stage
 from hypothesis import strategies as st
 
 from reconciler.core import cycle
-from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
+from reconciler.core.cycle import Ahead, CycleInput, CycleResult, prepare, reconcile_cycle
 from reconciler.core.gang import DEFAULT_PODS_PER_NODE, job_cluster_total
 from reconciler.core.model import (
     ClusterAffinity,
@@ -392,6 +392,7 @@ def _with_max_changed(tree: QuotaTree | None, step: int
 def run(fleet: Fleet) -> None:
     plans: list[JobPlan] = []
     prior: dict = {}
+    ahead: Ahead | None = None  # steps 1-2 done ahead on the input expected next
     for step, batch in enumerate(fleet.batches):
         if step:
             gone = fleet.finished[step - 1]
@@ -414,14 +415,27 @@ def run(fleet: Fleet) -> None:
             # give exactly the same decisions.
             warm = reconcile_cycle(replace(inp, settled=_queued(inp.prior)))
             assert warm.decisions == result.decisions, f"step {step}: settled jobs changed it"
+            # Steps done ahead on the input the last step expected next: taken
+            # up or not (CHECK_AHEAD compares), the same decisions.
+            if ahead is not None:
+                got = reconcile_cycle(replace(inp, settled=_queued(inp.prior)), ahead)
+                assert got.decisions == result.decisions, f"step {step}: ahead changed it"
             prior = round_trip(result)
-            again = reconcile_cycle(replace(inp, prior=prior))
+            expected = replace(inp, prior=prior)
+            ahead = prepare(expected)
+            again = reconcile_cycle(expected)
             before = _decisions(result)
             for d in again.decisions:
                 assert replace(d, reason="") == before[d.key], (
                     f"step {step}: reconciling again changed {d.key}:\n{before[d.key]}\n{d}")
             again_warm = reconcile_cycle(replace(inp, prior=prior, settled=_queued(prior)))
             assert again_warm.decisions == again.decisions, f"step {step}: settled changed it"
+            # Nothing changed: the steps done ahead are taken up.
+            once = prepare(expected)
+            assert once is not None
+            again_ahead = reconcile_cycle(replace(expected, settled=_queued(prior)), once)
+            assert again_ahead.ahead and again_ahead.decisions == again.decisions, (
+                f"step {step}: steps done ahead changed it")
             # A quota's max changed: the queued jobs of the quotas not below it,
             # settled as the pipeline settles them (pipeline._max_changed), give
             # the same decisions.
