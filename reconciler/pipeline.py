@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import gc
 import multiprocessing
 import os
@@ -523,7 +524,7 @@ def describe_changes(prior: dict[JobKey, PriorPlacement],
         before = prior.get(d.key)
         if before is not None:
             found += 1
-            if before.phase is d.phase and before.cluster == d.cluster:
+            if before is d or (before.phase is d.phase and before.cluster == d.cluster):
                 continue
         name = f"{d.key.kind} {d.key.namespace}/{d.key.name}"
         if d.phase is Phase.ADMITTED:
@@ -593,11 +594,14 @@ def state_ref(branch: str) -> str:
 def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | None = None,
               remote: str | None = None, now: dt.datetime | None = None,
               progress: Progress = _quiet, use_cache: bool = True,
-              cache: Cache | None = None) -> Outcome:
+              cache: Cache | None = None,
+              later: list[Callable[[], None]] | None = None) -> Outcome:
     """Reconcile one source commit onto the state branch; retry if another writer wins.
 
     ``cache``: one kept across reconciles (``watch``), else the repository's is
-    read afresh (unless ``use_cache`` is false)."""
+    read afresh (unless ``use_cache`` is false). ``later``: the cache is saved
+    by calling what is appended there, after the outcome is known (``watch``
+    reports the round first), rather than before this returns."""
     when = now or parse_now(None)
     if cache is None and use_cache:
         cache = Cache(repo.git_dir)
@@ -613,7 +617,7 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             progress("writing the state tree")
             tree = repo.write_tree(computed.files)
             if tree == computed.state_tree:
-                _save_cache(cache, computed, base)
+                _save_cache(cache, computed, base, later)
                 return Outcome(computed, None, attempt, source=computed.source, state=base)
             message = commit_message(computed, Overlays(computed.inputs.templates))
             sha = repo.write_commit(tree=tree, parents=[base] if base else [], message=message,
@@ -626,7 +630,7 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             elif not repo.update_ref(state_ref(branch), sha, base):
                 progress("state branch moved; recomputing")
                 continue
-            _save_cache(cache, computed, sha)
+            _save_cache(cache, computed, sha, later)
             return Outcome(computed, sha, attempt, source=computed.source, state=sha)
     raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
 
@@ -661,9 +665,10 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
     any other error (a fault of fleetq's), with its traceback, the cache kept
     in memory is dropped and the next change is waited for.
 
-    After a round, the first steps of the next round's cycle are done ahead
-    (``prepare_next``: the jobs the state admitted, put back where they run),
-    so that a push of job files, most pushes, waits for what it changed only.
+    After a round is reported, the cache is saved, and the first steps of the
+    next round's cycle are done ahead (``prepare_next``: the jobs the state
+    admitted, put back where they run), so that a push of job files, most
+    pushes, waits for what it changed only.
 
     The cyclic garbage collector stays paused through a round, as in
     ``reconcile``; after it, one collection frees the round's cycles and what
@@ -678,13 +683,21 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
         fetch = True
         while not stop.is_set():
             with gc_paused():
+                later: list[Callable[[], None]] = []
                 seen, done, fault = _watch_round(
                     repo, watcher, cache, source_rev=source_rev, state_branch=state_branch,
-                    remote=remote, now=now, progress=progress, fetch=fetch)
+                    remote=remote, now=now, progress=progress, fetch=fetch, later=later)
                 if done.error is None or done.error != last_error:
                     report(done)
                 last_error = done.error
                 fetch = last_error is not None  # a retry fetches again: the remote may be back
+                try:
+                    for save in later:  # the cache, saved once the round is reported
+                        save()
+                except Exception:
+                    report(Round(None, "saving the cache: " + traceback.format_exc().rstrip(),
+                                 0.0, done.branch))
+                    fault = True
                 if fault:
                     cache = Cache(repo.git_dir)
                 outcome = done.outcome
@@ -711,12 +724,14 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
 
 def _watch_round(repo: FleetRepo, watcher: RefWatcher, cache: Cache, *, source_rev: str,
                  state_branch: str | None, remote: str | None, now: dt.datetime | None,
-                 progress: Progress, fetch: bool) -> tuple[Revisions, Round, bool]:
+                 progress: Progress, fetch: bool, later: list[Callable[[], None]]
+                 ) -> tuple[Revisions, Round, bool]:
     """One reconcile of ``watch``: the revisions it leaves seen, its round, and
     whether it failed by a fault of fleetq's. Seen are the revisions it
     reconciled (a push meanwhile is the next round's); after a git error, none,
     so that the round is tried again; after a fault, those it started from
-    (none if it had not read them yet)."""
+    (none if it had not read them yet). What saves the cache is appended to
+    ``later``."""
     started = time.perf_counter()
     branch = state_branch or DEFAULT_STATE_BRANCH
     before: Revisions = ()  # (a fault before the revisions are read: tried again)
@@ -727,7 +742,7 @@ def _watch_round(repo: FleetRepo, watcher: RefWatcher, cache: Cache, *, source_r
         watcher.revisions = (source_rev, state_ref(branch))
         before = watcher.current()
         outcome = reconcile(repo, source_rev=source_rev, state_branch=branch, remote=remote,
-                            now=now, progress=progress, cache=cache)
+                            now=now, progress=progress, cache=cache, later=later)
         if outcome.computed is None and outcome.state is not None and outcome.source:
             # up to date: what the next push needs is read now, not then
             cache.warm(outcome.state)
@@ -741,8 +756,12 @@ def _watch_round(repo: FleetRepo, watcher: RefWatcher, cache: Cache, *, source_r
     return seen, Round(outcome, None, time.perf_counter() - started, branch), False
 
 
-def _save_cache(cache: Cache | None, computed: Computed, state: str | None) -> None:
+def _save_cache(cache: Cache | None, computed: Computed, state: str | None,
+                later: list[Callable[[], None]] | None = None) -> None:
     if cache is None:
+        return
+    if later is not None:
+        later.append(functools.partial(_save_cache, cache, computed, state))
         return
     cache.save_jobs(computed.inputs.jobs_files)
     cache.save_inputs()

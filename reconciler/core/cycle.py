@@ -339,7 +339,7 @@ class Ahead:
             entries.sort()
         self._sorted = sorted(self._candidates)
         self._needs_source_time = any(  # (enqueue times taken from the commit)
-            not (job.created_at or (admitted[key].enqueued_at)) for key, job in jobs.items()
+            not (job.created_at or admitted[key].enqueued_at) for key, job in jobs.items()
         ) or any(not (job.created_at or prior.enqueued_at)
                  for job, prior in self._candidates.values())
         self._needs_now = any(not p.admitted_at for p in admitted.values())
@@ -415,7 +415,7 @@ def prepare(inp: CycleInput) -> Ahead | None:
     """Steps 1-2 for the jobs ``inp.prior`` admitted, done now, to be taken up
     by ``reconcile_cycle`` on an input expected to be ``inp`` but for job files
     other than theirs (``inp.settled`` is not read). ``None`` when ``inp`` holds
-    a key twice."""
+    an admitted job's key twice."""
     admitted = {p.key: p for p in inp.prior.values() if p.phase is Phase.ADMITTED}
     jobs: dict[JobKey, Job] = {}
     for job in inp.jobs:
@@ -426,6 +426,10 @@ def prepare(inp: CycleInput) -> Ahead | None:
     state = _Cycle(inp)
     state.resolve(jobs.values())
     state.snapshot()
+    decisions = state.decisions
+    for key in jobs:  # put back as before: the very decision (known to read back as it)
+        if decisions[key] == admitted[key]:
+            decisions[key] = admitted[key]
     return Ahead(inp, state, jobs, admitted)
 
 

@@ -309,6 +309,49 @@ def test_a_failed_round_drops_the_memory_and_the_next_change_is_reconciled(
     w.close()
 
 
+def test_the_cache_is_saved_after_the_round_is_reported_and_a_failed_save_is_reported_too(
+        tmp_path: Path, watching: list[Watching], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The state is committed and its round reported before the cache is saved;
+    a save that fails is reported as such, the cache in memory is dropped, and
+    the next push is reconciled as a fresh reconcile would."""
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    twin = Twin(path, tmp_path / "twin")
+    real = Cache.save_state
+    armed = threading.Event()
+    saved: list[str] = []
+
+    def save_state(self: Cache, commit: str, *args: Any) -> None:
+        if armed.is_set():
+            armed.clear()
+            raise OSError("injected: no space left on device")
+        real(self, commit, *args)
+        saved.append(commit)
+
+    monkeypatch.setattr(Cache, "save_state", save_state)
+    w = Watching(path)
+    watching.append(w)
+    first = committed(w.next())
+    deadline = time.monotonic() + WAIT
+    while not saved and time.monotonic() < deadline:  # saved once reported
+        time.sleep(0.05)
+    assert saved == [first] and first == twin.reconcile(rev(path, "main") or "")
+    assert Cache(FleetRepo(path).git_dir).load_state(first) is not None
+    armed.set()
+    write_files(path, {"jobs/b.yaml": pytorchjob("b", cpu="2")})
+    sha = commit_all(path, "b")
+    assert committed(w.next()) == twin.reconcile(sha) == rev(path, STATE)
+    failed = w.next()
+    assert failed.outcome is None and failed.error is not None
+    assert failed.error.startswith("saving the cache: ") and "no space left" in failed.error
+    write_files(path, {"jobs/c.yaml": pytorchjob("c", cpu="1")})
+    sha = commit_all(path, "c")
+    done = w.next()
+    assert committed(done) == twin.reconcile(sha) == rev(path, STATE)
+    assert done.outcome is not None and done.outcome.computed is not None
+    assert not done.outcome.computed.result.ahead  # (the memory was dropped)
+    w.close()
+
+
 def test_watch_with_a_remote_pushes_each_pushed_commit(
         tmp_path: Path, watching: list[Watching]) -> None:
     origin, dev = origin_and_dev(tmp_path)
