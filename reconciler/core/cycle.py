@@ -352,8 +352,11 @@ class Ahead:
         read (then nothing is taken)."""
         was, state = self._inp, self._state
         self._inp = self._state = None  # (taken up once)
+        if was is None or state is None:
+            return None
         jobs = {j.key: j for j in inp.jobs}
-        if was is None or state is None or not self._same_steps(was, inp, jobs):
+        if not self._same_steps(was, inp, jobs):
+            self._drop()  # (not held through the cycle decided without them)
             return None
         # Left out: those of the expected input's that are settled, from the very
         # same file and prior (a part of what _left_out gives: the same result).
@@ -379,7 +382,12 @@ class Ahead:
             state.ahead_queues = {q: [e for e in entries if e[1] in left_out]
                                   for q, entries in self._queues.items()}
             state.ahead_sorted = [key for key in self._sorted if key in left_out]
+        self._drop()
         return left_out, state
+
+    def _drop(self) -> None:
+        self._jobs, self._admitted, self._candidates = {}, {}, {}
+        self._queues, self._sorted = {}, []
 
     def _same_steps(self, was: CycleInput, inp: CycleInput, jobs: dict[JobKey, Job]) -> bool:
         if not (was.tree == inp.tree and was.clusters == inp.clusters
