@@ -376,6 +376,10 @@ def read_inputs(repo: FleetRepo, rev: str, store: JobStore, cache: Cache | None,
                 cache.keep_inputs(info.tree, patched)
                 return info, patched
             rev = sha  # (the same commit, should the revision move meanwhile)
+    if cache is not None:
+        # Files other than jobs changed: steps done ahead would most likely not be
+        # taken up, and would be held through the reading of the whole commit.
+        cache.drop_ahead()
     info, files = read_source(repo, rev, store, progress)
     inputs = read_fleet(files, store)  # empties ``files`` as it goes: the bytes are freed
     if cache is not None:
@@ -692,9 +696,10 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
                 last_error = done.error
                 fetch = last_error is not None  # a retry fetches again: the remote may be back
                 try:
-                    for save in later:  # the cache, saved once the round is reported
-                        save()
+                    while later:  # the cache, saved once the round is reported
+                        later.pop(0)()  # (each then dropped: it holds the round's values)
                 except Exception:
+                    later.clear()
                     report(Round(None, "saving the cache: " + traceback.format_exc().rstrip(),
                                  0.0, done.branch))
                     fault = True

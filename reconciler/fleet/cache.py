@@ -168,6 +168,9 @@ class Cache:
         ``state``."""
         self._ahead = (state, ahead)
 
+    def drop_ahead(self) -> None:
+        self._ahead = None
+
     def take_ahead(self, state: str) -> Ahead | None:
         """The steps done ahead for a reconcile from state ``state``, if any;
         each is given once."""
