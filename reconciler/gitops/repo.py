@@ -78,6 +78,7 @@ PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3}
 PACK_NAMES = {v: k for k, v in PACK_TYPES.items()}
 PACK_MIN_OBJECTS = 500  # fewer new files than this are written as loose objects
 BEHIND_MIN_BYTES = 4 << 20  # a blob this large is compressed and written in the background
+MEMO_COMMITS = 4096  # commits remembered as such, and read (see resolve, commit_info)
 
 
 class FleetRepo:
@@ -103,6 +104,8 @@ class FleetRepo:
         # lists the state it committed at its next round (objects never change)
         self._tree_listing: tuple[str, list[TreeEntry]] | None = None
         self._commit_listing: tuple[str, list[TreeEntry]] | None = None
+        self._commits: set[str] = set()  # ids known to be of commits (see resolve)
+        self._commit_infos: dict[str, CommitInfo] = {}  # (see commit_info)
 
     # -- running git -----------------------------------------------------------
 
@@ -120,10 +123,28 @@ class FleetRepo:
         return proc.stdout
 
     def resolve(self, rev: str) -> str | None:
+        """The commit ``rev`` names, else ``None``. (A commit seen once is known
+        as one: naming it again is not peeled again, which reads the whole
+        commit, and a state commit's message can be long.)"""
         self.settle()
-        proc = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+        proc = subprocess.run(["git", "rev-parse", "--verify", "--quiet", rev],
                               cwd=self.root, capture_output=True, check=False)
-        return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+        sha = proc.stdout.decode().strip() if proc.returncode == 0 else ""
+        if not sha:
+            return None
+        if sha in self._commits:
+            return sha
+        proc = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{sha}^{{commit}}"],
+                              cwd=self.root, capture_output=True, check=False)
+        commit = proc.stdout.decode().strip() if proc.returncode == 0 else ""
+        if commit == sha:
+            self._known_commit(sha)
+        return commit or None
+
+    def _known_commit(self, sha: str) -> None:
+        if len(self._commits) >= MEMO_COMMITS:
+            self._commits.clear()
+        self._commits.add(sha)
 
     def current_branch(self) -> str | None:
         out = subprocess.run(["git", "symbolic-ref", "--quiet", "--short", "HEAD"],
@@ -131,10 +152,19 @@ class FleetRepo:
         return out.stdout.decode().strip() or None
 
     def commit_info(self, sha: str) -> CommitInfo:
+        """What a commit holds; read once per commit id (commits never change)."""
+        got = self._commit_infos.get(sha)
+        if got is not None:
+            return got
         out = self.run("show", "-s", "--format=%T%x00%ct%x00%B", sha).decode()
         tree, ts, message = out.split("\0", 2)
         when = dt.datetime.fromtimestamp(int(ts), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return CommitInfo(sha=sha, tree=tree, committed_at=when, message=message)
+        info = CommitInfo(sha=sha, tree=tree, committed_at=when, message=message)
+        if len(sha) == 40 and all(c in "0123456789abcdef" for c in sha):
+            if len(self._commit_infos) >= MEMO_COMMITS:
+                self._commit_infos.clear()
+            self._commit_infos[sha] = info
+        return info
 
     # -- reading ---------------------------------------------------------------
 

@@ -158,3 +158,38 @@ def test_the_files_of_a_commit_written_here_are_listed_as_git_lists_them(
         listed = gitrepo.FleetRepo(path).list_tree(commit)  # read from git
         assert kept == listed and len(listed) == len(files)
         assert {e.path: e.sha for e in listed}["z"] == old
+
+
+def test_revisions_resolve_to_commits_as_git_says_and_commits_are_read_once(
+        tmp_path: Path, monkeypatch) -> None:
+    """``resolve`` names the commit a branch, a tag (annotated or not) or a
+    commit id names, and nothing for a tree, a blob or an unknown name, each
+    time as git would, though a commit seen once is not peeled again;
+    ``commit_info`` reads a commit once."""
+    path = _fleet(tmp_path / "fleet")
+    repo = gitrepo.FleetRepo(path)
+    head = rev(path, "HEAD")
+    git(path, "tag", "light")
+    git(path, "tag", "-a", "annotated", "-m", "a tag")
+    tag_object = rev(path, "refs/tags/annotated")
+    assert tag_object != head
+    tree, blob = rev(path, "HEAD^{tree}"), rev(path, "HEAD:quota.yaml")
+    for _ in range(2):
+        assert [repo.resolve(r) for r in ("HEAD", "main", head, "light", "annotated",
+                                          tag_object)] == [head] * 6
+        assert [repo.resolve(r) for r in (tree, blob, "nowhere", "HEAD~5")] == [None] * 4
+    run_reconcile(path, use_cache=False)
+    state = rev(path, STATE)
+    assert repo.resolve(STATE) == state and repo.resolve(STATE) == state
+    calls: list[tuple[str, ...]] = []
+    real = gitrepo.FleetRepo.run
+
+    def run(self, *args: str, **kw):
+        calls.append(args)
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(gitrepo.FleetRepo, "run", run)
+    first = repo.commit_info(state)
+    assert repo.commit_info(state) is first and len(calls) == 1
+    assert first.tree == rev(path, f"{STATE}^{{tree}}")
+    assert first.message == git(path, "log", "-1", "--format=%B", STATE)
