@@ -1335,8 +1335,8 @@ class _Cycle:
 
     def result(self) -> CycleResult:
         self._record_preemptions()
-        # per queue: (order, key, (job, prior) when left out); orders are unique.
-        # (Tuples: made for every waiting job, they cost less than the text of
+        # per queue: its entries (``_QueueEntry``); orders are unique. (Tuples:
+        # made for every waiting job, they cost less than the text of
         # queue_order, and each is compared a few times only.)
         by_queue: dict[str, list[_QueueEntry]] = {}
         decided = sorted(self.decisions) if self.ahead_sorted is not None else None
