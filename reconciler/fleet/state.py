@@ -206,7 +206,7 @@ def render_placements_reusing(decisions: Iterable[Decision], before: Mapping[
     lines = []
     for d in decisions:
         was = before.get(d.key)
-        if was is not None and (d.key in as_before or was[0] is d or (
+        if was is not None and (was[0] is d or d.key in as_before or (
                 not d.kept and _READ_BACK(d) == _READ_BACK(was[0]))):
             written[d.key] = was
         else:
