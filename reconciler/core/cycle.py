@@ -1303,9 +1303,9 @@ class _Cycle:
                     or prior.phase is not Phase.ADMITTED or prior.cluster not in self.clusters):
                 continue
             cs = self.clusters[prior.cluster or ""]
-            fit = cs.fit_from_counts(p.job.pod_sets, p.total, prior.nodes) if prior.nodes \
+            fit = cs.fits_as_recorded(p.job.pod_sets, p.total, prior.nodes) if prior.nodes \
                 else None
-            if fit is None or not cs.has_room_for(p.job.pod_sets, fit):
+            if fit is None:
                 fit = cs.fits(p.job.pod_sets, p.total)
             if fit is None or self._quota_shortfall(p) is not None:
                 continue

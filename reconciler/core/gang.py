@@ -309,6 +309,16 @@ class ClusterState:
         names = self.node_names
         return tuple(sorted((names[n], pod_sets[i].name, c) for n, i, c in fit.nodes))
 
+    def fits_as_recorded(self, pod_sets: tuple[PodSet, ...], total: ResourcesView,
+                         counts: tuple[tuple[str, str, int], ...]) -> Fit | None:
+        """The recorded packing of a job (``fit_from_counts``) if it still fits
+        now: in the free sum (what is reserved is not on any node), and on each
+        of its nodes."""
+        if first_excess(total, self.free) is not None:
+            return None
+        fit = self.fit_from_counts(pod_sets, total, counts)
+        return fit if fit is not None and self.has_room_for(pod_sets, fit) else None
+
     def fit_from_counts(self, pod_sets: tuple[PodSet, ...], total: ResourcesView,
                         counts: tuple[tuple[str, str, int], ...]) -> Fit | None:
         """The recorded packing of a job, if its nodes and pod sets still exist."""

@@ -462,3 +462,64 @@ STAGES = [s for s in Stage if s is not Stage.shrink or os.environ.get("FLEETQ_SH
 @given(fleets())
 def test_reconcile_keeps_the_invariants(fleet: Fleet) -> None:
     run(fleet)
+
+
+def _plan(name: str, namespace: str, priority: str, sets: list[tuple[int, Resources]], *,
+          created: str | None, pin: str | None, preemptible: bool = True) -> JobPlan:
+    pod_sets = tuple(PodSet(name=f"set{k}", replicas=n, per_pod=per_pod)
+                     for k, (n, per_pod) in enumerate(sets))
+    requests: Resources = {}
+    for ps in pod_sets:
+        add_into(requests, ps.per_pod, ps.replicas)
+    requests[PODS] = M * sum(ps.replicas for ps in pod_sets)
+    requests[MAX_JOBS] = M
+    job = Job(key=JobKey("batch", "Job", namespace, name), api_version=API_VERSION,
+              path=f"jobs/{namespace}/{name}.yaml", line=1, blob=f"b-{name}",
+              pod_sets=pod_sets, requests=dict(sorted(requests.items())),
+              priority_class=priority, preemptible=preemptible,
+              created_at=f"2026-01-01T10:{created}:00Z" if created else None,
+              labels=(() if preemptible else
+                      (("quota.scheduling.alibabacloud.com/preemptible", "false"),)))
+    return JobPlan(job=job, pin=pin)
+
+
+def test_a_victim_is_put_back_only_where_the_free_sum_still_holds_it() -> None:
+    """Found by the property test: a victim whose preemptor lost its place was
+    put back on its recorded node, which had room, on a cluster whose free sum
+    (less what it reserves) did not: c0 ended 1 cpu over."""
+    tree, problems = build_tree(QuotaSpec(
+        name="root", min={CPU: 9 * M, GPU: 5 * M}, max={CPU: 9 * M, GPU: 5 * M},
+        children=(QuotaSpec(name="q0", min={CPU: 9 * M, GPU: 5 * M},
+                            max={CPU: 9 * M, GPU: 5 * M}, children=(
+            QuotaSpec(name="q1", min={CPU: 9 * M, GPU: M}, max={GPU: 4 * M},
+                      namespaces=("q1",)),
+            QuotaSpec(name="q2", min={CPU: 0, GPU: 2 * M}, max={GPU: 5 * M},
+                      namespaces=("q2",)),
+            QuotaSpec(name="q3", min={}, max={CPU: 9 * M}, namespaces=("q3",)))),)),
+        path="tree")
+    assert tree is not None and not problems
+    clusters = (
+        MemberCluster(name="c0", resource_reservation=True, reserved={CPU: 2 * M},
+                      nodes=(Node(name="n0", allocatable={CPU: 5 * M, GPU: 0}),)),
+        MemberCluster(name="c1", resource_reservation=True,
+                      nodes=(Node(name="n0", allocatable={CPU: 6 * M, GPU: 0}),)))
+    fleet = Fleet(tree=tree, clusters=clusters, settings=FleetSettings(), batches=[
+        [_plan("j0-0", "q3", "high", [(2, {CPU: 2 * M, GPU: M})], created="07", pin=None),
+         _plan("j0-1", "q1", "mid", [(2, {CPU: 1500})], created="02", pin=None),
+         _plan("j0-2", "q2", "low", [(1, {CPU: M, GPU: 2 * M})], created=None, pin="c1"),
+         _plan("j0-3", "q1", "low", [(1, {CPU: 2 * M})], created="04", pin=None),
+         _plan("j0-4", "q3", "mid", [(2, {CPU: M})], created="09", pin="c0"),
+         _plan("j0-5", "q1", "low", [(2, {CPU: 1500}), (2, {CPU: M})], created="07",
+               pin=None),
+         _plan("j0-6", "q3", "mid", [(1, {CPU: 2 * M})], created="08", pin=None,
+               preemptible=False),
+         _plan("j0-7", "q3", "high", [(2, {CPU: 500})], created="02", pin=None)],
+        [_plan("j1-0", "q1", "high", [(1, {CPU: M})], created=None, pin=None),
+         _plan("j1-1", "q1", "high", [(1, {CPU: M})], created=None, pin=None)],
+        [_plan("j2-0", "q1", "low", [(1, {CPU: 500}), (1, {CPU: 500})], created="04",
+               pin="c0"),
+         _plan("j2-1", "q3", "high", [(1, {CPU: 1500})], created=None, pin="c0"),
+         _plan("j2-2", "q3", "high", [(2, {CPU: M, GPU: M}), (1, {CPU: M})], created="07",
+               pin="c0")]],
+        finished=[{"j0-0", "j0-3"}, set()])
+    run(fleet)
