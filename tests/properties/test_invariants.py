@@ -33,6 +33,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import Phase as Stage
 from hypothesis import strategies as st
@@ -457,8 +458,14 @@ def run(fleet: Fleet) -> None:
 STAGES = [s for s in Stage if s is not Stage.shrink or os.environ.get("FLEETQ_SHRINK")]
 
 
+# The same 400 fleets every run (a run's verdict depends on the code alone), unless
+# FLEETQ_EXPLORE=1 asks for new ones: that is how the two fleets below were found.
+EXPLORE = bool(os.environ.get("FLEETQ_EXPLORE"))
+
+
 @settings(max_examples=400, deadline=None, phases=STAGES, report_multiple_bugs=False,
-          suppress_health_check=[HealthCheck.too_slow])
+          suppress_health_check=[HealthCheck.too_slow], derandomize=not EXPLORE,
+          database=None if not EXPLORE else settings.default.database)
 @given(fleets())
 def test_reconcile_keeps_the_invariants(fleet: Fleet) -> None:
     run(fleet)
@@ -522,4 +529,36 @@ def test_a_victim_is_put_back_only_where_the_free_sum_still_holds_it() -> None:
          _plan("j2-2", "q3", "high", [(2, {CPU: M, GPU: M}), (1, {CPU: M})], created="07",
                pin="c0")]],
         finished=[{"j0-0", "j0-3"}, set()])
+    run(fleet)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known, not fixed: a job a max-jobs limit keeps waiting in a cold reconcile may "
+    "reclaim its room in the next one, where the jobs admitted together before are "
+    "priors (victims by other rules): the first reconcile is not a fixed point"))
+def test_a_second_reconcile_of_a_max_jobs_fleet_changes_nothing() -> None:
+    """Found by the property test (FLEETQ_EXPLORE=1). At step 0, j0-2 and j0-3 take
+    both of q0's job slots and j0-4 waits; reconciling that state again admits j0-4
+    (j0-3 is preempted and preempts j0-2 in turn), which moves j0-1 up its queue."""
+    tree, problems = build_tree(QuotaSpec(
+        name="root", min={CPU: 8 * M, GPU: 6 * M}, max={CPU: 8 * M, GPU: 6 * M},
+        children=(QuotaSpec(name="q0", min={CPU: 8 * M, GPU: 6 * M},
+                            max={GPU: 6 * M, MAX_JOBS: 2 * M}, children=(
+            QuotaSpec(name="q1", min={CPU: 4 * M, GPU: 3 * M},
+                      max={CPU: 8 * M, GPU: 6 * M, MAX_JOBS: M}, namespaces=("q1",)),
+            QuotaSpec(name="q2", min={CPU: 4 * M, GPU: 3 * M}, max={CPU: 8 * M, GPU: 6 * M},
+                      namespaces=("q2",)))),)),
+        path="tree")
+    assert tree is not None and not problems
+    clusters = (MemberCluster(name="c0", resource_reservation=False,
+                              nodes=(Node(name="n0", allocatable={CPU: 8 * M, GPU: 0}),)),)
+    fleet = Fleet(tree=tree, clusters=clusters, settings=FleetSettings(), batches=[
+        [_plan("j0-0", "q2", "low", [(1, {CPU: 500})], created="00", pin=None),
+         _plan("j0-1", "q1", "low", [(1, {CPU: 500})], created="09", pin=None),
+         _plan("j0-2", "q2", "mid", [(2, {CPU: 1500})], created="09", pin="c0"),
+         _plan("j0-3", "q2", "high", [(1, {CPU: 1500})], created="07", pin=None),
+         _plan("j0-4", "q1", "mid", [(2, {CPU: 2 * M}), (1, {CPU: 2 * M})], created="05",
+               pin="c0"),
+         _plan("j0-5", "q2", "high", [(1, {CPU: M, GPU: 2 * M})], created="07", pin=None)],
+        []], finished=[{"j0-0"}])
     run(fleet)
