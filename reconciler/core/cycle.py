@@ -547,8 +547,8 @@ class _Cycle:
         step 2 for the others: as it would have been before (a job's resolution
         reads none of the state step 2 builds)."""
         decisions = self.decisions
-        self._decide_invalid([bad.key for bad in self.inp.invalid if bad.key in done
-                              or (bad.key in decisions and decisions[bad.key].kept)])
+        self._decide_invalid({bad.key for bad in self.inp.invalid if bad.key in done
+                              or (bad.key in decisions and decisions[bad.key].kept)})
         self._resolve_jobs(jobs)
         self.ahead = True
 

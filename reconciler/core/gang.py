@@ -258,11 +258,8 @@ class ClusterState:
                     counts: tuple[tuple[str, str, int], ...] = ()) -> Fit:
         """Charge a job that is already running here: on its recorded nodes when
         they still hold it, else packed anew, else on the free sum alone."""
-        fit: Fit | None = None
-        if counts and self.cluster.resource_reservation:
-            fit = self.fit_from_counts(pod_sets, total, counts)
-            if fit is not None and not self.has_room_for(pod_sets, fit):
-                fit = None
+        fit = self._on_recorded_nodes(pod_sets, total, counts) \
+            if counts and self.cluster.resource_reservation else None
         if fit is None:
             fit = self.fits(pod_sets, total) or Fit(self.name, dict(total))
         self.place(key, pod_sets, fit)
@@ -316,6 +313,11 @@ class ClusterState:
         of its nodes."""
         if first_excess(total, self.free) is not None:
             return None
+        return self._on_recorded_nodes(pod_sets, total, counts)
+
+    def _on_recorded_nodes(self, pod_sets: tuple[PodSet, ...], total: ResourcesView,
+                           counts: tuple[tuple[str, str, int], ...]) -> Fit | None:
+        """The recorded packing of a job if each of its nodes still has room."""
         fit = self.fit_from_counts(pod_sets, total, counts)
         return fit if fit is not None and self.has_room_for(pod_sets, fit) else None
 
