@@ -35,6 +35,7 @@ from reconciler.core.parked import Parked
 from reconciler.core.policy import candidate_groups, select_policy
 from reconciler.core.preemption import (
     ANY_REASON,
+    UNTRIED,
     Admitted,
     Blocked,
     PreemptionContext,
@@ -712,17 +713,21 @@ class _Cycle:
         self._quiet = bool(self.left_out)
 
     def _seed(self, keys: list[JobKey]) -> None:
-        seq = self.preemption.last_seq
+        seq, usage = self.preemption.last_seq, self.usage
         for key in keys:
             p = self.pending.get(key)
             if p is None or key in self.admitted or not p.policy.queued or p.quota is None:
                 continue
             if self.inp.settings.for_quota(p.quota).strategy is QueueStrategy.STRICT_FIFO:
                 continue  # it may have waited behind its queue's head, never tried
-            short = self.usage.top_shortfall(p.quota, p.job.requests,
-                                             preemptible=p.job.preemptible) \
-                if self.usage is not None else None
-            self._failed[key] = (0, seq, ANY_REASON, short.quota if short else None)
+            short = usage.top_shortfall(p.quota, p.job.requests,
+                                        preemptible=p.job.preemptible) \
+                if usage is not None else None
+            untried = usage is not None and short is not None and not usage.borrow_counted(
+                p.quota, short.resource) and usage.short_of_unguaranteed_only(
+                p.quota, p.job.requests)
+            self._failed[key] = (0, seq, UNTRIED if untried else ANY_REASON,
+                                 short.quota if short else None)
             self._wait(p)
             self._park(p)
 
@@ -941,6 +946,8 @@ class _Cycle:
             return
         key = p.job.key
         _, _, blocked, short = self._failed[key]
+        if blocked.untried:
+            return  # asked at each turn: no event of the index tells when it may reclaim
         self.parked.park(key, p.quota, p.priority, self._may_reclaim(p), blocked, short,
                          self._candidate_set(p))
 
@@ -1022,11 +1029,16 @@ class _Cycle:
         Admissions only fill quotas and clusters, so with no such eviction
         only a newly admitted job it may preempt can make a difference: a
         lower (or, by policy, newer equal) priority one in its own quota, or,
-        when its quota is within min, one of a borrowing quota.
+        when its quota is within min, one of a borrowing quota. (But for a job
+        that did not try to reclaim, short only of what its min does not
+        guarantee: any admission or eviction that changes that may help it.)
         """
         if p.quota is None or self.usage is None:
             return evictions != self.evictions
         ctx, usage, quota = self.preemption, self.usage, p.quota
+        if blocked.untried and (evictions != self.evictions or ctx.last_seq != seq) and \
+                not usage.short_of_unguaranteed_only(quota, p.job.requests):
+            return True  # it may reclaim now (Blocked.untried)
         policy = self.inp.settings.for_quota(quota).preemption
         reclaim: bool | None = None  # may it reclaim from borrowers now? (when asked)
         if evictions != self.evictions:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import heapq
 import operator
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -619,11 +619,17 @@ class Blocked:
     those limits. If the job evicted was one the job may evict, the usage fell
     by as much as the room its own victims could make; if not, only the usage
     fell, and the limits test that.
+
+    ``untried``: the job may reclaim, but was short only of what its min does
+    not guarantee, so it did not try to (see ``find_victims``). A later
+    admission or eviction that leaves it short of something else (or of
+    nothing) may let it: it is asked again at each.
     """
 
     quota: str | None = None
     limits: tuple[tuple[str, str, int], ...] = ()
     own: bool = False
+    untried: bool = False
 
 
 def _blocked_at(quota: str, resource: str, most: int) -> Blocked:
@@ -631,6 +637,7 @@ def _blocked_at(quota: str, resource: str, most: int) -> Blocked:
 
 
 ANY_REASON = Blocked()
+UNTRIED = Blocked(untried=True)
 
 
 def within_min_after(usage: QuotaUsage, leaf: str, request: ResourcesView,
@@ -711,7 +718,12 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
     its quota could be within its min after admission; such a plan must leave
     its quota within its min (with its own lower-priority jobs evicted if need
     be), so that no victim can reclaim in return. Then, if that found nothing,
-    with victims of its own quota only, borrowing allowed.
+    with victims of its own quota only, borrowing allowed. The first try is
+    not made when every limit the job breaks is of a resource its quota's min
+    does not guarantee (job slots, pods, where the min does not name them):
+    reclaiming gives back what a min guarantees, and evicting a borrower only
+    for its job slot would let that borrower's quota take the slot back in
+    the next reconcile.
 
     Among the candidate clusters (a later clusterAffinities group only when
     the earlier ones offer nothing) it keeps the plan with the fewest victims,
@@ -723,8 +735,11 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
     policy = ctx.settings.for_quota(quota).preemption
     own = ctx.own_candidates(quota, priority, enqueued_at, policy)
     tries: list[Blocked] = []
+    untried = False
     if may_reclaim(ctx, usage, quota, job.requests, priority, policy):
-        borrowers, reclaimable = ctx.reclaimable(quota, job.requests)
+        untried = usage.short_of_unguaranteed_only(quota, job.requests)
+        borrowers, reclaimable = ctx.reclaimable(quota, job.requests) if not untried \
+            else ([], NO_CANDIDATES)
         if borrowers:
             got = _plan(ctx, usage, job, quota, priority, policy, groups, total,
                         # reclaim (category 0) ranks before its own quota's victims (1)
@@ -740,11 +755,13 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
     # It fails until one of the tries could succeed: below the widest quota that
     # blocked them (all blocking quotas are on the job's path), or anywhere.
     if any(t.quota is None for t in tries):
-        return ANY_REASON
+        return UNTRIED if untried else ANY_REASON
     widest = min(tries, key=lambda t: (t.quota or "").count("/"))
     if not all(t.limits for t in tries):
-        return widest  # (the own try's limits are not all known)
-    return Blocked(widest.quota, tuple(limit for t in tries for limit in t.limits), own=True)
+        # (the own try's limits are not all known)
+        return replace(widest, untried=True) if untried else widest
+    return Blocked(widest.quota, tuple(limit for t in tries for limit in t.limits), own=True,
+                   untried=untried)
 
 
 def _plan(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str, priority: int,

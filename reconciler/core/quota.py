@@ -305,6 +305,25 @@ class QuotaUsage:
                                           limit, "min (non-preemptible)")
         return None
 
+    def short_of_unguaranteed_only(self, leaf: str, request: ResourcesView) -> bool:
+        """Does a preemptible request break some limit on the path leaf -> root,
+        each of a resource the leaf's min does not guarantee (not
+        ``borrow_counted``: job slots or pods its min does not name)?"""
+        counted = self._counted[leaf]
+        short = False
+        for node in self._paths[leaf]:
+            used = self.used[node.path]
+            limits = [(name, node.max[name]) for name in self._max_order[node.path]]
+            if node.parent is None:
+                limits += [(name, node.min[name]) for name in self._min_order[node.path]]
+            for name, limit in limits:
+                req = request.get(name, 0)
+                if req and used.get(name, 0) + req > limit:
+                    if name in counted:
+                        return False
+                    short = True
+        return short
+
     def np_shortfall(self, leaf: str, request: ResourcesView) -> QuotaShortfall | None:
         """The min a non-preemptible request breaks (eviction cannot help it)."""
         for node in self._paths[leaf]:
