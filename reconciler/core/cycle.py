@@ -35,6 +35,7 @@ from reconciler.core.parked import Parked
 from reconciler.core.policy import candidate_groups, select_policy
 from reconciler.core.preemption import (
     ANY_REASON,
+    RECLAIMING,
     UNTRIED,
     Admitted,
     Blocked,
@@ -1101,7 +1102,7 @@ class _Cycle:
             policy = self.inp.settings.for_quota(p.quota).preemption if p.quota else None
             ck = (p.quota, p.priority, p.like, p.shape, p.job.preemptible,
                   p.enqueued_at if policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
-                  else None)
+                  else None, self._spared(p))
             alike = p.alike = self._alike_keys.setdefault(ck, len(self._alike_keys))
         now = (self.preemption.last_seq, self.evictions, self.preemption.changes)
         known = self._alike_failed.get(alike)
@@ -1119,7 +1120,8 @@ class _Cycle:
                 self._admit(p, choice[0], choice[1], admitted_at=None)
                 return None
         plan = find_victims(self.preemption, job=p.job, quota=p.quota, priority=p.priority,
-                            enqueued_at=p.enqueued_at, groups=p.groups, total=p.total)
+                            enqueued_at=p.enqueued_at, groups=p.groups, total=p.total,
+                            spared=self._spared(p))
         if isinstance(plan, Blocked):
             return plan
         for victim in plan.victims:
@@ -1127,6 +1129,20 @@ class _Cycle:
         self._admit(p, self.clusters[plan.fit.cluster], plan.fit, admitted_at=None)
         if self.parked is not None:
             self.parked.settle()  # the limits the evictions lowered, with p admitted
+        return None
+
+    def _spared(self, p: _Pending) -> str | None:
+        """The job ``p`` does not reclaim from (see ``find_victims``): the one
+        whose reclaim last sent it back to its queue, in this cycle or, if it
+        has waited since, before."""
+        got = self.evicted_by.get(p.job.key)
+        if got is not None:
+            by, why = got
+            return str(by) if why.startswith(RECLAIMING) else None
+        prior = p.prior
+        if prior is not None and prior.phase is Phase.QUEUED and \
+                (prior.preemption_reason or "").startswith(RECLAIMING):
+            return prior.preempted_by
         return None
 
     def _why_waiting(self, p: _Pending) -> str:
@@ -1342,7 +1358,7 @@ class _Cycle:
                 self.decisions[key] = evolve(d, admitted_at=prior.admitted_at)
                 continue
             self.decisions[key] = evolve(
-                d, preempted_by=f"{by.kind} {by.namespace}/{by.name}",
+                d, preempted_by=str(by),
                 preemptions=prior.preemptions + 1, preemption_reason=why)
 
     def result(self) -> CycleResult:

@@ -407,7 +407,7 @@ class PreemptionContext:
         known = self._segments.get(leaf)
         if known is not None and known.version == version:
             return known
-        why = f"reclaiming quota {leaf} borrowed above its min"
+        why = f"{RECLAIMING} {leaf} borrowed above its min"
         evicted = self.evicted
         items = sorted((((victim.priority, victim.recency), victim, why)
                         for victim in self.by_quota[leaf].values()
@@ -632,6 +632,9 @@ class Blocked:
     untried: bool = False
 
 
+RECLAIMING = "reclaiming quota"  # how the reason of a victim of reclaim starts
+
+
 def _blocked_at(quota: str, resource: str, most: int) -> Blocked:
     return Blocked(quota, ((quota, resource, most),))
 
@@ -711,7 +714,7 @@ def eligible_same_quota(policy: PreemptionPolicy, victim: Admitted, priority: in
 
 def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priority: int,
                  enqueued_at: str, groups: list[list[str]], total: ResourcesView,
-                 ) -> PreemptionPlan | Blocked:
+                 spared: str | None = None) -> PreemptionPlan | Blocked:
     """The smallest set of victims that lets ``job`` in, or why there is none.
 
     Two tries, as Kueue does: first with victims of borrowing quotas too, when
@@ -724,6 +727,12 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
     reclaiming gives back what a min guarantees, and evicting a borrower only
     for its job slot would let that borrower's quota take the slot back in
     the next reconcile.
+
+    ``spared`` (``Kind namespace/name``): the job whose reclaim sent ``job``
+    back to its queue, which ``job`` does not reclaim from in return while it
+    waits. Each of two quotas can be within its min once its own lower-priority
+    jobs are out, and those come back on other member clusters, borrowing
+    again: two pinned jobs would otherwise reclaim each other's cluster for ever.
 
     Among the candidate clusters (a later clusterAffinities group only when
     the earlier ones offer nothing) it keeps the plan with the fewest victims,
@@ -743,7 +752,7 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
         if borrowers:
             got = _plan(ctx, usage, job, quota, priority, policy, groups, total,
                         # reclaim (category 0) ranks before its own quota's victims (1)
-                        (reclaimable, own), borrowers)
+                        (reclaimable, own), borrowers, spared)
             if isinstance(got, PreemptionPlan):
                 return got
             tries.append(got)
@@ -766,7 +775,8 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
 
 def _plan(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str, priority: int,
           policy: PreemptionPolicy, groups: list[list[str]], total: ResourcesView,
-          candidates: tuple[Ranked, Ranked], borrowers: list[str]) -> PreemptionPlan | Blocked:
+          candidates: tuple[Ranked, Ranked], borrowers: list[str], spared: str | None = None
+          ) -> PreemptionPlan | Blocked:
     """One try of ``find_victims``: reclaiming from ``borrowers`` if any, with
     ``candidates`` (those of other quotas, then its own, each ranked). They are
     searched only once the running totals say they could do."""
@@ -785,7 +795,8 @@ def _plan(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str, prior
         if short.bound.startswith("min"):  # non-preemptible usage: no victim lowers it
             return Blocked(short.quota)
         return _blocked_at(short.quota, short.resource, short.limit - short.request)
-    search = _Search(ctx, usage, job, quota, candidates, total, within_min=reclaim)
+    search = _Search(ctx, usage, job, quota, candidates, total, within_min=reclaim,
+                     spared=spared)
     for_quota = search.quota_victims()
     if isinstance(for_quota, Blocked):
         return for_quota
@@ -855,9 +866,10 @@ class _Search:
 
     def __init__(self, ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str,
                  candidates: tuple[Ranked, ...], total: ResourcesView, *,
-                 within_min: bool) -> None:
+                 within_min: bool, spared: str | None = None) -> None:
         self.ctx, self.usage, self.job, self.quota = ctx, usage, job, quota
         self.within_min = within_min  # the plan must leave the job's quota within its min
+        self.spared = spared  # a job of another quota not to take (see find_victims)
         self.candidates = candidates
         self.total = total
         self.removed: list[tuple[Admitted, Fit]] = []
@@ -961,8 +973,11 @@ class _Search:
 
     def _may_take(self, victim: Admitted) -> bool:
         assert victim.quota is not None
+        if victim.quota == self.quota:
+            return True
         # a quota back at its min has no more to reclaim
-        return victim.quota == self.quota or self._still_borrowing(victim.quota)
+        return self._still_borrowing(victim.quota) and (
+            self.spared is None or self.spared != str(victim.key))
 
     def _helps(self, victim: Admitted, short: tuple[str, str, int | None] | None) -> bool:
         if id(victim) in self.taken or not self._may_take(victim):

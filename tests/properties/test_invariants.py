@@ -559,3 +559,52 @@ def test_a_second_reconcile_of_a_max_jobs_fleet_changes_nothing() -> None:
          _plan("j0-5", "q2", "high", [(1, {CPU: M, GPU: 2 * M})], created="07", pin=None)],
         []], finished=[{"j0-0"}])
     run(fleet)
+
+
+def test_two_pinned_jobs_do_not_reclaim_each_other_for_ever() -> None:
+    """Found by the property test (FLEETQ_EXPLORE=1). j1-3 (q1) and j2-3 (q2) may run
+    only on c2. Each is within its quota's min once its quota's lower-priority (or,
+    in q1, newer equal) jobs are out, and those jobs come back on c0, borrowing
+    again: so each reclaimed the other, round after round, until the safety net,
+    and the next reconcile flipped them again. A job reclaimed by another does not
+    reclaim from it in return while it waits."""
+    tree, problems = build_tree(QuotaSpec(
+        name="root", min={CPU: 16 * M, GPU: 6 * M}, max={CPU: 16 * M, GPU: 6 * M},
+        children=(QuotaSpec(name="q0", min={CPU: 16 * M, GPU: 0},
+                            max={CPU: 16 * M, GPU: 5 * M}, children=(
+            QuotaSpec(name="q1", min={CPU: 8 * M, GPU: 0}, max={GPU: 5 * M},
+                      namespaces=("q1",)),
+            QuotaSpec(name="q2", min={CPU: 8 * M, GPU: 0}, max={CPU: 10 * M, GPU: 5 * M},
+                      namespaces=("q2",)))),)),
+        path="tree")
+    assert tree is not None and not problems
+    clusters = (
+        MemberCluster(name="c0", resource_reservation=True, nodes=(
+            Node(name="n0", allocatable={CPU: 2 * M, GPU: M}),
+            Node(name="n1", allocatable={CPU: 6 * M, GPU: 2 * M}),
+            Node(name="n2", allocatable={CPU: 2 * M, GPU: 0}))),
+        MemberCluster(name="c1", resource_reservation=True, nodes=(
+            Node(name="n0", allocatable={CPU: 8 * M, GPU: 4 * M}),
+            Node(name="n1", allocatable={CPU: 6 * M, GPU: 3 * M}))),
+        MemberCluster(name="c2", resource_reservation=True, nodes=(
+            Node(name="n0", allocatable={CPU: 8 * M, GPU: 0}),)))
+    settings = FleetSettings(quotas={"root/q0/q1": QuotaSettings(
+        strategy=QueueStrategy.BEST_EFFORT_FIFO,
+        preemption=PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY, weight=500)})
+    fleet = Fleet(tree=tree, clusters=clusters, settings=settings, batches=[
+        [_plan("j0-0", "q2", "low", [(2, {CPU: 1500}), (2, {CPU: 500})], created="01",
+               pin="c2"),
+         _plan("j0-1", "q2", "mid", [(1, {CPU: 1500})], created="04", pin="c2")],
+        [_plan("j1-0", "q1", "high", [(1, {CPU: 1500})], created=None, pin=None),
+         _plan("j1-1", "q1", "high", [(1, {CPU: 500, GPU: M})], created="08", pin="c1"),
+         _plan("j1-2", "q1", "high", [(2, {CPU: M})], created="07", pin=None),
+         _plan("j1-3", "q1", "high", [(2, {CPU: 500}), (2, {CPU: 2 * M})], created="00",
+               pin="c2")],
+        [_plan("j2-0", "q2", "high", [(1, {CPU: 500, GPU: M})], created="01", pin="c0"),
+         _plan("j2-1", "q1", "low", [(2, {CPU: M}), (1, {CPU: 1500})], created="01",
+               pin=None),
+         _plan("j2-2", "q2", "high", [(1, {CPU: M}), (1, {CPU: 1500})], created="09",
+               pin="c0"),
+         _plan("j2-3", "q2", "high", [(2, {CPU: 2 * M})], created="04", pin="c2")]],
+        finished=[{"j0-0"}, set()])
+    run(fleet)
