@@ -1270,6 +1270,8 @@ class _Cycle:
         self._evicted_on.pop(victim.cluster, None)
         self._evicted_on[victim.cluster] = self.evictions
         pending = self.pending.get(key)
+        if pending is not None:
+            pending.alike = None  # whom it spares may have changed (see _attempt)
         if pending is not None and victim.quota is not None and victim.queued:
             queue = self._queues.setdefault(victim.quota, [])
             heapq.heappush(queue, (pending.order, pending))
