@@ -311,7 +311,7 @@ class QuotaUsage:
         ``borrow_counted``: job slots or pods its min does not name)?"""
         counted = self._counted[leaf]
         short = False
-        for node in self._paths[leaf]:
+        for node in reversed(self._paths[leaf]):  # (most jobs that wait are short at the root)
             used = self.used[node.path]
             limits = [(name, node.max[name]) for name in self._max_order[node.path]]
             if node.parent is None:
