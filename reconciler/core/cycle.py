@@ -42,6 +42,7 @@ from reconciler.core.preemption import (
     PreemptionContext,
     eligible_same_quota,
     find_victims,
+    may_evict_priority,
     may_reclaim,
 )
 from reconciler.core.problems import Problem
@@ -1076,7 +1077,9 @@ class _Cycle:
                         return True
         if ctx.last_seq == seq:
             return False
-        if ctx.last_seq_in.get(quota, 0) > seq:
+        if ctx.last_seq_in.get(quota, 0) > seq and any(
+                at > seq and may_evict_priority(policy, prio, p.priority)
+                for prio, at in ctx.newest_victim.get(quota, {}).items()):
             for victim in reversed(ctx.by_quota[quota].values()):  # newest first
                 if victim.seq <= seq:
                     break

@@ -256,6 +256,9 @@ class PreemptionContext:
     _lendable: dict[str, Resources] = field(default_factory=dict)
     last_seq: int = 0
     last_seq_in: dict[str, int] = field(default_factory=dict)  # quota -> newest admission
+    # quota -> priority -> the newest admission of a possible victim of that
+    # priority (kept when it leaves: a bound, to skip looking for a new victim)
+    newest_victim: dict[str, dict[int, int]] = field(default_factory=dict)
     largest: dict[str, Resources] = field(default_factory=dict)  # quota -> max job request
     evicted: set[JobKey] = field(default_factory=set)  # victims of this round: not again
     # bumped by a change of what may be reclaimed: a job of a quota above its
@@ -273,6 +276,8 @@ class PreemptionContext:
         default_factory=dict)  # cluster -> (candidates, its version, room_of); see room_of
     _bounds: dict[str, tuple[int, list[str], dict[str, Resources]]] = field(
         default_factory=dict)  # quota -> (changes, borrowers, reclaim_bound)
+    _leaf_bounds: dict[str, tuple[tuple[int, int], Resources]] = field(
+        default_factory=dict)  # leaf -> (versions, _reclaimable_of)
     _shares: dict[str, tuple[int, float]] = field(default_factory=dict)  # leaf -> (version, share)
     _newest: tuple[tuple[int, int], list[tuple[int, str]]] = ((-1, -1), [])
     evictions: int = 0
@@ -296,6 +301,7 @@ class PreemptionContext:
             assert a.quota is not None
             add_into(self.leaf_pool.setdefault(a.quota, {}).setdefault(a.priority, {}),
                      a.requests)
+            self.newest_victim.setdefault(a.quota, {})[a.priority] = a.seq
             add_into(self.on_cluster.setdefault((a.quota, a.cluster), {})
                      .setdefault(a.priority, {}), a.requests)
             add_into(self._spread.setdefault(a.quota, {}).setdefault(a.cluster, {}),
@@ -363,21 +369,34 @@ class PreemptionContext:
         known = self._bounds.get(quota)
         if known is not None and known[0] == self.changes and known[1] is borrowers:
             return known[2]
-        assert self.usage is not None
-        path = self.usage.path_nodes(quota)
-        out: dict[str, Resources] = {n.path: {} for n in path}
+        usage = self.usage
+        assert usage is not None
+        out: dict[str, Resources] = {n.path: {} for n in usage.path_nodes(quota)}
         for leaf in borrowers:
-            pooled: Resources = {}
-            for res in self.leaf_pool.get(leaf, {}).values():
-                add_into(pooled, res)
-            lent = self.usage.above_min(leaf)
-            biggest = self.largest.get(leaf, {})
-            pooled = {r: min(v, lent.get(r, 0) + biggest.get(r, 0)) for r, v in pooled.items()}
-            for node in path:
-                if leaf == node.path or leaf.startswith(node.path + "/"):
-                    add_into(out[node.path], pooled)
+            pooled = self._reclaimable_of(leaf)
+            for node in usage.path_nodes(leaf):
+                room = out.get(node.path)
+                if room is not None:
+                    add_into(room, pooled)
         self._bounds[quota] = (self.changes, borrowers, out)
         return out
+
+    def _reclaimable_of(self, leaf: str) -> Resources:
+        """What reclaiming from ``leaf`` can free (see ``reclaim_bound``), kept
+        until its jobs or its usage change."""
+        assert self.usage is not None
+        version = (self._leaf_version.get(leaf, 0), self.usage.version(leaf))
+        known = self._leaf_bounds.get(leaf)
+        if known is not None and known[0] == version:
+            return known[1]
+        pooled: Resources = {}
+        for res in self.leaf_pool.get(leaf, {}).values():
+            add_into(pooled, res)
+        lent = self.usage.above_min(leaf)
+        biggest = self.largest.get(leaf, {})
+        pooled = {r: min(v, lent.get(r, 0) + biggest.get(r, 0)) for r, v in pooled.items()}
+        self._leaf_bounds[leaf] = (version, pooled)
+        return pooled
 
     def version_of(self, leaf: str) -> int:
         """Bumped whenever a job of the leaf quota is added or removed."""

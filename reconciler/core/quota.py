@@ -367,6 +367,10 @@ class QuotaUsage:
         """
         return resource in self._counted[path]
 
+    def version(self, path: str) -> int:
+        """Bumped whenever the quota's usage changes."""
+        return self._version[path]
+
     def above_min(self, path: str) -> Resources:
         """How far a quota's usage exceeds its min, per resource (borrowed); not
         to be changed (it is kept until the quota's usage changes)."""
