@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from reconciler import __version__
-from reconciler.core.explain import explain
+from reconciler.core.explain import explain_decision
 from reconciler.core.model import Phase
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
@@ -313,11 +313,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     d = matches[0]
     inputs = computed.inputs
-    holders = [x for x in computed.result.decisions
-               if x.quota == d.quota and x.phase is Phase.ADMITTED and x.key != d.key]
-    lines = explain(d, tree=inputs.tree, quota_used=computed.result.quota_used,
-                    cluster_free=computed.result.cluster_free,
-                    clusters={c.name: c for c in inputs.clusters}, admitted_in_quota=holders)
+    lines = explain_decision(d, decisions=computed.result.decisions, tree=inputs.tree,
+                             quota_used=computed.result.quota_used,
+                             cluster_free=computed.result.cluster_free,
+                             clusters={c.name: c for c in inputs.clusters})
     if args.output == "json":
         print(as_json({"job": decision_item(d), "explanation": lines}))
     else:

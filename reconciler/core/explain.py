@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from reconciler.core.model import Decision, MemberCluster, Phase
+from reconciler.core.preemption import RECLAIMING
 from reconciler.core.quota import QuotaTree
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, format_quantity
 
@@ -34,6 +35,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         return lines
     req = d.requests
     advice: list[str] = []
+    too_big = False  # a limit the job breaks alone: preempting cannot help
     if tree is not None and d.quota in tree.nodes:
         for node in tree.ancestry(d.quota):
             used = quota_used.get(node.path, {})
@@ -44,6 +46,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                 have = used.get(name, 0)
                 limit = node.max[name]
                 if need > limit:
+                    too_big = True
                     advice.append(
                         f"quota {node.path} {name}: the job alone needs {_q(name, need)} but "
                         f"max is {_q(name, limit)}: raise max to at least {_q(name, need)} "
@@ -54,7 +57,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                         f"quota {node.path} {name}: {_q(name, have)} used of max "
                         f"{_q(name, limit)}; {_q(name, missing)} more must be freed, or max "
                         f"raised to {_q(name, have + need)}")
-    if advice and admitted_in_quota:
+    if advice and admitted_in_quota and not too_big:
         holders = sorted(admitted_in_quota, key=lambda x: (x.priority, x.admitted_at or ""))
         names = ", ".join(f"{x.key.namespace}/{x.key.name} (priority {x.priority})"
                           for x in holders[:5])
@@ -73,7 +76,22 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         if advice:
             advice.insert(0, "its quota has room; it waits for one member cluster to hold the "
                              "whole gang:")
+    if d.phase is Phase.QUEUED and d.preempted_by and \
+            (d.preemption_reason or "").startswith(RECLAIMING):
+        advice.append(f"it does not reclaim from {d.preempted_by}, which reclaimed from it, "
+                      f"while it waits")
     if d.position and d.position > 1:
         advice.append(f"{d.position - 1} job(s) are ahead of it in queue {d.quota}")
     lines.extend(f"- {a}" for a in advice)
     return lines
+
+
+def explain_decision(decision: Decision, *, decisions: list[Decision], tree: QuotaTree | None,
+                     quota_used: Mapping[str, Resources], cluster_free: Mapping[str, Resources],
+                     clusters: Mapping[str, MemberCluster]) -> list[str]:
+    """``explain`` for one of a cycle's ``decisions``, the jobs its quota admitted
+    found among them."""
+    holders = [x for x in decisions if x.quota == decision.quota
+               and x.phase is Phase.ADMITTED and x.key != decision.key]
+    return explain(decision, tree=tree, quota_used=quota_used, cluster_free=cluster_free,
+                   clusters=clusters, admitted_in_quota=holders)

@@ -270,3 +270,41 @@ def test_main_in_process_keeps_nothing_to_the_end(seed_fleet: SeedFleet) -> None
                      "-o", "none"]) == 0
     assert cli._KEPT == []
     assert gc.isenabled()
+
+
+def test_explain_tells_why_a_job_waits_as_text_and_json(seed_fleet: SeedFleet) -> None:
+    _queued_seed(seed_fleet)
+    repo = str(seed_fleet.path)
+    status = json.loads(fleetq("status", "--repo", repo, "-o", "json").stdout)
+    reason = next(i["reason"] for i in status if i["job"]["name"] == "pytorch-second")
+    proc = fleetq("explain", "pytorch-second", "--repo", repo, "--now", "2026-11-29T11:30:00Z")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "PyTorchJob default/pytorch-second is Queued, position 1 in queue " \
+                       "root/child-2."
+    assert lines[1] == f"Reason: {reason}"  # the reason the state branch shows
+    assert len(lines) > 2 and all(line.startswith("- ") for line in lines[2:]), lines
+    proc = fleetq("explain", "default/pytorch-second", "--repo", repo, "-o", "json",
+                  "--now", "2026-11-29T11:30:00Z")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["job"]["job"] == {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+                                 "namespace": "default", "name": "pytorch-second"}
+    assert out["job"]["phase"] == "Queued" and out["explanation"] == lines
+
+
+def test_explain_names_an_unknown_or_ambiguous_job_as_a_usage_error(
+        seed_fleet: SeedFleet) -> None:
+    repo = str(seed_fleet.path)
+    proc = fleetq("explain", "no-such-job", "--repo", repo, "--now", NOW)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "no job named 'no-such-job'" in proc.stderr and "fleetq status" in proc.stderr
+    write_files(seed_fleet.path, {"jobs/other/pytorch-test.yaml": pytorchjob(
+        "pytorch-test", namespace="other")})
+    commit_all(seed_fleet.path, "the same name in another namespace")
+    proc = fleetq("explain", "pytorch-test", "--repo", repo, "--now", NOW)
+    assert proc.returncode == 2, proc.stdout
+    assert "'pytorch-test' is ambiguous" in proc.stderr and "namespace/name" in proc.stderr
+    proc = fleetq("explain", "default/pytorch-test", "--repo", repo, "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("PyTorchJob default/pytorch-test is Admitted on cf-hz-a.")

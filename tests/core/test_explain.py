@@ -1,0 +1,110 @@
+"""``fleetq explain``'s advice, read off a real cycle's final state."""
+
+from __future__ import annotations
+
+from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
+from reconciler.core.explain import explain_decision
+from tests.builders import (
+    by_name,
+    cluster,
+    cycle_input,
+    gpu_cluster,
+    gpu_job,
+    prior_of,
+    quota,
+    simple_tree,
+    tree,
+)
+
+PRIORITIES = {"high": 1000, "mid": 100, "low": 10}
+
+
+def explained(inp: CycleInput, result: CycleResult, name: str) -> list[str]:
+    return explain_decision(by_name(result)[name], decisions=result.decisions, tree=inp.tree,
+                            quota_used=result.quota_used, cluster_free=result.cluster_free,
+                            clusters={c.name: c for c in inp.clusters})
+
+
+def decided(inp: CycleInput) -> tuple[CycleInput, CycleResult]:
+    return inp, reconcile_cycle(inp)
+
+
+def test_a_job_behind_its_quotas_job_limit_is_told_the_limit_the_holders_and_its_place() -> None:
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("a-high", 1, "team-a").priority_class("high").created("2026-01-01T00:00:01Z"),
+              gpu_job("a-mid", 1, "team-a").priority_class("mid").created("2026-01-01T00:00:02Z"),
+              gpu_job("a-low1", 1, "team-a").priority_class("low").created("2026-01-01T00:00:03Z"),
+              gpu_job("a-low2", 1, "team-a").priority_class("low").created("2026-01-01T00:00:04Z")],
+        tree=simple_tree(quota("qa", ns=["team-a"], max={"kube-queue/max-jobs": "2"})),
+        priority_classes=PRIORITIES))
+    lines = explained(inp, result, "a-low2")
+    assert lines[0] == "PyTorchJob team-a/a-low2 is Queued, position 2 in queue root/qa."
+    assert lines[1] == ("Reason: waiting for quota: quota root/qa runs at most 2 job(s) at a "
+                        "time (kube-queue/max-jobs)")
+    assert lines[2:] == [
+        "- quota root/qa kube-queue/max-jobs: 2 used of max 2; 1 more must be freed, or max "
+        "raised to 3",
+        "- jobs holding quota root/qa: team-a/a-mid (priority 100), team-a/a-high "
+        "(priority 1000); a higher priority would let it preempt the lower ones",
+        "- 1 job(s) are ahead of it in queue root/qa"]
+
+
+def test_a_job_larger_than_its_quota_is_told_to_raise_max_not_to_preempt() -> None:
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("small", 2, "team-a"), gpu_job("huge", 8, "team-a", replicas=2)],
+        tree=simple_tree(quota("qa", ns=["team-a"], max={"gpu": "12"})),
+        priority_classes=PRIORITIES))
+    lines = explained(inp, result, "huge")
+    assert lines[0] == "PyTorchJob team-a/huge is Inadmissible."
+    assert ("- quota root/qa nvidia.com/gpu: the job alone needs 16 but max is 12: raise max "
+            "to at least 16 (in a pull request to the ElasticQuotaTree) or shrink the job"
+            ) in lines
+    assert not any("holding quota" in line for line in lines), lines
+
+
+def test_a_job_its_quota_admits_is_told_which_clusters_lack_what() -> None:
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("first", 8, "team-a").created("2026-01-01T00:00:01Z"),
+              gpu_job("second", 8, "team-a").created("2026-01-01T00:00:02Z")],
+        tree=simple_tree(quota("qa", ns=["team-a"])),
+        clusters=[gpu_cluster("c1", 8), cluster("c2").node("n0", cpu="4").obj()]))
+    lines = explained(inp, result, "second")
+    assert lines[0] == "PyTorchJob team-a/second is Queued, position 1 in queue root/qa."
+    assert lines[2:] == [
+        "- its quota has room; it waits for one member cluster to hold the whole gang:",
+        "- cluster c1: nvidia.com/gpu 0 free of 8 needed",
+        "- cluster c2: nvidia.com/gpu 0 free of 8 needed"]
+
+
+def test_an_admitted_job_is_told_where_it_runs_and_nothing_more() -> None:
+    inp, result = decided(cycle_input(jobs=[gpu_job("only", 2, "team-a")],
+                                      tree=simple_tree(quota("qa", ns=["team-a"]))))
+    assert explained(inp, result, "only") == [
+        "PyTorchJob team-a/only is Admitted on c1.", "Reason: admitted to c1 (worker 1)"]
+
+
+def test_an_invalid_job_is_told_to_fix_its_manifest() -> None:
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("typo", 1, "team-a").priority_class("hihg")],
+        tree=simple_tree(quota("qa", ns=["team-a"])), priority_classes=PRIORITIES))
+    lines = explained(inp, result, "typo")
+    assert lines[0] == "PyTorchJob team-a/typo is Invalid."
+    assert "hihg" in lines[1]
+    assert lines[2:] == ["To run it: fix the manifest at the place named above; "
+                         "`fleetq validate` lists every problem."]
+
+
+def test_a_reclaimed_job_is_told_it_does_not_reclaim_in_return() -> None:
+    spec = quota("root", quota("qa", ns=["team-a"], min={"cpu": "500", "gpu": "4"}),
+                 quota("qb", ns=["team-b"], min={"cpu": "500", "gpu": "4"}),
+                 min={"cpu": "1000", "gpu": "8"}, max={"cpu": "1000", "gpu": "8"})
+    borrower = gpu_job("borrower", 6, "team-a").created("2026-01-01T00:00:01Z")
+    first = reconcile_cycle(cycle_input(jobs=[borrower], tree=tree(spec)))
+    assert by_name(first)["borrower"].phase.value == "Admitted"
+    owner = gpu_job("owner", 4, "team-b").created("2026-01-01T00:00:02Z")
+    inp, result = decided(cycle_input(jobs=[borrower, owner], tree=tree(spec),
+                                      prior=prior_of(first.decisions)))
+    d = by_name(result)["borrower"]
+    assert d.phase.value == "Queued" and d.preempted_by == "PyTorchJob team-b/owner"
+    assert ("- it does not reclaim from PyTorchJob team-b/owner, which reclaimed from it, "
+            "while it waits") in explained(inp, result, "borrower")
