@@ -5,7 +5,9 @@ fit, on its quota *and* on one member cluster:
 
 * **reclaim**: if its quota would stay within its min after admission, it
   may evict jobs of other quotas that use more than their min (borrowers),
-  until each victim's quota is back at its min;
+  until each victim's quota is back at its min; not when it lacks only what
+  its min does not guarantee (a job slot), and never the job whose reclaim
+  sent it back to its queue;
 * **priority**: it may evict jobs of its own quota with strictly lower
   priority (``LowerPriority``, the default), also equal-priority jobs that
   were enqueued later (``LowerOrNewerEqualPriority``), or none (``Never``).
