@@ -36,6 +36,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     req = d.requests
     advice: list[str] = []
     too_big = False  # a limit the job breaks alone: preempting cannot help
+    short_of_slots = False
     if tree is not None and d.quota in tree.nodes:
         for node in tree.ancestry(d.quota):
             used = quota_used.get(node.path, {})
@@ -53,10 +54,17 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                         f"(in a pull request to the ElasticQuotaTree) or shrink the job")
                 elif have + need > limit:
                     missing = have + need - limit
+                    # (slots shared with other quotas: another quota's may look reclaimable)
+                    short_of_slots = short_of_slots or (name == MAX_JOBS and
+                                                        node.path != d.quota)
                     advice.append(
                         f"quota {node.path} {name}: {_q(name, have)} used of max "
                         f"{_q(name, limit)}; {_q(name, missing)} more must be freed, or max "
                         f"raised to {_q(name, have + need)}")
+    if short_of_slots and tree is not None and MAX_JOBS not in tree.nodes[d.quota or ""].min:
+        advice.append(f"the min of quota {d.quota} names no {MAX_JOBS}, so it guarantees no "
+                      f"job slot: the job waits for one rather than reclaim it from another "
+                      f"quota")
     if advice and admitted_in_quota and not too_big:
         holders = sorted(admitted_in_quota, key=lambda x: (x.priority, x.admitted_at or ""))
         names = ", ".join(f"{x.key.namespace}/{x.key.name} (priority {x.priority})"

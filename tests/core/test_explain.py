@@ -108,3 +108,21 @@ def test_a_reclaimed_job_is_told_it_does_not_reclaim_in_return() -> None:
     assert d.phase.value == "Queued" and d.preempted_by == "PyTorchJob team-b/owner"
     assert ("- it does not reclaim from PyTorchJob team-b/owner, which reclaimed from it, "
             "while it waits") in explained(inp, result, "borrower")
+
+
+def test_a_job_short_of_a_slot_its_parent_shares_is_told_it_does_not_reclaim_one() -> None:
+    spec = quota("root", quota("dept", quota("qa", ns=["team-a"], min={"cpu": "100"}),
+                               quota("qb", ns=["team-b"], min={"cpu": "100"}),
+                               min={"cpu": "200"}, max={"kube-queue/max-jobs": "2"}),
+                 min={"cpu": "1000", "gpu": "64"}, max={"cpu": "1000", "gpu": "64"})
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("b-1", 1, "team-b").priority_class("high"),
+              gpu_job("b-2", 1, "team-b").priority_class("high"),
+              gpu_job("a-1", 1, "team-a").priority_class("low")],
+        tree=tree(spec), priority_classes=PRIORITIES))
+    lines = explained(inp, result, "a-1")
+    assert lines[1] == ("Reason: waiting for quota: quota root/dept runs at most 2 job(s) at "
+                        "a time (kube-queue/max-jobs)")
+    assert ("- the min of quota root/dept/qa names no kube-queue/max-jobs, so it guarantees "
+            "no job slot: the job waits for one rather than reclaim it from another quota"
+            ) in lines
