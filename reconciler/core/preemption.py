@@ -765,11 +765,10 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
     policy = ctx.settings.for_quota(quota).preemption
     own = ctx.own_candidates(quota, priority, enqueued_at, policy)
     tries: list[Blocked] = []
-    untried = False
-    if may_reclaim(ctx, usage, quota, job.requests, priority, policy):
-        untried = usage.short_of_unguaranteed_only(quota, job.requests)
-        borrowers, reclaimable = ctx.reclaimable(quota, job.requests) if not untried \
-            else ([], NO_CANDIDATES)
+    reclaims = may_reclaim(ctx, usage, quota, job.requests, priority, policy)
+    untried = reclaims and usage.short_of_unguaranteed_only(quota, job.requests)
+    if reclaims and not untried:
+        borrowers, reclaimable = ctx.reclaimable(quota, job.requests)
         if borrowers:
             got = _plan(ctx, usage, job, quota, priority, policy, groups, total,
                         # reclaim (category 0) ranks before its own quota's victims (1)

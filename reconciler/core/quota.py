@@ -313,15 +313,13 @@ class QuotaUsage:
         short = False
         for node in reversed(self._paths[leaf]):  # (most jobs that wait are short at the root)
             used = self.used[node.path]
-            limits = [(name, node.max[name]) for name in self._max_order[node.path]]
-            if node.parent is None:
-                limits += [(name, node.min[name]) for name in self._min_order[node.path]]
-            for name, limit in limits:
-                req = request.get(name, 0)
-                if req and used.get(name, 0) + req > limit:
-                    if name in counted:
-                        return False
-                    short = True
+            for limits in (node.max, node.min) if node.parent is None else (node.max,):
+                for name, limit in limits.items():
+                    req = request.get(name, 0)
+                    if req and used.get(name, 0) + req > limit:
+                        if name in counted:
+                            return False
+                        short = True
         return short
 
     def np_shortfall(self, leaf: str, request: ResourcesView) -> QuotaShortfall | None:
