@@ -235,8 +235,12 @@ def _share_worker(repo: FleetRepo, entries: list[TreeEntry], send: Connection) -
 
 def compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
             now: dt.datetime, progress: Progress = _quiet,
-            cache: Cache | None = None) -> Computed:
+            cache: Cache | None = None, save_behind: bool = False) -> Computed:
     """Read the source commit and the state at ``state_base`` and decide everything.
+
+    ``save_behind``: the ``cache``'s new parsed jobs are written by a forked
+    process while the rest is done (``Cache.save_jobs_behind``), for a process
+    that saves the cache right after this and ends.
 
     The values built here hold no reference cycles, so the cyclic garbage
     collector is paused while they are built (it would rescan them all, again
@@ -244,7 +248,7 @@ def compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     """
     with gc_paused():
         return _compute(repo, source_rev=source_rev, state_base=state_base, now=now,
-                        progress=progress, cache=cache)
+                        progress=progress, cache=cache, save_behind=save_behind)
 
 
 @contextlib.contextmanager
@@ -262,7 +266,8 @@ def gc_paused() -> Iterator[None]:
 
 
 def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
-             now: dt.datetime, progress: Progress, cache: Cache | None) -> Computed:
+             now: dt.datetime, progress: Progress, cache: Cache | None,
+             save_behind: bool) -> Computed:
     progress("reading source commit")
     store: JobStore = cache if cache is not None else ParsedJobs()
     if cache is not None:
@@ -270,6 +275,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     read_before = cache.kept_inputs() if cache is not None else None  # (tree, fleet read)
     info, inputs = read_inputs(repo, source_rev, store, cache, progress)
     progress(f"read {inputs.files} files, {len(inputs.jobs)} jobs")
+    if save_behind and cache is not None:
+        cache.save_jobs_behind(inputs.jobs_files)
     prior: dict[JobKey, PriorPlacement] = {}
     before: Written = {}  # the state's decisions as written, when the cache has them
     reuse: dict[str, tuple[str, str]] = {}  # job files of the state, by what made them
@@ -605,19 +612,23 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
     ``cache``: one kept across reconciles (``watch``), else the repository's is
     read afresh (unless ``use_cache`` is false). ``later``: the cache is saved
     by calling what is appended there, after the outcome is known (``watch``
-    reports the round first), rather than before this returns."""
+    reports the round first), rather than before this returns; without it, new
+    parsed jobs are saved by a forked process while the cycle runs
+    (``compute``'s ``save_behind``), which has ended when this returns."""
     when = now or parse_now(None)
     if cache is None and use_cache:
         cache = Cache(repo.git_dir)
     branch = state_branch or settings_branch(repo, source_rev)
-    with gc_paused():  # and so while the state is written and the cache saved
+    with gc_paused(), contextlib.ExitStack() as ending:  # (gc: and while the state is written)
+        if cache is not None:
+            ending.callback(cache.wait_behind)
         for attempt in range(1, MAX_ATTEMPTS + 1):
             base = repo.fetch(remote, branch) if remote else repo.resolve(state_ref(branch))
             source = up_to_date(repo, source_rev, base)
             if source is not None:
                 return Outcome(None, None, attempt, source=source, state=base)
             computed = compute(repo, source_rev=source_rev, state_base=base, now=when,
-                               progress=progress, cache=cache)
+                               progress=progress, cache=cache, save_behind=later is None)
             progress("writing the state tree")
             tree = repo.write_tree(computed.files)
             if tree == computed.state_tree:

@@ -7,7 +7,9 @@ can be computed again from git. Four things are kept:
 - ``jobs-<xx>.pickle``: the parsed jobs of every jobs-only file, keyed by
   (git blob id, path), in 256 shards by the blob id's first two hex digits.
   A file whose blob did not change is not parsed again, and a reconcile
-  rewrites only the shards whose files changed.
+  rewrites only the shards whose files changed. When thousands are new (a
+  first reconcile), ``fleetq reconcile`` has a forked process write them
+  while its cycle runs (``save_jobs_behind``).
 - ``state-<commit>.pickle``: the decisions of a state commit, so the next
   reconcile does not parse a large ``placements.yaml``, with the item each
   was written as, so that an unchanged decision is not formatted again; and
@@ -52,6 +54,7 @@ from reconciler.fleet.state import Written
 CACHE_FORMAT = 7
 MAX_DELTAS = 16  # a state saved as changes is at most this many steps from a whole one
 DELTA_SHARE = 8  # ... and is saved so only while at most 1/8 of its decisions changed
+BEHIND_MIN_ENTRIES = 2000  # fewer new parsed jobs than this are written at the end
 
 INPUTS = "inputs.pickle"  # the fleet read last, but for the jobs of its jobs-only files
 # what the cycle read, but for jobs, of the source the last state commit was made from
@@ -66,6 +69,8 @@ class Cache:
         self.shards: dict[str, dict[tuple[str, str], JobEntry]] = {}  # blob[:2] -> entries
         self._jobs_loaded = False
         self._dirty: set[str] = set()  # shards to write
+        self._new_entries = 0  # entries put since the shards were last written
+        self._behind: int | None = None  # the process writing shards (save_jobs_behind)
         # load_state: the commit, its decisions, its rendered files, the files read
         self._loaded: tuple[str, Written, dict[str, tuple[str, str]], list[str]] | None = None
         # the same, for the state loaded or saved last: kept in memory (only read)
@@ -125,11 +130,57 @@ class Cache:
     def put_job_entry(self, blob: str, path: str, entry: JobEntry) -> None:
         self.shards.setdefault(blob[:2], {})[(blob, path)] = entry
         self._dirty.add(blob[:2])
+        self._new_entries += 1
 
     def save_jobs(self, keep: Mapping[str, str]) -> None:
         """Write the shards that changed; entries of files no longer in the fleet
         (``keep``: path -> blob of the jobs-only files in it, each of them an
         entry here) are dropped."""
+        self.wait_behind()
+        self._drop_stale(keep)
+        self._write_dirty()
+
+    def save_jobs_behind(self, keep: Mapping[str, str]) -> None:
+        """``save_jobs`` in a forked process, while this one goes on, when many
+        entries are new (a first reconcile: 100,000 parsed jobs take seconds to
+        write, and the cycle that comes next leaves the second core idle). For a
+        process that ends after its reconcile (``fleetq reconcile``): the shards
+        it writes are not marked to write here; ``wait_behind`` (which
+        ``save_jobs`` calls) waits for it, and should it fail, marks them all."""
+        if self._new_entries < BEHIND_MIN_ENTRIES or self._behind is not None \
+                or not hasattr(os, "fork"):
+            return
+        self._drop_stale(keep)
+        try:
+            pid = os.fork()
+        except OSError:
+            return  # (written at the end, as without it)
+        if pid == 0:  # pragma: no cover - the forked process (coverage does not follow it)
+            code = 1
+            try:
+                self._write_dirty()
+                code = 0
+            finally:
+                os._exit(code)  # no cleanup: it is the parent's
+        self._behind = pid
+        self._dirty.clear()
+        self._new_entries = 0
+
+    def wait_behind(self) -> None:
+        """Wait for the shards ``save_jobs_behind`` writes; if they could not be
+        written, every shard is marked to write."""
+        pid, self._behind = self._behind, None
+        if pid is None:
+            return
+        try:
+            _, status = os.waitpid(pid, 0)
+            ok = os.waitstatus_to_exitcode(status) == 0
+        except ChildProcessError:
+            ok = False
+        if not ok:
+            self._dirty.update(self.shards)
+
+    def _drop_stale(self, keep: Mapping[str, str]) -> None:
         if sum(len(entries) for entries in self.shards.values()) > len(keep):
             for name, entries in self.shards.items():
                 stale = [k for k in entries if keep.get(k[1]) != k[0]]
@@ -137,9 +188,12 @@ class Cache:
                     del entries[k]
                 if stale:
                     self._dirty.add(name)
+
+    def _write_dirty(self) -> None:
         for name in sorted(self._dirty):
             self._write(f"jobs-{name}.pickle", self.shards.get(name, {}))
         self._dirty.clear()
+        self._new_entries = 0
 
     def warm(self, commit: str) -> None:
         """Read the parsed jobs and the decisions of state ``commit`` into memory

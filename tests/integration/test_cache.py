@@ -6,6 +6,8 @@ import pickle
 import shutil
 from pathlib import Path
 
+import pytest
+
 from reconciler.core.model import Decision
 
 from .conftest import (
@@ -165,6 +167,91 @@ def test_parsing_in_two_processes_gives_the_same_state(tmp_path: Path, monkeypat
     assert parallel.computed.problems == single.computed.problems
     assert any(p.path == "jobs/broken.yaml" for p in single.computed.problems)
     assert any(p.path == "jobs/zz-bad.yaml" for p in single.computed.problems)
+
+
+def test_many_new_parsed_jobs_are_saved_by_a_forked_process_the_same(
+        tmp_path: Path, monkeypatch) -> None:
+    """A reconcile that parsed many new files has a forked process write them to
+    the cache while the cycle runs: the same shard files, byte for byte, as
+    written at the end; and that process has ended when the reconcile returns."""
+    import os
+
+    from reconciler.fleet import cache as cache_module
+
+    files = {f"jobs/j{i:02}.yaml": pytorchjob(f"j{i:02}") for i in range(24)}
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": TREE, "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/c1.yaml": member_cluster("c1", cpu="64", memory="256Gi"), **files})
+    forked: list[int] = []
+    real_fork = os.fork
+
+    def counted_fork() -> int:  # the real fork, its children counted
+        pid = real_fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", counted_fork)
+
+    def shards() -> dict[str, bytes]:
+        (cache,) = cache_dirs(path)
+        return {p.name: p.read_bytes() for p in sorted(cache.glob("jobs-*.pickle"))}
+
+    monkeypatch.setattr(cache_module, "BEHIND_MIN_ENTRIES", 10)
+    behind = run_reconcile(path)
+    assert len(forked) == 1
+    with pytest.raises(ChildProcessError):  # waited for already
+        os.waitpid(forked[0], os.WNOHANG)
+    written_behind = shards()
+    assert len(written_behind) >= 8  # 24 jobs spread over the shards
+
+    shutil.rmtree(path / ".git" / "fleetq")
+    git(path, "update-ref", "-d", f"refs/heads/{STATE}")
+    monkeypatch.setattr(cache_module, "BEHIND_MIN_ENTRIES", 10_000)
+    at_the_end = run_reconcile(path)
+    assert len(forked) == 1
+    assert shards() == written_behind
+    assert behind.commit == at_the_end.commit
+
+    # Files deleted and many added: the forked process drops the stale entries too.
+    monkeypatch.setattr(cache_module, "BEHIND_MIN_ENTRIES", 10)
+    git(path, "rm", "-q", "jobs/j00.yaml", "jobs/j01.yaml")
+    write_files(path, {f"jobs/k{i:02}.yaml": pytorchjob(f"k{i:02}") for i in range(12)})
+    commit_all(path, "two jobs gone, twelve new")
+    run_reconcile(path)
+    assert len(forked) == 2
+    listed = git(path, "ls-tree", "-r", "HEAD", "jobs/").splitlines()
+    fleet_files = {(line.split()[2], line.split("\t")[1]) for line in listed}
+    (cache,) = cache_dirs(path)
+    cached = {k for shard in cache.glob("jobs-*.pickle")
+              for k in pickle.loads(shard.read_bytes())}
+    assert cached == fleet_files
+
+
+def test_shards_a_forked_process_failed_to_write_are_written_at_the_end(
+        tmp_path: Path, monkeypatch) -> None:
+    """The forked writer fails (its folder cannot be made): every shard is written
+    by the reconciling process when it saves the cache."""
+    from reconciler.fleet import cache as cache_module
+    from reconciler.fleet.cache import Cache
+
+    monkeypatch.setattr(cache_module, "BEHIND_MIN_ENTRIES", 4)
+    cache = Cache(tmp_path / "git")
+    entries = {(f"{i:02x}" + "0" * 38, f"jobs/j{i}.yaml"): [] for i in range(0, 240, 40)}
+    for (blob, file), entry in entries.items():
+        cache.put_job_entry(blob, file, entry)
+    good = cache.dir
+    (tmp_path / "not-a-folder").write_text("")
+    cache.dir = tmp_path / "not-a-folder" / "cache"
+    keep = {file: blob for blob, file in entries}
+    cache.save_jobs_behind(keep)
+    assert cache._behind is not None
+    cache.dir = good
+    cache.save_jobs(keep)  # waits for it, finds it failed, writes every shard
+    assert cache._behind is None
+    written = {k: v for shard in good.glob("jobs-*.pickle")
+               for k, v in pickle.loads(shard.read_bytes()).items()}
+    assert written == entries
 
 
 def test_a_new_job_rewrites_only_its_shard_of_the_cache(tmp_path: Path) -> None:
