@@ -12,15 +12,12 @@ import contextlib
 import datetime as dt
 import functools
 import gc
-import multiprocessing
 import os
-import pickle
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from typing import Any
 
 from reconciler import __version__
@@ -64,6 +61,7 @@ from reconciler.gitops.repo import (
     blob_id,
 )
 from reconciler.gitops.watch import RefWatcher, Revisions
+from reconciler.halves import in_two, two_cores
 from reconciler.jobkinds.base import Manifest
 from reconciler.render.manifests import render_state
 from reconciler.render.overlays import Overlays
@@ -172,7 +170,7 @@ def read_source(repo: FleetRepo, rev: str, store: JobStore | None = None,
     found = [(e, known(e.sha, e.path) if known is not None else None) for e in entries]
     job_like = [e for e, got in found
                 if got is None and is_yaml(e.path) and e.path not in FLEET_FILES]
-    if store is not None and len(job_like) >= PARALLEL_MIN_FILES and (os.cpu_count() or 1) > 1:
+    if store is not None and len(job_like) >= PARALLEL_MIN_FILES and two_cores():
         progress(f"parsing {len(job_like)} files in 2 processes")
         parsed = parse_in_parallel(repo, job_like)
         for (blob, path), record in parsed.items():
@@ -184,7 +182,7 @@ def read_source(repo: FleetRepo, rev: str, store: JobStore | None = None,
                   else SourceFile(e.path, e.sha, blobs.get(e.sha, b"")) for e, got in found]
 
 
-def _parse_share(repo: FleetRepo, entries: list[TreeEntry]
+def _parse_share(repo: FleetRepo, entries: Sequence[TreeEntry]
                  ) -> dict[tuple[str, str], list[JobSource | InvalidJob]]:
     """The jobs of each jobs-only file among ``entries`` (others are left out)."""
     blobs = repo.read_blobs(e.sha for e in entries)
@@ -198,39 +196,11 @@ def _parse_share(repo: FleetRepo, entries: list[TreeEntry]
 
 def parse_in_parallel(repo: FleetRepo, entries: list[TreeEntry]
                       ) -> dict[tuple[str, str], list[JobSource | InvalidJob]]:
-    """``_parse_share`` over ``entries``, half of them in a forked process.
-
-    Falls back to one process where fork is not available, and if the other
-    process fails for any reason, its half is parsed here.
-    """
-    half = len(entries) // 2
-    mine, theirs = entries[:half], entries[half:]
-    try:
-        context = multiprocessing.get_context("fork")
-    except ValueError:  # pragma: no cover - no fork on this platform
-        return _parse_share(repo, entries)
-    receive, send = context.Pipe(duplex=False)
-    worker = context.Process(target=_share_worker, args=(repo, theirs, send), daemon=True)
-    worker.start()
-    send.close()
-    out = _parse_share(repo, mine)
-    try:
-        got = pickle.loads(receive.recv_bytes())
-    except (EOFError, OSError, pickle.UnpicklingError):
-        got = None
-    finally:
-        receive.close()
-        worker.join()
-    out.update(got if isinstance(got, dict) else _parse_share(repo, theirs))
-    return out
-
-
-def _share_worker(repo: FleetRepo, entries: list[TreeEntry], send: Connection) -> None:
-    try:
-        send.send_bytes(pickle.dumps(_parse_share(repo, entries),
-                                     protocol=pickle.HIGHEST_PROTOCOL))
-    finally:
-        send.close()
+    """``_parse_share`` over ``entries``, half of them in a forked process
+    (``in_two``: should it fail, its half is parsed here)."""
+    mine, theirs = in_two(functools.partial(_parse_share, repo), entries)
+    mine.update(theirs)
+    return mine
 
 
 def compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,

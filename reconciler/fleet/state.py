@@ -10,13 +10,14 @@ from __future__ import annotations
 import dataclasses
 import operator
 import re
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import Any
 
 from reconciler.core.model import Decision, JobKey, Phase, PodSetCount, PriorPlacement, evolve
 from reconciler.core.problems import Problem
 from reconciler.core.resources import format_resources
 from reconciler.fleet.documents import parse_documents
+from reconciler.halves import in_two, two_cores
 from reconciler.jobkinds.base import ManifestError, parse_resources
 from reconciler.render import yamltext
 
@@ -198,25 +199,45 @@ def render_placements_reusing(decisions: Iterable[Decision], before: Mapping[
     ``before`` has them: they are not compared again. (``CycleResult.from_prior``
     is such a set when the cycle's priors are ``before``'s, as this version
     wrote them: a job's api_version and requests are then those its blob gave
-    the prior.)"""
+    the prior.) Many new items are formatted by two processes (``in_two``)."""
     head = f"apiVersion: {API_VERSION}\nkind: PlacementList\n"
-    written: Written = {}
-    # Each item encoded at once, joined once: a large fleet's file is held
-    # twice at most (its items, then the file), never also as text.
-    lines = []
+    decisions = list(decisions)
+    reused: list[tuple[PriorPlacement, bytes] | None] = []
+    new: list[Decision] = []
     for d in decisions:
         was = before.get(d.key)
         if was is not None and (was[0] is d or d.key in as_before or (
                 not d.kept and _READ_BACK(d) == _READ_BACK(was[0]))):
-            written[d.key] = was
+            reused.append(was)
         else:
-            written[d.key] = was = (prior_from_decision(d), _item_text(d).encode())
+            reused.append(None)
+            new.append(d)
+    if len(new) >= PARALLEL_MIN_ITEMS and two_cores():
+        first, second = in_two(_encoded_items, new)
+        texts = iter(first + second)
+    else:
+        texts = iter(_encoded_items(new))
+    # Each item encoded at once, joined once: a large fleet's file is held
+    # twice at most (its items, then the file), never also as text.
+    written: Written = {}
+    lines = []
+    for d, was in zip(decisions, reused, strict=True):
+        if was is None:
+            was = (prior_from_decision(d), next(texts))
+        written[d.key] = was
         lines.append(was[1])
     if not lines:
         return (head + "items: []\n").encode(), written
     lines.insert(0, (head + "items:").encode())
     lines.append(b"")
     return b"\n".join(lines), written
+
+
+PARALLEL_MIN_ITEMS = 5000  # fewer new items than this are formatted in one process
+
+
+def _encoded_items(decisions: Sequence[Decision]) -> list[bytes]:
+    return [_item_text(d).encode() for d in decisions]
 
 
 _HEAD = f"apiVersion: {API_VERSION}\nkind: PlacementList\nitems:\n".encode()

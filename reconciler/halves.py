@@ -1,0 +1,62 @@
+"""Work split in two: half of it in a forked process, at the same time.
+
+A large reconcile has long single-threaded steps over independent items
+(parsing 100,000 job files, formatting 100,000 items of ``placements.yaml``)
+on a machine with more than one core. ``in_two`` runs such a step on the
+first half of its items here and on the second half in a forked process,
+which sends back its result pickled. The forked process shares the values
+built so far (copy on write), so nothing is sent to it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import pickle
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def two_cores() -> bool:
+    """More than one core, and ``fork`` on this platform."""
+    return (os.cpu_count() or 1) > 1 and hasattr(os, "fork")
+
+
+def in_two(work: Callable[[Sequence[T]], R], items: Sequence[T]) -> tuple[R, R]:
+    """``(work(first half), work(second half))``, the second done by a forked
+    process meanwhile. Where fork is not available, or the other process fails
+    for any reason (its result is lost, never half-read), the second half is
+    done here after the first: the same result, later."""
+    half = len(items) // 2
+    mine, theirs = items[:half], items[half:]
+    try:
+        context = multiprocessing.get_context("fork")
+    except ValueError:  # pragma: no cover - no fork on this platform
+        return work(mine), work(theirs)
+    receive, send = context.Pipe(duplex=False)
+    worker = context.Process(target=_worker, args=(work, theirs, send), daemon=True)
+    worker.start()
+    send.close()
+    got: list[R] = []  # the other half's result, once received whole
+    try:
+        done_here = work(mine)
+        with contextlib.suppress(EOFError, OSError, pickle.UnpicklingError):
+            got.append(pickle.loads(receive.recv_bytes()))
+    finally:
+        receive.close()
+        worker.join()
+    if not got or worker.exitcode != 0:
+        return done_here, work(theirs)
+    return done_here, got[0]
+
+
+def _worker(work: Callable[[Sequence[T]], R], items: Sequence[T], send: Connection) -> None:
+    try:
+        send.send_bytes(pickle.dumps(work(items), protocol=pickle.HIGHEST_PROTOCOL))
+    finally:
+        send.close()
