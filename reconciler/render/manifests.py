@@ -9,7 +9,8 @@ PodGroups are rendered beside it, and ``kustomization.yaml`` lists them all.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from reconciler.core.problems import Problem
 from reconciler.core.quota import QUOTA_LABEL, QuotaTree
 from reconciler.fleet.inputs import Dependency, FleetInputs
 from reconciler.fleet.jobs import JobSource
+from reconciler.halves import in_two, two_cores
 from reconciler.jobkinds import kind_for
 from reconciler.jobkinds.base import Manifest
 from reconciler.render import yamltext
@@ -158,35 +160,62 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
     previous state tree to (inputs, blob id) as ``RenderedTree.inputs`` said:
     a job file made from the same inputs is that blob again, not rendered.
     Not with overlays: they may read any field of a decision.
+
+    The clusters are rendered one after the other, in name order; when many
+    jobs are to be rendered, half of the clusters are rendered by a forked
+    process meanwhile (``in_two``): the same tree.
     """
-    out = RenderedTree()
     if overlays.names:
         reuse = None
     clusters = {c.name: c for c in inputs.clusters}
-    policies: dict[str, Policy] = {p.ref: p for p in inputs.policies}
-    per_cluster: dict[str, dict[str, bytes | str]] = {name: {} for name in clusters}
-    namespaces: dict[str, set[str]] = {name: set() for name in clusters}
+    placed: dict[str, list[Decision]] = {name: [] for name in sorted(clusters)}
     for d in decisions:
         if d.phase is not Phase.ADMITTED or d.cluster is None:
             continue
         for where in (d.cluster, *d.copies):
-            cluster = clusters.get(where)
-            if cluster is not None:
-                _render_one(d, cluster, inputs, manifest_of, previous, overlays, policies,
-                            per_cluster[where], out, reuse)
-                namespaces[where].add(d.key.namespace)
-    for name in sorted(per_cluster):
-        files = per_cluster[name]
+            if where in placed:
+                placed[where].append(d)
+    work = [(clusters[name], ds) for name, ds in placed.items() if ds]
+    render = functools.partial(_render_clusters, inputs=inputs, manifest_of=manifest_of,
+                               previous=previous, overlays=overlays, reuse=reuse)
+    to_render = sum(1 for cluster, ds in work for d in ds
+                    if reuse is None or job_file(d.key, cluster.name) not in reuse)
+    if to_render < PARALLEL_MIN_JOBS or len(work) < 2 or not two_cores():
+        return render(work)
+    out, theirs = in_two(render, work)
+    out.files.update(theirs.files)
+    out.inputs.update(theirs.inputs)
+    out.problems.extend(theirs.problems)
+    return out
+
+
+PARALLEL_MIN_JOBS = 2000  # fewer jobs to render than this are rendered in one process
+
+
+def _render_clusters(work: Sequence[tuple[MemberCluster, list[Decision]]], *,
+                     inputs: FleetInputs, manifest_of: Callable[[JobSource], Manifest | None],
+                     previous: Mapping[str, bytes], overlays: Overlays,
+                     reuse: Mapping[str, tuple[str, str]] | None) -> RenderedTree:
+    """The folders of the clusters of ``work``, each with its decisions, in order."""
+    out = RenderedTree()
+    policies: dict[str, Policy] = {p.ref: p for p in inputs.policies}
+    for cluster, placed in work:
+        files: dict[str, bytes | str] = {}
+        namespaces: set[str] = set()
+        for d in placed:
+            _render_one(d, cluster, inputs, manifest_of, previous, overlays, policies,
+                        files, out, reuse)
+            namespaces.add(d.key.namespace)
         if not files:
             continue
-        for ns in sorted(namespaces[name]):
+        for ns in sorted(namespaces):
             if ns in SYSTEM_NAMESPACES:
                 continue
             files[f"{ns}/namespace-{ns}.yaml"] = dump(
                 _namespace_manifest(ns, inputs.namespaces.get(ns)))
         for rel in sorted(files):
-            out.files[f"clusters/{name}/{rel}"] = files[rel]
-        out.files[f"clusters/{name}/kustomization.yaml"] = kustomization(sorted(files))
+            out.files[f"clusters/{cluster.name}/{rel}"] = files[rel]
+        out.files[f"clusters/{cluster.name}/kustomization.yaml"] = kustomization(sorted(files))
     return out
 
 
