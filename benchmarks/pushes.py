@@ -56,7 +56,7 @@ for _ in sys.stdin:
 """
 
 
-def _env(fleetq: Path) -> dict[str, str]:
+def fleetq_env(fleetq: Path) -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(fleetq))
 
 
@@ -73,7 +73,7 @@ def reconcile_command(repo: Path, fleetq: Path) -> tuple[float, int]:
         started = time.perf_counter()
         child = subprocess.Popen([sys.executable, "-m", "reconciler.cli", "reconcile",
                                   "--repo", str(repo), "--now", NOW, "-q"],
-                                 env=_env(fleetq), cwd=fleetq, stdout=subprocess.DEVNULL,
+                                 env=fleetq_env(fleetq), cwd=fleetq, stdout=subprocess.DEVNULL,
                                  stderr=errors)
         _, status, usage = os.wait4(child.pid, 0)  # (the largest of it and its children)
         seconds = time.perf_counter() - started
@@ -89,7 +89,7 @@ def pushes(repo: Path, *, index: int, count: int, fleetq: Path, kept: bool
            ) -> list[tuple[float, int, str]]:
     """(seconds, peak RSS in MiB, state commit) of each push."""
     out = []
-    worker = subprocess.Popen([sys.executable, "-c", KEPT, str(repo), NOW], env=_env(fleetq),
+    worker = subprocess.Popen([sys.executable, "-c", KEPT, str(repo), NOW], env=fleetq_env(fleetq),
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                               cwd=fleetq) if kept else None
     try:

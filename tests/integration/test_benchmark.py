@@ -84,3 +84,68 @@ def test_the_captured_cycle_input_decides_what_the_reconcile_decided(tmp_path: P
     assert (count, h) == (121, digest(second.decisions)) and seconds >= 0
     ((seconds, count, h),) = run_cycle(warm, ahead=True)  # the same, with steps done ahead
     assert (count, h) == (121, digest(second.decisions)) and seconds >= 0
+
+
+def test_the_steps_of_a_reconcile_are_timed_and_it_commits_as_the_command(
+        tmp_path: Path) -> None:
+    """``benchmarks.steps``: a cold reconcile and a push, each step timed, make the
+    commits ``fleetq reconcile`` makes; a step runs inside the one it is part of."""
+    import subprocess
+
+    from benchmarks.pushes import STATE
+    from benchmarks.steps import STEPS, main, steps, table
+
+    repo = tmp_path / "fleet"
+    generate_fleet(repo, jobs=150, clusters=3, nodes_per_cluster=3, leaf_quotas=6, seed=7)
+    root = Path(__file__).resolve().parents[2]
+    cold = steps(repo, root)
+    names = [STEPS[i][3] for i, _ in cold["spent"]]  # type: ignore[union-attr]
+    assert names[:2] == ["up_to_date", "compute"]
+    assert {"read_source", "reconcile_cycle", "render_state", "write_tree", "write_commit",
+            "_save_cache", "save_state"} <= set(names)
+    assert "load_state" not in names  # cold: no state to load
+    spent = dict(cold["spent"])  # type: ignore[arg-type]
+    index = {STEPS[i][3]: i for i in spent}
+    assert spent[index["read_source"]] <= spent[index["compute"]]
+    assert spent[index["reconcile_cycle"]] <= spent[index["compute"]]
+    committed = subprocess.run(["git", "-C", str(repo), "rev-parse", STATE],
+                               capture_output=True, text=True, check=True).stdout.strip()
+
+    # The same cold reconcile by the command: the same commit.
+    subprocess.run(["git", "-C", str(repo), "update-ref", "-d", STATE], check=True)
+    subprocess.run([sys.executable, "-m", "reconciler.cli", "reconcile", "--repo", str(repo),
+                    "--now", "2026-01-02T00:00:00Z", "-q", "--no-cache"], check=True, cwd=root)
+    assert subprocess.run(["git", "-C", str(repo), "rev-parse", STATE], capture_output=True,
+                          text=True, check=True).stdout.strip() == committed
+
+    add_job(repo, index=151)
+    push = steps(repo, root)
+    pushed = [STEPS[i][3] for i, _ in push["spent"]]  # type: ignore[union-attr]
+    assert "load_state" in pushed and "read_source" not in pushed  # patched from the cache
+    text = table([("push", push), ("cold", cold)])
+    lines = text.splitlines()
+    assert lines[0] == "| step | push | cold |"
+    assert any(line.startswith("| › load the state's decisions") and line.endswith(" | - |")
+               for line in lines)  # run by the push only
+    # From scratch, twice in turn, as the command line runs it: a column each, and the
+    # state branch where a cold reconcile leaves it.
+    assert main([str(repo), "--cold", "--fleetq", str(root), "--fleetq", str(root)]) == 0
+    assert subprocess.run(["git", "-C", str(repo), "rev-parse", STATE], capture_output=True,
+                          text=True, check=True).stdout.strip() == committed_again(repo, root)
+
+
+def committed_again(repo: Path, root: Path) -> str:
+    """The state commit a cold ``fleetq reconcile`` of ``repo``'s source makes (in a
+    copy of it)."""
+    import shutil
+    import subprocess
+
+    from benchmarks.pushes import STATE
+
+    copy = repo.parent / "copy"
+    shutil.copytree(repo, copy)
+    subprocess.run(["git", "-C", str(copy), "update-ref", "-d", STATE], check=True)
+    subprocess.run([sys.executable, "-m", "reconciler.cli", "reconcile", "--repo", str(copy),
+                    "--now", "2026-01-02T00:00:00Z", "-q", "--no-cache"], check=True, cwd=root)
+    return subprocess.run(["git", "-C", str(copy), "rev-parse", STATE], capture_output=True,
+                          text=True, check=True).stdout.strip()
