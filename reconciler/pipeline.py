@@ -296,7 +296,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
         if path.startswith(CARRIED_OVER):
             out[path] = sha
     problems = sorted(set(problems + inputs.problems + inputs.unknown + result.problems
-                          + rendered.problems))
+                          + rendered.problems + cache_problems(cache)))
     computed = Computed(source=info, inputs=inputs, result=result, prior=prior, files=out,
                         problems=problems, state_base=state_base, state_tree=state_tree,
                         rendered_from=rendered.inputs, written=written)
@@ -760,6 +760,20 @@ def _save_cache(cache: Cache | None, computed: Computed, state: str | None,
             rendered[path] = (made_of, content if isinstance(content, str)
                               else blob_id(content))
         cache.save_state(state, computed.written, rendered)
+    for problem in cache_problems(cache):
+        if problem not in computed.problems:
+            computed.problems.append(problem)
+
+
+def cache_problems(cache: Cache | None) -> list[Problem]:
+    """A warning when the cache could not be written (the reconcile went on
+    without it, and so will the next ones until it can be)."""
+    if cache is None or cache.failed is None:
+        return []
+    return [Problem(CACHE_PATH, 0, cache.failed, "warning")]
+
+
+CACHE_PATH = ".git/fleetq"
 
 
 def diff_trees(repo: FleetRepo, base: str | None, files: dict[str, bytes | str]

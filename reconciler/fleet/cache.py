@@ -26,7 +26,8 @@ can be computed again from git. Four things are kept:
   values alone is known as such, even after reconciles that made no commit.
 
 Entries are never trusted across formats: the folder name carries the cache
-format and the fleetq version, and an unreadable file is dropped.
+format and the fleetq version, and an unreadable file is dropped. A cache that
+cannot be written is reported (``failed``), and the reconcile goes on without it.
 
 One ``Cache`` kept across reconciles (``fleetq watch``) also keeps in memory
 the state it loaded or saved last, so the next reconcile from that state reads
@@ -35,6 +36,7 @@ nothing back from disk, and the fleet read last.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import shutil
@@ -71,6 +73,7 @@ class Cache:
         self._dirty: set[str] = set()  # shards to write
         self._new_entries = 0  # entries put since the shards were last written
         self._behind: int | None = None  # the process writing shards (save_jobs_behind)
+        self.failed: str | None = None  # why the cache could not be written (see _write)
         # load_state: the commit, its decisions, its rendered files, the files read
         self._loaded: tuple[str, Written, dict[str, tuple[str, str]], list[str]] | None = None
         # the same, for the state loaded or saved last: kept in memory (only read)
@@ -92,18 +95,36 @@ class Cache:
         except FileNotFoundError:
             return None
         except Exception:  # a damaged or foreign file: drop it, compute again
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # (nor can it be dropped: not a folder, ...)
+                path.unlink(missing_ok=True)
             return None
 
     def _write(self, name: str, value: Any) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
+        """Write ``value`` as ``name`` whole or not at all. A cache that cannot be
+        written (a full disk, a file where its folder goes, no permission) is
+        noted in ``failed`` and written no more by this ``Cache``: the
+        reconcile goes on without it."""
+        if self.failed is not None:
+            return
+        tmp: str | None = None
         try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
             with os.fdopen(fd, "wb") as fh:
                 pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.dir / name)
+        except OSError as exc:
+            self.failed = (f"the cache could not be written ({exc.strerror or exc}: "
+                           f"{exc.filename or self.dir}); every reconcile reads and decides "
+                           f"the whole fleet until it can be: make {self._base} a folder "
+                           f"fleetq may write, or delete it")
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    Path(tmp).unlink(missing_ok=True)
+            return
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
             raise
         for old in self._base.glob("cache-v*"):
             if old != self.dir:
@@ -159,7 +180,7 @@ class Cache:
             code = 1
             try:
                 self._write_dirty()
-                code = 0
+                code = 0 if self.failed is None else 1
             finally:
                 os._exit(code)  # no cleanup: it is the parent's
         self._behind = pid
@@ -260,7 +281,8 @@ class Cache:
         if tree == self._inputs_on_disk:
             return  # (the same tree's, so the same values)
         if inputs.twice:
-            (self.dir / INPUTS).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                (self.dir / INPUTS).unlink(missing_ok=True)
             self._inputs_on_disk = None
             return
         files = inputs.jobs_files
@@ -372,9 +394,10 @@ class Cache:
                           "rendered": rendered}
                 keep.extend(chain)
         self._kept = self._priors = None  # until the file is written
-        for old in self.dir.glob("state-*.pickle") if self.dir.exists() else ():
+        for old in self.dir.glob("state-*.pickle") if self.dir.is_dir() else ():
             if old.name not in keep:
-                old.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    old.unlink(missing_ok=True)
         for part in ("placements", "changed"):
             if part in record:
                 record[part] = shared_values(record[part])

@@ -665,3 +665,45 @@ def test_the_cached_decisions_share_the_values_they_repeat(tmp_path: Path,
     (cache,) = cache_dirs(path)
     assert "changed" in pickle.loads((cache / f"state-{second}.pickle").read_bytes())
     assert len(loaded(second)) == 7
+
+
+def test_a_cache_that_cannot_be_written_warns_and_the_reconcile_goes_on(
+        tmp_path: Path, monkeypatch) -> None:
+    """A file where the cache's folder goes: reconciles commit as without a cache
+    (also when a forked process would write the parsed jobs), each with a
+    warning that names the folder and the fix; once it is a folder again, the
+    cache is written again."""
+    from reconciler.fleet import cache as cache_module
+
+    path = fleet(tmp_path)
+    base = path / ".git" / "fleetq"
+    base.mkdir()
+    blocker = base / f"cache-v{cache_module.CACHE_FORMAT}-{cache_module.__version__}"
+    blocker.write_text("not a folder\n")
+    monkeypatch.setattr(cache_module, "BEHIND_MIN_ENTRIES", 2)
+    first = run_reconcile(path)
+    assert first.commit is not None and first.computed is not None
+    warnings = [p for p in first.computed.problems if p.path == ".git/fleetq"]
+    assert len(warnings) == 1 and warnings[0].severity == "warning"
+    assert str(base) in warnings[0].message and "delete it" in warnings[0].message
+    assert blocker.read_text() == "not a folder\n"  # left as it was
+
+    write_files(path, {"jobs/j5.yaml": pytorchjob("j5")})
+    commit_all(path, "j5")
+    second = run_reconcile(path)
+    assert second.commit is not None and second.computed is not None
+    assert [p for p in second.computed.problems if p.path == ".git/fleetq"] == warnings
+    assert set(placements(path)) == {f"default/j{i}" for i in (0, 1, 2, 3, 5)}
+
+    # The same fleet from scratch without the cache decides the same.
+    full = tmp_path / "full"
+    assert reconciled_from_scratch(path, full, first.commit) == rev(path, f"{STATE}^{{tree}}")
+
+    blocker.unlink()
+    write_files(path, {"jobs/j6.yaml": pytorchjob("j6")})
+    commit_all(path, "j6")
+    third = run_reconcile(path)
+    assert third.computed is not None
+    assert not [p for p in third.computed.problems if p.path == ".git/fleetq"]
+    (cache,) = cache_dirs(path)
+    assert third.commit is not None and (cache / f"state-{third.commit}.pickle").is_file()
