@@ -1,7 +1,8 @@
-"""Checks every test runs with."""
+"""Checks every test runs with, and fixtures tests share."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -20,3 +21,20 @@ def _check_cycles() -> Iterator[None]:
     cycle.CHECK_PARKED = cycle.PARK_ALWAYS = cycle.CHECK_QUICK = cycle.CHECK_AHEAD = True
     yield
     cycle.CHECK_PARKED, cycle.PARK_ALWAYS, cycle.CHECK_QUICK, cycle.CHECK_AHEAD = was
+
+
+@pytest.fixture
+def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The processes forked while the test runs, by pid: ``os.fork`` itself,
+    each child it makes counted."""
+    forked: list[int] = []
+    real_fork = os.fork
+
+    def counted_fork() -> int:
+        pid = real_fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", counted_fork)
+    return forked

@@ -118,32 +118,20 @@ def test_items_read_back_as_before_are_taken_as_written_and_the_rest_written_ane
 
 
 def test_many_new_items_are_formatted_by_two_processes_the_same(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, forks: list[int]) -> None:
     """Past ``PARALLEL_MIN_ITEMS`` new items, half are formatted by a forked
     process: the same file and the same values for the next reconcile, in the
     same order, with the reused items taken as they were."""
-    import os
-
     from reconciler.fleet.state import render_placements_reusing
 
-    forked: list[int] = []
-    real_fork = os.fork
-
-    def counted_fork() -> int:  # the real fork, its children counted
-        pid = real_fork()
-        if pid:
-            forked.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", counted_fork)
     old = decisions()
     one_process, written = render_placements_reusing(old, {})
     changed = [evolve(d, reason=f"{d.reason} again") if i % 2 else d for i, d in enumerate(old)]
     changed_file = render_placements(changed)
-    assert forked == []
+    assert forks == []
     monkeypatch.setattr(state, "PARALLEL_MIN_ITEMS", 4)
     two, written_by_two = render_placements_reusing(old, {})
-    assert len(forked) == 1
+    assert len(forks) == 1
     assert two == one_process
     assert list(written_by_two) == list(written)
     assert all(written_by_two[k][0] == written[k][0] and written_by_two[k][1] == written[k][1]
@@ -151,6 +139,6 @@ def test_many_new_items_are_formatted_by_two_processes_the_same(
     # some items reused, the others (at least four) formatted by two processes
     assert sum(1 for i in range(len(old)) if i % 2) >= 4
     again, now = render_placements_reusing(changed, written)
-    assert len(forked) == 2
+    assert len(forks) == 2
     assert again == changed_file
     assert all((now[d.key] is written[d.key]) == (i % 2 == 0) for i, d in enumerate(changed))

@@ -170,7 +170,7 @@ def test_parsing_in_two_processes_gives_the_same_state(tmp_path: Path, monkeypat
 
 
 def test_many_new_parsed_jobs_are_saved_by_a_forked_process_the_same(
-        tmp_path: Path, monkeypatch) -> None:
+        tmp_path: Path, monkeypatch, forks: list[int]) -> None:
     """A reconcile that parsed many new files has a forked process write them to
     the cache while the cycle runs: the same shard files, byte for byte, as
     written at the end; and that process has ended when the reconcile returns."""
@@ -182,16 +182,6 @@ def test_many_new_parsed_jobs_are_saved_by_a_forked_process_the_same(
     path = make_fleet_repo(tmp_path / "fleet", {
         "quota.yaml": TREE, "policy.yaml": QUEUED_CLUSTER_POLICY,
         "clusters/c1.yaml": member_cluster("c1", cpu="64", memory="256Gi"), **files})
-    forked: list[int] = []
-    real_fork = os.fork
-
-    def counted_fork() -> int:  # the real fork, its children counted
-        pid = real_fork()
-        if pid:
-            forked.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", counted_fork)
 
     def shards() -> dict[str, bytes]:
         (cache,) = cache_dirs(path)
@@ -199,9 +189,9 @@ def test_many_new_parsed_jobs_are_saved_by_a_forked_process_the_same(
 
     monkeypatch.setattr(cache_module, "BEHIND_MIN_ENTRIES", 10)
     behind = run_reconcile(path)
-    assert len(forked) == 1
+    assert len(forks) == 1
     with pytest.raises(ChildProcessError):  # waited for already
-        os.waitpid(forked[0], os.WNOHANG)
+        os.waitpid(forks[0], os.WNOHANG)
     written_behind = shards()
     assert len(written_behind) >= 8  # 24 jobs spread over the shards
 
@@ -209,7 +199,7 @@ def test_many_new_parsed_jobs_are_saved_by_a_forked_process_the_same(
     git(path, "update-ref", "-d", f"refs/heads/{STATE}")
     monkeypatch.setattr(cache_module, "BEHIND_MIN_ENTRIES", 10_000)
     at_the_end = run_reconcile(path)
-    assert len(forked) == 1
+    assert len(forks) == 1
     assert shards() == written_behind
     assert behind.commit == at_the_end.commit
 
@@ -219,7 +209,7 @@ def test_many_new_parsed_jobs_are_saved_by_a_forked_process_the_same(
     write_files(path, {f"jobs/k{i:02}.yaml": pytorchjob(f"k{i:02}") for i in range(12)})
     commit_all(path, "two jobs gone, twelve new")
     run_reconcile(path)
-    assert len(forked) == 2
+    assert len(forks) == 2
     listed = git(path, "ls-tree", "-r", "HEAD", "jobs/").splitlines()
     fleet_files = {(line.split()[2], line.split("\t")[1]) for line in listed}
     (cache,) = cache_dirs(path)

@@ -167,13 +167,11 @@ def test_commit_template_syntax_error_falls_back_to_default_message(tmp_path: Pa
     assert message.splitlines()[-1] == f"Fleet-Source-Commit: {source}"
 
 
-def test_clusters_rendered_by_two_processes_give_the_same_tree(tmp_path: Path,
-                                                                monkeypatch) -> None:
+def test_clusters_rendered_by_two_processes_give_the_same_tree(
+        tmp_path: Path, monkeypatch, forks: list[int]) -> None:
     """Past ``PARALLEL_MIN_JOBS`` jobs to render, half of the clusters are rendered
     by a forked process: the same state tree, overlays applied and their
     problems reported, as when one process renders them all."""
-    import os
-
     from reconciler.render import manifests
 
     from .conftest import rev, run_reconcile
@@ -184,26 +182,16 @@ def test_clusters_rendered_by_two_processes_give_the_same_tree(tmp_path: Path,
             files[f"jobs/team-{team}/more-{i}.yaml"] = pytorchjob(
                 f"more-{i}", namespace=f"team-{team}", image=IMAGE)
     path = make_fleet_repo(tmp_path / "fleet", files)
-    forked: list[int] = []
-    real_fork = os.fork
-
-    def counted_fork() -> int:  # the real fork, its children counted
-        pid = real_fork()
-        if pid:
-            forked.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", counted_fork)
     monkeypatch.setattr(manifests, "PARALLEL_MIN_JOBS", 1)
     two = run_reconcile(path, use_cache=False)
-    assert len(forked) == 1
+    assert len(forks) == 1
     tree = rev(path, f"{STATE}^{{tree}}")
     _check_overlay_applied(path)
 
     monkeypatch.setattr(manifests, "PARALLEL_MIN_JOBS", 10_000)
     git(path, "update-ref", "-d", f"refs/heads/{STATE}")
     one = run_reconcile(path, use_cache=False)
-    assert len(forked) == 1
+    assert len(forks) == 1
     assert rev(path, f"{STATE}^{{tree}}") == tree
     assert two.computed is not None and one.computed is not None
     assert two.computed.problems == one.computed.problems
