@@ -27,12 +27,14 @@ def two_cores() -> bool:
     return (os.cpu_count() or 1) > 1 and hasattr(os, "fork")
 
 
-def in_two(work: Callable[[Sequence[T]], R], items: Sequence[T]) -> tuple[R, R]:
+def in_two(work: Callable[[Sequence[T]], R], items: Sequence[T],
+           at: int | None = None) -> tuple[R, R]:
     """``(work(first half), work(second half))``, the second done by a forked
-    process meanwhile. Where fork is not available, or the other process fails
-    for any reason (its result is lost, never half-read), the second half is
-    done here after the first: the same result, later."""
-    half = len(items) // 2
+    process meanwhile; the halves split at item ``at`` (default: the middle).
+    Where fork is not available, or the other process fails for any reason
+    (its result is lost, never half-read), the second half is done here after
+    the first: the same result, later."""
+    half = len(items) // 2 if at is None else at
     mine, theirs = items[:half], items[half:]
     try:
         context = multiprocessing.get_context("fork")

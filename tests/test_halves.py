@@ -48,3 +48,8 @@ def test_a_forked_process_that_raises_has_its_half_done_here() -> None:
         return squares(items)
 
     assert in_two(work, [5, 6, 7]) == ([25], [36, 49])
+
+
+def test_the_halves_split_where_asked() -> None:
+    assert in_two(squares, [1, 2, 3, 4, 5], at=4) == ([1, 4, 9, 16], [25])
+    assert in_two(squares, [1, 2, 3, 4, 5], at=1) == ([1], [4, 9, 16, 25])

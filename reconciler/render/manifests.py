@@ -178,11 +178,17 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
     work = [(clusters[name], ds) for name, ds in placed.items() if ds]
     render = functools.partial(_render_clusters, inputs=inputs, manifest_of=manifest_of,
                                previous=previous, overlays=overlays, reuse=reuse)
-    to_render = sum(1 for cluster, ds in work for d in ds
-                    if reuse is None or job_file(d.key, cluster.name) not in reuse)
-    if to_render < PARALLEL_MIN_JOBS or len(work) < 2 or not two_cores():
+    # the jobs of each cluster to render (not reused): the halves split where they balance
+    to_render = [sum(1 for d in ds if reuse is None or job_file(d.key, cluster.name) not in reuse)
+                 for cluster, ds in work]
+    total = sum(to_render)
+    if total < PARALLEL_MIN_JOBS or len(work) < 2 or not two_cores():
         return render(work)
-    out, theirs = in_two(render, work)
+    at, done = 0, 0
+    while at < len(work) - 1 and done + to_render[at] <= total // 2:
+        done += to_render[at]
+        at += 1
+    out, theirs = in_two(render, work, at=max(at, 1))
     out.files.update(theirs.files)
     out.inputs.update(theirs.inputs)
     out.problems.extend(theirs.problems)
