@@ -37,7 +37,7 @@ repo, out, cold = FleetRepo(sys.argv[1]), sys.argv[2], sys.argv[3] == "cold"
 class Captured(Exception):
     pass
 
-def capture(inp, ahead=None):
+def capture(inp, *rest):  # (ahead, progress: as the checkout passes them)
     with open(out, "wb") as fh:
         pickle.dump(inp, fh, protocol=pickle.HIGHEST_PROTOCOL)
     raise Captured

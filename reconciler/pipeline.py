@@ -172,7 +172,7 @@ def read_source(repo: FleetRepo, rev: str, store: JobStore | None = None,
                 if got is None and is_yaml(e.path) and e.path not in FLEET_FILES]
     if store is not None and len(job_like) >= PARALLEL_MIN_FILES and two_cores():
         progress(f"parsing {len(job_like)} files in 2 processes")
-        parsed = parse_in_parallel(repo, job_like)
+        parsed = parse_in_parallel(repo, job_like, progress)
         for (blob, path), record in parsed.items():
             store.put_job_entry(blob, path, record)
         found = [(e, got if got is not None else parsed.get((e.sha, e.path)))
@@ -182,23 +182,38 @@ def read_source(repo: FleetRepo, rev: str, store: JobStore | None = None,
                   else SourceFile(e.path, e.sha, blobs.get(e.sha, b"")) for e, got in found]
 
 
-def _parse_share(repo: FleetRepo, entries: Sequence[TreeEntry]
+def _parse_share(repo: FleetRepo, entries: Sequence[TreeEntry], progress: Progress = _quiet,
                  ) -> dict[tuple[str, str], list[JobSource | InvalidJob]]:
-    """The jobs of each jobs-only file among ``entries`` (others are left out)."""
+    """The jobs of each jobs-only file among ``entries`` (others are left out);
+    ``progress`` is told the share parsed, now and then."""
     blobs = repo.read_blobs(e.sha for e in entries)
     out: dict[tuple[str, str], list[JobSource | InvalidJob]] = {}
-    for e in entries:
+    for i, e in enumerate(entries):
+        if i % PROGRESS_FILES == 0 and i:
+            progress(f"{100 * i // len(entries)} %")
         record: list[JobSource | InvalidJob] = []
         if read_file(SourceFile(e.path, e.sha, blobs[e.sha]), FleetInputs(), [], record):
             out[(e.sha, e.path)] = record
     return out
 
 
-def parse_in_parallel(repo: FleetRepo, entries: list[TreeEntry]
+PROGRESS_FILES = 1000  # files parsed between two reports of progress
+
+
+def parse_in_parallel(repo: FleetRepo, entries: list[TreeEntry], progress: Progress = _quiet,
                       ) -> dict[tuple[str, str], list[JobSource | InvalidJob]]:
     """``_parse_share`` over ``entries``, half of them in a forked process
-    (``in_two``: should it fail, its half is parsed here)."""
-    mine, theirs = in_two(functools.partial(_parse_share, repo), entries)
+    (``in_two``: should it fail, its half is parsed here). The progress told
+    is this process's (the halves go at about the same pace); the other
+    process tells none."""
+    here = os.getpid()
+    label = f"parsing {len(entries)} files in 2 processes"
+
+    def told(share: str) -> None:
+        if os.getpid() == here:
+            progress(f"{label}: {share}")
+
+    mine, theirs = in_two(functools.partial(_parse_share, repo, progress=told), entries)
     mine.update(theirs)
     return mine
 
@@ -275,7 +290,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     cycle_input = _cycle_input(inputs, prior, info, now, settled)
     progress("scheduling")
     ahead = cache.take_ahead(state_base) if cache is not None and state_base else None
-    result = reconcile_cycle(cycle_input, ahead)
+    result = reconcile_cycle(cycle_input, ahead, progress)
     del ahead
     progress("rendering")
     # (the cycle's priors are ``before``'s, which the cache has as this version wrote them)

@@ -201,12 +201,15 @@ def _ascending_text(*texts: str) -> str:
     return "\0\0".join(t.replace("\0", "\0\1") if "\0" in t else t for t in texts)
 
 
-def reconcile_cycle(inp: CycleInput, ahead: Ahead | None = None) -> CycleResult:
+def reconcile_cycle(inp: CycleInput, ahead: Ahead | None = None,
+                    progress: Callable[[str], None] | None = None) -> CycleResult:
     """Decide every job of the fleet.
 
     ``ahead``: steps 1-2 for the jobs the previous state admitted, done by
     ``prepare`` on the input expected next; taken up when ``inp`` would lead to
     the very same steps (else they are done again here): the same result.
+    ``progress``: told, now and then, how far step 5 is (it reads nothing of
+    the decisions, and changes none).
 
     Steps:
       1. Resolve each job: policy, quota binding, priority and enqueue time.
@@ -244,7 +247,7 @@ def reconcile_cycle(inp: CycleInput, ahead: Ahead | None = None) -> CycleResult:
     """
     taken = ahead.take_up(inp) if ahead is not None else None
     left_out, state = taken if taken is not None else (_left_out(inp), None)
-    result = _run(inp, left_out, state)
+    result = _run(inp, left_out, state, progress)
     if CHECK_AHEAD and taken is not None:
         assert _run(inp, _left_out(inp)) == result, "the steps done ahead changed the decisions"
     if CHECK_QUICK and left_out:
@@ -285,7 +288,8 @@ def _left_out(inp: CycleInput, every: bool = False
 
 
 def _run(inp: CycleInput, left_out: dict[JobKey, tuple[Job, PriorPlacement]],
-         state: _Cycle | None = None) -> CycleResult:
+         state: _Cycle | None = None,
+         progress: Callable[[str], None] | None = None) -> CycleResult:
     """The steps of ``reconcile_cycle``, with the ``left_out`` jobs taken in as
     soon as anything is admitted or evicted (or at once, when they would not be
     parked): the same result as with them in from the start. ``state``: the
@@ -298,9 +302,12 @@ def _run(inp: CycleInput, left_out: dict[JobKey, tuple[Job, PriorPlacement]],
         state._take_in_left_out()  # they are not parked (seed_settled)
     state.screen_inadmissible()  # 3
     state.seed_settled()
-    for _ in range(MAX_ROUNDS):
-        for _ in range(MAX_PASSES):
+    for round_number in range(1, MAX_ROUNDS + 1):
+        for pass_number in range(1, MAX_PASSES + 1):
             changes = state.changes
+            if progress is not None:
+                state.progress = functools.partial(
+                    _tell_progress, progress, state, f"round {round_number}, pass {pass_number}")
             state.place_capacity_only()  # 4
             state.admit_queued()  # 5
             state.undo_useless_evictions()
@@ -315,6 +322,15 @@ def _run(inp: CycleInput, left_out: dict[JobKey, tuple[Job, PriorPlacement]],
             f"preemptions did not settle within {MAX_ROUNDS} rounds: victims placed again "
             f"are still wanted by others, so the next reconcile may preempt more"), "warning"))
     return state.result()  # 6
+
+
+def _tell_progress(progress: Callable[[str], None], state: _Cycle, where: str,
+                   tried: int) -> None:
+    progress(f"scheduling: {where}: {tried} queued jobs asked, {len(state.admitted)} admitted, "
+             f"{state.evictions} evicted")
+
+
+PROGRESS_TRIES = 5000  # queued jobs asked in step 5 between two reports of progress
 
 
 class Ahead:
@@ -485,6 +501,8 @@ class _Cycle:
         self.requeue_notes: dict[JobKey, str] = {}
         self.changes = 0  # admissions + evictions so far
         self.evictions = 0
+        self.progress: Callable[[int], None] | None = None  # told the jobs asked (see _run)
+        self._asked = 0  # queued jobs taken off their queues in this pass
         self._as_before = False  # every job admitted before is back as it was (step 2)
         self.ahead = False  # steps 1-2 for the jobs admitted before were done ahead
         # then, those left out as entries of their queues, each in order, and by
@@ -876,12 +894,17 @@ class _Cycle:
         parked: Parked | frozenset[JobKey] = self.parked if self.parked is not None \
             else frozenset()
         asleep, woken = len(parked), self.parked.woken if self.parked is not None else 0
+        tell, self._asked, report_at = self.progress, 0, PROGRESS_TRIES
         while heads:
             head, leaf, version = heapq.heappop(heads)
             if version != self._head_version[leaf] or leaf in self._blocked:
                 continue
             queue = self._queues[leaf]
             _, p = heapq.heappop(queue)
+            self._asked += 1
+            if tell is not None and self._asked >= report_at:
+                tell(self._asked)
+                report_at = self._asked + PROGRESS_TRIES
             if p.job.key in parked:
                 # It would fail at once (_try_admit), changing nothing; so would
                 # the jobs after it that _pass_over passes over.
@@ -932,11 +955,13 @@ class _Cycle:
             key = q.job.key
             if key in parked:
                 heapq.heappop(queue)  # (as the pass skips parked jobs: no change to make)
+                self._asked += 1
                 continue
             failed = failed_of.get(key)
             if failed is None or self._may_have_changed(q, *failed):
                 return  # its turn tries it (and asks again: a yes is rare)
             heapq.heappop(queue)
+            self._asked += 1
             self._wait(q)
             if self._parking:
                 self._park(q)

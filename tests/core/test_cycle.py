@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import replace
 
 import pytest
@@ -436,3 +437,25 @@ def test_the_previous_state_is_a_fixed_point_after_preemption() -> None:
         replace(x, reason="") for x in first.decisions]
     # ... and the state written from it does not change either: no second commit.
     assert again.decisions == first.decisions
+
+
+def test_step_5_tells_its_progress_and_decides_the_same(monkeypatch) -> None:
+    """``progress`` is told the round, the pass, the queued jobs asked so far, and
+    the jobs admitted and evicted; what is decided is the same without it."""
+    from reconciler.core import cycle
+
+    monkeypatch.setattr(cycle, "PROGRESS_TRIES", 1)
+    inp = busy_fleet_after_team_b_ran()
+    told: list[str] = []
+    result = reconcile_cycle(inp, progress=told.append)
+    assert result == reconcile_cycle(inp)
+    assert told and told[0].startswith("scheduling: round 1, pass 1: 1 queued jobs asked, ")
+    pattern = re.compile(r"scheduling: round (\d+), pass (\d+): (\d+) queued jobs asked, "
+                         r"(\d+) admitted, (\d+) evicted")
+    seen = [tuple(int(g) for g in pattern.fullmatch(line).groups())  # type: ignore[union-attr]
+            for line in told]
+    assert seen == sorted(seen)  # rounds and passes go on, and the counts within a pass
+    evicted = [s[4] for s in seen]
+    assert evicted == sorted(evicted)  # evictions only add up
+    assert all(s[3] > 0 for s in seen)  # team-b's jobs run from the start
+    assert any(d.preempted_by for d in result.decisions) and evicted[-1] > 0

@@ -146,9 +146,9 @@ def test_parsing_in_two_processes_gives_the_same_state(tmp_path: Path, monkeypat
     calls: list[int] = []
     real = pipeline.parse_in_parallel
 
-    def counted(repo, entries):  # the real function, counted
+    def counted(repo, entries, *rest):  # the real function, counted
         calls.append(len(entries))
-        return real(repo, entries)
+        return real(repo, entries, *rest)
 
     monkeypatch.setattr(pipeline, "parse_in_parallel", counted)
     monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 10)
@@ -697,3 +697,30 @@ def test_a_cache_that_cannot_be_written_warns_and_the_reconcile_goes_on(
     assert not [p for p in third.computed.problems if p.path == ".git/fleetq"]
     (cache,) = cache_dirs(path)
     assert third.commit is not None and (cache / f"state-{third.commit}.pickle").is_file()
+
+
+def test_a_long_reconcile_tells_how_far_parsing_and_scheduling_are(
+        tmp_path: Path, monkeypatch, capfd) -> None:
+    """Parsing in two processes is told in shares of this process's half (the
+    other process tells nothing: nothing of it reaches the terminal), and the
+    cycle's step 5 in jobs asked."""
+    from reconciler import pipeline
+    from reconciler.core import cycle
+
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": TREE, "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/c1.yaml": member_cluster("c1", cpu="64", memory="256Gi"),
+        **{f"jobs/j{i:02}.yaml": pytorchjob(f"j{i:02}") for i in range(24)}})
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 10)
+    monkeypatch.setattr(pipeline, "PROGRESS_FILES", 4)
+    monkeypatch.setattr(cycle, "PROGRESS_TRIES", 2)
+    told: list[str] = []
+    run_reconcile(path, use_cache=False, progress=told.append)
+    parsing = [t for t in told if t.startswith("parsing 27 files in 2 processes")]
+    assert parsing[0] == "parsing 27 files in 2 processes"  # then this process's 13
+    assert parsing[1:] == [f"parsing 27 files in 2 processes: {100 * i // 13} %"
+                           for i in (4, 8, 12)]
+    assert any(t.startswith("scheduling: round 1, pass 1: 2 queued jobs asked, ") for t in told)
+    assert told.index(parsing[-1]) < told.index("scheduling")
+    out, err = capfd.readouterr()
+    assert "parsing" not in out + err  # the forked half told nobody

@@ -286,11 +286,11 @@ def test_a_failed_round_drops_the_memory_and_the_next_change_is_reconciled(
     real = pipeline.reconcile_cycle
     armed = threading.Event()
 
-    def once_broken(inp: Any, ahead: Any = None) -> Any:
+    def once_broken(inp: Any, ahead: Any = None, progress: Any = None) -> Any:
         if armed.is_set() and threading.current_thread() is not threading.main_thread():
             armed.clear()
             raise RuntimeError("injected fault")
-        return real(inp, ahead)
+        return real(inp, ahead, progress)
 
     monkeypatch.setattr(pipeline, "reconcile_cycle", once_broken)
     w = Watching(path)
