@@ -305,9 +305,8 @@ def _run(inp: CycleInput, left_out: dict[JobKey, tuple[Job, PriorPlacement]],
     for round_number in range(1, MAX_ROUNDS + 1):
         for pass_number in range(1, MAX_PASSES + 1):
             changes = state.changes
-            if progress is not None:
-                state.progress = functools.partial(
-                    _tell_progress, progress, state, f"round {round_number}, pass {pass_number}")
+            state.progress = progress
+            state.pass_label = f"round {round_number}, pass {pass_number}"
             state.place_capacity_only()  # 4
             state.admit_queued()  # 5
             state.undo_useless_evictions()
@@ -322,12 +321,6 @@ def _run(inp: CycleInput, left_out: dict[JobKey, tuple[Job, PriorPlacement]],
             f"preemptions did not settle within {MAX_ROUNDS} rounds: victims placed again "
             f"are still wanted by others, so the next reconcile may preempt more"), "warning"))
     return state.result()  # 6
-
-
-def _tell_progress(progress: Callable[[str], None], state: _Cycle, where: str,
-                   tried: int) -> None:
-    progress(f"scheduling: {where}: {tried} queued jobs asked, {len(state.admitted)} admitted, "
-             f"{state.evictions} evicted")
 
 
 PROGRESS_TRIES = 5000  # queued jobs asked in step 5 between two reports of progress
@@ -501,7 +494,8 @@ class _Cycle:
         self.requeue_notes: dict[JobKey, str] = {}
         self.changes = 0  # admissions + evictions so far
         self.evictions = 0
-        self.progress: Callable[[int], None] | None = None  # told the jobs asked (see _run)
+        self.progress: Callable[[str], None] | None = None  # see reconcile_cycle
+        self.pass_label = ""  # the round and pass step 5 is in, for progress
         self._asked = 0  # queued jobs taken off their queues in this pass
         self._as_before = False  # every job admitted before is back as it was (step 2)
         self.ahead = False  # steps 1-2 for the jobs admitted before were done ahead
@@ -903,7 +897,8 @@ class _Cycle:
             _, p = heapq.heappop(queue)
             self._asked += 1
             if tell is not None and self._asked >= report_at:
-                tell(self._asked)
+                tell(f"scheduling: {self.pass_label}: {self._asked} queued jobs asked, "
+                     f"{len(self.admitted)} admitted, {self.evictions} evicted")
                 report_at = self._asked + PROGRESS_TRIES
             if p.job.key in parked:
                 # It would fail at once (_try_admit), changing nothing; so would
