@@ -102,8 +102,9 @@ class Cache:
     def _write(self, name: str, value: Any) -> None:
         """Write ``value`` as ``name`` whole or not at all. A cache that cannot be
         written (a full disk, a file where its folder goes, no permission) is
-        noted in ``failed`` and written no more by this ``Cache``: the
-        reconcile goes on without it."""
+        noted in ``failed``, and nothing more is written until it is reset
+        (each save of a reconcile's cache tries again): the reconcile goes on
+        without it."""
         if self.failed is not None:
             return
         tmp: str | None = None

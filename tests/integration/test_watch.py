@@ -527,3 +527,43 @@ def test_ctrl_c_stops_the_command_cleanly(tmp_path: Path) -> None:
         _, err = proc.communicate(timeout=WAIT)
     assert proc.returncode == 0, err
     assert "stopped watching" in err and "Traceback" not in err
+
+
+def test_a_watch_warns_while_its_cache_cannot_be_written_and_writes_it_once_it_can(
+        tmp_path: Path, watching: list[Watching]) -> None:
+    """A file where the cache's folder goes: the watch commits each push as a fresh
+    reconcile would, and warns from the round after a save failed; once the folder
+    can be made, the next save writes the cache and the warning ends."""
+    from reconciler.fleet import cache as cache_module
+
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    twin = Twin(path, tmp_path / "twin")
+    base = path / ".git" / "fleetq"
+    base.mkdir()
+    blocker = base / f"cache-v{cache_module.CACHE_FORMAT}-{cache_module.__version__}"
+    blocker.write_text("not a folder\n")
+    idle = threading.Event()  # set when the watch waits again: its round's cache saved
+
+    def warned(done: Round) -> bool:
+        assert done.outcome is not None and done.outcome.computed is not None
+        return any(p.path == ".git/fleetq" for p in done.outcome.computed.problems)
+
+    def push(name: str) -> Round:
+        assert idle.wait(WAIT), "the watch did not wait again"
+        idle.clear()
+        write_files(path, {f"jobs/{name}.yaml": pytorchjob(name, cpu="1")})
+        commit_all(path, name)
+        done = w.next()
+        assert committed(done) == twin.reconcile(rev(path, "main") or "")
+        return done
+
+    w = Watching(path, idle=idle.set)
+    watching.append(w)
+    first = w.next()
+    assert committed(first) == twin.reconcile(rev(path, "main") or "")
+    assert warned(push("b"))  # the save after the first round failed
+    assert idle.wait(WAIT)  # and so did the one after this round
+    blocker.unlink()
+    assert warned(push("c"))
+    assert not warned(push("d"))  # the save after round c made the folder
+    assert blocker.is_dir() and any(blocker.glob("state-*.pickle"))
