@@ -764,7 +764,7 @@ def _save_cache(cache: Cache | None, computed: Computed, state: str | None,
     if later is not None:
         later.append(functools.partial(_save_cache, cache, computed, state))
         return
-    cache.failed = None  # (tried again each time: a watch's folder may be writable again)
+    cache.try_writing_again()
     cache.save_jobs(computed.inputs.jobs_files)
     cache.save_inputs()
     if state is not None and state != computed.state_base:  # a state commit was made

@@ -302,10 +302,10 @@ def _run(inp: CycleInput, left_out: dict[JobKey, tuple[Job, PriorPlacement]],
         state._take_in_left_out()  # they are not parked (seed_settled)
     state.screen_inadmissible()  # 3
     state.seed_settled()
+    state.progress = progress
     for round_number in range(1, MAX_ROUNDS + 1):
         for pass_number in range(1, MAX_PASSES + 1):
             changes = state.changes
-            state.progress = progress
             state.pass_label = f"round {round_number}, pass {pass_number}"
             state.place_capacity_only()  # 4
             state.admit_queued()  # 5

@@ -102,9 +102,8 @@ class Cache:
     def _write(self, name: str, value: Any) -> None:
         """Write ``value`` as ``name`` whole or not at all. A cache that cannot be
         written (a full disk, a file where its folder goes, no permission) is
-        noted in ``failed``, and nothing more is written until it is reset
-        (each save of a reconcile's cache tries again): the reconcile goes on
-        without it."""
+        noted in ``failed``, and nothing more is written until
+        ``try_writing_again``: the reconcile goes on without it."""
         if self.failed is not None:
             return
         tmp: str | None = None
@@ -130,6 +129,11 @@ class Cache:
         for old in self._base.glob("cache-v*"):
             if old != self.dir:
                 shutil.rmtree(old, ignore_errors=True)
+
+    def try_writing_again(self) -> None:
+        """Let the next writes try, after one failed (``failed``): each save of a
+        reconcile's cache does, since a watch's folder may be writable again."""
+        self.failed = None
 
     # -- parsed jobs -------------------------------------------------------------
 
