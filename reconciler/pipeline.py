@@ -674,7 +674,7 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
     ``reconcile``; after it, one collection frees the round's cycles and what
     is left is frozen, so that the cache is never scanned again.
     """
-    cache = Cache(repo.git_dir)
+    cache = Cache(repo.git_dir, across_rounds=True)
     with contextlib.ExitStack() as undo, \
             RefWatcher(repo, [source_rev], interval=interval, remote=remote,
                        events=events) as watcher:
@@ -700,7 +700,7 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
                                  0.0, done.branch))
                     fault = True
                 if fault:
-                    cache = Cache(repo.git_dir)
+                    cache = Cache(repo.git_dir, across_rounds=True)
                 outcome = done.outcome
                 state, source = (outcome.state, outcome.source) if outcome else (None, None)
                 del done, outcome  # (an outcome holds the whole fleet: not kept while waiting)
@@ -759,11 +759,23 @@ def _watch_round(repo: FleetRepo, watcher: RefWatcher, cache: Cache, *, source_r
 
 def _save_cache(cache: Cache | None, computed: Computed, state: str | None,
                 later: list[Callable[[], None]] | None = None) -> None:
+    """Save what the next reconcile takes up from ``computed`` in the ``cache``:
+    now, a warning added to ``computed``'s problems should it not be written;
+    or, given ``later`` (a watch, which reports a round before it saves), by a
+    call appended to it, and a failure is told with the next round (it leaves
+    the round reported as it was)."""
     if cache is None:
         return
     if later is not None:
-        later.append(functools.partial(_save_cache, cache, computed, state))
+        later.append(functools.partial(_write_cache, cache, computed, state))
         return
+    _write_cache(cache, computed, state)
+    for problem in cache_problems(cache):
+        if problem not in computed.problems:
+            computed.problems.append(problem)
+
+
+def _write_cache(cache: Cache, computed: Computed, state: str | None) -> None:
     cache.try_writing_again()
     cache.save_jobs(computed.inputs.jobs_files)
     cache.save_inputs()
@@ -776,17 +788,13 @@ def _save_cache(cache: Cache | None, computed: Computed, state: str | None,
             rendered[path] = (made_of, content if isinstance(content, str)
                               else blob_id(content))
         cache.save_state(state, computed.written, rendered)
-    for problem in cache_problems(cache):
-        if problem not in computed.problems:
-            computed.problems.append(problem)
 
 
 def cache_problems(cache: Cache | None) -> list[Problem]:
     """A warning when the cache could not be written (the reconcile went on
     without it, and so will the next ones until it can be)."""
-    if cache is None or cache.failed is None:
-        return []
-    return [Problem(CACHE_PATH, 0, cache.failed, "warning")]
+    warning = cache.warning() if cache is not None else None
+    return [Problem(CACHE_PATH, 0, warning, "warning")] if warning is not None else []
 
 
 CACHE_PATH = ".git/fleetq"

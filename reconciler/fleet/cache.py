@@ -64,8 +64,12 @@ STATE_INPUTS = "inputs-of-state.pickle"  # (not state-*.pickle: those are decisi
 
 
 class Cache:
-    def __init__(self, git_dir: Path) -> None:
+    def __init__(self, git_dir: Path, *, across_rounds: bool = False) -> None:
+        """``across_rounds``: one cache kept by a process that reconciles again
+        and again (``fleetq watch``), which goes on from what it holds in memory
+        should its folder not be written."""
         base = git_dir / "fleetq"
+        self.across_rounds = across_rounds
         self.dir = base / f"cache-v{CACHE_FORMAT}-{__version__}"
         self._base = base
         self.shards: dict[str, dict[tuple[str, str], JobEntry]] = {}  # blob[:2] -> entries
@@ -115,9 +119,7 @@ class Cache:
             os.replace(tmp, self.dir / name)
         except OSError as exc:
             self.failed = (f"the cache could not be written ({exc.strerror or exc}: "
-                           f"{exc.filename or self.dir}); every reconcile reads and decides "
-                           f"the whole fleet until it can be: make {self._base} a folder "
-                           f"fleetq may write, or delete it")
+                           f"{exc.filename or self.dir})")
             if tmp is not None:
                 with contextlib.suppress(OSError):
                     Path(tmp).unlink(missing_ok=True)
@@ -129,6 +131,17 @@ class Cache:
         for old in self._base.glob("cache-v*"):
             if old != self.dir:
                 shutil.rmtree(old, ignore_errors=True)
+
+    def warning(self) -> str | None:
+        """What a reconcile tells of a cache that could not be written (``failed``),
+        with its consequence and the fix; ``None`` when it was written."""
+        if self.failed is None:
+            return None
+        then = ("this watch goes on from what it holds in memory, but a reconcile or a "
+                "watch started again reads and decides the whole fleet until it can be"
+                if self.across_rounds else
+                "every reconcile reads and decides the whole fleet until it can be")
+        return f"{self.failed}; {then}: make {self._base} a folder fleetq may write, or delete it"
 
     def try_writing_again(self) -> None:
         """Let the next writes try, after one failed (``failed``): each save of a

@@ -676,6 +676,7 @@ def test_a_cache_that_cannot_be_written_warns_and_the_reconcile_goes_on(
     warnings = [p for p in first.computed.problems if p.path == ".git/fleetq"]
     assert len(warnings) == 1 and warnings[0].severity == "warning"
     assert str(base) in warnings[0].message and "delete it" in warnings[0].message
+    assert "every reconcile reads and decides the whole fleet" in warnings[0].message
     assert blocker.read_text() == "not a folder\n"  # left as it was
 
     write_files(path, {"jobs/j5.yaml": pytorchjob("j5")})

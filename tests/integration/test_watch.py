@@ -532,8 +532,10 @@ def test_ctrl_c_stops_the_command_cleanly(tmp_path: Path) -> None:
 def test_a_watch_warns_while_its_cache_cannot_be_written_and_writes_it_once_it_can(
         tmp_path: Path, watching: list[Watching]) -> None:
     """A file where the cache's folder goes: the watch commits each push as a fresh
-    reconcile would, and warns from the round after a save failed; once the folder
-    can be made, the next save writes the cache and the warning ends."""
+    reconcile would, and warns from the round after a save failed (a round is
+    reported before its save, and left as reported), saying that it goes on from
+    memory; once the folder can be made, the next save writes the cache and the
+    warning ends."""
     from reconciler.fleet import cache as cache_module
 
     path = make_fleet_repo(tmp_path / "fleet", fleet_files())
@@ -546,7 +548,10 @@ def test_a_watch_warns_while_its_cache_cannot_be_written_and_writes_it_once_it_c
 
     def warned(done: Round) -> bool:
         assert done.outcome is not None and done.outcome.computed is not None
-        return any(p.path == ".git/fleetq" for p in done.outcome.computed.problems)
+        told = [p.message for p in done.outcome.computed.problems if p.path == ".git/fleetq"]
+        assert all("this watch goes on from what it holds in memory" in m
+                   and "delete it" in m for m in told), told
+        return bool(told)
 
     def push(name: str) -> Round:
         assert idle.wait(WAIT), "the watch did not wait again"
@@ -561,7 +566,9 @@ def test_a_watch_warns_while_its_cache_cannot_be_written_and_writes_it_once_it_c
     watching.append(w)
     first = w.next()
     assert committed(first) == twin.reconcile(rev(path, "main") or "")
+    assert not warned(first)
     assert warned(push("b"))  # the save after the first round failed
+    assert not warned(first)  # (and was not added to the round it followed)
     assert idle.wait(WAIT)  # and so did the one after this round
     blocker.unlink()
     assert warned(push("c"))
