@@ -1093,7 +1093,8 @@ class _Cycle:
                 if evicted_on:
                     reclaim = self._may_reclaim(p)
                     if ctx.could_fit(evicted_on, p.total, quota, p.priority, policy, reclaim,
-                                     first=True, pods=p.job.pod_sets):
+                                     first=True, pods=p.job.pod_sets,
+                                     failed=self._fail_memo.setdefault(p.shape, {})):
                         return True
         if ctx.last_seq == seq:
             return False

@@ -516,13 +516,17 @@ class PreemptionContext:
 
     def could_fit(self, clusters: list[str], total: ResourcesView, quota: str, priority: int,
                   policy: PreemptionPolicy, reclaim: bool, *, first: bool = False,
-                  pods: tuple[PodSet, ...] | None = None) -> list[str]:
+                  pods: tuple[PodSet, ...] | None = None,
+                  failed: dict[str, int] | None = None) -> list[str]:
         """Those of ``clusters`` (in order; only the first with ``first``) whose
         free sum would cover ``total`` if every job there that a job of
         ``quota`` and ``priority`` may evict left. A bound from running totals:
         lower-priority jobs of its own quota (by policy), and when it may
         reclaim, every job of a quota above its min. With ``pods`` (the job's),
-        a cluster where it may evict nothing counts only if they pack there now."""
+        a cluster where it may evict nothing counts only if they pack there now;
+        ``failed``: cluster -> its ``removals`` when pods of their shape last did
+        not pack there (read, and written when they do not): until something
+        leaves it, they do not pack there now either."""
         wanted = [(r, v) for r, v in total.items() if r != MAX_JOBS]
         evictable = [prio for prio in self.leaf_pool.get(quota, {})
                      if may_evict_priority(policy, prio, priority)]
@@ -549,12 +553,23 @@ class PreemptionContext:
             else:
                 if pods is not None and not _any_held(borrowed) and not (
                         own is not None and any(_any_held(own.get(prio)) for prio in evictable)
-                ) and cs.fits(pods, total) is None:
+                ) and not self._packs(cs, pods, total, failed):
                     continue  # nothing to evict there, and its pods do not pack as they are
                 out.append(name)
                 if first:
                     break
         return out
+
+    @staticmethod
+    def _packs(cs: ClusterState, pods: tuple[PodSet, ...], total: ResourcesView,
+               failed: dict[str, int] | None) -> bool:
+        if failed is not None and failed.get(cs.name) == cs.removals:
+            return False
+        if cs.fits(pods, total) is not None:
+            return True
+        if failed is not None:
+            failed[cs.name] = cs.removals
+        return False
 
     # -- fair sharing ----------------------------------------------------------
 
