@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +14,9 @@ import pytest
 from reconciler.core.model import Decision
 
 from .conftest import (
+    NOW,
     QUEUED_CLUSTER_POLICY,
+    REPO_ROOT,
     STATE,
     commit_all,
     git,
@@ -725,3 +730,47 @@ def test_a_long_reconcile_tells_how_far_parsing_and_scheduling_are(
     assert told.index(parsing[-1]) < told.index("scheduling")
     out, err = capfd.readouterr()
     assert "parsing" not in out + err  # the forked half told nobody
+
+
+def test_reconciles_run_at_once_in_one_clone_share_its_cache_safely(
+        tmp_path: Path, monkeypatch) -> None:
+    """A cron job and a git hook may reconcile the same clone at the same time:
+    each push is committed once, as a reconcile with no cache commits it, and
+    the cache they both read and write stays one that later reconciles take up."""
+    from reconciler import pipeline
+
+    path = fleet(tmp_path)
+    assert run_reconcile(path).commit is not None
+    env = {**os.environ, "GIT_AUTHOR_DATE": NOW, "GIT_COMMITTER_DATE": NOW}
+    for push in range(3):
+        base = rev(path, STATE)
+        assert base is not None
+        write_files(path, {f"jobs/new-{push}.yaml": pytorchjob(f"new-{push}", cpu="20")})
+        commit_all(path, f"push {push}")
+        runs = [subprocess.Popen(
+            [sys.executable, "-m", "reconciler.cli", "reconcile", "--repo", str(path),
+             "--now", NOW, "-q"], cwd=REPO_ROOT, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+        outputs = [run.communicate(timeout=120) for run in runs]
+        assert [run.returncode for run in runs] == [0, 0, 0], outputs
+        assert not any(err for _, err in outputs), outputs
+        assert git(path, "rev-list", "--count", f"{base}..{STATE}").strip() == "1"
+        tree = rev(path, f"{STATE}^{{tree}}")
+        assert tree == reconciled_from_scratch(path, tmp_path / f"full-{push}", base)
+        (cache,) = cache_dirs(path)
+        assert not list(cache.glob(".tmp-*"))
+    # The cache they left is taken up: the state's decisions and the parsed jobs
+    # are there, so the jobs the state queued count as settled after one more push.
+    base = rev(path, STATE)
+    assert base is not None and (cache / f"state-{base}.pickle").is_file()
+    queued = {k for k, item in placements(path).items() if item["phase"] == "Queued"}
+    assert queued
+    seen: list[frozenset] = []
+    real = pipeline._settled
+    monkeypatch.setattr(pipeline, "_settled", lambda *args: seen.append(real(*args)) or seen[-1])
+    write_files(path, {"jobs/last.yaml": pytorchjob("last")})
+    commit_all(path, "last push")
+    run_reconcile(path)
+    assert [{f"{k.namespace}/{k.name}" for k in s} for s in seen] == [queued]
+    assert rev(path, f"{STATE}^{{tree}}") == reconciled_from_scratch(
+        path, tmp_path / "full-last", base)
