@@ -10,6 +10,10 @@ heads are compared on the very same input and shown to decide the same::
     python -m benchmarks.cycle capture FLEET cold.pickle --cold
     python -m benchmarks.cycle run cold.pickle [--fleetq ../other-checkout] [--repeat 3]
     python -m benchmarks.cycle run incremental.pickle --ahead
+    python -m benchmarks.cycle run cold.pickle --passes
+
+``--passes`` also prints each pass of step 5: its seconds, and the queued jobs
+it asked (-1 for a checkout that does not count them), admitted and evicted.
 
 Run two ``run`` commands at the same time (one per core) to compare two heads
 in the same minute: the machine's speed moves from hour to hour.
@@ -61,6 +65,29 @@ from reconciler.core.cycle import reconcile_cycle
 with open(sys.argv[1], "rb") as fh:
     inp = pickle.load(fh)
 ahead = sys.argv[3] == "ahead" and hasattr(cycle, "prepare")
+if sys.argv[4] == "passes":
+    admit_queued = cycle._Cycle.admit_queued
+    number = 0
+
+    def timed(state):
+        global number
+        number += 1
+        before = (time.perf_counter(), len(state.admitted), state.evictions)
+        admit_queued(state)
+        name = getattr(state, "pass_label", "") or f"pass {number}"
+        print(f"pass\t{name}\t{time.perf_counter() - before[0]:.6f}\t"
+              f"{getattr(state, '_asked', -1)}\t{len(state.admitted) - before[1]}\t"
+              f"{state.evictions - before[2]}", flush=True)
+
+    def numbered(*args):
+        global number
+        number = 0
+        return reconcile_cycle_unnumbered(*args)
+
+    reconcile_cycle_unnumbered = reconcile_cycle
+    reconcile_cycle = numbered
+
+    cycle._Cycle.admit_queued = timed
 if ahead:  # the input the state's reconcile expected next: without the jobs new to it
     expected = replace(inp, jobs=tuple(j for j in inp.jobs if j.key in inp.prior),
                        settled=frozenset())
@@ -92,18 +119,34 @@ def capture(fleet: Path, out: Path, *, cold: bool, fleetq: Path = ROOT) -> None:
         raise SystemExit(f"{fleet}: no cycle input was captured")
 
 
+# A pass of step 5: its name (round and pass), seconds, and the queued jobs it
+# asked, admitted and evicted (admitted: the change in admitted jobs, so a pass
+# whose victims outnumber its admissions counts fewer than none).
+Pass = tuple[str, float, int, int, int]
+
+
 def run(captured: Path, *, repeat: int = 1, fleetq: Path = ROOT,
-        ahead: bool = False) -> list[tuple[float, int, str]]:
+        ahead: bool = False, passes: list[list[Pass]] | None = None
+        ) -> list[tuple[float, int, str]]:
     """(seconds, decisions, hash of the decisions) of each run of the cycle;
     with ``ahead``, steps 1-2 of the jobs the prior admitted done ahead (by a
     fleetq that has ``prepare``), on the input without the jobs the prior does
-    not hold, as a watch does them before a push of new job files; not timed."""
+    not hold, as a watch does them before a push of new job files; not timed.
+    ``passes``: given, each run's passes of step 5 are appended to it."""
     done = _child(RUN, fleetq, str(captured.resolve()), str(repeat),
-                  "ahead" if ahead else "whole")
+                  "ahead" if ahead else "whole", "passes" if passes is not None else "")
     out = []
+    these: list[Pass] = []
     for line in done.stdout.splitlines():
+        if line.startswith("pass\t"):
+            _, name, seconds, asked, admitted, evicted = line.split("\t")
+            these.append((name, float(seconds), int(asked), int(admitted), int(evicted)))
+            continue
         seconds, count, digest = line.split()
         out.append((float(seconds), int(count), digest))
+        if passes is not None:
+            passes.append(these)
+            these = []
     return out
 
 
@@ -120,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ahead", action="store_true",
                    help="steps 1-2 of the jobs admitted before done ahead, untimed, as a "
                         "watch does them before a push of new jobs")
+    p.add_argument("--passes", action="store_true",
+                   help="also print each pass of step 5: seconds, jobs asked, admitted "
+                        "and evicted")
     for p in sub.choices.values():
         p.add_argument("--fleetq", type=Path, default=ROOT,
                        help="the checkout whose fleetq runs (default: this one)")
@@ -129,9 +175,14 @@ def main(argv: list[str] | None = None) -> int:
         capture(args.fleet, args.out, cold=args.cold, fleetq=fleetq)
         print(f"captured {args.out} ({args.out.stat().st_size:,} bytes)")
         return 0
-    for seconds, count, digest in run(args.captured, repeat=args.repeat, fleetq=fleetq,
-                                      ahead=args.ahead):
+    passes: list[list[Pass]] | None = [] if args.passes else None
+    runs = run(args.captured, repeat=args.repeat, fleetq=fleetq, ahead=args.ahead,
+               passes=passes)
+    for i, (seconds, count, digest) in enumerate(runs):
         print(f"cycle {seconds:.2f} s  {count} decisions  {digest}  (fleetq of {fleetq})")
+        for name, took, asked, admitted, evicted in passes[i] if passes is not None else ():
+            print(f"  {name}: {took:.2f} s, {asked} queued jobs asked, {admitted} admitted, "
+                  f"{evicted} evicted")
     return 0
 
 

@@ -72,8 +72,17 @@ def test_the_captured_cycle_input_decides_what_the_reconcile_decided(tmp_path: P
     cold = tmp_path / "cold.pickle"
     capture(repo, cold, cold=True)
     first = reconcile(FleetRepo(repo), now=parse_now(NOW))
-    runs = run_cycle(cold, repeat=2)
+    passes: list = []
+    runs = run_cycle(cold, repeat=2, passes=passes)
     assert [(count, h) for _, count, h in runs] == [(120, digest(first.decisions))] * 2
+    # each run's passes of step 5: every queued job admitted in one of them, and the
+    # last one changed nothing (that is how the cycle knows it is done)
+    assert len(passes) == 2 and passes[0][0][0] == "round 1, pass 1"
+    admitted = sum(d.phase.value == "Admitted" for d in first.decisions)
+    for each in passes:
+        assert [p[0] for p in each] == [p[0] for p in passes[0]]
+        assert sum(p[3] for p in each) == admitted > 0
+        assert each[-1][3:] == (0, 0) and all(p[2] >= p[3] for p in each)
 
     add_job(repo, index=121)  # decided from the state and the cache
     warm = tmp_path / "warm.pickle"
