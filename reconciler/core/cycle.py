@@ -533,6 +533,10 @@ class _Cycle:
         self.parked: Parked | None = None
         self._parking = False
         self._reclaims: dict[object, tuple[int, bool]] = {}  # see _park
+        # (quota, priority, policy, enqueue time or "", seq) -> (quota's version, answer):
+        # see _newer_victim
+        self._newer_victims: dict[tuple[str, int, PreemptionPolicy, str, int],
+                                  tuple[int, bool]] = {}
         if PARK_ALWAYS:
             self._start_parking()
 
@@ -874,6 +878,7 @@ class _Cycle:
         # during the loop goes back into its queue (keeping its enqueue time)
         # and may be admitted again, elsewhere, in this same cycle.
         self._queues: dict[str, list[tuple[str, _Pending]]] = {}
+        self._newer_victims.clear()  # (answers of the last pass: their seqs are past)
         for p in self.pending.values():
             if p.policy.queued and p.job.key not in self.admitted and p.quota is not None:
                 self._queues.setdefault(p.quota, []).append((p.order, p))
@@ -943,9 +948,11 @@ class _Cycle:
         if TRY_ALWAYS:
             return
         heads, failed_of = self._heads, self._failed
+        first = heads[0][0] if heads else None  # (no head is pushed or popped here)
+        share = self.preemption.dominant_share(leaf)  # (nor is the leaf's usage changed)
         while queue:
             q = queue[0][1]
-            if heads and self._head_key(leaf, q) >= heads[0][0]:
+            if first is not None and (-q.priority, share, q.after_priority) >= first:  # _head_key
                 return  # another queue's head comes first (or a stale entry: asked as before)
             key = q.job.key
             if key in parked:
@@ -1098,20 +1105,42 @@ class _Cycle:
                         return True
         if ctx.last_seq == seq:
             return False
-        if ctx.last_seq_in.get(quota, 0) > seq and any(
-                at > seq and may_evict_priority(policy, prio, p.priority)
-                for prio, at in ctx.newest_victim.get(quota, {}).items()):
-            for victim in reversed(ctx.by_quota[quota].values()):  # newest first
-                if victim.seq <= seq:
-                    break
-                if victim.can_be_victim and eligible_same_quota(
-                        policy, victim, p.priority, p.enqueued_at):
-                    return True
+        if ctx.last_seq_in.get(quota, 0) > seq and self._newer_victim(p, policy, seq):
+            return True
         if ctx.newest_borrowing(quota) <= seq:
             return False  # no borrowing quota has a job it could reclaim that is new
         if reclaim is None:
             reclaim = self._may_reclaim(p)
         return reclaim
+
+    def _newer_victim(self, p: _Pending, policy: PreemptionPolicy, seq: int) -> bool:
+        """Is a job of ``p``'s quota that ``p`` may preempt there (by ``policy``,
+        its quota's), admitted after ``seq``? The same for every job of the quota
+        with ``p``'s priority (and enqueue time, where the policy compares it)
+        until a job of the quota comes or goes: asked of most waiting jobs again
+        at each pass, it is kept for the pass (a few thousand answers at 100,000
+        jobs)."""
+        assert p.quota is not None
+        ctx, quota = self.preemption, p.quota
+        enqueued = p.enqueued_at if policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY \
+            else ""
+        ck = (quota, p.priority, policy, enqueued, seq)
+        version = ctx.version_of(quota)
+        known = self._newer_victims.get(ck)
+        if known is not None and known[0] == version:
+            return known[1]
+        found = False
+        if any(at > seq and may_evict_priority(policy, prio, p.priority)
+               for prio, at in ctx.newest_victim.get(quota, {}).items()):
+            for victim in reversed(ctx.by_quota[quota].values()):  # newest first
+                if victim.seq <= seq:
+                    break
+                if victim.can_be_victim and eligible_same_quota(
+                        policy, victim, p.priority, p.enqueued_at):
+                    found = True
+                    break
+        self._newer_victims[ck] = (version, found)
+        return found
 
     def _attempt(self, p: _Pending) -> Blocked | None:
         """Admit ``p`` (``None``), or say what blocked it.

@@ -13,9 +13,18 @@ import pytest
 
 from reconciler.core import cycle
 from reconciler.core.cycle import CycleInput, _Cycle
-from reconciler.core.model import JobKey
-from reconciler.core.preemption import Blocked, find_victims
-from tests.builders import GPU, JobBuilder, cycle_input, gpu_cluster, gpu_job, quota, simple_tree
+from reconciler.core.model import JobKey, PreemptionPolicy
+from reconciler.core.preemption import Admitted, Blocked, find_victims
+from tests.builders import (
+    GPU,
+    JobBuilder,
+    cycle_input,
+    gpu_cluster,
+    gpu_job,
+    quota,
+    res,
+    simple_tree,
+)
 
 
 def t(second: int) -> str:
@@ -153,3 +162,24 @@ def test_the_room_candidates_hold_is_that_of_the_cluster_as_it_is_now() -> None:
     cs.remove(a1.key, a1.pod_sets)
     assert ctx.room_of("c", (own,))[0][GPU] == 4000
     assert ctx.room_of("c", (own,)) == cs.room_of((v.key, v.pod_sets) for _, v, _ in own.items)
+
+
+def test_a_newer_job_it_may_preempt_helps_it_until_that_job_leaves() -> None:
+    """x (qa, priority 0) failed. A lower-priority job of qa admitted since may
+    be preempted by x: that may help it. The answer is kept for the jobs alike
+    in the pass, but not past a job of qa coming or going: once that job left,
+    nothing newer in qa helps x."""
+    state = first_pass(full_root())
+    ctx = state.preemption
+    x = state.pending[key(state, "x")]
+    _, seq, _, _ = state._failed[x.job.key]
+    policy = PreemptionPolicy.LOWER_PRIORITY
+    assert not state._newer_victim(x, policy, seq)
+    low = Admitted(key=JobKey("kubeflow.org", "PyTorchJob", "team-a", "low"), quota="root/qa",
+                   priority=-1, preemptible=True, requests=res(gpu=1), cluster="c",
+                   pod_sets=(), admitted_at=t(9), enqueued_at=t(9), seq=ctx.next_seq())
+    ctx.add(low)
+    assert state._newer_victim(x, policy, seq)
+    assert not state._newer_victim(x, PreemptionPolicy.NEVER, seq)
+    ctx.remove(low.key)
+    assert not state._newer_victim(x, policy, seq)
