@@ -13,8 +13,11 @@ import pytest
 
 from reconciler.core import cycle
 from reconciler.core.cycle import CycleInput, _Cycle
-from reconciler.core.model import JobKey, PreemptionPolicy
-from reconciler.core.preemption import Admitted, Blocked, find_victims
+from reconciler.core.gang import ClusterState, Fit, job_cluster_total
+from reconciler.core.model import FleetSettings, JobKey, PodSet, PreemptionPolicy
+from reconciler.core.preemption import Admitted, Blocked, PreemptionContext, find_victims
+from reconciler.core.quota import QuotaUsage
+from reconciler.core.resources import ResourcesView
 from tests.builders import (
     GPU,
     JobBuilder,
@@ -24,6 +27,7 @@ from tests.builders import (
     quota,
     res,
     simple_tree,
+    tree,
 )
 
 
@@ -183,3 +187,38 @@ def test_a_newer_job_it_may_preempt_helps_it_until_that_job_leaves() -> None:
     assert not state._newer_victim(x, PreemptionPolicy.NEVER, seq)
     ctx.remove(low.key)
     assert not state._newer_victim(x, policy, seq)
+
+
+def test_could_fit_keeps_where_pods_did_not_pack_until_something_leaves() -> None:
+    """``could_fit`` with the pods of a job that may evict nothing: a cluster
+    counts only if they pack there now. Where they did not, that is noted
+    (with the cluster's removals) and not packed again until a job leaves."""
+    usage = QuotaUsage(tree(quota("root", quota("a", min={"gpu": "8"}, max={"gpu": "16"},
+                                                ns=["team-a"]),
+                                  min={"gpu": "16"}, max={"gpu": "16"})))
+    c1 = ClusterState(gpu_cluster("c1", 4, 4))
+    ctx = PreemptionContext(usage=usage, clusters={"c1": c1}, settings=FleetSettings())
+    blocker = gpu_job("blocker", 2).obj()
+    placed = c1.fit(blocker.key, blocker.pod_sets, job_cluster_total(blocker.pod_sets))
+    assert isinstance(placed, Fit)
+    c1.place(blocker.key, blocker.pod_sets, placed)  # 6 GPUs free: 2 on one node, 4 on other
+    gang = gpu_job("gang", 3, replicas=2).obj()  # two pods of 3 GPUs: only one node takes one
+    total = job_cluster_total(gang.pod_sets)
+    packed: list[str] = []
+    fits = c1.fits
+
+    def counted(pods: tuple[PodSet, ...], want: ResourcesView) -> Fit | None:
+        packed.append("c1")
+        return fits(pods, want)
+
+    c1.fits = counted  # type: ignore[method-assign]
+    failed: dict[str, int] = {}
+
+    def ask() -> list[str]:
+        return ctx.could_fit(["c1"], total, "root/a", 0, PreemptionPolicy.LOWER_PRIORITY,
+                             False, first=True, pods=gang.pod_sets, failed=failed)
+
+    assert ask() == [] and packed == ["c1"] and failed == {"c1": c1.removals}
+    assert ask() == [] and packed == ["c1"]  # nothing left since: not packed again
+    c1.remove(blocker.key, blocker.pod_sets)
+    assert ask() == ["c1"] and packed == ["c1", "c1"]
