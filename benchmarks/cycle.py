@@ -22,10 +22,11 @@ in the same minute: the machine's speed moves from hour to hour.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from benchmarks.pushes import fleetq_env
 
 ROOT = Path(__file__).resolve().parent.parent
 NOW = "2026-01-02T00:00:00Z"
@@ -67,25 +68,13 @@ with open(sys.argv[1], "rb") as fh:
 ahead = sys.argv[3] == "ahead" and hasattr(cycle, "prepare")
 if sys.argv[4] == "passes":
     admit_queued = cycle._Cycle.admit_queued
-    number = 0
 
     def timed(state):
-        global number
-        number += 1
         before = (time.perf_counter(), len(state.admitted), state.evictions)
         admit_queued(state)
-        name = getattr(state, "pass_label", "") or f"pass {number}"
-        print(f"pass\t{name}\t{time.perf_counter() - before[0]:.6f}\t"
-              f"{getattr(state, '_asked', -1)}\t{len(state.admitted) - before[1]}\t"
-              f"{state.evictions - before[2]}", flush=True)
-
-    def numbered(*args):
-        global number
-        number = 0
-        return reconcile_cycle_unnumbered(*args)
-
-    reconcile_cycle_unnumbered = reconcile_cycle
-    reconcile_cycle = numbered
+        print(f"pass\t{getattr(state, 'pass_label', '')}\t"
+              f"{time.perf_counter() - before[0]:.6f}\t{getattr(state, '_asked', -1)}\t"
+              f"{len(state.admitted) - before[1]}\t{state.evictions - before[2]}", flush=True)
 
     cycle._Cycle.admit_queued = timed
 if ahead:  # the input the state's reconcile expected next: without the jobs new to it
@@ -106,8 +95,7 @@ for _ in range(int(sys.argv[2])):
 
 def _child(script: str, fleetq: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", script, *args], cwd=fleetq, check=True,
-                          env=dict(os.environ, PYTHONPATH=str(fleetq)), text=True,
-                          stdout=subprocess.PIPE)
+                          env=fleetq_env(fleetq), text=True, stdout=subprocess.PIPE)
 
 
 def capture(fleet: Path, out: Path, *, cold: bool, fleetq: Path = ROOT) -> None:
@@ -140,6 +128,7 @@ def run(captured: Path, *, repeat: int = 1, fleetq: Path = ROOT,
     for line in done.stdout.splitlines():
         if line.startswith("pass\t"):
             _, name, seconds, asked, admitted, evicted = line.split("\t")
+            name = name or f"pass {len(these) + 1}"  # (a checkout that does not name them)
             these.append((name, float(seconds), int(asked), int(admitted), int(evicted)))
             continue
         seconds, count, digest = line.split()

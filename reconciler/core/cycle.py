@@ -952,7 +952,7 @@ class _Cycle:
         share = self.preemption.dominant_share(leaf)  # (nor is the leaf's usage changed)
         while queue:
             q = queue[0][1]
-            if first is not None and (-q.priority, share, q.after_priority) >= first:  # _head_key
+            if first is not None and self._head_key(leaf, q, share) >= first:
                 return  # another queue's head comes first (or a stale entry: asked as before)
             key = q.job.key
             if key in parked:
@@ -1012,10 +1012,14 @@ class _Cycle:
         self._head_version[leaf] = version
         heapq.heappush(self._heads, (self._head_key(leaf, queue[0][1]), leaf, version))
 
-    def _head_key(self, leaf: str, p: _Pending) -> tuple[int, float, str]:
+    def _head_key(self, leaf: str, p: _Pending, share: float | None = None
+                  ) -> tuple[int, float, str]:
         """Across queues: priority desc, then dominant share asc, then enqueue time
-        (then namespace/name, group and kind: ``after_priority``)."""
-        return (-p.priority, self.preemption.dominant_share(leaf), p.after_priority)
+        (then namespace/name, group and kind: ``after_priority``). ``share``: the
+        leaf's dominant share, when the caller has it."""
+        if share is None:
+            share = self.preemption.dominant_share(leaf)
+        return (-p.priority, share, p.after_priority)
 
     def _quota_shortfall(self, p: _Pending) -> str | None:
         if not p.policy.queued or self.usage is None or p.quota is None:
