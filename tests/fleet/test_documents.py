@@ -43,6 +43,7 @@ CASES = {
     "documents with empties": b"---\na: 1\n---\n---\n- x\n...\n",
     "nested flow and block":
         b"spec: {template: {spec: {containers: [{name: c, args: [1, '2']}]}}}\n",
+    "quoted and block scalars": b"a: 'yes'\nb: \"1\"\nc: |\n  2\nd: >\n  ~\n'e': 1\n\"3\": f\n",
 }
 
 
@@ -97,3 +98,20 @@ _value = st.recursive(_scalar, lambda inner: st.one_of(
 def test_any_dumped_value_reads_back_as_pyyaml_reads_it(value: object, flow: bool) -> None:
     data = yaml.safe_dump({"v": value}, default_flow_style=flow).encode()
     assert repr(values(data)) == repr(pyyaml(data))
+
+
+def test_path_resolvers_registered_on_pyyamls_loaders_do_not_reach_it() -> None:
+    """fleetq's loader has no path resolvers (its composer hooks for them do
+    nothing): one registered on PyYAML's loader changes PyYAML's values only."""
+    data = b"spec:\n  replicas: 2\n"
+    was = yaml.CSafeLoader.__dict__.get("yaml_path_resolvers")
+    yaml.add_path_resolver("tag:yaml.org,2002:set", ["spec"], dict, Loader=yaml.CSafeLoader)
+    try:
+        assert pyyaml(data) == [{"spec": {"replicas"}}]  # (it took effect there)
+        assert values(data) == [{"spec": {"replicas": 2}}]
+    finally:
+        if was is None:
+            del yaml.CSafeLoader.yaml_path_resolvers
+        else:
+            yaml.CSafeLoader.yaml_path_resolvers = was
+    assert values(data) == pyyaml(data)
