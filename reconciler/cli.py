@@ -24,18 +24,20 @@ from reconciler import __version__
 from reconciler.core.explain import explain_decision
 from reconciler.core.model import Phase
 from reconciler.fleet.cache import Cache
-from reconciler.fleet.documents import parse_documents
-from reconciler.fleet.state import PLACEMENTS, decision_item
+from reconciler.fleet.state import decision_item
 from reconciler.gitops.repo import FleetRepo, GitError
 from reconciler.pipeline import (
+    Computed,
     Outcome,
     Round,
     compute,
     diff_trees,
     parse_now,
     reconcile,
+    save_read,
     settings_branch,
     settings_remote,
+    state_items,
     state_ref,
     watch,
 )
@@ -115,7 +117,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     args.remote = _remote(repo, args, args.source)
     show = sys.stderr.isatty() and not args.quiet
-    cache = None if args.no_cache else Cache(repo.git_dir)
+    cache = _cache(repo, args)
     outcome = reconcile(repo, source_rev=args.source, state_branch=args.state_branch,
                         remote=args.remote, now=parse_now(args.now),
                         progress=_progress(show), use_cache=cache is not None, cache=cache)
@@ -127,7 +129,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     print(_outcome_line(outcome, branch))
     if args.output != "none":
         items = ([decision_item(d) for d in outcome.decisions] if outcome.computed
-                 else _state_items(repo, branch))
+                 else _state_items(repo, branch, cache))
         _print_data(items, args.output)
     return EXIT_OK
 
@@ -192,16 +194,32 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _state_items(repo: FleetRepo, branch: str) -> list[dict[str, Any]]:
+def _state_items(repo: FleetRepo, branch: str, cache: Cache | None) -> list[dict[str, Any]]:
     sha = repo.resolve(state_ref(branch))
     if sha is None:
         raise GitError(f"no state branch {branch!r} yet; run `fleetq reconcile` first")
-    data = repo.read_file(sha, PLACEMENTS)
-    docs, problem = parse_documents(PLACEMENTS, data or b"")  # one parse: it can be large
+    items, problem = state_items(repo, sha, cache)
     if problem is not None:
         print(problem, file=sys.stderr)
-    items = docs[0].value.get("items") if docs and isinstance(docs[0].value, dict) else []
-    return list(items or [])
+    return items
+
+
+def _cache(repo: FleetRepo, args: argparse.Namespace) -> Cache | None:
+    """The repository's cache (``.git/fleetq``), unless ``--no-cache``."""
+    return None if args.no_cache else Cache(repo.git_dir)
+
+
+def _computed(repo: FleetRepo, args: argparse.Namespace, *, state_base: str | None,
+              now: str | None) -> Computed:
+    """``compute`` for a command that commits nothing (plan, explain, validate):
+    with the cache, which it leaves holding the files it parsed and the fleet
+    it read, for the next command or reconcile."""
+    cache = _cache(repo, args)
+    computed = compute(repo, source_rev=args.source, state_base=state_base,
+                       now=parse_now(now), cache=cache, save_behind=True)
+    save_read(cache, computed)
+    _keep_to_the_end(cache, computed)
+    return computed
 
 
 def _branch(repo: FleetRepo, args: argparse.Namespace) -> str:
@@ -210,7 +228,7 @@ def _branch(repo: FleetRepo, args: argparse.Namespace) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
-    items = _state_items(repo, _branch(repo, args))
+    items = _state_items(repo, _branch(repo, args), _cache(repo, args))
     if args.phase:
         items = [i for i in items if i.get("phase", "").lower() == args.phase.lower()]
     if args.namespace:
@@ -221,7 +239,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
-    computed = compute(repo, source_rev=args.source, state_base=None, now=parse_now(None))
+    computed = _computed(repo, args, state_base=None, now=None)
     problems = computed.problems
     errors = [p for p in problems if p.severity == "error"]
     if args.output == "json":
@@ -239,7 +257,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_queue(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
-    items = [i for i in _state_items(repo, _branch(repo, args)) if i.get("phase") == "Queued"]
+    items = [i for i in _state_items(repo, _branch(repo, args), _cache(repo, args))
+             if i.get("phase") == "Queued"]
     if args.quota:
         items = [i for i in items if i.get("quota") in (args.quota, f"root/{args.quota}")]
     items.sort(key=lambda i: (str(i.get("quota")), i.get("position") or 0))
@@ -263,7 +282,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     args.remote = _remote(repo, args, args.source)
     branch = _branch(repo, args)
     base = repo.fetch(args.remote, branch) if args.remote else repo.resolve(state_ref(branch))
-    computed = compute(repo, source_rev=args.source, state_base=base, now=parse_now(args.now))
+    computed = _computed(repo, args, state_base=base, now=args.now)
     tree = repo.write_tree(computed.files)
     files = diff_trees(repo, base, computed.files) if tree != computed.state_tree else []
     changed = bool(files)
@@ -297,7 +316,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     branch = _branch(repo, args)
     base = repo.resolve(state_ref(branch))
-    computed = compute(repo, source_rev=args.source, state_base=base, now=parse_now(args.now))
+    computed = _computed(repo, args, state_base=base, now=args.now)
     wanted = args.job
     namespace, _, name = wanted.rpartition("/")
     matches = [d for d in computed.result.decisions if d.key.name == name
@@ -394,6 +413,10 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("-o", "--output", choices=["table", "json", "yaml", "wide"],
                            default="table", help="output format (default: table)")
 
+    def no_cache(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--no-cache", action="store_true",
+                       help="read and parse every file again (the cache is in .git/fleetq)")
+
     p = sub.add_parser("reconcile", help="decide and commit the state branch")
     common(p, output=False)
     p.add_argument("-o", "--output", choices=["none", "table", "json", "yaml"], default="none")
@@ -403,8 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: fleet.yaml's spec.remote; '' for none)")
     p.add_argument("--now", default=None, help="fix the clock (RFC 3339)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    p.add_argument("--no-cache", action="store_true",
-                   help="parse every file again (the cache is in .git/fleetq)")
+    no_cache(p)
     p.set_defaults(func=cmd_reconcile)
 
     p = sub.add_parser("watch", help="reconcile each new commit of the source, until stopped")
@@ -427,11 +449,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state-branch", default=None)
     p.add_argument("--phase", default=None, help="only jobs in this phase")
     p.add_argument("-n", "--namespace", default=None)
+    no_cache(p)
     p.set_defaults(func=cmd_status, wide=False)
 
     p = sub.add_parser("validate", help="check the fleet repo; exit 1 on errors")
     common(p)
     p.add_argument("--source", default="HEAD")
+    no_cache(p)
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("plan", help="show what a reconcile of a revision would change")
@@ -442,12 +466,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "remote (default: fleet.yaml's spec.remote; '' for none)")
     p.add_argument("--now", default=None, help="fix the clock (RFC 3339)")
     p.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes")
+    no_cache(p)
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("queue", help="list the queued jobs in queue order")
     common(p)
     p.add_argument("--state-branch", default=None)
     p.add_argument("--quota", default=None, help="only this queue (quota path)")
+    no_cache(p)
     p.set_defaults(func=cmd_queue, wide=False)
 
     p = sub.add_parser("explain", help="why a job waits and what would let it run")
@@ -456,6 +482,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", default="HEAD")
     p.add_argument("--state-branch", default=None)
     p.add_argument("--now", default=None)
+    no_cache(p)
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("demo", help="run the whole loop on the bundled template")

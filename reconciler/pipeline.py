@@ -49,6 +49,9 @@ from reconciler.fleet.jobs import JobSource
 from reconciler.fleet.state import (
     PLACEMENTS,
     Written,
+    items_of,
+    placements_file,
+    read_items,
     read_placements,
     render_placements_reusing,
 )
@@ -775,6 +778,13 @@ def _save_cache(cache: Cache | None, computed: Computed, state: str | None,
             computed.problems.append(problem)
 
 
+def save_read(cache: Cache | None, computed: Computed) -> None:
+    """Save in the ``cache`` what a command that makes no state commit (plan,
+    explain, validate) read: the jobs it parsed and the fleet; a warning is
+    added to ``computed``'s problems should it not be written."""
+    _save_cache(cache, computed, None)
+
+
 def _write_cache(cache: Cache, computed: Computed, state: str | None) -> None:
     cache.try_writing_again()
     cache.save_jobs(computed.inputs.jobs_files)
@@ -798,6 +808,23 @@ def cache_problems(cache: Cache | None) -> list[Problem]:
 
 
 CACHE_PATH = ".git/fleetq"
+
+
+def state_items(repo: FleetRepo, state: str, cache: Cache | None = None
+                ) -> tuple[list[Any], Problem | None]:
+    """The items of state commit ``state``'s placements.yaml (``fleetq status``,
+    ``queue``), and the problem that stops the file being read, if any: from
+    the decisions ``cache`` kept of that state when it has them and they make
+    that very file (its blob id: a cache of another file, or a damaged one,
+    is not used), which takes a tenth of the time of reading it; else read
+    from the file (``read_items``)."""
+    cached = cache.load_state(state) if cache is not None else None
+    if cached is not None:
+        got = items_of(cached[0])
+        if got is not None and blob_id(placements_file(got[0])) == \
+                repo.blob_of(state, PLACEMENTS):
+            return got[1], None
+    return read_items(repo.read_file(state, PLACEMENTS))
 
 
 def diff_trees(repo: FleetRepo, base: str | None, files: dict[str, bytes | str]

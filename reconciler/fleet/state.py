@@ -10,13 +10,13 @@ from __future__ import annotations
 import dataclasses
 import operator
 import re
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from typing import Any
 
 from reconciler.core.model import Decision, JobKey, Phase, PodSetCount, PriorPlacement, evolve
 from reconciler.core.problems import Problem
 from reconciler.core.resources import format_resources
-from reconciler.fleet.documents import parse_documents
+from reconciler.fleet.documents import Document, parse_documents
 from reconciler.halves import in_two, two_cores
 from reconciler.jobkinds.base import ManifestError, parse_resources
 from reconciler.render import yamltext
@@ -200,7 +200,6 @@ def render_placements_reusing(decisions: Iterable[Decision], before: Mapping[
     is such a set when the cycle's priors are ``before``'s, as this version
     wrote them: a job's api_version and requests are then those its blob gave
     the prior.) Many new items are formatted by two processes (``in_two``)."""
-    head = f"apiVersion: {API_VERSION}\nkind: PlacementList\n"
     decisions = list(decisions)
     reused: list[tuple[PriorPlacement, bytes] | None] = []
     new: list[Decision] = []
@@ -220,17 +219,26 @@ def render_placements_reusing(decisions: Iterable[Decision], before: Mapping[
     # Each item encoded at once, joined once: a large fleet's file is held
     # twice at most (its items, then the file), never also as text.
     written: Written = {}
-    lines = []
+    lines = [_HEAD_LINES]
     for d, was in zip(decisions, reused, strict=True):
         if was is None:
             was = (prior_from_decision(d), next(texts))
         written[d.key] = was
         lines.append(was[1])
-    if not lines:
-        return (head + "items: []\n").encode(), written
-    lines.insert(0, (head + "items:").encode())
+    return _joined(lines), written
+
+
+def placements_file(items: Iterable[bytes]) -> bytes:
+    """``placements.yaml`` of its items as written (``Written``'s), in order."""
+    return _joined([_HEAD_LINES, *items])
+
+
+def _joined(lines: list[bytes]) -> bytes:
+    """The file of ``lines``: its head, then an item's text each (emptied)."""
+    if len(lines) == 1:
+        return _HEAD_LINES[:-len(b"items:")] + b"items: []\n"
     lines.append(b"")
-    return b"\n".join(lines), written
+    return b"\n".join(lines)
 
 
 PARALLEL_MIN_ITEMS = 5000  # fewer new items than this are formatted in one process
@@ -241,6 +249,7 @@ def _encoded_items(decisions: Sequence[Decision]) -> list[bytes]:
 
 
 _HEAD = f"apiVersion: {API_VERSION}\nkind: PlacementList\nitems:\n".encode()
+_HEAD_LINES = _HEAD[:-1]  # (joined to the items by a line break)
 _ITEM_START = re.compile(rb"\n- ")
 CHUNK_ITEMS = 1000  # items parsed at once when reading the file as written
 
@@ -255,18 +264,65 @@ def read_placements(data: bytes | None) -> tuple[dict[JobKey, PriorPlacement], l
     """
     if not data:
         return {}, []
-    if data.startswith(_HEAD) and data[len(_HEAD):len(_HEAD) + 2] == b"- ":
+    if _as_written(data):
         got = _read_in_chunks(data)
         if got is not None:
             return got
     return _read_whole(data)
 
 
-def _read_in_chunks(data: bytes) -> tuple[dict[JobKey, PriorPlacement], list[Problem]] | None:
+def read_items(data: bytes | None) -> tuple[list[Any], Problem | None]:
+    """The items of a ``placements.yaml`` as they read (``fleetq status``): as
+    ``read_placements`` reads it, a chunk at a time when it is as written (a
+    tenth of the memory the whole file's node tree takes), else whole, with the
+    problem that stops it being read, if any."""
+    if data and _as_written(data):
+        items: list[Any] = []
+        for doc, _ in _chunks(data):
+            if doc is None:
+                break
+            items.extend(doc.value)
+        else:
+            return items, None
+    docs, problem = parse_documents(PLACEMENTS, data or b"")
+    got = docs[0].value.get("items") if docs and isinstance(docs[0].value, dict) else []
+    return list(got or []), problem
+
+
+def items_of(written: Written) -> tuple[list[bytes], list[Any]] | None:
+    """A state's items from its decisions as the cache keeps them (``Written``),
+    in the file's order (that of job keys): as written, and as they read
+    (``read_items``). Each reads as its decision's item (``prior_from_decision``
+    keeps every field written), but one written with ``sourceInvalid`` (a job
+    kept where it ran), which is read from its text (``None`` if it does not read
+    as one item)."""
+    texts: list[bytes] = []
+    items: list[Any] = []
+    for key in sorted(written):
+        prior, text = written[key]
+        texts.append(text)
+        if b"sourceInvalid" in text:
+            docs, problem = parse_documents(PLACEMENTS, text)
+            if problem is not None or len(docs) != 1 or not isinstance(docs[0].value, list) \
+                    or len(docs[0].value) != 1:
+                return None
+            items.append(docs[0].value[0])
+        else:
+            items.append(decision_item(prior))
+    return texts, items
+
+
+def _as_written(data: bytes) -> bool:
+    return data.startswith(_HEAD) and data[len(_HEAD):len(_HEAD) + 2] == b"- "
+
+
+def _chunks(data: bytes) -> Iterator[tuple[Document | None, int]]:
+    """The items of a file that starts as written, ``CHUNK_ITEMS`` at a time: each
+    chunk's document (its value, the list of its items) and the line of its
+    first item; a ``None`` document, and no more, when a chunk does not read
+    back as its items (the file is not as written)."""
     starts = [len(_HEAD)] + [m.start() + 1 for m in _ITEM_START.finditer(data, len(_HEAD))]
     starts.append(len(data))
-    prior: dict[JobKey, PriorPlacement] = {}
-    problems: list[Problem] = []
     line = _HEAD.count(b"\n") + 1  # of the chunk's first item
     for first in range(0, len(starts) - 1, CHUNK_ITEMS):
         last = min(first + CHUNK_ITEMS, len(starts) - 1)
@@ -274,15 +330,25 @@ def _read_in_chunks(data: bytes) -> tuple[dict[JobKey, PriorPlacement], list[Pro
         docs, problem = parse_documents(PLACEMENTS, text)
         if problem is not None or len(docs) != 1 or not isinstance(docs[0].value, list) \
                 or len(docs[0].value) != last - first:
+            yield None, line
+            return
+        yield docs[0], line
+        line += text.count(b"\n")
+
+
+def _read_in_chunks(data: bytes) -> tuple[dict[JobKey, PriorPlacement], list[Problem]] | None:
+    prior: dict[JobKey, PriorPlacement] = {}
+    problems: list[Problem] = []
+    for doc, line in _chunks(data):
+        if doc is None:
             return None  # not items as written: read the whole file, which says where
-        for i, item in enumerate(docs[0].value):
+        for i, item in enumerate(doc.value):
             try:
                 p = prior_from_item(item)
             except (KeyError, TypeError, ValueError, ManifestError) as exc:
-                problems.append(_damaged(line - 1 + docs[0].line_of(f"[{i}]"), exc))
+                problems.append(_damaged(line - 1 + doc.line_of(f"[{i}]"), exc))
                 continue
             prior[p.key] = p
-        line += text.count(b"\n")
     return prior, problems
 
 

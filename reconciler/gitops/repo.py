@@ -232,6 +232,15 @@ class FleetRepo:
             proc.wait()
         return out
 
+    def blob_of(self, rev: str, path: str) -> str | None:
+        """The blob id of the file ``path`` (at the top of the tree) of commit
+        ``rev``, else ``None``."""
+        out = self.run("ls-tree", "-z", "--full-tree", rev, "--", path, check=False)
+        meta, _, name = out.rstrip(b"\0").partition(b"\t")
+        parts = meta.decode().split(" ")
+        return parts[2] if len(parts) == 3 and parts[1] == "blob" and name == path.encode() \
+            else None
+
     def read_file(self, rev: str, path: str) -> bytes | None:
         self.settle()
         proc = subprocess.run(["git", "cat-file", "blob", f"{rev}:{path}"], cwd=self.root,

@@ -142,3 +142,72 @@ def test_many_new_items_are_formatted_by_two_processes_the_same(
     assert len(forks) == 2
     assert again == changed_file
     assert all((now[d.key] is written[d.key]) == (i % 2 == 0) for i, d in enumerate(changed))
+
+
+def every_field() -> list[Decision]:
+    """The busy fleet's decisions, and some with each field an item may have
+    (copies, preemption, kept where it ran: ``sourceInvalid``), with names and
+    values a YAML reader would take for numbers, booleans or null if unquoted."""
+    from reconciler.core.model import Phase
+
+    made = decisions()
+    admitted = next(d for d in made if d.phase is Phase.ADMITTED and d.nodes)
+    queued = next(d for d in made if d.phase is Phase.QUEUED)
+    extra = [
+        evolve(admitted, key=admitted.key._replace(name="kept"), kept=True),
+        evolve(admitted, key=admitted.key._replace(name="copied"), copies=("c2", "c3")),
+        evolve(queued, key=queued.key._replace(name="preempted"), preemptions=2,
+               preempted_by="PyTorchJob default/x", preemption_reason="lower priority"),
+        evolve(queued, key=queued.key._replace(name="123"), quota="true", reason="null",
+               policy="0x1f"),
+        evolve(queued, key=queued.key._replace(name="says-kept"),
+               reason="sourceInvalid: true"),
+    ]
+    return sorted(made + extra, key=lambda d: d.key)
+
+
+def test_a_states_items_come_from_its_cached_decisions_as_from_its_file(
+        small_chunks: None) -> None:
+    """``fleetq status`` from the cache: the items as written make the very file,
+    and read as the file reads (values and the order of their fields), whatever
+    the order the cache holds them in (a state saved as changes)."""
+    import json
+
+    from reconciler.fleet.state import render_placements_reusing
+
+    made = every_field()
+    data, written = render_placements_reusing(made, {})
+    assert len(made) > 3 * state.CHUNK_ITEMS
+    shuffled = dict(reversed(list(written.items())))
+    got = state.items_of(shuffled)
+    assert got is not None
+    texts, items = got
+    assert state.placements_file(texts) == data
+    read, problem = state.read_items(data)
+    assert problem is None
+    whole = yaml.safe_load(data)["items"]
+    assert json.dumps(items) == json.dumps(read) == json.dumps(whole)
+    assert [i.get("sourceInvalid") for i in items].count(True) == 1
+    assert any(i.get("copies") for i in items) and any(i.get("preemptedBy") for i in items)
+
+
+def test_no_items_make_the_file_of_none() -> None:
+    from reconciler.fleet.state import render_placements_reusing
+
+    data, written = render_placements_reusing([], {})
+    assert state.items_of(written) == ([], [])
+    assert state.placements_file([]) == data
+    assert state.read_items(data) == ([], None)
+    assert state.read_items(None) == ([], None)
+
+
+def test_items_of_a_file_not_as_written_or_broken_are_read_whole(small_chunks: None) -> None:
+    made = decisions()
+    data = render_placements(made)
+    again = yaml.safe_dump(yaml.safe_load(data), sort_keys=False, indent=4).encode()
+    assert state.read_items(again) == state.read_items(data) == (
+        yaml.safe_load(data)["items"], None)
+    broken, _, at = with_line("reason", 5, '  reason: "never closed')
+    items, problem = state.read_items(broken)
+    assert items == [] and problem is not None
+    assert "not valid YAML" in problem.message and problem.line > at
