@@ -69,10 +69,16 @@ def reconcile_command(repo: Path, fleetq: Path) -> tuple[float, int]:
     """``fleetq reconcile`` of ``repo`` as a new process, as a CI job, a cron job or a
     git hook runs it: seconds from its start to its end (its imports included) and
     the peak RSS in KiB of the largest of it and the parse workers it waited for."""
+    return command(repo, fleetq, "reconcile", "--now", NOW, "-q")
+
+
+def command(repo: Path, fleetq: Path, *args: str) -> tuple[float, int]:
+    """``fleetq ARGS`` of ``repo`` as a new process, timed as ``reconcile_command``
+    (its output is not kept)."""
     with tempfile.TemporaryFile() as errors:
         started = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-m", "reconciler.cli", "reconcile",
-                                  "--repo", str(repo), "--now", NOW, "-q"],
+        child = subprocess.Popen([sys.executable, "-m", "reconciler.cli", *args,
+                                  "--repo", str(repo)],
                                  env=fleetq_env(fleetq), cwd=fleetq, stdout=subprocess.DEVNULL,
                                  stderr=errors)
         _, status, usage = os.wait4(child.pid, 0)  # (the largest of it and its children)
@@ -80,7 +86,7 @@ def reconcile_command(repo: Path, fleetq: Path) -> tuple[float, int]:
         code = os.waitstatus_to_exitcode(status)
         if code != 0:
             errors.seek(0)
-            raise RuntimeError(f"fleetq reconcile failed ({code}):\n"
+            raise RuntimeError(f"fleetq {args[0]} failed ({code}):\n"
                                f"{errors.read().decode(errors='replace')}")
     return seconds, usage.ru_maxrss
 

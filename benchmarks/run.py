@@ -16,7 +16,10 @@ job or a git hook runs it):
    them, ``fleetq watch`` (``pipeline.watch``) started there, and the same two
    pushes made again (``main`` moved to the new job's commit, then to the
    quota change's). Each is timed from the push to the round's end (the state
-   commit), and must give the same state commit as ``fleetq reconcile`` did.
+   commit), and must give the same state commit as ``fleetq reconcile`` did;
+7. the commands people read the fleet with, as new processes, with the cache
+   the watch left: ``fleetq status`` (the table of every job) and ``fleetq
+   explain`` of the new job (why it waits: the fleet decided from the state).
 
 It prints a table with seconds, ratio to the floor, jobs/second and peak RSS,
 and with ``--write`` puts it into ``BENCHMARKS.md`` with the command used.
@@ -40,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.generate import add_job, change_quota_line, generate_fleet
-from benchmarks.pushes import NOW, STATE, reconcile_command
+from benchmarks.pushes import NOW, STATE, command, reconcile_command
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -108,6 +111,7 @@ class Phase:
     seconds: float
     rss_kib: int
     commit: str | None = None
+    commits: bool = True  # a reconcile (else a command that only reads: no commit column)
 
 
 def _child(script: str, *args: str) -> Any:
@@ -156,7 +160,21 @@ def run(repo: Path, jobs: int) -> list[Phase]:
     job, tree = _child(_WATCH, str(repo), NOW, pushed, quota)
     phases.append(_as_phase("watching: the same new job", job))
     phases.append(_as_phase("watching: the same quota change", tree))
+    for name, args in (("status: every job", ("status",)),
+                       ("explain: the new job", ("explain", _job_of(repo, pushed),
+                                                 "--now", NOW))):
+        seconds, rss = command(repo, ROOT, *args)
+        phases.append(Phase(name, seconds, rss, commits=False))
     return phases
+
+
+def _job_of(repo: Path, commit: str) -> str:
+    """``namespace/name`` of the job ``add_job`` committed as ``commit``
+    (``jobs/<namespace>/<name>.yaml``)."""
+    path = subprocess.run(["git", "diff-tree", "--no-commit-id", "--name-only", "-r", commit],
+                          cwd=repo, capture_output=True, text=True, check=True).stdout.split()[0]
+    _, namespace, file = path.split("/")
+    return f"{namespace}/{file.rsplit('.', 1)[0]}"
 
 
 def _rev(repo: Path, ref: str) -> str:
@@ -176,7 +194,8 @@ def table(phases: list[Phase], jobs: int) -> str:
     lines = ["| phase | seconds | × floor | jobs/s | peak RSS | commit |",
              "|---|---:|---:|---:|---:|---|"]
     for p in phases:
-        commit = "-" if p.name.startswith("floor") else (p.commit[:12] if p.commit else "none")
+        commit = "-" if p.name.startswith("floor") or not p.commits else \
+            (p.commit[:12] if p.commit else "none")
         lines.append(f"| {p.name} | {p.seconds:.2f} | {p.seconds / floor:.2f} | "
                      f"{jobs / p.seconds:,.0f} | {p.rss_kib / 1024:,.0f} MiB | {commit} |")
     return "\n".join(lines)

@@ -24,6 +24,10 @@ def test_the_benchmark_runs_and_watch_commits_what_reconcile_did(tmp_path: Path)
         phases["quota tree: one-line change"].commit
     text = table(list(phases.values()), 300)
     assert text.count("\n") == len(phases) + 1 and "watching: the same new job" in text
+    for name in ("status: every job", "explain: the new job"):  # they only read: no commit
+        assert phases[name].seconds > 0 and f"| {name} |" in text
+        assert next(line for line in text.splitlines() if f"| {name} |" in line).endswith(
+            "| - |")
 
 
 def test_pushes_timed_both_ways_make_the_same_state_commits(tmp_path: Path) -> None:
