@@ -1306,7 +1306,12 @@ class _Cycle:
             reason += f"; a copy also on {', '.join(sorted(extra))} (Duplicated)"
         if note:
             reason += f"; {note}"
-        self.decisions[key] = evolve(self.decisions[key], phase=Phase.ADMITTED,
+        d = self.decisions[key]
+        if d.preempted_by is not None and not d.preemptions:
+            # the reclaimer it spared while it waited, before it ever ran (see
+            # _record_preemptions): it runs now, and was never preempted
+            d = evolve(d, preempted_by=None, preemption_reason=None)
+        self.decisions[key] = evolve(d, phase=Phase.ADMITTED,
                                      cluster=cluster.name, admitted_at=when, reason=reason,
                                      position=None, copies=tuple(sorted(extra)),
                                      nodes=cluster.node_counts(fit, job.pod_sets))
@@ -1406,12 +1411,18 @@ class _Cycle:
         A job counts as preempted only if it ran in the previous state and does
         not run on the same cluster now. A job evicted and placed back where it
         ran keeps its admission; one admitted and evicted within this cycle
-        never ran, so nothing is recorded.
+        never ran, so no preemption is counted, but when a reclaim sent it back
+        to its queue, where it waits, its reclaimer is written down: it spares
+        that job while it waits (``_spared``), in the next reconcile as in this
+        one, which would otherwise reclaim the other way and undo this one.
         """
         for key, (by, why) in sorted(self.evicted_by.items()):
             prior = self.inp.prior.get(key)
             d = self.decisions[key]
             if prior is None or prior.phase is not Phase.ADMITTED:
+                if d.phase is Phase.QUEUED and why.startswith(RECLAIMING):
+                    self.decisions[key] = evolve(d, preempted_by=str(by),
+                                                 preemption_reason=why)
                 continue
             if d.phase is Phase.ADMITTED and d.cluster == prior.cluster:
                 self.decisions[key] = evolve(d, admitted_at=prior.admitted_at)
@@ -1434,7 +1445,9 @@ class _Cycle:
             why = self.blocked_by.get(key) or self._why_waiting(p)
             if d.preempted_by is not None and d.preemption_reason is not None:
                 why = (f"preempted by {d.preempted_by} ({d.preemption_reason}); back in its "
-                       f"queue keeping its place; {why}")
+                       f"queue keeping its place; {why}" if d.preemptions else
+                       f"its place was reclaimed by {d.preempted_by} before it ran "
+                       f"({d.preemption_reason}); {why}")
             note = self.requeue_notes.get(key)
             if note:
                 why += f"; {note}"

@@ -44,7 +44,8 @@ def placements_table(items: Sequence[Mapping[str, Any]], *, wide: bool = False) 
                              i.get("position")]
         if preempted:
             by = i.get("preemptedBy")
-            row.append(f"{by} (x{i.get('preemptions', 1)})" if by else None)
+            count = i.get("preemptions")  # (none: reclaimed before it ran)
+            row.append((f"{by} (x{count})" if count else str(by)) if by else None)
         row.append(i.get("reason", "") if wide else short(str(i.get("reason", ""))))
         rows.append(row)
     return table(headers, rows)

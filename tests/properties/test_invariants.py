@@ -33,7 +33,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import Phase as Stage
 from hypothesis import strategies as st
@@ -611,9 +610,6 @@ def test_two_pinned_jobs_do_not_reclaim_each_other_for_ever() -> None:
     run(fleet)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "not fixed: a reclaim made and undone within one cold cycle leaves no record for "
-    "the next reconcile, which reclaims the other way (see the docstring)"))
 def test_a_reclaim_within_one_cycle_is_not_undone_by_the_next_reconcile() -> None:
     """Found by the property test (FLEETQ_EXPLORE=1). In the cold cycle j0-2 (q2,
     high) is admitted to c0 first; then j0-1 (q1, pinned to c0) evicts j0-3 (its
@@ -621,8 +617,9 @@ def test_a_reclaim_within_one_cycle_is_not_undone_by_the_next_reconcile() -> Non
     j0-3 gone, q1 would stay within its min. j0-3 then fits again and is put back,
     so q1 ends above its min, borrowing, and j0-2, sent back by j0-1's reclaim,
     spares j0-1 for the rest of the cycle. It was never running, so its decision
-    records no preemption, and the next reconcile, on that state, has j0-2
-    reclaim j0-1: the cold state is not a fixed point."""
+    recorded no preemption, and the next reconcile, on that state, had j0-2
+    reclaim j0-1: the cold state was not a fixed point. Now its decision names
+    the reclaimer it spares (no preemption counted), and the next one keeps it."""
     tree, problems = build_tree(QuotaSpec(
         name="root", min={CPU: 14 * M}, max={CPU: 14 * M},
         children=(QuotaSpec(name="q0", min={CPU: 14 * M}, max={CPU: 14 * M}, children=(
@@ -652,3 +649,17 @@ def test_a_reclaim_within_one_cycle_is_not_undone_by_the_next_reconcile() -> Non
         _plan("j0-4", "q2", "low", [(2, {CPU: M}), (1, {CPU: 2 * M})], created=None,
               pin=None)]], finished=[])
     run(fleet)
+    plans = fleet.batches[0]
+    first = reconcile_cycle(cycle_input(fleet, plans, {}, 0))
+    got = {d.key.name: d for d in first.decisions}
+    spares = got["j0-2"]
+    assert spares.phase is Phase.QUEUED and got["j0-1"].phase is Phase.ADMITTED
+    assert (spares.preempted_by, spares.preemptions) == ("Job q1/j0-1", 0)
+    assert spares.reason.startswith("its place was reclaimed by Job q1/j0-1 before it ran ("
+                                    "reclaiming quota root/q0/q2 borrowed above its min); ")
+    # Once j0-1 is gone, j0-2 runs, and was never preempted: nothing is left to spare.
+    rest = [p for p in plans if p.job.key.name != "j0-1"]
+    later = {d.key.name: d for d in reconcile_cycle(
+        cycle_input(fleet, rest, round_trip(first), 1)).decisions}
+    assert later["j0-2"].phase is Phase.ADMITTED
+    assert (later["j0-2"].preempted_by, later["j0-2"].preemption_reason) == (None, None)

@@ -1,0 +1,25 @@
+"""The status table: its preemption column."""
+
+from __future__ import annotations
+
+from reconciler.render.text import placements_table
+
+
+def _item(name: str, **fields: object) -> dict[str, object]:
+    return {"job": {"apiVersion": "batch/v1", "kind": "Job", "namespace": "team-a",
+                    "name": name}, "phase": "Queued", "quota": "root/a", "priority": 0,
+            "position": 1, "reason": "waiting", **fields}
+
+
+def test_the_preempted_by_column_counts_preemptions_only_when_there_were_some() -> None:
+    """A job preempted while it ran shows its preemptor and how often; one whose
+    place was reclaimed before it ever ran (no preemptions) shows the reclaimer."""
+    rows = placements_table([
+        _item("ran", preemptedBy="Job team-b/big", preemptions=2),
+        _item("never-ran", preemptedBy="Job team-b/other"),
+        _item("untouched"),
+    ]).splitlines()
+    assert "PREEMPTED-BY" in rows[0]
+    assert "Job team-b/big (x2)" in rows[1]
+    assert "Job team-b/other" in rows[2] and "(x" not in rows[2]
+    assert rows[3].split()[8] == "-"
