@@ -234,7 +234,8 @@ def placements_file(items: Iterable[bytes]) -> bytes:
 
 
 def _joined(lines: list[bytes]) -> bytes:
-    """The file of ``lines``: its head, then an item's text each (emptied)."""
+    """The file of ``lines``: its head, then an item's text each (``lines`` is
+    extended: the caller drops it)."""
     if len(lines) == 1:
         return _HEAD_LINES[:-len(b"items:")] + b"items: []\n"
     lines.append(b"")
@@ -274,7 +275,7 @@ def read_placements(data: bytes | None) -> tuple[dict[JobKey, PriorPlacement], l
 def read_items(data: bytes | None) -> tuple[list[Any], Problem | None]:
     """The items of a ``placements.yaml`` as they read (``fleetq status``): as
     ``read_placements`` reads it, a chunk at a time when it is as written (a
-    tenth of the memory the whole file's node tree takes), else whole, with the
+    quarter of the memory the whole file's node tree takes), else whole, with the
     problem that stops it being read, if any."""
     if data and _as_written(data):
         items: list[Any] = []
