@@ -43,11 +43,13 @@ from reconciler.pipeline import (
 )
 from reconciler.render.text import (
     as_json,
-    as_yaml,
+    json_parts,
     placements_table,
     problems_text,
     short,
     table,
+    write_parts,
+    yaml_parts,
 )
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -89,9 +91,9 @@ def _end_progress(enabled: bool) -> None:
 
 def _print_data(items: list[dict[str, Any]], output: str, *, wide: bool = False) -> None:
     if output == "json":
-        print(as_json(items))
+        write_parts(json_parts(items), sys.stdout)
     elif output == "yaml":
-        print(as_yaml(items))
+        write_parts(yaml_parts(items), sys.stdout)
     elif items:
         print(placements_table(items, wide=wide))
     else:

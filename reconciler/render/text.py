@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, TextIO
 
 from reconciler.core.problems import Problem
 from reconciler.fleet.state import emit
@@ -52,13 +52,37 @@ def placements_table(items: Sequence[Mapping[str, Any]], *, wide: bool = False) 
 
 
 def as_json(value: Any) -> str:
-    return json.dumps(value, indent=2, sort_keys=False, ensure_ascii=False)
+    return "".join(json_parts(value))
 
 
-def as_yaml(value: Any) -> str:
+def json_parts(value: Any) -> Iterator[str]:
+    """``as_json`` in parts, as it is made (100,000 items are written as they
+    are encoded, not held as one text and its millions of pieces)."""
+    return json.JSONEncoder(indent=2, sort_keys=False, ensure_ascii=False).iterencode(value)
+
+
+def yaml_parts(value: Any) -> Iterator[str]:
+    """``value`` as YAML (``emit``'s block style), in parts: a list an item at a
+    time (``emit`` lays each out alone)."""
     if isinstance(value, list) and not value:
-        return "[]"
-    return "\n".join(emit(value))
+        yield "[]"
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield ("\n" if i else "") + "\n".join(emit([item]))
+    else:
+        yield "\n".join(emit(value))
+
+
+def write_parts(parts: Iterable[str], out: TextIO, batch: int = 4096) -> None:
+    """Write ``parts`` to ``out``, ``batch`` of them at a time, then a line break."""
+    held: list[str] = []
+    for part in parts:
+        held.append(part)
+        if len(held) >= batch:
+            out.write("".join(held))
+            held.clear()
+    held.append("\n")
+    out.write("".join(held))
 
 
 def problems_text(problems: Iterable[Problem]) -> str:

@@ -23,3 +23,24 @@ def test_the_preempted_by_column_counts_preemptions_only_when_there_were_some() 
     assert "Job team-b/big (x2)" in rows[1]
     assert "Job team-b/other" in rows[2] and "(x" not in rows[2]
     assert rows[3].split()[8] == "-"
+
+
+def test_json_and_yaml_are_written_in_parts_as_whole_texts_would_be() -> None:
+    import io
+    import json
+
+    from reconciler.fleet.state import emit
+    from reconciler.render.text import json_parts, write_parts, yaml_parts
+
+    items = [_item("a", preemptedBy="Job team-b/big", preemptions=2,
+                   requests={"cpu": "4", "memory": "1Gi"}),
+             _item("ünï", reason="line one\nline two", podSets=[{"name": "w", "replicas": 3}]),
+             _item("c", nodes={"n1": {"w": 1}})]
+    for value in (items, [], {"changed": True, "files": []}):
+        out = io.StringIO()
+        write_parts(json_parts(value), out, batch=2)
+        assert out.getvalue() == json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+        out = io.StringIO()
+        write_parts(yaml_parts(value), out, batch=2)
+        whole = "[]" if value == [] else "\n".join(emit(value))
+        assert out.getvalue() == whole + "\n"
