@@ -8,10 +8,11 @@ which is byte-for-byte deterministic and much faster than a generic dumper.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import operator
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from typing import Any, TypeVar
 
 from reconciler.core.model import Decision, JobKey, Phase, PodSetCount, PriorPlacement, evolve
 from reconciler.core.problems import Problem
@@ -278,13 +279,9 @@ def read_items(data: bytes | None) -> tuple[list[Any], Problem | None]:
     quarter of the memory the whole file's node tree takes), else whole, with the
     problem that stops it being read, if any."""
     if data and _as_written(data):
-        items: list[Any] = []
-        for doc, _ in _chunks(data):
-            if doc is None:
-                break
-            items.extend(doc.value)
-        else:
-            return items, None
+        got = _by_spans(data, _items_of_spans)
+        if got is not None:
+            return got, None
     docs, problem = parse_documents(PLACEMENTS, data or b"")
     got = docs[0].value.get("items") if docs and isinstance(docs[0].value, dict) else []
     return list(got or []), problem
@@ -317,40 +314,86 @@ def _as_written(data: bytes) -> bool:
     return data.startswith(_HEAD) and data[len(_HEAD):len(_HEAD) + 2] == b"- "
 
 
-def _chunks(data: bytes) -> Iterator[tuple[Document | None, int]]:
-    """The items of a file that starts as written, ``CHUNK_ITEMS`` at a time: each
-    chunk's document (its value, the list of its items) and the line of its
-    first item; a ``None`` document, and no more, when a chunk does not read
-    back as its items (the file is not as written)."""
+# A chunk of a file as written: its items' bytes (start, end), how many, the line of the first.
+Span = tuple[int, int, int, int]
+T = TypeVar("T")
+PARALLEL_MIN_READ = 20  # chunks of items (of CHUNK_ITEMS) from which two processes read
+
+
+def _spans(data: bytes) -> list[Span]:
+    """The chunks of ``CHUNK_ITEMS`` items of a file that starts as written."""
     starts = [len(_HEAD)] + [m.start() + 1 for m in _ITEM_START.finditer(data, len(_HEAD))]
     starts.append(len(data))
     line = _HEAD.count(b"\n") + 1  # of the chunk's first item
+    spans = []
     for first in range(0, len(starts) - 1, CHUNK_ITEMS):
         last = min(first + CHUNK_ITEMS, len(starts) - 1)
-        text = data[starts[first]:starts[last]]
-        docs, problem = parse_documents(PLACEMENTS, text)
-        if problem is not None or len(docs) != 1 or not isinstance(docs[0].value, list) \
-                or len(docs[0].value) != last - first:
-            yield None, line
-            return
-        yield docs[0], line
-        line += text.count(b"\n")
+        spans.append((starts[first], starts[last], last - first, line))
+        line += data.count(b"\n", starts[first], starts[last])
+    return spans
 
 
-def _read_in_chunks(data: bytes) -> tuple[dict[JobKey, PriorPlacement], list[Problem]] | None:
+def _by_spans(data: bytes, work: Callable[[bytes, Sequence[Span]], T | None]) -> T | None:
+    """``work`` over the chunks of ``data`` (a file that starts as written): in
+    two processes, half the chunks each, when there are many (``in_two``),
+    the halves' results joined (``_join``); ``None`` when a chunk does not read
+    back as its items (the file is not as written)."""
+    spans = _spans(data)
+    if len(spans) < PARALLEL_MIN_READ or not two_cores():
+        return work(data, spans)
+    first, second = in_two(functools.partial(work, data), spans)
+    return None if first is None or second is None else _join(first, second)
+
+
+def _join(first: Any, second: Any) -> Any:
+    if isinstance(first, list):
+        return first + second
+    (prior, problems), (more, more_problems) = first, second
+    prior.update(more)
+    return prior, problems + more_problems
+
+
+def _chunk(data: bytes, span: Span) -> Document | None:
+    """The document of a chunk (its value: the list of its items), or ``None``
+    when it does not read back as its items."""
+    start, end, count, _ = span
+    docs, problem = parse_documents(PLACEMENTS, data[start:end])
+    if problem is not None or len(docs) != 1 or not isinstance(docs[0].value, list) \
+            or len(docs[0].value) != count:
+        return None
+    return docs[0]
+
+
+def _items_of_spans(data: bytes, spans: Sequence[Span]) -> list[Any] | None:
+    items: list[Any] = []
+    for span in spans:
+        doc = _chunk(data, span)
+        if doc is None:
+            return None
+        items.extend(doc.value)
+    return items
+
+
+def _priors_of_spans(data: bytes, spans: Sequence[Span]
+                     ) -> tuple[dict[JobKey, PriorPlacement], list[Problem]] | None:
     prior: dict[JobKey, PriorPlacement] = {}
     problems: list[Problem] = []
-    for doc, line in _chunks(data):
+    for span in spans:
+        doc = _chunk(data, span)
         if doc is None:
             return None  # not items as written: read the whole file, which says where
         for i, item in enumerate(doc.value):
             try:
                 p = prior_from_item(item)
             except (KeyError, TypeError, ValueError, ManifestError) as exc:
-                problems.append(_damaged(line - 1 + doc.line_of(f"[{i}]"), exc))
+                problems.append(_damaged(span[3] - 1 + doc.line_of(f"[{i}]"), exc))
                 continue
             prior[p.key] = p
     return prior, problems
+
+
+def _read_in_chunks(data: bytes) -> tuple[dict[JobKey, PriorPlacement], list[Problem]] | None:
+    return _by_spans(data, _priors_of_spans)
 
 
 def _damaged(line: int, exc: Exception) -> Problem:

@@ -211,3 +211,26 @@ def test_items_of_a_file_not_as_written_or_broken_are_read_whole(small_chunks: N
     items, problem = state.read_items(broken)
     assert items == [] and problem is not None
     assert "not valid YAML" in problem.message and problem.line > at
+
+
+def test_a_large_file_is_read_by_two_processes_the_same(
+        small_chunks: None, monkeypatch: pytest.MonkeyPatch, forks: list[int]) -> None:
+    """From ``PARALLEL_MIN_READ`` chunks on, a forked process reads the second
+    half: the same decisions and items, a damaged item in that half reported
+    at its line, and a chunk there that is not as written sends the whole file
+    to be read whole, as from one process."""
+    made = decisions()
+    data = render_placements(made)
+    one = (read_placements(data), state.read_items(data))
+    assert len(made) > 4 * state.CHUNK_ITEMS
+    damaged, _, _ = with_line("phase", len(made) - 3, "  phase: Sleeping")
+    broken, _, _ = with_line("reason", len(made) - 3, '  reason: "never closed')
+    alone = [read_placements(damaged), read_placements(broken), state.read_items(broken)]
+    assert alone[0][1] and alone[1][1] and alone[2][1] is not None
+    assert forks == []
+    monkeypatch.setattr(state, "PARALLEL_MIN_READ", 2)
+    assert (read_placements(data), state.read_items(data)) == one
+    assert len(forks) == 2
+    assert [read_placements(damaged), read_placements(broken), state.read_items(broken)] \
+        == alone
+    assert read_placements(data)[0] == {d.key: prior_from_decision(d) for d in made}
