@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -89,9 +89,15 @@ def _end_progress(enabled: bool) -> None:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
 
 
-def _print_data(items: list[dict[str, Any]], output: str, *, wide: bool = False) -> None:
+def _print_data(items: list[dict[str, Any]], output: str, *, wide: bool = False,
+                texts: Mapping[int, bytes] | None = None) -> None:
+    """``items`` as ``output`` says. ``texts``: the text of items (by ``id``) as
+    placements.yaml has them, which is their YAML (``emit``), written as it is."""
     if output == "json":
         write_parts(json_parts(items), sys.stdout)
+    elif output == "yaml" and texts and items and all(id(i) in texts for i in items):
+        write_parts((("\n" if n else "") + texts[id(i)].decode()
+                     for n, i in enumerate(items)), sys.stdout)
     elif output == "yaml":
         write_parts(yaml_parts(items), sys.stdout)
     elif items:
@@ -130,9 +136,9 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         print(problems_text(outcome.computed.problems), file=sys.stderr)
     print(_outcome_line(outcome, branch))
     if args.output != "none":
-        items = ([decision_item(d) for d in outcome.decisions] if outcome.computed
-                 else _state_items(repo, branch, cache))
-        _print_data(items, args.output)
+        items, texts = (([decision_item(d) for d in outcome.decisions], {})
+                        if outcome.computed else _state_items(repo, branch, cache))
+        _print_data(items, args.output, texts=texts)
     return EXIT_OK
 
 
@@ -196,14 +202,19 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _state_items(repo: FleetRepo, branch: str, cache: Cache | None) -> list[dict[str, Any]]:
+def _state_items(repo: FleetRepo, branch: str, cache: Cache | None
+                 ) -> tuple[list[dict[str, Any]], dict[int, bytes]]:
+    """The state's items, and the text of each in placements.yaml when the
+    cache gave it, by ``id`` of the item (a list filtered or sorted keeps
+    them)."""
     sha = repo.resolve(state_ref(branch))
     if sha is None:
         raise GitError(f"no state branch {branch!r} yet; run `fleetq reconcile` first")
-    items, problem = state_items(repo, sha, cache)
+    items, texts, problem = state_items(repo, sha, cache)
     if problem is not None:
         print(problem, file=sys.stderr)
-    return items
+    return items, {} if texts is None else {
+        id(i): t for i, t in zip(items, texts, strict=True)}
 
 
 def _cache(repo: FleetRepo, args: argparse.Namespace) -> Cache | None:
@@ -230,12 +241,12 @@ def _branch(repo: FleetRepo, args: argparse.Namespace) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
-    items = _state_items(repo, _branch(repo, args), _cache(repo, args))
+    items, texts = _state_items(repo, _branch(repo, args), _cache(repo, args))
     if args.phase:
         items = [i for i in items if i.get("phase", "").lower() == args.phase.lower()]
     if args.namespace:
         items = [i for i in items if i["job"]["namespace"] == args.namespace]
-    _print_data(items, args.output, wide=args.wide)
+    _print_data(items, args.output, wide=args.wide, texts=texts)
     return EXIT_OK
 
 
@@ -259,13 +270,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_queue(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
-    items = [i for i in _state_items(repo, _branch(repo, args), _cache(repo, args))
-             if i.get("phase") == "Queued"]
+    items, texts = _state_items(repo, _branch(repo, args), _cache(repo, args))
+    items = [i for i in items if i.get("phase") == "Queued"]
     if args.quota:
         items = [i for i in items if i.get("quota") in (args.quota, f"root/{args.quota}")]
     items.sort(key=lambda i: (str(i.get("quota")), i.get("position") or 0))
     if args.output != "table":
-        _print_data(items, args.output)
+        _print_data(items, args.output, texts=texts)
         return EXIT_OK
     if not items:
         print("No queued jobs.")

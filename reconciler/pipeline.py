@@ -811,20 +811,22 @@ CACHE_PATH = ".git/fleetq"
 
 
 def state_items(repo: FleetRepo, state: str, cache: Cache | None = None
-                ) -> tuple[list[Any], Problem | None]:
+                ) -> tuple[list[Any], list[bytes] | None, Problem | None]:
     """The items of state commit ``state``'s placements.yaml (``fleetq status``,
-    ``queue``), and the problem that stops the file being read, if any: from
-    the decisions ``cache`` kept of that state when it has them and they make
-    that very file (its blob id: a cache of another file, or a damaged one,
-    is not used), which takes a tenth of the time of reading it; else read
-    from the file (``read_items``)."""
+    ``queue``), their texts there when known, and the problem that stops the
+    file being read, if any: from the decisions ``cache`` kept of that state
+    when it has them and they make that very file (its blob id: a cache of
+    another file, or a damaged one, is not used), which takes a tenth of the
+    time of reading it, with the texts this version wrote them as; else read
+    from the file (``read_items``), without them."""
     cached = cache.load_state(state) if cache is not None else None
     if cached is not None:
         got = items_of(cached[0])
         if got is not None and blob_id(placements_file(got[0])) == \
                 repo.blob_of(state, PLACEMENTS):
-            return got[1], None
-    return read_items(repo.read_file(state, PLACEMENTS))
+            return got[1], got[0], None
+    items, problem = read_items(repo.read_file(state, PLACEMENTS))
+    return items, None, problem
 
 
 def diff_trees(repo: FleetRepo, base: str | None, files: dict[str, bytes | str]

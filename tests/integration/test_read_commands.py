@@ -14,7 +14,7 @@ from benchmarks.generate import add_job, generate_fleet
 from reconciler import cli
 from reconciler.fleet import inputs
 from reconciler.fleet.cache import Cache
-from reconciler.fleet.state import PLACEMENTS, read_items
+from reconciler.fleet.state import PLACEMENTS, placements_file, read_items
 from reconciler.gitops.repo import FleetRepo
 from reconciler.pipeline import state_items
 
@@ -65,7 +65,8 @@ def test_the_fleet_has_a_decision_of_every_kind(fleet: Path) -> None:
 @pytest.mark.parametrize("args", [["status", "-o", "json"], ["status", "-o", "yaml"],
                                   ["status"], ["status", "-o", "wide"],
                                   ["status", "--phase", "queued", "-n", "team-1"],
-                                  ["queue"], ["queue", "-o", "json"]])
+                                  ["status", "-o", "yaml", "-n", "team-1"],
+                                  ["queue"], ["queue", "-o", "json"], ["queue", "-o", "yaml"]])
 def test_status_and_queue_show_the_same_from_the_cache(fleet: Path, args: list[str]) -> None:
     cached, read = both(*args, "--repo", str(fleet))
     assert cached == read and cached.strip()
@@ -83,7 +84,20 @@ def test_status_takes_the_items_from_the_cache_without_reading_the_file(
         raise AssertionError("placements.yaml was read")
 
     monkeypatch.setattr(repo, "read_file", unread)
-    assert state_items(repo, state, Cache(repo.git_dir)) == (expected, None)
+    items, texts, problem = state_items(repo, state, Cache(repo.git_dir))
+    assert (items, problem) == (expected, None)
+    assert texts is not None  # each item's text, as the file has it
+    monkeypatch.undo()
+    assert placements_file(texts) == repo.read_file(state, PLACEMENTS)
+
+    def unmade(*_: object) -> object:
+        raise AssertionError("the YAML was made again")
+
+    # -o yaml writes those texts as they are (the same bytes: see the test above)
+    monkeypatch.setattr(cli, "yaml_parts", unmade)
+    assert cli.main(["status", "-o", "yaml", "--repo", str(fleet)]) == 0
+    with pytest.raises(AssertionError, match="made again"):
+        cli.main(["status", "-o", "yaml", "--repo", str(fleet), "--no-cache"])
 
 
 def test_a_cache_that_does_not_make_the_states_file_is_not_believed(
@@ -106,7 +120,7 @@ def test_a_cache_that_does_not_make_the_states_file_is_not_believed(
     Cache(repo.git_dir).save_state(state, lie, rendered)
     assert Cache(repo.git_dir).load_state(state) is not None  # it is there, and differs
     expected, _ = read_items(repo.read_file(state, PLACEMENTS))
-    assert state_items(repo, state, Cache(repo.git_dir)) == (expected, None)
+    assert state_items(repo, state, Cache(repo.git_dir)) == (expected, None, None)
     cached, read = both("status", "-o", "json", "--repo", str(copy))
     assert cached == read
     assert json.loads(cached) == expected
