@@ -537,6 +537,8 @@ class _Cycle:
         # see _newer_victim
         self._newer_victims: dict[tuple[str, int, PreemptionPolicy, str, int],
                                   tuple[int, bool]] = {}
+        # jobs admitted that waited sparing a reclaimer before they ever ran
+        self._spared_before_it_ran: set[JobKey] = set()
         if PARK_ALWAYS:
             self._start_parking()
 
@@ -1308,9 +1310,7 @@ class _Cycle:
             reason += f"; {note}"
         d = self.decisions[key]
         if d.preempted_by is not None and not d.preemptions:
-            # the reclaimer it spared while it waited, before it ever ran (see
-            # _record_preemptions): it runs now, and was never preempted
-            d = evolve(d, preempted_by=None, preemption_reason=None)
+            self._spared_before_it_ran.add(key)  # (see _record_preemptions)
         self.decisions[key] = evolve(d, phase=Phase.ADMITTED,
                                      cluster=cluster.name, admitted_at=when, reason=reason,
                                      position=None, copies=tuple(sorted(extra)),
@@ -1415,12 +1415,21 @@ class _Cycle:
         to its queue, where it waits, its reclaimer is written down: it spares
         that job while it waits (``_spared``), in the next reconcile as in this
         one, which would otherwise reclaim the other way and undo this one.
+        That record is kept while it waits, whatever reclaims it again in a
+        later cycle before it runs (they are steps of a cycle, which may take
+        others when the cycle starts from another state: a record changed by
+        them would not be a fixed point), and dropped once it runs.
         """
+        for key in self._spared_before_it_ran:
+            d = self.decisions[key]
+            if d.phase is Phase.ADMITTED:
+                self.decisions[key] = evolve(d, preempted_by=None, preemption_reason=None)
         for key, (by, why) in sorted(self.evicted_by.items()):
             prior = self.inp.prior.get(key)
             d = self.decisions[key]
             if prior is None or prior.phase is not Phase.ADMITTED:
-                if d.phase is Phase.QUEUED and why.startswith(RECLAIMING):
+                if d.phase is Phase.QUEUED and why.startswith(RECLAIMING) and \
+                        d.preempted_by is None:
                     self.decisions[key] = evolve(d, preempted_by=str(by),
                                                  preemption_reason=why)
                 continue

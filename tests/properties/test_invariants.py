@@ -663,3 +663,68 @@ def test_a_reclaim_within_one_cycle_is_not_undone_by_the_next_reconcile() -> Non
         cycle_input(fleet, rest, round_trip(first), 1)).decisions}
     assert later["j0-2"].phase is Phase.ADMITTED
     assert (later["j0-2"].preempted_by, later["j0-2"].preemption_reason) == (None, None)
+
+
+def test_a_job_waiting_for_its_reclaimer_keeps_that_record_until_it_runs() -> None:
+    """Found by the property test (FLEETQ_EXPLORE=1), after the test above was
+    fixed. j1-1 (q2) is reclaimed within the cycle by j1-9 and waits, sparing
+    it. The next reconcile, from that state, takes j1-1 in and out again on the
+    way to the same end, this time reclaimed by j0-4: its record must stay
+    j1-9, or that reconcile changes a decision (the record of a job that never
+    ran is kept while it waits, and dropped once it runs)."""
+    tree, problems = build_tree(QuotaSpec(
+        name="root", min={CPU: 11 * M}, max={CPU: 11 * M},
+        children=(QuotaSpec(name="q0", min={CPU: 11 * M}, max={CPU: 11 * M, MAX_JOBS: 3 * M},
+                            children=(
+            QuotaSpec(name="q1", min={CPU: 5 * M}, max={}, namespaces=("q1",)),
+            QuotaSpec(name="q2", min={CPU: 6 * M}, max={MAX_JOBS: 3 * M},
+                      namespaces=("q2",)))),)),
+        path="tree")
+    assert tree is not None and not problems
+    clusters = (
+        MemberCluster(name="c0", resource_reservation=False, nodes=(
+            Node(name="n0", allocatable={CPU: 7 * M, PODS: 2 * M}),
+            Node(name="n1", allocatable={CPU: 6 * M}), Node(name="n2", allocatable={CPU: 6 * M}))),
+        MemberCluster(name="c1", resource_reservation=True,
+                      nodes=(Node(name="n0", allocatable={CPU: 8 * M}),)),
+        MemberCluster(name="c2", resource_reservation=False, reserved={CPU: 2 * M},
+                      nodes=(Node(name="n0", allocatable={CPU: 6 * M}),)))
+    settings = FleetSettings(quotas={"root/q0/q1": QuotaSettings(
+        strategy=QueueStrategy.BEST_EFFORT_FIFO,
+        preemption=PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY, weight=1000)})
+    fleet = Fleet(tree=tree, clusters=clusters, settings=settings, batches=[
+        [_plan("j0-0", "q1", "mid", [(1, {CPU: 2 * M})], created="09", pin="c0",
+               preemptible=False),
+         _plan("j0-1", "q1", "high", [(2, {CPU: 2 * M})], created="04", pin=None),
+         _plan("j0-2", "q1", "high", [(1, {CPU: 1500})], created="05", pin="c1",
+               preemptible=False),
+         _plan("j0-3", "q2", "high", [(2, {CPU: 2 * M})], created="03", pin="c2"),
+         _plan("j0-4", "q1", "mid", [(1, {CPU: 500})], created="05", pin="c0"),
+         _plan("j0-5", "q1", "high", [(1, {CPU: 1500}), (2, {CPU: 500})], created="02",
+               pin="c2"),
+         _plan("j0-6", "q1", "high", [(2, {CPU: 500})], created="01", pin="c2"),
+         _plan("j0-7", "q1", "low", [(1, {CPU: 500}), (1, {CPU: 2 * M})], created="08",
+               pin="c2"),
+         _plan("j0-8", "q2", "low", [(1, {CPU: M}), (2, {CPU: 1500})], created=None,
+               pin="c1", preemptible=False),
+         _plan("j0-9", "q1", "low", [(1, {CPU: 1500})], created="01", pin=None),
+         _plan("j0-10", "q1", "high", [(1, {CPU: M}), (2, {CPU: 2 * M})], created="08",
+               pin="c1"),
+         _plan("j0-11", "q2", "low", [(2, {CPU: 1500})], created="01", pin="c1")],
+        [_plan("j1-0", "q2", "mid", [(1, {CPU: 500})], created=None, pin="c0"),
+         _plan("j1-1", "q2", "high", [(1, {CPU: 2 * M}), (2, {CPU: 500})], created="08",
+               pin=None),
+         _plan("j1-2", "q1", "high", [(1, {CPU: 2 * M})], created="06", pin="c0"),
+         _plan("j1-3", "q2", "mid", [(2, {CPU: M})], created=None, pin="c2"),
+         _plan("j1-4", "q2", "high", [(2, {CPU: 1500})], created=None, pin="c2",
+               preemptible=False),
+         _plan("j1-5", "q2", "mid", [(2, {CPU: M})], created="04", pin="c1"),
+         _plan("j1-6", "q1", "mid", [(2, {CPU: 500}), (2, {CPU: 1500})], created="04",
+               pin="c0"),
+         _plan("j1-7", "q1", "low", [(2, {CPU: 500})], created=None, pin=None),
+         _plan("j1-8", "q1", "mid", [(2, {CPU: 2 * M}), (2, {CPU: 2 * M})], created=None,
+               pin="c0", preemptible=False),
+         _plan("j1-9", "q1", "high", [(2, {CPU: 500})], created="07", pin="c2"),
+         _plan("j1-10", "q2", "high", [(2, {CPU: M})], created="09", pin="c0")]],
+        finished=[{"j0-0", "j0-10", "j0-2", "j0-3", "j0-5", "j0-6", "j0-9"}])
+    run(fleet)
