@@ -42,6 +42,7 @@ from reconciler.fleet.inputs import (
     excluded,
     is_yaml,
     patch_fleet,
+    patch_fleet_others,
     read_file,
     read_fleet,
 )
@@ -353,27 +354,33 @@ def prepare_next(cache: Cache, state: str, source: CommitInfo, now: dt.datetime)
 NO_BLOB = "0" * 40
 
 
+PATCHED = "patched the fleet read last with the files that changed"
+PATCHED_OTHERS = ("read the fleet's files other than job files again, and patched in the "
+                  "job files that changed")
+
+
 def read_inputs(repo: FleetRepo, rev: str, store: JobStore, cache: Cache | None,
                 progress: Progress = _quiet) -> tuple[CommitInfo, FleetInputs]:
     """The source commit and what it holds. When the ``cache`` kept the fleet
-    of another tree (in memory, or saved by the last reconcile) and only
-    jobs-only files changed since, that fleet is patched with those files (see
-    ``patch_fleet``); else the commit is read whole. What is read is kept for
-    the next time."""
+    of another tree (in memory, or saved by the last reconcile), that fleet
+    is patched with the files that changed since (see ``_patched_inputs``),
+    unless fleet.yaml did; else the commit is read whole. What is read is
+    kept for the next time."""
     kept = cache.kept_inputs() if cache is not None else None
     if cache is not None and kept is not None:
         sha = repo.resolve(rev)
         if sha is not None:
             info = repo.commit_info(sha)
-            patched = _patched_inputs(repo, cache, *kept, info.tree)
-            if patched is not None:
-                progress("patched the fleet read last with the files that changed")
+            got = _patched_inputs(repo, cache, *kept, info.tree)
+            if got is not None:
+                patched, how = got
+                progress(how)
                 cache.keep_inputs(info.tree, patched)
                 return info, patched
             rev = sha  # (the same commit, should the revision move meanwhile)
     if cache is not None:
-        # Files other than jobs changed: steps done ahead would most likely not be
-        # taken up, and would be held through the reading of the whole commit.
+        # fleet.yaml changed, or no fleet was kept: steps done ahead would most likely
+        # not be taken up, and would be held through the reading of the whole commit.
         cache.drop_ahead()
     info, files = read_source(repo, rev, store, progress)
     inputs = read_fleet(files, store)  # empties ``files`` as it goes: the bytes are freed
@@ -383,44 +390,74 @@ def read_inputs(repo: FleetRepo, rev: str, store: JobStore, cache: Cache | None,
 
 
 def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInputs,
-                    new_tree: str) -> FleetInputs | None:
-    """``before``, read from ``tree``, as read from ``new_tree``: ``None`` unless
-    every file that differs between them that is read is a jobs-only file, on
-    both sides (one ``git diff-tree``; new files are read and parsed here)."""
+                    new_tree: str) -> tuple[FleetInputs, str] | None:
+    """``before``, read from ``tree``, as read from ``new_tree``, and how
+    (``PATCHED``, ``PATCHED_OTHERS``); ``None`` when fleet.yaml changed (it
+    says which files are read), or the result could differ from a whole read
+    (see ``patch_fleet``). One ``git diff-tree``; new files are read and parsed
+    here. When only jobs-only files changed, on both sides, their jobs are
+    patched in (``patch_fleet``). Else the other files (the quota tree,
+    clusters, policies, templates, ...: a few, next to the job files) are all
+    read again, and the jobs-only files' jobs patched in (``patch_fleet_others``)."""
     if tree == new_tree:
-        return before
+        return before, PATCHED
     try:
         changed = repo.changed_files(tree, new_tree)
     except GitError:
         return None
     changes: list[tuple[str, str, JobEntry | None, str, JobEntry | None]] = []
     parse: dict[str, str] = {}  # path -> new blob, not in the cache
+    others = dict(before.other_files)  # those of new_tree, once the changes are made
+    again = False  # other files changed: all of them are read again
     for path, old, new in changed:
-        if path.startswith(TEMPLATES_DIR) or path in FLEET_FILES:
+        if path in FLEET_FILES:
             return None
+        if path.startswith(TEMPLATES_DIR):
+            _moved(others, path, new)
+            again = True
+            continue
         if not is_yaml(path) or excluded(path, before.exclude):
             continue  # not read
         was = cache.job_entry(old, path) if old != NO_BLOB else None
         if old != NO_BLOB and was is None:
-            return None  # not a jobs-only file: anything may change
+            if before.other_files.get(path) != old:
+                return None  # not a file read before
+            again = True
         now = cache.job_entry(new, path) if new != NO_BLOB else None
         if new != NO_BLOB and now is None:
             parse[path] = new
+        _moved(others, path, new if new != NO_BLOB and now is None else NO_BLOB)
         changes.append((path, old, was, new, now))
     blobs = repo.read_blobs(parse.values())
     parsed: dict[str, JobEntry] = {}
     for path, blob in parse.items():
         record: JobEntry = []
-        parsed[path] = record
-        if not read_file(SourceFile(path, blob, blobs[blob]), FleetInputs(), [], record):
-            return None
-        cache.put_job_entry(blob, path, record)
+        if read_file(SourceFile(path, blob, blobs[blob]), FleetInputs(), [], record):
+            parsed[path] = record
+            cache.put_job_entry(blob, path, record)
+            others.pop(path)
+        else:
+            again = True  # another kind of file, read with the others
     out = []
     for path, old, was, new, now in changes:
         now = parsed.get(path, now)
         out.append((path, (old, was) if was is not None else None,
                     (new, now) if now is not None else None))
-    return patch_fleet(before, out)
+    if not again:
+        patched = patch_fleet(before, out)
+        return (patched, PATCHED) if patched is not None else None
+    blobs = repo.read_blobs(set(others.values()))
+    read = read_fleet([SourceFile(path, blob, blobs[blob]) for path, blob in others.items()])
+    patched = patch_fleet_others(before, out, read)
+    return (patched, PATCHED_OTHERS) if patched is not None else None
+
+
+def _moved(files: dict[str, str], path: str, blob: str) -> None:
+    """``files`` (path -> blob) with ``path`` now at ``blob`` (``NO_BLOB``: gone)."""
+    if blob == NO_BLOB:
+        files.pop(path, None)
+    else:
+        files[path] = blob
 
 
 def _settled(repo: FleetRepo, store: JobStore, source: CommitInfo, state: CommitInfo | None,

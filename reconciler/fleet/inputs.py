@@ -108,6 +108,9 @@ class FleetInputs:
     documents: int = 0
     twice: set[JobKey] = field(default_factory=set)  # jobs defined more than once
     jobs_files: dict[str, str] = field(default_factory=dict)  # path -> blob, jobs-only files
+    # path -> blob of every other file read: fleet.yaml, templates, and the YAML
+    # files holding anything but jobs (or not parsing); see ``patch_fleet_others``
+    other_files: dict[str, str] = field(default_factory=dict)
 
     def error_count(self) -> int:
         return sum(1 for p in self.problems if p.severity == "error")
@@ -172,8 +175,12 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None) -> Fl
         src = by_path.pop(path)
         if path.startswith(TEMPLATES_DIR):
             inputs.templates[path[len(TEMPLATES_DIR):]] = src.data.decode("utf-8", "replace")
+            inputs.other_files[path] = src.blob
             continue
-        if not is_yaml(path) or path in FLEET_FILES or excluded(path, inputs.exclude):
+        if path in FLEET_FILES:
+            inputs.other_files[path] = src.blob  # (read first, by read_fleet_settings)
+            continue
+        if not is_yaml(path) or excluded(path, inputs.exclude):
             continue
         inputs.files += 1
         cached = src.jobs
@@ -190,6 +197,8 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None) -> Fl
             inputs.jobs_files[path] = src.blob
             if cache is not None:
                 cache.put_job_entry(src.blob, path, record)
+        else:
+            inputs.other_files[path] = src.blob
     _finish(inputs, trees)
     return inputs
 
@@ -249,6 +258,44 @@ def patch_fleet(before: FleetInputs, changes: Iterable[tuple[str, Blobbed | None
     inputs.invalid.sort(key=lambda bad: bad.path)  # (stable: each file's in its order)
     inputs.problems.sort()
     return inputs
+
+
+def patch_fleet_others(before: FleetInputs, changes: Iterable[tuple[str, Blobbed | None,
+                                                                    Blobbed | None]],
+                       others: FleetInputs) -> FleetInputs | None:
+    """What ``read_fleet`` reads from a commit whose files other than jobs-only
+    ones (``FleetInputs.other_files``: fleet.yaml, templates, files holding
+    other kinds or that do not parse) were read whole into ``others``, and
+    whose jobs-only files differ from those ``before`` was read from by
+    ``changes`` (as ``patch_fleet`` takes them; a file that turned into
+    another kind of file, or from one, is on one side only). The jobs-only
+    files' jobs are ``before``'s, patched; the rest is ``others``. ``None``
+    when the result could differ from a full read: a job defined twice,
+    before or after, or an other file that holds only jobs after all.
+    ``before`` is not changed. The jobs are not in a full read's order; the
+    invalid jobs and the problems are.
+    """
+    if before.twice or others.jobs_files:
+        return None
+    files = before.jobs_files
+    jobs = {key: source for key, source in before.jobs.items() if source.job.path in files}
+    invalid = [bad for bad in before.invalid if bad.path in files]
+    part = patch_fleet(FleetInputs(
+        exclude=before.exclude, jobs=jobs, invalid=invalid,
+        problems=[Problem(bad.path, bad.line, bad.message) for bad in invalid],
+        files=len(files), documents=len(jobs) + len(invalid), jobs_files=dict(files)), changes)
+    if part is None:
+        return None
+    merged = dict(others.jobs)
+    for key, source in part.jobs.items():
+        if key in merged or key in others.twice:
+            return None  # (which of the two counts depends on the order of the files)
+        merged[key] = source
+    return replace(others, jobs=merged,
+                   invalid=sorted(others.invalid + part.invalid, key=lambda bad: bad.path),
+                   problems=sorted(others.problems + part.problems),
+                   files=others.files + part.files, documents=others.documents + part.documents,
+                   jobs_files=part.jobs_files)
 
 
 def _take_job(inputs: FleetInputs, outcome: JobSource | InvalidJob) -> None:

@@ -1,11 +1,12 @@
-"""A fleet kept in memory (``fleetq watch``) and patched with the job files a
+"""A fleet kept in memory (``fleetq watch``) and patched with the files a
 commit changed: the same values as reading the commit whole, on a real repo.
 
 Each step commits a change and reads HEAD twice: with one ``Cache`` kept over
 all the steps (so it patches the fleet it read last, when it may) and by a
 fresh, uncached whole read. The two must be equal; and each step says which
-way the kept cache went, so a patch that is never taken, or taken where it
-may not be, fails too.
+way the kept cache went (the job files patched in, the other files read again
+and the job files patched in, or the commit read whole), so a patch that is
+never taken, or taken where it may not be, fails too.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.inputs import FleetInputs, patch_fleet, read_fleet
 from reconciler.gitops.repo import FleetRepo
-from reconciler.pipeline import ParsedJobs, read_inputs, read_source
+from reconciler.pipeline import PATCHED, PATCHED_OTHERS, ParsedJobs, read_inputs, read_source
 
 from .conftest import (
     QUEUED_CLUSTER_POLICY,
@@ -30,7 +31,7 @@ from .conftest import (
     write_files,
 )
 
-PATCHED = "patched the fleet read last with the files that changed"
+JOBS, OTHERS, WHOLE = "jobs", "others", "whole"  # how a kept cache read a commit
 FLEET = """\
 apiVersion: fleetq.io/v1alpha1
 kind: Fleet
@@ -62,10 +63,10 @@ class Kept:
         self.cache = Cache(self.repo.git_dir)
         self.path = path
 
-    def read(self) -> tuple[FleetInputs, bool]:
+    def read(self) -> tuple[FleetInputs, str]:
         said: list[str] = []
         _, inputs = read_inputs(self.repo, "HEAD", self.cache, self.cache, said.append)
-        return inputs, PATCHED in said
+        return inputs, JOBS if PATCHED in said else OTHERS if PATCHED_OTHERS in said else WHOLE
 
 
 @pytest.fixture
@@ -77,70 +78,100 @@ def fleet(tmp_path: Path) -> Kept:
         "jobs/two.yaml": pytorchjob("t1") + "---\n" + pytorchjob("t2"),
         "jobs/bad.yaml": pytorchjob("bad", replicas_text='"two"')})
     kept = Kept(path)
-    inputs, patched = kept.read()
-    assert not patched and inputs == whole(path)
+    inputs, how = kept.read()
+    assert how == WHOLE and inputs == whole(path)
     assert [bad.key.name for bad in inputs.invalid] == ["bad"]
     return kept
 
 
 def step(kept: Kept, files: dict[str, str], *, remove: tuple[str, ...] = (),
-         patched: bool) -> FleetInputs:
+         how: str) -> FleetInputs:
     if files:
         write_files(kept.path, files)
     if remove:
         git(kept.path, "rm", "-q", *remove)
     commit_all(kept.path, "step")
-    got, was_patched = kept.read()
+    got, read = kept.read()
     assert got == whole(kept.path)
-    assert was_patched is patched
+    assert read == how
     return got
 
 
 def test_job_files_pushed_one_by_one_are_patched_in_as_a_whole_read_has_them(
         fleet: Kept) -> None:
-    got = step(fleet, {"jobs/c.yaml": pytorchjob("c")}, patched=True)
+    got = step(fleet, {"jobs/c.yaml": pytorchjob("c")}, how=JOBS)
     assert sorted(k.name for k in got.jobs) == ["a", "b", "c", "t1", "t2"]
-    step(fleet, {"jobs/a.yaml": pytorchjob("a", cpu="3")}, patched=True)
-    step(fleet, {}, remove=("jobs/b.yaml",), patched=True)
-    got = step(fleet, {"jobs/c.yaml": pytorchjob("c", replicas_text='"x"')}, patched=True)
+    step(fleet, {"jobs/a.yaml": pytorchjob("a", cpu="3")}, how=JOBS)
+    step(fleet, {}, remove=("jobs/b.yaml",), how=JOBS)
+    got = step(fleet, {"jobs/c.yaml": pytorchjob("c", replicas_text='"x"')}, how=JOBS)
     assert sorted(bad.key.name for bad in got.invalid) == ["bad", "c"]
     got = step(fleet, {"jobs/0.yaml": pytorchjob("zero", replicas_text='"x"')},
-               patched=True)
+               how=JOBS)
     assert [bad.key.name for bad in got.invalid] == ["zero", "bad", "c"]  # by path
     got = step(fleet, {"jobs/bad.yaml": pytorchjob("bad")}, remove=("jobs/0.yaml",),
-               patched=True)
+               how=JOBS)
     assert [bad.key.name for bad in got.invalid] == ["c"]
     assert "bad" in {k.name for k in got.jobs}
-    step(fleet, {"jobs/two.yaml": pytorchjob("t2")}, patched=True)  # one of two documents
+    step(fleet, {"jobs/two.yaml": pytorchjob("t2")}, how=JOBS)  # one of two documents
     step(fleet, {"jobs/z/a.yaml": pytorchjob("a", cpu="3")}, remove=("jobs/a.yaml",),
-         patched=True)  # moved
+         how=JOBS)  # moved
     step(fleet, {"docs/example.yaml": pytorchjob("doc", replicas_text='"two"')},
-         patched=True)  # excluded: not read
-    assert fleet.read()[1] is True  # the same tree again: the fleet as it was
+         how=JOBS)  # excluded: not read
+    assert fleet.read()[1] == JOBS  # the same tree again: the fleet as it was
 
 
 def test_a_job_defined_twice_is_read_whole_until_it_is_not(fleet: Kept) -> None:
-    got = step(fleet, {"jobs/a-again.yaml": pytorchjob("a", cpu="2")}, patched=False)
+    got = step(fleet, {"jobs/a-again.yaml": pytorchjob("a", cpu="2")}, how=WHOLE)
     assert got.jobs[next(k for k in got.jobs if k.name == "a")].job.path == \
         "jobs/a-again.yaml"  # (the first by path)
     assert any("also defined at" in p.message for p in got.problems)
-    step(fleet, {"jobs/c.yaml": pytorchjob("c")}, patched=True)  # a is not touched
-    got = step(fleet, {}, remove=("jobs/a-again.yaml",), patched=False)
+    step(fleet, {"jobs/c.yaml": pytorchjob("c")}, how=JOBS)  # a is not touched
+    got = step(fleet, {}, remove=("jobs/a-again.yaml",), how=WHOLE)
     assert got.jobs[next(k for k in got.jobs if k.name == "a")].job.path == "jobs/a.yaml"
-    step(fleet, {"jobs/a-2.yaml": pytorchjob("a")}, patched=False)  # twice again
-    step(fleet, {}, remove=("jobs/a-2.yaml",), patched=False)
-    step(fleet, {"jobs/d.yaml": pytorchjob("d")}, patched=True)
+    step(fleet, {"jobs/a-2.yaml": pytorchjob("a")}, how=WHOLE)  # twice again
+    step(fleet, {}, remove=("jobs/a-2.yaml",), how=WHOLE)
+    step(fleet, {"jobs/d.yaml": pytorchjob("d")}, how=JOBS)
 
 
-def test_files_that_are_not_only_jobs_are_read_whole(fleet: Kept) -> None:
-    step(fleet, {"quota.yaml": one_leaf_tree("32", "256Gi")}, patched=False)
-    step(fleet, {"jobs/config.yaml": CONFIG}, patched=False)
-    step(fleet, {"jobs/config.yaml": CONFIG.replace('"1"', '"2"')}, patched=False)
-    step(fleet, {"jobs/broken.yaml": "a: [\n"}, patched=False)
-    step(fleet, {"fleet.yaml": FLEET.replace("docs/**", "old/**")}, patched=False)
+def test_other_files_are_read_again_and_the_job_files_patched_in(fleet: Kept) -> None:
+    got = step(fleet, {"quota.yaml": one_leaf_tree("32", "256Gi")}, how=OTHERS)
+    assert got.tree is not None and got.tree.nodes["root"].max["cpu"] == 32000
+    got = step(fleet, {"jobs/config.yaml": CONFIG}, how=OTHERS)
+    assert ("ConfigMap", "default", "settings") in got.dependencies
+    step(fleet, {"jobs/config.yaml": CONFIG.replace('"1"', '"2"')}, how=OTHERS)
+    got = step(fleet, {"jobs/broken.yaml": "a: [\n"}, how=OTHERS)
+    assert "jobs/broken.yaml" in got.broken_paths
     step(fleet, {"templates/commit-message.j2": "reconcile {{ source.short }}\n"},
-         patched=False)
-    step(fleet, {"jobs/e.yaml": pytorchjob("e")}, patched=True)
+         how=OTHERS)
+    step(fleet, {"clusters/c2.yaml": member_cluster("c2"),
+                 "jobs/f.yaml": pytorchjob("f")}, how=OTHERS)  # and a job file with them
+    # a job file that takes in another kind, and lets it go again
+    got = step(fleet, {"jobs/a.yaml": pytorchjob("a") + "---\n" +
+                       CONFIG.replace("settings", "for-a")}, how=OTHERS)
+    assert "jobs/a.yaml" not in got.jobs_files and "a" in {k.name for k in got.jobs}
+    got = step(fleet, {"jobs/a.yaml": pytorchjob("a", cpu="2")}, how=OTHERS)
+    assert "jobs/a.yaml" in got.jobs_files
+    # invalid jobs of both kinds of files, in the order of their paths
+    got = step(fleet, {"jobs/z.yaml": pytorchjob("z", replicas_text='"x"') + "---\n" +
+                       CONFIG.replace("settings", "for-z"),
+                       "jobs/0.yaml": pytorchjob("zero", replicas_text='"x"')}, how=OTHERS)
+    assert [bad.key.name for bad in got.invalid] == ["zero", "bad", "z"]
+    step(fleet, {}, remove=("jobs/config.yaml", "jobs/broken.yaml", "jobs/z.yaml"),
+         how=OTHERS)
+    step(fleet, {}, remove=("templates/commit-message.j2",), how=OTHERS)
+    step(fleet, {"fleet.yaml": FLEET.replace("docs/**", "old/**")}, how=WHOLE)
+    step(fleet, {"jobs/e.yaml": pytorchjob("e")}, how=JOBS)
+
+
+def test_a_job_in_another_file_and_a_job_file_at_once_is_read_whole(fleet: Kept) -> None:
+    """Which of the two counts depends on the order of the files."""
+    got = step(fleet, {"jobs/0-mixed.yaml": pytorchjob("a", cpu="5") + "---\n" + CONFIG},
+               how=WHOLE)
+    assert got.jobs[next(k for k in got.jobs if k.name == "a")].job.path == \
+        "jobs/0-mixed.yaml"  # (the first by path)
+    got = step(fleet, {}, remove=("jobs/0-mixed.yaml",), how=WHOLE)
+    assert got.jobs[next(k for k in got.jobs if k.name == "a")].job.path == "jobs/a.yaml"
+    step(fleet, {"quota.yaml": one_leaf_tree("16", "256Gi")}, how=OTHERS)
 
 
 def test_patching_never_changes_the_fleet_it_starts_from(fleet: Kept) -> None:
@@ -176,15 +207,15 @@ def test_a_new_process_patches_the_fleet_the_last_reconcile_saved(tmp_path: Path
     repo = FleetRepo(path)
     reconcile(repo, now=when(NOW))
 
-    def fresh() -> tuple[FleetInputs, bool]:
+    def fresh() -> tuple[FleetInputs, str]:
         kept = Kept(path)
         kept.cache.load_jobs()
         return kept.read()
 
     write_files(path, {"jobs/b.yaml": pytorchjob("b")})
     commit_all(path, "b")
-    got, patched = fresh()
-    assert patched and got == whole(path)
+    got, how = fresh()
+    assert how == JOBS and got == whole(path)
     assert sorted(k.name for k in got.jobs) == ["a", "b", "m"]
     reconcile(repo, now=when(NOW))
     (saved,) = (path / ".git" / "fleetq").glob(f"cache-v*/{INPUTS}")
@@ -197,8 +228,8 @@ def test_a_new_process_patches_the_fleet_the_last_reconcile_saved(tmp_path: Path
     commit_all(path, "a is done")
     damaged = saved.read_bytes()
     saved.write_bytes(damaged[:len(damaged) // 2])
-    got, patched = fresh()
-    assert not patched and got == whole(path)  # a damaged file: read whole
+    got, how = fresh()
+    assert how == WHOLE and got == whole(path)  # a damaged file: read whole
     reconcile(repo, now=when(NOW))
 
     write_files(path, {"jobs/a-again.yaml": pytorchjob("b")})  # b twice
@@ -207,25 +238,26 @@ def test_a_new_process_patches_the_fleet_the_last_reconcile_saved(tmp_path: Path
     assert not saved.exists()  # not saved: which b counts depends on the order of files
     write_files(path, {"jobs/c.yaml": pytorchjob("c")})
     commit_all(path, "c")
-    got, patched = fresh()
-    assert not patched and got == whole(path)
+    got, how = fresh()
+    assert how == WHOLE and got == whole(path)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_random_pushes_of_job_files_read_as_a_whole_read_has_them(
         fleet: Kept, seed: int) -> None:
     """Thirty drawn pushes (new, changed, broken, fixed, deleted, moved, doubled
-    and multi-document job files, now and then another kind of file): after
-    each, the kept cache's fleet is the whole read's."""
+    and multi-document job files; now and then another kind of file, a job
+    file with another kind in it, a file that does not parse, a new quota
+    tree): after each, the kept cache's fleet is the whole read's."""
     import random
 
     draw = random.Random(seed)
     names = [f"r{i}" for i in range(12)]
     files: dict[str, str] = {}  # path -> job name, the drawn files now in the fleet
-    patched = 0
+    ways: dict[str, int] = {}  # how each was read
     for step_no in range(30):
         what = draw.choice(["new", "new", "change", "broken", "delete", "move", "twice",
-                            "two", "config"])
+                            "two", "config", "mixed", "syntax", "quota"])
         path = f"jobs/d/{draw.choice('abcdefgh')}{step_no}.yaml"
         name = draw.choice(names)
         write: dict[str, str] = {}
@@ -252,6 +284,14 @@ def test_random_pushes_of_job_files_read_as_a_whole_read_has_them(
         elif what == "config":
             write[path] = CONFIG.replace("settings", f"settings-{step_no}")
             files[path] = "config"
+        elif what == "mixed":
+            write[path] = pytorchjob(name) + "---\n" + CONFIG.replace("settings", f"m{step_no}")
+            files[path] = name
+        elif what == "syntax":
+            write[path] = "a: [\n"
+            files[path] = "syntax"
+        elif what == "quota":
+            write["quota.yaml"] = one_leaf_tree(str(draw.randint(8, 64)), "256Gi")
         else:
             write[path] = pytorchjob(name)
             files[path] = name
@@ -260,7 +300,8 @@ def test_random_pushes_of_job_files_read_as_a_whole_read_has_them(
         if remove:
             git(fleet.path, "rm", "-q", *remove)
         commit_all(fleet.path, f"step {step_no}: {what}")
-        got, was_patched = fleet.read()
+        got, how = fleet.read()
         assert got == whole(fleet.path), (step_no, what)
-        patched += was_patched
-    assert patched >= 5  # (each seed draws enough pushes of job files alone)
+        ways[how] = ways.get(how, 0) + 1
+    # (each seed draws enough pushes of job files alone, and of other files)
+    assert ways.get(JOBS, 0) >= 5 and ways.get(OTHERS, 0) >= 3, ways
