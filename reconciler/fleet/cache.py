@@ -19,7 +19,8 @@ can be computed again from git. Four things are kept:
   (requests, times, reasons, names) are stored once (``shared_values``).
 - ``inputs.pickle``: the fleet read last and the source tree it was read
   from, but for the jobs of its jobs-only files (they are in the shards), so
-  that the next reconcile of a push of a few job files reads those files only.
+  that the next reconcile of a push of a few job files reads those files only
+  (and, when other files changed too, those other files again).
 - ``inputs-of-state.pickle``: what the cycle read, but for jobs (the quota
   tree, clusters, policies, ...), of the source tree the last state commit
   was made from, so that a later push that changed the quota tree's max
