@@ -46,6 +46,12 @@ from .conftest import (
 )
 
 WAIT = 60.0  # seconds a round may take on a slow, shared machine
+CONFIG = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: default}
+data: {a: "1"}
+"""
 
 
 def fleet_files() -> dict[str, str]:
@@ -141,7 +147,13 @@ def test_each_commit_is_reconciled_as_a_fresh_reconcile_would(
         ({"jobs/d.yaml": pytorchjob("d", cpu="1")}, True),                # 2 cpu: waits too
         ({"jobs/a.yaml": None}, False),                                   # 4 free: d, not c
         ({"jobs/b.yaml": pytorchjob("b", cpu="2", memory="2Gi")}, False),  # b changed
+        # other files: read again, the fleet's jobs kept (and put back ahead as long
+        # as nothing the cycle's first steps read changed)
+        ({"jobs/settings.yaml": CONFIG, "jobs/e.yaml": pytorchjob("e", cpu="9")},
+         True),  # (e: 18 cpu, more than the quota's max)
+        ({"quota.yaml": one_leaf_tree("7", "64Gi")}, False),  # a lower max
         ({"clusters/c1.yaml": member_cluster("c1", cpu="9", memory="64Gi")}, False),
+        ({"quota.yaml": one_leaf_tree("8", "64Gi"), "jobs/settings.yaml": None}, False),
     ]
     for step, ahead in steps:
         for rel, text in step.items():
@@ -158,7 +170,8 @@ def test_each_commit_is_reconciled_as_a_fresh_reconcile_would(
         assert done.outcome.computed.result.ahead is ahead, step
     final = placements(path)
     assert {k: v["phase"] for k, v in final.items()} == {
-        "default/b": "Admitted", "default/c": "Queued", "default/d": "Admitted"}
+        "default/b": "Admitted", "default/c": "Queued", "default/d": "Admitted",
+        "default/e": "Inadmissible"}
     w.close()
 
 
