@@ -46,7 +46,7 @@ from reconciler.core.preemption import (
     may_reclaim,
 )
 from reconciler.core.problems import Problem
-from reconciler.core.quota import QuotaTree, QuotaUsage, max_jobs_hint
+from reconciler.core.quota import QuotaTree, QuotaUsage, max_jobs_hint, same_but_max_values
 from reconciler.core.resources import MAX_JOBS, Resources
 
 MAX_CLUSTER_NOTES = 3
@@ -367,7 +367,8 @@ class Ahead:
         if was is None or state is None:
             return None
         jobs = {j.key: j for j in inp.jobs}
-        if not self._same_steps(was, inp, jobs):
+        if not self._same_steps(was, inp, jobs) or (
+                was.tree != inp.tree and not state.retree(inp.tree)):
             self._drop()  # (not held through the cycle decided without them)
             return None
         # Left out: those of the expected input's that are settled, from the very
@@ -402,7 +403,9 @@ class Ahead:
         self._queues, self._sorted = {}, []
 
     def _same_steps(self, was: CycleInput, inp: CycleInput, jobs: dict[JobKey, Job]) -> bool:
-        if not (was.tree == inp.tree and was.clusters == inp.clusters
+        """Whether steps 1-2 on ``inp`` are those done on ``was``: the same
+        but, maybe, for the values of quotas' max limits (see ``retree``)."""
+        if not (same_but_max_values(was.tree, inp.tree) and was.clusters == inp.clusters
                 and was.policies == inp.policies and was.settings == inp.settings
                 and was.priority_classes == inp.priority_classes
                 and was.default_priority == inp.default_priority
@@ -541,6 +544,18 @@ class _Cycle:
         self._spared_before_it_ran: set[JobKey] = set()
         if PARK_ALWAYS:
             self._start_parking()
+
+    def retree(self, tree: QuotaTree | None) -> bool:
+        """After steps 1-2 (done ahead), the cycle under ``tree``, the same as its
+        own but for the values of some max limits (``same_but_max_values``): the
+        steps would have been the very same under it when every job admitted
+        before was put back as it was (a max is read by no other part of them);
+        False, and nothing changed, when not."""
+        if not self._as_before or self.usage is None or tree is None:
+            return False
+        self.tree = tree
+        self.usage = self.preemption.usage = self.usage.under(tree)
+        return True
 
     # -- 1 ---------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ can try an admission, undo it, and keep the tree itself untouched.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from reconciler.core.problems import Problem
 from reconciler.core.resources import (
@@ -211,6 +211,22 @@ class QuotaShortfall:
                 f"{format_quantity(r, self.limit)}")
 
 
+def same_but_max_values(a: QuotaTree | None, b: QuotaTree | None) -> bool:
+    """Whether two trees are the same but for the values of their quotas' max
+    limits (each quota limits the same resources in its max)."""
+    if a is None or b is None:
+        return a is b
+    if (a.root, a.path, a.by_alias, a.by_namespace) != (b.root, b.path, b.by_alias,
+                                                       b.by_namespace) \
+            or a.nodes.keys() != b.nodes.keys():
+        return False
+    for name, node in a.nodes.items():
+        other = b.nodes[name]
+        if node.max.keys() != other.max.keys() or replace(node, max=other.max) != other:
+            return False
+    return True
+
+
 class QuotaUsage:
     """Usage per quota path: all admitted jobs, and the non-preemptible ones apart.
 
@@ -239,6 +255,16 @@ class QuotaUsage:
         self._min_limited = {p: min_limited(n) for p, n in tree.nodes.items()}
         self._version: dict[str, int] = dict.fromkeys(tree.nodes, 0)  # bumped on a change
         self._above: dict[str, tuple[int, Resources]] = {}  # path -> (version, above_min)
+
+    def under(self, tree: QuotaTree) -> QuotaUsage:
+        """This usage, moved to ``tree``: one that differs from this one's in
+        the values of its max limits alone (``same_but_max_values``), so that
+        all this usage keeps but the limits (used, the versions, above_min)
+        holds there as it is. This one is not to be used after."""
+        moved = QuotaUsage(tree)
+        moved.used, moved.np_used = self.used, self.np_used
+        moved._version, moved._above = self._version, self._above
+        return moved
 
     def path_nodes(self, leaf: str) -> list[QuotaNode]:
         return self._paths[leaf]

@@ -135,3 +135,48 @@ def test_a_job_kept_where_it_ran_while_its_file_is_invalid_is_taken_up_as_kept()
 def test_a_key_twice_is_not_prepared() -> None:
     expected = _state([A, B, WAITS])
     assert prepare(replace(expected, jobs=(A, B, WAITS, A))) is None
+
+
+def _tree_a(**a: str) -> cycle.QuotaTree:
+    """TREE, but for quota a's min and max (``a_min``, ``a_max``: its GPUs)."""
+    limits = {k: {"gpu": v} for k, v in (("min", a.get("a_min")), ("max", a.get("a_max")))
+              if v is not None}
+    return simple_tree(quota("a", ns=["a"], **limits),  # type: ignore[arg-type]
+                       *(quota(ns, ns=[ns]) for ns in ("b", "c", "default")))
+
+
+def _state_under(tree: cycle.QuotaTree) -> CycleInput:
+    """``_state`` of a, b and w under ``tree``."""
+    jobs = [A, B, WAITS]
+    first = reconcile_cycle(cycle_input(jobs=jobs, tree=tree))
+    return cycle_input(jobs=jobs, tree=tree, prior=prior_of(first.decisions))
+
+
+@pytest.mark.parametrize("a_max", ["24", "4", "0"])
+def test_new_max_values_take_them_up_under_the_new_tree(a_max: str) -> None:
+    """A push of a quota tree whose max limits changed in value alone: the jobs
+    admitted before are put back as they ran whatever the limits (no flapping),
+    so the steps done ahead hold; the cycle goes on under the new limits."""
+    expected = _state_under(_tree_a(a_max="16"))
+    pushed = gpu_job("x", 2, "a").obj()
+    inp = _push(expected, jobs=(*expected.jobs, pushed), tree=_tree_a(a_max=a_max))
+    # (the queued jobs of a quota whose max changed are not settled: pipeline._settled)
+    inp = replace(inp, settled=frozenset(k for k in inp.settled if k.namespace != "a"))
+    taken, got = _decide(expected, inp)
+    assert taken
+    q, never = Phase.QUEUED, Phase.INADMISSIBLE
+    assert {n: d.phase for n, d in by_name(got).items()} == {
+        "a": Phase.ADMITTED, "b": Phase.ADMITTED,  # as they ran, above a max of 4 or 0 too
+        # w (8 GPUs) and x (2): held back by the cluster, by the new max, or never in
+        "w": q if a_max == "24" else never, "x": never if a_max == "0" else q}
+    assert ("max" in by_name(got)["x"].reason) is (a_max != "24")
+
+
+@pytest.mark.parametrize("tree", ["a max of another resource", "a min"])
+def test_a_tree_changed_in_more_than_max_values_is_not_taken_up(tree: str) -> None:
+    expected = _state_under(_tree_a(a_max="16"))
+    new = (simple_tree(quota("a", ns=["a"], max={"gpu": "16", "cpu": "100"}),
+                       *(quota(ns, ns=[ns]) for ns in ("b", "c", "default")))
+           if tree == "a max of another resource" else _tree_a(a_max="16", a_min="4"))
+    taken, _ = _decide(expected, _push(expected, tree=new))
+    assert not taken

@@ -62,6 +62,16 @@ def fleet_files() -> dict[str, str]:
             "jobs/a.yaml": pytorchjob("a", cpu="2")}
 
 
+def leaf_tree(*, min_cpu: str, max_cpu: str) -> str:
+    """An ElasticQuotaTree of 8 cpu whose only leaf ``team`` has these limits."""
+    return ("apiVersion: scheduling.sigs.k8s.io/v1beta1\nkind: ElasticQuotaTree\n"
+            "metadata: {name: elasticquotatree, namespace: kube-system}\nspec:\n  root:\n"
+            "    name: root\n    min: {cpu: \"8\", memory: 64Gi}\n"
+            "    max: {cpu: \"8\", memory: 64Gi}\n    children:\n    - name: team\n"
+            f"      min: {{cpu: \"{min_cpu}\", memory: 64Gi}}\n"
+            f"      max: {{cpu: \"{max_cpu}\", memory: 64Gi}}\n      namespaces: [default]\n")
+
+
 def origin_and_dev(tmp_path: Path) -> tuple[Path, Path]:
     """A bare ``origin.git`` and a ``dev`` clone of the fleet that pushed main to it;
     a ``runner`` clone of it beside them."""
@@ -154,6 +164,10 @@ def test_each_commit_is_reconciled_as_a_fresh_reconcile_would(
         ({"quota.yaml": one_leaf_tree("7", "64Gi")}, False),  # a lower max
         ({"clusters/c1.yaml": member_cluster("c1", cpu="9", memory="64Gi")}, False),
         ({"quota.yaml": one_leaf_tree("8", "64Gi"), "jobs/settings.yaml": None}, False),
+        ({"quota.yaml": leaf_tree(min_cpu="4", max_cpu="8")}, False),  # a min changed
+        # a max changed, in value alone: the admitted jobs put back ahead are moved
+        # under the new tree
+        ({"quota.yaml": leaf_tree(min_cpu="4", max_cpu="6")}, True),
     ]
     for step, ahead in steps:
         for rel, text in step.items():

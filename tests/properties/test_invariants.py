@@ -453,6 +453,11 @@ def run(fleet: Fleet) -> None:
                 full = reconcile_cycle(moved)
                 assert reconcile_cycle(replace(moved, settled=settled)).decisions == \
                     full.decisions, f"step {step}: settled changed it after {changed}'s max"
+                # ... and so do the steps done ahead before the max changed, taken
+                # up under the new tree (CHECK_AHEAD compares them too)
+                got = reconcile_cycle(replace(moved, settled=settled), prepare(expected))
+                assert got.ahead and got.decisions == full.decisions, (
+                    f"step {step}: steps done ahead changed it after {changed}'s max")
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{describe(fleet, step, result)}") from None
 
