@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 
 from reconciler import __version__
 from reconciler.core.explain import explain_decision
-from reconciler.core.model import Phase
+from reconciler.core.model import Phase, PreemptionPolicy
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.state import decision_item
 from reconciler.gitops.repo import FleetRepo, GitError
@@ -345,10 +345,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     d = matches[0]
     inputs = computed.inputs
+    source = inputs.jobs.get(d.key)
     lines = explain_decision(d, decisions=computed.result.decisions, tree=inputs.tree,
                              quota_used=computed.result.quota_used,
                              cluster_free=computed.result.cluster_free,
-                             clusters={c.name: c for c in inputs.clusters})
+                             clusters={c.name: c for c in inputs.clusters},
+                             policy=inputs.settings.for_quota(d.quota).preemption
+                             if d.quota else PreemptionPolicy.LOWER_PRIORITY,
+                             preemptible=source is None or source.job.preemptible)
     if args.output == "json":
         print(as_json({"job": decision_item(d), "explanation": lines}))
     else:

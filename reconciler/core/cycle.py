@@ -44,10 +44,11 @@ from reconciler.core.preemption import (
     find_victims,
     may_evict_priority,
     may_reclaim,
+    within_min_after,
 )
 from reconciler.core.problems import Problem
 from reconciler.core.quota import QuotaTree, QuotaUsage, max_jobs_hint, same_but_max_values
-from reconciler.core.resources import MAX_JOBS, Resources
+from reconciler.core.resources import MAX_JOBS, Resources, ResourcesView
 
 MAX_CLUSTER_NOTES = 3
 MAX_PASSES = 64  # a safety net: passes settle in 2-5 (about 11 at 100,000 jobs)
@@ -542,6 +543,10 @@ class _Cycle:
                                   tuple[int, bool]] = {}
         # jobs admitted that waited sparing a reclaimer before they ever ran
         self._spared_before_it_ran: set[JobKey] = set()
+        # quota -> job -> (whom it spares (_spared), its priority, enqueue time and
+        # requests), for its jobs that may wait: made at the first search for
+        # victims, kept by _evict (see _spared_in)
+        self._sparing: dict[str, dict[JobKey, tuple[str, int, str, ResourcesView]]] | None = None
         if PARK_ALWAYS:
             self._start_parking()
 
@@ -1195,7 +1200,7 @@ class _Cycle:
                 return None
         plan = find_victims(self.preemption, job=p.job, quota=p.quota, priority=p.priority,
                             enqueued_at=p.enqueued_at, groups=p.groups, total=p.total,
-                            spared=self._spared(p))
+                            spared=self._spared_in(p))
         if isinstance(plan, Blocked):
             return plan
         for victim in plan.victims:
@@ -1218,6 +1223,41 @@ class _Cycle:
                 (prior.preemption_reason or "").startswith(RECLAIMING):
             return prior.preempted_by
         return None
+
+    def _spared_in(self, p: _Pending) -> frozenset[str]:
+        """The jobs ``p`` does not reclaim from (see ``find_victims``): the one it
+        spares (``_spared``), and those that jobs of its quota waiting now spare
+        when one of those could then evict ``p`` (by priority, in its quota) and
+        take the place ``p`` reclaimed, its quota borrowing (above its min) with
+        it: that place would be reclaimed again."""
+        own = self._spared(p)
+        if p.quota is None:
+            return frozenset((own,) if own else ())
+        if self._sparing is None:
+            self._sparing = {}
+            for key, other in self.pending.items():
+                by = self._spared(other)
+                if by is not None and other.quota is not None:
+                    self._sparing.setdefault(other.quota, {})[key] = (
+                        by, other.priority, other.enqueued_at, other.job.requests)
+            for key, (job, prior) in self.left_out.items():  # (queued before: waiting since)
+                if prior.quota is not None and prior.preempted_by is not None and \
+                        (prior.preemption_reason or "").startswith(RECLAIMING):
+                    self._sparing.setdefault(prior.quota, {})[key] = (
+                        prior.preempted_by, prior.priority, prior.enqueued_at or "",
+                        job.requests)
+        out = {own} if own else set()
+        got = self._sparing.get(p.quota)
+        if got and p.job.preemptible and p.policy.queued and self.usage is not None:
+            policy = self.inp.settings.for_quota(p.quota).preemption
+            admitted, me, usage = self.admitted, p.job.key, self.usage
+            for key, (by, priority, enqueued_at, requests) in got.items():
+                if key != me and key not in admitted and by not in out and \
+                        may_evict_priority(policy, p.priority, priority) and \
+                        (p.priority < priority or p.enqueued_at > enqueued_at) and \
+                        not within_min_after(usage, p.quota, requests):
+                    out.add(by)
+        return frozenset(out)
 
     def _why_waiting(self, p: _Pending) -> str:
         """Why a job waits, told against the cycle's final state."""
@@ -1357,6 +1397,12 @@ class _Cycle:
         if self.parked is not None:
             self.parked.evicted(victim.quota, victim.cluster)
         self.evicted_by[key] = (by, why)
+        if self._sparing is not None:  # (as _spared reads it now)
+            sparing = self._sparing.setdefault(victim.quota, {})
+            if why.startswith(RECLAIMING):
+                sparing[key] = (str(by), victim.priority, victim.enqueued_at, victim.requests)
+            else:
+                sparing.pop(key, None)
         self.preemption.evictions += 1
         self.preemption.evicted.add(key)
         self.preemption.changes += 1

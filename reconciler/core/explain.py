@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reconciler.core.model import Decision, MemberCluster, Phase
-from reconciler.core.preemption import RECLAIMING
-from reconciler.core.quota import QuotaTree
+from reconciler.core.model import Decision, MemberCluster, Phase, PreemptionPolicy
+from reconciler.core.preemption import RECLAIMING, may_evict_priority, within_min_after
+from reconciler.core.quota import QuotaTree, QuotaUsage
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, format_quantity
 
 
@@ -20,8 +20,11 @@ def _q(name: str, milli: int) -> str:
 
 def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[str, Resources],
             cluster_free: Mapping[str, Resources], clusters: Mapping[str, MemberCluster],
-            admitted_in_quota: list[Decision]) -> list[str]:
-    """Sentences: the state, the blocking limits, and what would unblock the job."""
+            admitted_in_quota: list[Decision],
+            sparing_in_quota: list[Decision] | None = None) -> list[str]:
+    """Sentences: the state, the blocking limits, and what would unblock the job.
+    ``sparing_in_quota``: the jobs of its quota that wait sparing the job that
+    reclaimed their place and could evict it in turn (see ``find_victims``)."""
     d = decision
     lines = [f"{d.key.kind} {d.key.namespace}/{d.key.name} is {d.phase.value}"
              + (f" on {d.cluster}" if d.cluster else "")
@@ -88,6 +91,11 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             (d.preemption_reason or "").startswith(RECLAIMING):
         advice.append(f"it does not reclaim from {d.preempted_by}, which reclaimed from it, "
                       f"while it waits")
+    for x in sparing_in_quota or ():
+        advice.append(f"it does not reclaim from {x.preempted_by} while {x.key.kind} "
+                      f"{x.key.namespace}/{x.key.name} of its quota, whose place that job "
+                      f"reclaimed, waits: it would evict this one and take the place, "
+                      f"borrowing above the quota's min, to be reclaimed again")
     if d.position and d.position > 1:
         advice.append(f"{d.position - 1} job(s) are ahead of it in queue {d.quota}")
     lines.extend(f"- {a}" for a in advice)
@@ -96,10 +104,27 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
 
 def explain_decision(decision: Decision, *, decisions: list[Decision], tree: QuotaTree | None,
                      quota_used: Mapping[str, Resources], cluster_free: Mapping[str, Resources],
-                     clusters: Mapping[str, MemberCluster]) -> list[str]:
+                     clusters: Mapping[str, MemberCluster],
+                     policy: PreemptionPolicy = PreemptionPolicy.LOWER_PRIORITY,
+                     preemptible: bool = True) -> list[str]:
     """``explain`` for one of a cycle's ``decisions``, the jobs its quota admitted
-    found among them."""
-    holders = [x for x in decisions if x.quota == decision.quota
-               and x.phase is Phase.ADMITTED and x.key != decision.key]
-    return explain(decision, tree=tree, quota_used=quota_used, cluster_free=cluster_free,
-                   clusters=clusters, admitted_in_quota=holders)
+    found among them, and those that wait sparing a reclaimer and could evict it
+    (by its quota's preemption ``policy``; never when it is not ``preemptible``),
+    borrowing (see ``find_victims``)."""
+    d = decision
+    holders = [x for x in decisions if x.quota == d.quota
+               and x.phase is Phase.ADMITTED and x.key != d.key]
+    sparing: list[Decision] = []
+    if preemptible and d.phase is Phase.QUEUED and tree is not None and d.quota in tree.nodes:
+        usage = QuotaUsage(tree)  # (the cycle's final usage)
+        for path, used in quota_used.items():
+            if path in usage.used:
+                usage.used[path] = dict(used)
+        sparing = [x for x in decisions if x.quota == d.quota and x.phase is Phase.QUEUED
+                   and x.key != d.key and x.preempted_by and x.preempted_by != d.preempted_by
+                   and (x.preemption_reason or "").startswith(RECLAIMING)
+                   and may_evict_priority(policy, d.priority, x.priority)
+                   and (d.priority < x.priority or d.enqueued_at > x.enqueued_at)
+                   and not within_min_after(usage, d.quota, x.requests)]
+    return explain(d, tree=tree, quota_used=quota_used, cluster_free=cluster_free,
+                   clusters=clusters, admitted_in_quota=holders, sparing_in_quota=sparing)

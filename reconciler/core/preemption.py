@@ -6,8 +6,10 @@ fit, on its quota *and* on one member cluster:
 * **reclaim**: if its quota would stay within its min after admission, it
   may evict jobs of other quotas that use more than their min (borrowers),
   until each victim's quota is back at its min; not when it lacks only what
-  its min does not guarantee (a job slot), and never the job whose reclaim
-  sent it back to its queue;
+  its min does not guarantee (a job slot); never the job whose reclaim
+  sent it back to its queue, nor one whose reclaim sent back a job of its
+  quota that waits and could evict it in turn (by priority) and take that
+  place, borrowing;
 * **priority**: it may evict jobs of its own quota with strictly lower
   priority (``LowerPriority``, the default), also equal-priority jobs that
   were enqueued later (``LowerOrNewerEqualPriority``), or none (``Never``).
@@ -750,7 +752,7 @@ def eligible_same_quota(policy: PreemptionPolicy, victim: Admitted, priority: in
 
 def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priority: int,
                  enqueued_at: str, groups: list[list[str]], total: ResourcesView,
-                 spared: str | None = None) -> PreemptionPlan | Blocked:
+                 spared: frozenset[str] = frozenset()) -> PreemptionPlan | Blocked:
     """The smallest set of victims that lets ``job`` in, or why there is none.
 
     Two tries, as Kueue does: first with victims of borrowing quotas too, when
@@ -764,11 +766,16 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
     for its job slot would let that borrower's quota take the slot back in
     the next reconcile.
 
-    ``spared`` (``Kind namespace/name``): the job whose reclaim sent ``job``
-    back to its queue, which ``job`` does not reclaim from in return while it
-    waits. Each of two quotas can be within its min once its own lower-priority
-    jobs are out, and those come back on other member clusters, borrowing
-    again: two pinned jobs would otherwise reclaim each other's cluster for ever.
+    ``spared`` (each ``Kind namespace/name``): the jobs ``job`` does not
+    reclaim from: the one whose reclaim sent it back to its queue, while it
+    waits, and those whose reclaims sent back a job of its quota that waits,
+    may evict ``job`` by priority, and would borrow (its quota above its min)
+    in its place. Each of two quotas can be within its min once its own
+    lower-priority jobs are out, and those come back on other member
+    clusters, borrowing again: two pinned jobs would otherwise reclaim each
+    other's cluster for ever. And a lower-priority job of the quota, within
+    its min alone, would reclaim the place back, to be evicted by the job that
+    waits, which takes it, borrowing: reclaimed again, round after round.
 
     Among the candidate clusters (a later clusterAffinities group only when
     the earlier ones offer nothing) it keeps the plan with the fewest victims,
@@ -810,8 +817,8 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
 
 def _plan(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str, priority: int,
           policy: PreemptionPolicy, groups: list[list[str]], total: ResourcesView,
-          candidates: tuple[Ranked, Ranked], borrowers: list[str], spared: str | None = None
-          ) -> PreemptionPlan | Blocked:
+          candidates: tuple[Ranked, Ranked], borrowers: list[str],
+          spared: frozenset[str] = frozenset()) -> PreemptionPlan | Blocked:
     """One try of ``find_victims``: reclaiming from ``borrowers`` if any, with
     ``candidates`` (those of other quotas, then its own, each ranked). They are
     searched only once the running totals say they could do."""
@@ -901,10 +908,10 @@ class _Search:
 
     def __init__(self, ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str,
                  candidates: tuple[Ranked, ...], total: ResourcesView, *,
-                 within_min: bool, spared: str | None = None) -> None:
+                 within_min: bool, spared: frozenset[str] = frozenset()) -> None:
         self.ctx, self.usage, self.job, self.quota = ctx, usage, job, quota
         self.within_min = within_min  # the plan must leave the job's quota within its min
-        self.spared = spared  # a job of another quota not to take (see find_victims)
+        self.spared = spared  # jobs of other quotas not to take (see find_victims)
         self.candidates = candidates
         self.total = total
         self.removed: list[tuple[Admitted, Fit]] = []
@@ -1011,8 +1018,7 @@ class _Search:
         if victim.quota == self.quota:
             return True
         # a quota back at its min has no more to reclaim
-        return self._still_borrowing(victim.quota) and (
-            self.spared is None or self.spared != str(victim.key))
+        return self._still_borrowing(victim.quota) and str(victim.key) not in self.spared
 
     def _helps(self, victim: Admitted, short: tuple[str, str, int | None] | None) -> bool:
         if id(victim) in self.taken or not self._may_take(victim):

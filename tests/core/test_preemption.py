@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler.core.cycle import CycleResult, reconcile_cycle
+from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
+from reconciler.core.explain import explain_decision
 from reconciler.core.model import JobKey, Phase, PreemptionPolicy, QuotaSettings
 from reconciler.core.preemption import Ranked, _Run, most_recent_first
 from tests.builders import (
@@ -282,6 +285,65 @@ def test_two_quotas_at_their_min_do_not_evict_each_other() -> None:
     d = by_name(result)
     assert (d["a"].phase, d["b"].phase) == (Phase.ADMITTED, Phase.QUEUED)
     assert evicted(result) == set()
+
+
+def quota_mate_case(qa_min: int) -> tuple[CycleInput, CycleResult]:
+    """qa and qb share a cluster of an 8-GPU and a 4-GPU node, 12 GPUs, qa's min
+    ``qa_min``, qb's the rest. qb borrows: ``y`` (8 GPUs, low) and ``w`` (4, not
+    preemptible) ran there. ``x`` (qa, high, 8 GPUs) waits, sparing ``y``, whose
+    reclaim sent it back; ``z`` (qa, low, 4 GPUs) is new: within qa's min alone."""
+    y = gpu_job("y", 8, "team-b").priority_class("low").obj()
+    w = gpu_job("w", 4, "team-b").priority_class("high").non_preemptible().obj()
+    x = gpu_job("x", 8, "team-a").priority_class("high").obj()
+    z = gpu_job("z", 4, "team-a").priority_class("low").obj()
+    waits = replace(admitted_prior(x, cluster="c1", quota="root/qa", priority=1000),
+                    phase=Phase.QUEUED, cluster=None, admitted_at=None, position=1,
+                    preempted_by=str(y.key), preemptions=1,
+                    preemption_reason="reclaiming quota root/qa borrowed above its min")
+    inp = cycle_input(
+        jobs=[y, w, x, z],
+        tree=simple_tree(quota("qa", ns=["team-a"], min={"gpu": str(qa_min)}),
+                         quota("qb", ns=["team-b"], min={"gpu": str(12 - qa_min)}),
+                         total={"gpu": "12"}),
+        clusters=[gpu_cluster("c1", 8, 4)], priority_classes=PRIORITIES,
+        prior=[admitted_prior(y, cluster="c1", quota="root/qb", priority=10),
+               admitted_prior(w, cluster="c1", quota="root/qb", priority=1000), waits])
+    return inp, reconcile_cycle(inp)
+
+
+def test_a_job_reclaims_the_place_of_a_waiting_job_of_its_quota_that_would_hold_it_within_min(
+        ) -> None:
+    """z reclaims y's node; x, which spares y, then evicts z (lower priority) and
+    takes it, qa within its min (8 of 8): y's quota has nothing more to reclaim."""
+    d = by_name(quota_mate_case(qa_min=8)[1])
+    assert {n: x.phase for n, x in d.items()} == {
+        "x": Phase.ADMITTED, "w": Phase.ADMITTED, "y": Phase.QUEUED, "z": Phase.QUEUED}
+    assert d["y"].preempted_by == "PyTorchJob team-a/z"  # (z never ran: no record)
+
+
+def test_a_job_does_not_reclaim_a_place_a_waiting_job_of_its_quota_would_take_borrowing(
+        ) -> None:
+    """qa's min is 6: x in z's place would borrow (8 of 6), so y would reclaim it
+    back and z the place again, round after round. z does not reclaim from y while
+    x waits: nobody is evicted."""
+    inp, result = quota_mate_case(qa_min=6)
+    d = by_name(result)
+    assert {n: x.phase for n, x in d.items()} == {
+        "x": Phase.QUEUED, "w": Phase.ADMITTED, "y": Phase.ADMITTED, "z": Phase.QUEUED}
+    assert evicted(result) == {"x"}  # (its record, from before)
+    assert not result.problems
+    told = explain_decision(d["z"], decisions=result.decisions, tree=inp.tree,
+                            quota_used=result.quota_used, cluster_free=result.cluster_free,
+                            clusters={c.name: c for c in inp.clusters})
+    assert ("- it does not reclaim from PyTorchJob team-b/y while PyTorchJob team-a/x of "
+            "its quota, whose place that job reclaimed, waits: it would evict this one and "
+            "take the place, borrowing above the quota's min, to be reclaimed again") in told
+    told = explain_decision(d["x"], decisions=result.decisions, tree=inp.tree,
+                            quota_used=result.quota_used, cluster_free=result.cluster_free,
+                            clusters={c.name: c for c in inp.clusters})
+    assert ("- it does not reclaim from PyTorchJob team-b/y, which reclaimed from it, while "
+            "it waits") in told
+    assert not any("of its quota, whose place" in line for line in told)  # (z may not evict x)
 
 
 # -- retries ------------------------------------------------------------------------------

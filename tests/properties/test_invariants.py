@@ -733,3 +733,76 @@ def test_a_job_waiting_for_its_reclaimer_keeps_that_record_until_it_runs() -> No
          _plan("j1-10", "q2", "high", [(2, {CPU: M})], created="09", pin="c0")]],
         finished=[{"j0-0", "j0-10", "j0-2", "j0-3", "j0-5", "j0-6", "j0-9"}])
     run(fleet)
+
+
+def test_a_second_reconcile_keeps_the_positions_of_the_jobs_preempted_back() -> None:
+    """Found by the property test (FLEETQ_EXPLORE=1). At step 2, j2-3 (q1) reclaims
+    c0 from j2-6 (q2, high), which then waits sparing it; j2-4 (q2, low: within
+    q2's min alone) reclaims c0 back from j2-3; j2-6 evicts j2-4 (lower priority)
+    and takes its place, q2 borrowing again; and so round after round, until the
+    safety net ended the cycle, and reconciling again went on (j1-3 moved, j2-10
+    evicted, j2-4 in). A job does not reclaim from a job whose reclaim sent back
+    a job of its quota that could then evict it and take that place."""
+    tree, problems = build_tree(QuotaSpec(
+        name="root", min={CPU: 13 * M, GPU: 0}, max={CPU: 13 * M, GPU: 0},
+        children=(QuotaSpec(name="q0", min={CPU: 13 * M, GPU: 0}, max={CPU: 13 * M, GPU: 0},
+                            children=(
+            QuotaSpec(name="q1", min={CPU: 6 * M, GPU: 0}, max={CPU: 13 * M, GPU: 0},
+                      namespaces=("q1",)),
+            QuotaSpec(name="q2", min={CPU: 7 * M, GPU: 0}, max={CPU: 13 * M, GPU: 0},
+                      namespaces=("q2",)))),)),
+        path="tree")
+    assert tree is not None and not problems
+    clusters = (
+        MemberCluster(name="c0", resource_reservation=True, nodes=(
+            Node(name="n0", allocatable={CPU: 3 * M, GPU: 3 * M}),)),
+        MemberCluster(name="c1", resource_reservation=True, nodes=(
+            Node(name="n0", allocatable={CPU: 4 * M, GPU: 2 * M}),
+            Node(name="n1", allocatable={CPU: 5 * M, GPU: M}),
+            Node(name="n2", allocatable={CPU: 5 * M, GPU: 4 * M}))),
+        MemberCluster(name="c2", resource_reservation=True, reserved={CPU: M}, nodes=(
+            Node(name="n0", allocatable={CPU: 5 * M, GPU: 4 * M}),)))
+    fleet = Fleet(tree=tree, clusters=clusters, settings=FleetSettings(), batches=[
+        [_plan("j0-0", "q2", "high", [(2, {CPU: 500}), (2, {CPU: 2 * M})], created="07",
+               pin="c1"),
+         _plan("j0-1", "q2", "mid", [(1, {CPU: 2 * M})], created="09", pin="c2"),
+         _plan("j0-2", "q1", "high", [(2, {CPU: 500})], created=None, pin="c2"),
+         _plan("j0-3", "q2", "mid", [(2, {CPU: M})], created="05", pin=None),
+         _plan("j0-4", "q1", "mid", [(1, {CPU: M, GPU: 2 * M}), (2, {CPU: 1500})],
+               created="03", pin=None),
+         _plan("j0-5", "q2", "mid", [(1, {CPU: 2 * M})], created="07", pin=None),
+         _plan("j0-6", "q1", "high", [(1, {CPU: 2 * M, GPU: M})], created="08", pin="c2"),
+         _plan("j0-7", "q1", "high", [(2, {CPU: 500})], created="01", pin=None)],
+        [_plan("j1-0", "q1", "low", [(2, {CPU: 2 * M})], created="08", pin=None),
+         _plan("j1-1", "q1", "low", [(2, {CPU: 1500})], created=None, pin=None),
+         _plan("j1-2", "q1", "high", [(1, {CPU: M})], created="09", pin=None),
+         _plan("j1-3", "q1", "high", [(1, {CPU: M})], created="06", pin=None),
+         _plan("j1-4", "q2", "high", [(1, {CPU: M})], created="04", pin=None),
+         _plan("j1-5", "q2", "low", [(1, {CPU: 1500}), (1, {CPU: 2 * M})], created=None,
+               pin=None),
+         _plan("j1-6", "q2", "mid", [(1, {CPU: M})], created="04", pin="c2",
+               preemptible=False),
+         _plan("j1-7", "q2", "high", [(1, {CPU: 1500})], created="01", pin=None),
+         _plan("j1-8", "q2", "mid", [(1, {CPU: 500}), (1, {CPU: 500})], created="09",
+               pin="c2"),
+         _plan("j1-9", "q1", "high", [(1, {CPU: 2 * M}), (2, {CPU: 2 * M})], created="03",
+               pin="c0")],
+        [_plan("j2-0", "q2", "high", [(1, {CPU: 1500}), (1, {CPU: M})], created="06",
+               pin=None),
+         _plan("j2-1", "q1", "mid", [(1, {CPU: 2 * M, GPU: 2 * M}), (2, {CPU: 500})],
+               created="02", pin="c2"),
+         _plan("j2-2", "q2", "low", [(1, {CPU: 500})], created="01", pin=None),
+         _plan("j2-3", "q1", "high", [(1, {CPU: 1500})], created="05", pin="c0"),
+         _plan("j2-4", "q2", "low", [(1, {CPU: M})], created="09", pin="c0"),
+         _plan("j2-5", "q2", "high", [(1, {CPU: 500})], created="00", pin="c2"),
+         _plan("j2-6", "q2", "high", [(1, {CPU: 2 * M})], created=None, pin="c0"),
+         _plan("j2-7", "q2", "high", [(2, {CPU: 1500, GPU: 2 * M})], created="06", pin="c0"),
+         _plan("j2-8", "q1", "high", [(1, {CPU: 1500}), (1, {CPU: M})], created="00",
+               pin=None),
+         _plan("j2-9", "q1", "mid", [(1, {CPU: 1500})], created=None, pin="c2"),
+         _plan("j2-10", "q1", "mid", [(2, {CPU: 500})], created=None, pin="c1"),
+         _plan("j2-11", "q1", "mid", [(1, {CPU: M, GPU: 2 * M})], created="07", pin=None,
+               preemptible=False)]],
+        finished=[{"j0-0", "j0-1", "j0-2", "j0-3", "j0-5", "j0-6", "j0-7"},
+                  {"j0-1", "j0-4", "j1-7", "j1-8"}])
+    run(fleet)
