@@ -547,6 +547,7 @@ class _Cycle:
         # requests), for its jobs that may wait: made at the first search for
         # victims, kept by _evict (see _spared_in)
         self._sparing: dict[str, dict[JobKey, tuple[str, int, str, ResourcesView]]] | None = None
+        self._spared_memo: dict[tuple[object, ...], tuple[tuple[int, int], frozenset[str]]] = {}
         if PARK_ALWAYS:
             self._start_parking()
 
@@ -1246,18 +1247,29 @@ class _Cycle:
                     self._sparing.setdefault(prior.quota, {})[key] = (
                         prior.preempted_by, prior.priority, prior.enqueued_at or "",
                         job.requests)
-        out = {own} if own else set()
         got = self._sparing.get(p.quota)
-        if got and p.job.preemptible and p.policy.queued and self.usage is not None:
-            policy = self.inp.settings.for_quota(p.quota).preemption
-            admitted, me, usage = self.admitted, p.job.key, self.usage
-            for key, (by, priority, enqueued_at, requests) in got.items():
-                if key != me and key not in admitted and by not in out and \
-                        may_evict_priority(policy, p.priority, priority) and \
-                        (p.priority < priority or p.enqueued_at > enqueued_at) and \
-                        not within_min_after(usage, p.quota, requests):
-                    out.add(by)
-        return frozenset(out)
+        if not got or not p.job.preemptible or not p.policy.queued or self.usage is None:
+            return frozenset((own,) if own else ())
+        # (the same for the jobs of a quota alike, until a job is admitted or evicted)
+        policy = self.inp.settings.for_quota(p.quota).preemption
+        ck = (p.quota, p.priority, p.job.key if own else None,
+              p.enqueued_at if policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY else "")
+        now = (self.preemption.last_seq, self.evictions)
+        known = self._spared_memo.get(ck)
+        if known is not None and known[0] == now:
+            return known[1]
+        out = {own} if own else set()
+        admitted, me, usage = self.admitted, p.job.key, self.usage
+        for key, (by, priority, enqueued_at, requests) in got.items():
+            if key != me and key not in admitted and by not in out and \
+                    may_evict_priority(policy, p.priority, priority) and \
+                    (p.priority < priority or p.enqueued_at > enqueued_at) and \
+                    not within_min_after(usage, p.quota, requests):
+                out.add(by)
+        if len(self._spared_memo) >= 4096:
+            self._spared_memo.clear()
+        spared = self._spared_memo[ck] = (now, frozenset(out))
+        return spared[1]
 
     def _why_waiting(self, p: _Pending) -> str:
         """Why a job waits, told against the cycle's final state."""
