@@ -11,9 +11,14 @@ heads are compared on the very same input and shown to decide the same::
     python -m benchmarks.cycle run cold.pickle [--fleetq ../other-checkout] [--repeat 3]
     python -m benchmarks.cycle run incremental.pickle --ahead
     python -m benchmarks.cycle run cold.pickle --passes
+    python -m benchmarks.cycle again cold.pickle
 
 ``--passes`` also prints each pass of step 5: its seconds, and the queued jobs
 it asked (-1 for a checkout that does not count them), admitted and evicted.
+``again`` decides the input, then decides it again from those decisions as
+the next reconcile reads them back from ``placements.yaml``, and prints how
+many decisions changed in anything but their reason: the state a cycle ends
+with must be a fixed point (0).
 
 Run two ``run`` commands at the same time (one per core) to compare two heads
 in the same minute: the machine's speed moves from hour to hour.
@@ -92,6 +97,36 @@ for _ in range(int(sys.argv[2])):
     print(f"{seconds:.6f} {len(result.decisions)} {digest}", flush=True)
 """
 
+# Decide, then decide again from the decisions read back as the next reconcile reads them.
+AGAIN = """
+import gc, pickle, sys
+from dataclasses import replace
+gc.disable()
+from reconciler.core.cycle import reconcile_cycle
+from reconciler.fleet.state import read_placements, render_placements
+with open(sys.argv[1], "rb") as fh:
+    inp = pickle.load(fh)
+first = reconcile_cycle(inp)
+prior, problems = read_placements(render_placements(first.decisions))
+assert not problems, problems[:3]
+again = reconcile_cycle(replace(inp, prior=prior, settled=frozenset()))
+was = {d.key: replace(d, reason="") for d in first.decisions}
+changed = sorted(str(d.key) for d in again.decisions if replace(d, reason="") != was.get(d.key))
+admitted = [sum(d.phase.value == "Admitted" for d in r.decisions) for r in (first, again)]
+print(len(first.decisions), len(changed), *admitted)
+print("\\n".join(changed[:5]))
+"""
+
+
+def again(captured: Path, *, fleetq: Path = ROOT) -> tuple[int, int, list[str], int, int]:
+    """The number of decisions of a captured input; of those that change when it
+    is decided again from them (read back from ``placements.yaml``: the next
+    reconcile with nothing changed), and the first 5 of them; and the jobs
+    admitted the first time and the second."""
+    lines = _child(AGAIN, fleetq, str(captured.resolve())).stdout.splitlines()
+    count, changed, first, second = (int(x) for x in lines[0].split())
+    return count, changed, [line for line in lines[1:] if line], first, second
+
 
 def _child(script: str, fleetq: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", script, *args], cwd=fleetq, check=True,
@@ -155,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--passes", action="store_true",
                    help="also print each pass of step 5: seconds, jobs asked, admitted "
                         "and evicted")
+    p = sub.add_parser("again", help="decide a captured input, then again from its "
+                       "decisions: how many change (a fixed point: none)")
+    p.add_argument("captured", type=Path)
     for p in sub.choices.values():
         p.add_argument("--fleetq", type=Path, default=ROOT,
                        help="the checkout whose fleetq runs (default: this one)")
@@ -164,6 +202,13 @@ def main(argv: list[str] | None = None) -> int:
         capture(args.fleet, args.out, cold=args.cold, fleetq=fleetq)
         print(f"captured {args.out} ({args.out.stat().st_size:,} bytes)")
         return 0
+    if args.command == "again":
+        count, changed, names, first, second = again(args.captured, fleetq=fleetq)
+        print(f"{count} decisions, {changed} changed when decided again from them "
+              f"({first} admitted, then {second})  (fleetq of {fleetq})")
+        for name in names:
+            print(f"  {name}")
+        return 0 if not changed else 1
     passes: list[list[Pass]] | None = [] if args.passes else None
     runs = run(args.captured, repeat=args.repeat, fleetq=fleetq, ahead=args.ahead,
                passes=passes)

@@ -62,7 +62,7 @@ def test_the_captured_cycle_input_decides_what_the_reconcile_decided(tmp_path: P
     state, gives the decisions ``fleetq reconcile`` made there, run after run."""
     import hashlib
 
-    from benchmarks.cycle import NOW, capture
+    from benchmarks.cycle import NOW, again, capture
     from benchmarks.cycle import run as run_cycle
     from reconciler.gitops.repo import FleetRepo
     from reconciler.pipeline import parse_now, reconcile
@@ -97,6 +97,9 @@ def test_the_captured_cycle_input_decides_what_the_reconcile_decided(tmp_path: P
     assert (count, h) == (121, digest(second.decisions)) and seconds >= 0
     ((seconds, count, h),) = run_cycle(warm, ahead=True)  # the same, with steps done ahead
     assert (count, h) == (121, digest(second.decisions)) and seconds >= 0
+    # decided again from its own decisions, read back as the state: a fixed point
+    count, changed, names, first_admitted, then = again(cold)
+    assert (count, changed, names) == (120, 0, []) and first_admitted == then == admitted
 
 
 def test_the_steps_of_a_reconcile_are_timed_and_it_commits_as_the_command(
