@@ -30,7 +30,7 @@ from reconciler.core.cycle import (
 )
 from reconciler.core.model import Decision, JobKey, Phase, PriorPlacement
 from reconciler.core.problems import Problem
-from reconciler.core.quota import QuotaTree
+from reconciler.core.quota import QuotaTree, max_changed
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
 from reconciler.fleet.inputs import (
@@ -446,7 +446,7 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
     if not again:
         patched = patch_fleet(before, out)
         return (patched, PATCHED) if patched is not None else None
-    blobs = repo.read_blobs(set(others.values()))
+    blobs.update(repo.read_blobs({blob for blob in others.values() if blob not in blobs}))
     read = read_fleet([SourceFile(path, blob, blobs[blob]) for path, blob in others.items()])
     patched = patch_fleet_others(before, out, read)
     return (patched, PATCHED_OTHERS) if patched is not None else None
@@ -528,23 +528,11 @@ def _max_changed(before: dict[str, Any], now: FleetInputs, files: set[str]
     such a change: it moves what may be borrowed and reclaimed anywhere.)
     """
     old, new = before.get("tree"), now.tree
-    if not isinstance(old, QuotaTree) or new is None or files != {new.path} \
-            or old.path != new.path:
-        return None
-    if (old.root, old.by_alias, old.by_namespace) != (new.root, new.by_alias, new.by_namespace) \
-            or old.nodes.keys() != new.nodes.keys():
+    if not isinstance(old, QuotaTree) or new is None or files != {new.path}:
         return None
     if any(before.get(name) != getattr(now, name) for name in _CYCLE_INPUTS):
         return None
-    out = []
-    for path, a in old.nodes.items():
-        b = new.nodes[path]
-        if (a.name, a.min, a.namespaces, a.parent, a.children, a.max.keys()) != \
-                (b.name, b.min, b.namespaces, b.parent, b.children, b.max.keys()):
-            return None
-        if a.max != b.max:
-            out.append(path)
-    return out
+    return max_changed(old, new)
 
 
 def _manifest_of(source: JobSource) -> Manifest | None:

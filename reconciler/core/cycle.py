@@ -44,10 +44,10 @@ from reconciler.core.preemption import (
     find_victims,
     may_evict_priority,
     may_reclaim,
-    within_min_after,
+    would_retake,
 )
 from reconciler.core.problems import Problem
-from reconciler.core.quota import QuotaTree, QuotaUsage, max_jobs_hint, same_but_max_values
+from reconciler.core.quota import QuotaTree, QuotaUsage, max_changed, max_jobs_hint
 from reconciler.core.resources import MAX_JOBS, Resources, ResourcesView
 
 MAX_CLUSTER_NOTES = 3
@@ -406,7 +406,7 @@ class Ahead:
     def _same_steps(self, was: CycleInput, inp: CycleInput, jobs: dict[JobKey, Job]) -> bool:
         """Whether steps 1-2 on ``inp`` are those done on ``was``: the same
         but, maybe, for the values of quotas' max limits (see ``retree``)."""
-        if not (same_but_max_values(was.tree, inp.tree) and was.clusters == inp.clusters
+        if not (_same_but_max(was.tree, inp.tree) and was.clusters == inp.clusters
                 and was.policies == inp.policies and was.settings == inp.settings
                 and was.priority_classes == inp.priority_classes
                 and was.default_priority == inp.default_priority
@@ -433,6 +433,19 @@ class Ahead:
             if (job is None) != (was_job is None) or (job is not was_job and job != was_job):
                 return False
         return True
+
+
+def _same_but_max(a: QuotaTree | None, b: QuotaTree | None) -> bool:
+    """The same quota tree, but maybe for the values of max limits (``max_changed``)."""
+    return a == b or (a is not None and b is not None and max_changed(a, b) is not None)
+
+
+def _spares(prior: PriorPlacement) -> str | None:
+    """The job a job queued in the previous state spares while it waits: the one
+    whose reclaim sent it back to its queue (see ``find_victims``)."""
+    if prior.phase is Phase.QUEUED and (prior.preemption_reason or "").startswith(RECLAIMING):
+        return prior.preempted_by
+    return None
 
 
 def prepare(inp: CycleInput) -> Ahead | None:
@@ -543,17 +556,18 @@ class _Cycle:
                                   tuple[int, bool]] = {}
         # jobs admitted that waited sparing a reclaimer before they ever ran
         self._spared_before_it_ran: set[JobKey] = set()
-        # quota -> job -> (whom it spares (_spared), its priority, enqueue time and
-        # requests), for its jobs that may wait: made at the first search for
+        # quota -> job -> (whom it spares (_spared), (its priority, enqueue time and
+        # requests)), for its jobs that may wait: made at the first search for
         # victims, kept by _evict (see _spared_in)
-        self._sparing: dict[str, dict[JobKey, tuple[str, int, str, ResourcesView]]] | None = None
+        self._sparing: dict[str, dict[JobKey, tuple[str, tuple[int, str, ResourcesView]]]] \
+            | None = None
         self._spared_memo: dict[tuple[object, ...], tuple[tuple[int, int], frozenset[str]]] = {}
         if PARK_ALWAYS:
             self._start_parking()
 
     def retree(self, tree: QuotaTree | None) -> bool:
         """After steps 1-2 (done ahead), the cycle under ``tree``, the same as its
-        own but for the values of some max limits (``same_but_max_values``): the
+        own but for the values of some max limits (``max_changed``): the
         steps would have been the very same under it when every job admitted
         before was put back as it was (a max is read by no other part of them);
         False, and nothing changed, when not."""
@@ -1219,11 +1233,7 @@ class _Cycle:
         if got is not None:
             by, why = got
             return str(by) if why.startswith(RECLAIMING) else None
-        prior = p.prior
-        if prior is not None and prior.phase is Phase.QUEUED and \
-                (prior.preemption_reason or "").startswith(RECLAIMING):
-            return prior.preempted_by
-        return None
+        return _spares(p.prior) if p.prior is not None else None
 
     def _spared_in(self, p: _Pending) -> frozenset[str]:
         """The jobs ``p`` does not reclaim from (see ``find_victims``): the one it
@@ -1240,13 +1250,12 @@ class _Cycle:
                 by = self._spared(other)
                 if by is not None and other.quota is not None:
                     self._sparing.setdefault(other.quota, {})[key] = (
-                        by, other.priority, other.enqueued_at, other.job.requests)
+                        by, (other.priority, other.enqueued_at, other.job.requests))
             for key, (job, prior) in self.left_out.items():  # (queued before: waiting since)
-                if prior.quota is not None and prior.preempted_by is not None and \
-                        (prior.preemption_reason or "").startswith(RECLAIMING):
+                by = _spares(prior)
+                if by is not None and prior.quota is not None:
                     self._sparing.setdefault(prior.quota, {})[key] = (
-                        prior.preempted_by, prior.priority, prior.enqueued_at or "",
-                        job.requests)
+                        by, (prior.priority, prior.enqueued_at or "", job.requests))
         got = self._sparing.get(p.quota)
         if not got or not p.job.preemptible or not p.policy.queued or self.usage is None:
             return frozenset((own,) if own else ())
@@ -1260,11 +1269,10 @@ class _Cycle:
             return known[1]
         out = {own} if own else set()
         admitted, me, usage = self.admitted, p.job.key, self.usage
-        for key, (by, priority, enqueued_at, requests) in got.items():
-            if key != me and key not in admitted and by not in out and \
-                    may_evict_priority(policy, p.priority, priority) and \
-                    (p.priority < priority or p.enqueued_at > enqueued_at) and \
-                    not within_min_after(usage, p.quota, requests):
+        for key, (by, waiting) in got.items():
+            if key != me and key not in admitted and by not in out and would_retake(
+                    usage, p.quota, policy, priority=p.priority, enqueued_at=p.enqueued_at,
+                    waiting=waiting):
                 out.add(by)
         if len(self._spared_memo) >= 4096:
             self._spared_memo.clear()
@@ -1412,7 +1420,7 @@ class _Cycle:
         if self._sparing is not None:  # (as _spared reads it now)
             sparing = self._sparing.setdefault(victim.quota, {})
             if why.startswith(RECLAIMING):
-                sparing[key] = (str(by), victim.priority, victim.enqueued_at, victim.requests)
+                sparing[key] = (str(by), (victim.priority, victim.enqueued_at, victim.requests))
             else:
                 sparing.pop(key, None)
         self.preemption.evictions += 1

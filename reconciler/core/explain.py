@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from reconciler.core.model import Decision, MemberCluster, Phase, PreemptionPolicy
-from reconciler.core.preemption import RECLAIMING, may_evict_priority, within_min_after
+from reconciler.core.preemption import RECLAIMING, would_retake
 from reconciler.core.quota import QuotaTree, QuotaUsage
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, format_quantity
 
@@ -123,8 +123,8 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
         sparing = [x for x in decisions if x.quota == d.quota and x.phase is Phase.QUEUED
                    and x.key != d.key and x.preempted_by and x.preempted_by != d.preempted_by
                    and (x.preemption_reason or "").startswith(RECLAIMING)
-                   and may_evict_priority(policy, d.priority, x.priority)
-                   and (d.priority < x.priority or d.enqueued_at > x.enqueued_at)
-                   and not within_min_after(usage, d.quota, x.requests)]
+                   and would_retake(usage, d.quota, policy, priority=d.priority,
+                                    enqueued_at=d.enqueued_at,
+                                    waiting=(x.priority, x.enqueued_at, x.requests))]
     return explain(d, tree=tree, quota_used=quota_used, cluster_free=cluster_free,
                    clusters=clusters, admitted_in_quota=holders, sparing_in_quota=sparing)

@@ -746,8 +746,27 @@ def may_evict_priority(policy: PreemptionPolicy, victim: int, priority: int) -> 
 
 def eligible_same_quota(policy: PreemptionPolicy, victim: Admitted, priority: int,
                          enqueued_at: str) -> bool:
-    return may_evict_priority(policy, victim.priority, priority) and (
-        victim.priority < priority or victim.enqueued_at > enqueued_at)
+    return may_evict(policy, victim.priority, victim.enqueued_at, priority, enqueued_at)
+
+
+def may_evict(policy: PreemptionPolicy, victim: int, victim_enqueued_at: str, priority: int,
+              enqueued_at: str) -> bool:
+    """May a job of ``priority``, enqueued at ``enqueued_at``, evict a job of its
+    own quota of ``victim`` priority enqueued at ``victim_enqueued_at``?"""
+    return may_evict_priority(policy, victim, priority) and (
+        victim < priority or victim_enqueued_at > enqueued_at)
+
+
+def would_retake(usage: QuotaUsage, quota: str, policy: PreemptionPolicy, *, priority: int,
+                 enqueued_at: str, waiting: tuple[int, str, ResourcesView]) -> bool:
+    """Would a ``waiting`` job of ``quota`` (its priority, enqueue time and
+    requests), once a job of ``priority`` reclaimed a place for the quota,
+    evict that job and take the place borrowing (its quota above its min), to
+    have it reclaimed again? Then that job does not reclaim from the job the
+    waiting one spares (see ``find_victims``)."""
+    their_priority, their_enqueued_at, requests = waiting
+    return may_evict(policy, priority, enqueued_at, their_priority, their_enqueued_at) \
+        and not within_min_after(usage, quota, requests)
 
 
 def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priority: int,

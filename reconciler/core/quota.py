@@ -7,7 +7,7 @@ can try an admission, undo it, and keep the tree itself untouched.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from reconciler.core.problems import Problem
 from reconciler.core.resources import (
@@ -211,20 +211,24 @@ class QuotaShortfall:
                 f"{format_quantity(r, self.limit)}")
 
 
-def same_but_max_values(a: QuotaTree | None, b: QuotaTree | None) -> bool:
-    """Whether two trees are the same but for the values of their quotas' max
-    limits (each quota limits the same resources in its max)."""
-    if a is None or b is None:
-        return a is b
-    if (a.root, a.path, a.by_alias, a.by_namespace) != (b.root, b.path, b.by_alias,
-                                                       b.by_namespace) \
+def max_changed(a: QuotaTree, b: QuotaTree) -> list[str] | None:
+    """The quotas whose max limits differ between two trees read from the same
+    file, when that is all that differs (each quota limiting the same
+    resources; where in the file a quota is written does not count); else
+    ``None``."""
+    if (a.path, a.root, a.by_alias, a.by_namespace) != (b.path, b.root, b.by_alias,
+                                                         b.by_namespace) \
             or a.nodes.keys() != b.nodes.keys():
-        return False
-    for name, node in a.nodes.items():
-        other = b.nodes[name]
-        if node.max.keys() != other.max.keys() or replace(node, max=other.max) != other:
-            return False
-    return True
+        return None
+    out = []
+    for path, x in a.nodes.items():
+        y = b.nodes[path]
+        if (x.name, x.min, x.namespaces, x.parent, x.children, x.max.keys()) != \
+                (y.name, y.min, y.namespaces, y.parent, y.children, y.max.keys()):
+            return None
+        if x.max != y.max:
+            out.append(path)
+    return out
 
 
 class QuotaUsage:
@@ -258,7 +262,7 @@ class QuotaUsage:
 
     def under(self, tree: QuotaTree) -> QuotaUsage:
         """This usage, moved to ``tree``: one that differs from this one's in
-        the values of its max limits alone (``same_but_max_values``), so that
+        the values of its max limits alone (``max_changed``), so that
         all this usage keeps but the limits (used, the versions, above_min)
         holds there as it is. This one is not to be used after."""
         moved = QuotaUsage(tree)

@@ -279,7 +279,7 @@ def read_items(data: bytes | None) -> tuple[list[Any], Problem | None]:
     quarter of the memory the whole file's node tree takes), else whole, with the
     problem that stops it being read, if any."""
     if data and _as_written(data):
-        got = _by_spans(data, _items_of_spans)
+        got = _by_spans(data, _items_of_spans, operator.add)
         if got is not None:
             return got, None
     docs, problem = parse_documents(PLACEMENTS, data or b"")
@@ -333,24 +333,25 @@ def _spans(data: bytes) -> list[Span]:
     return spans
 
 
-def _by_spans(data: bytes, work: Callable[[bytes, Sequence[Span]], T | None]) -> T | None:
+def _by_spans(data: bytes, work: Callable[[bytes, Sequence[Span]], T | None],
+              join: Callable[[T, T], T]) -> T | None:
     """``work`` over the chunks of ``data`` (a file that starts as written): in
     two processes, half the chunks each, when there are many (``in_two``),
-    the halves' results joined (``_join``); ``None`` when a chunk does not read
-    back as its items (the file is not as written)."""
+    the halves' results joined; ``None`` when a chunk does not read back as
+    its items (the file is not as written)."""
     spans = _spans(data)
     if len(spans) < PARALLEL_MIN_READ or not two_cores():
         return work(data, spans)
     first, second = in_two(functools.partial(work, data), spans)
-    return None if first is None or second is None else _join(first, second)
+    return None if first is None or second is None else join(first, second)
 
 
-def _join(first: Any, second: Any) -> Any:
-    if isinstance(first, list):
-        return first + second
-    (prior, problems), (more, more_problems) = first, second
-    prior.update(more)
-    return prior, problems + more_problems
+Priors = tuple[dict[JobKey, PriorPlacement], list[Problem]]
+
+
+def _joined_priors(first: Priors, second: Priors) -> Priors:
+    first[0].update(second[0])
+    return first[0], first[1] + second[1]
 
 
 def _chunk(data: bytes, span: Span) -> Document | None:
@@ -374,8 +375,7 @@ def _items_of_spans(data: bytes, spans: Sequence[Span]) -> list[Any] | None:
     return items
 
 
-def _priors_of_spans(data: bytes, spans: Sequence[Span]
-                     ) -> tuple[dict[JobKey, PriorPlacement], list[Problem]] | None:
+def _priors_of_spans(data: bytes, spans: Sequence[Span]) -> Priors | None:
     prior: dict[JobKey, PriorPlacement] = {}
     problems: list[Problem] = []
     for span in spans:
@@ -392,8 +392,8 @@ def _priors_of_spans(data: bytes, spans: Sequence[Span]
     return prior, problems
 
 
-def _read_in_chunks(data: bytes) -> tuple[dict[JobKey, PriorPlacement], list[Problem]] | None:
-    return _by_spans(data, _priors_of_spans)
+def _read_in_chunks(data: bytes) -> Priors | None:
+    return _by_spans(data, _priors_of_spans, _joined_priors)
 
 
 def _damaged(line: int, exc: Exception) -> Problem:
