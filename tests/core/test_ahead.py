@@ -180,3 +180,13 @@ def test_a_tree_changed_in_more_than_max_values_is_not_taken_up(tree: str) -> No
            if tree == "a max of another resource" else _tree_a(a_max="16", a_min="4"))
     taken, _ = _decide(expected, _push(expected, tree=new))
     assert not taken
+
+
+def test_a_quota_tree_whose_quotas_only_moved_in_the_file_takes_them_up() -> None:
+    """A comment above a quota moves its line: nothing the cycle reads changed."""
+    def moved(line: int) -> cycle.QuotaTree:
+        return simple_tree(*(quota(ns, ns=[ns], line=line) for ns in ("a", "b", "c", "default")))
+
+    expected = _state_under(moved(3))
+    taken, _ = _decide(expected, _push(expected, tree=moved(7)))
+    assert taken
