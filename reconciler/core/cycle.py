@@ -13,7 +13,7 @@ import operator
 from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field, fields, replace
 
-from reconciler.core.gang import ClusterState, Fit, by_preference, job_cluster_total
+from reconciler.core.gang import ClusterState, Fit, Ranking, job_cluster_total
 from reconciler.core.model import (
     Decision,
     FleetSettings,
@@ -146,6 +146,11 @@ class _Pending:
     # cycle swaps it for a number, the same for the same key
     reclaims_like: object = field(init=False)
     alike: int | None = field(init=False, default=None)  # see _attempt
+
+    @functools.cached_property
+    def total_items(self) -> tuple[tuple[str, int], ...]:
+        """``total`` as a key, in its order (see ``Ranking``)."""
+        return tuple(self.total.items())
 
     def __post_init__(self) -> None:
         self.shape = _shape(self.job.pod_sets)
@@ -537,6 +542,9 @@ class _Cycle:
         # pod shape -> cluster -> its removals when the shape last did not fit there
         self._fail_memo: dict[tuple[object, ...], dict[str, int]] = {}
         self._group_states: dict[int, list[ClusterState]] = {}  # id(group) -> its clusters
+        # (id(group), total, strategy) -> its clusters ranked (see _find_cluster)
+        self._rankings: dict[tuple[int, tuple[tuple[str, int], ...], PlacementStrategy],
+                             Ranking] = {}
         self._alike_failed: dict[int, tuple[tuple[int, int, int], Blocked]] = {}
         self._alike_keys: dict[tuple[object, ...], int] = {}  # see _attempt
         self.preemption = PreemptionContext(
@@ -1312,17 +1320,19 @@ class _Cycle:
         for group in p.groups:
             chosen: tuple[ClusterState, Fit] | None = None
             copies: list[tuple[ClusterState, Fit]] = []
-            in_group = self._group_states.get(id(group))
-            if in_group is None:  # groups are shared by every job of a policy and kind
-                in_group = self._group_states[id(group)] = [self.clusters[n] for n in group]
-            # not where it did not fit when nothing has left since
-            states = [cs for cs in in_group if memo.get(cs.name) != cs.removals] if memo \
-                else in_group
-            lacking: list[ClusterState] = []
-            ranked = by_preference(states, p.total, self._strategy(p), lacking)
-            for cs in lacking:  # its free sum is short of the job's total
-                memo[cs.name] = cs.removals
-            for cs in ranked:
+            strategy = self._strategy(p)
+            ck = (id(group), p.total_items, strategy)
+            ranking = self._rankings.get(ck)
+            if ranking is None:
+                in_group = self._group_states.get(id(group))
+                if in_group is None:  # groups are shared by every job of a policy and kind
+                    in_group = self._group_states[id(group)] = [self.clusters[n] for n in group]
+                if len(self._rankings) >= 4096:
+                    self._rankings.clear()
+                ranking = self._rankings[ck] = Ranking(in_group, p.total, strategy)
+            for _, _, cs in ranking.now():  # (those whose free sum covers its total)
+                if memo and memo.get(cs.name) == cs.removals:
+                    continue  # it did not fit there, and nothing has left since
                 fit = cs.fits(job.pod_sets, p.total)
                 if fit is None:
                     memo[cs.name] = cs.removals

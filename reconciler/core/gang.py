@@ -344,34 +344,56 @@ def _main_resource(per_pod: ResourcesView) -> str:
 
 
 def by_preference(clusters: list[ClusterState], total: ResourcesView,
-                  strategy: PlacementStrategy,
-                  lacking: list[ClusterState] | None = None) -> list[ClusterState]:
+                  strategy: PlacementStrategy) -> list[ClusterState]:
     """Clusters whose free sum covers ``total``, best first: binpack takes the
-    cluster left fullest, spread the one left emptiest; ties by name. The
-    others are appended to ``lacking`` when given.
+    cluster left fullest, spread the one left emptiest; ties by name."""
+    return [c for _, _, c in Ranking(clusters, total, strategy).now()]
 
-    (``first_excess`` and ``ClusterState.score`` written out in one loop: this
-    runs for every candidate cluster of every try.)
-    """
-    wanted = [(name, value) for name, value in total.items() if value > 0]
-    scored: list[tuple[float, str, ClusterState]] = []
-    spread = strategy is PlacementStrategy.SPREAD
-    for c in clusters:
-        free, capacity = c.free, c.capacity
-        left = 0.0  # the sum of the shares left free, added in resource order
-        counted = 0
-        for name, value in wanted:
-            have = free.get(name, 0)
-            if value > have:
-                if lacking is not None:
-                    lacking.append(c)
-                break
-            cap = capacity.get(name, 0)
-            if cap > 0:
-                left += (have - value) / cap
-                counted += 1
-        else:
-            score = left / counted if counted else 1.0
-            scored.append((-score if spread else score, c.name, c))
-    scored.sort()  # by score, then name: names are unique, states are never compared
-    return [c for _, _, c in scored]
+
+class Ranking:
+    """``by_preference`` of some clusters for one total and strategy, kept up
+    to date: asked again, it scores again only the clusters that changed since
+    (``ClusterState.version``). A cycle asks it for every try of every job,
+    and between two tries of a job of the same size most clusters are as they
+    were."""
+
+    def __init__(self, clusters: list[ClusterState], total: ResourcesView,
+                 strategy: PlacementStrategy) -> None:
+        self.clusters = clusters
+        self.wanted = [(name, value) for name, value in total.items() if value > 0]
+        self.spread = strategy is PlacementStrategy.SPREAD
+        self.versions = [-1] * len(clusters)  # each cluster's version when scored
+        self.ranked: list[tuple[float, str, ClusterState]] = []  # (score, name, state)
+
+    def now(self) -> list[tuple[float, str, ClusterState]]:
+        """(score, name, state) of the clusters whose free sum covers the total,
+        best first; not to be changed."""
+        versions = self.versions
+        changed = [i for i, c in enumerate(self.clusters) if c.version != versions[i]]
+        if not changed:
+            return self.ranked
+        gone = {self.clusters[i].name for i in changed}
+        ranked = [entry for entry in self.ranked if entry[1] not in gone] \
+            if len(gone) < len(versions) else []
+        wanted, spread = self.wanted, self.spread
+        for i in changed:
+            # (``first_excess`` and ``ClusterState.score`` written out in one loop)
+            c = self.clusters[i]
+            versions[i] = c.version
+            free, capacity = c.free, c.capacity
+            left = 0.0  # the sum of the shares left free, added in resource order
+            counted = 0
+            for name, value in wanted:
+                have = free.get(name, 0)
+                if value > have:
+                    break
+                cap = capacity.get(name, 0)
+                if cap > 0:
+                    left += (have - value) / cap
+                    counted += 1
+            else:
+                score = left / counted if counted else 1.0
+                ranked.append((-score if spread else score, c.name, c))
+        ranked.sort()  # by score, then name: names are unique, states are never compared
+        self.ranked = ranked
+        return ranked

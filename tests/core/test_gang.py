@@ -8,7 +8,7 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 from reconciler.core.cycle import reconcile_cycle
-from reconciler.core.gang import ClusterState, Fit, by_preference, job_cluster_total
+from reconciler.core.gang import ClusterState, Fit, Ranking, by_preference, job_cluster_total
 from reconciler.core.model import Job, MemberCluster, Phase, PlacementStrategy, Taint, Toleration
 from tests.builders import (
     GPU,
@@ -289,6 +289,35 @@ def test_policy_strategy_overrides_the_fleet_strategy() -> None:
         settings=settings(strategy=PlacementStrategy.BINPACK)))
     d = by_name(result)
     assert (d["b1"].cluster, d["b2"].cluster) == ("c1", "c2")
+
+
+@given(st.sampled_from(list(PlacementStrategy)),
+       st.lists(st.tuples(st.integers(0, 3), st.integers(1, 8), st.booleans()), max_size=12))
+@examples(max_examples=200, deadline=None)
+def test_a_ranking_asked_again_is_the_ranking_made_anew(
+        strategy: PlacementStrategy, steps: list[tuple[int, int, bool]]) -> None:
+    """A ranking kept over placements and removals (scoring again only the
+    clusters that changed) ranks as one made from scratch: the same clusters,
+    the same scores, the same order, every time it is asked."""
+    states = [ClusterState(gpu_cluster(name, 8, 8)) for name in ("d", "b", "a", "c")]
+    wanted = gpu_job("w", 4).obj()
+    total = job_cluster_total(wanted.pod_sets)
+    kept = Ranking(states, total, strategy)
+    placed: list[tuple[ClusterState, Job]] = []
+    for i, (at, gpus, remove) in enumerate(steps):
+        if remove and placed:
+            cs, j = placed.pop(at % len(placed))
+            cs.remove(j.key, j.pod_sets)
+        else:
+            cs, j = states[at], gpu_job(f"j{i}", gpus).obj()
+            got = cs.fits(j.pod_sets, job_cluster_total(j.pod_sets))
+            if got is not None:
+                cs.place(j.key, j.pod_sets, got)
+                placed.append((cs, j))
+        assert kept.now() == Ranking(states, total, strategy).now()
+        assert [c.name for _, _, c in kept.now()] == [
+            c.name for c in by_preference(states, total, strategy)]
+        assert all(c.free.get(GPU, 0) >= 4000 for _, _, c in kept.now())
 
 
 def test_could_pack_counts_the_room_the_jobs_gone_would_leave_node_by_node() -> None:
