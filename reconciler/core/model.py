@@ -92,6 +92,33 @@ def evolve(obj: T, **changes: Any) -> T:
     return new
 
 
+class OneEach:
+    """One object for each value met again: ``one(value)`` is the first value
+    given equal to ``value`` (a dict: with the same items in the same order),
+    else ``value``, kept for next time. Values shared so must not be changed
+    (the core changes none it is given). A fleet's jobs repeat a few shapes
+    (pod sets, requests, labels): one object each is pickled once, and read
+    back as one object rather than one per job. At most ``limit`` values are
+    kept; then it starts again."""
+
+    def __init__(self, limit: int = 1 << 16) -> None:
+        self.limit = limit
+        self._seen: dict[object, Any] = {}
+
+    def __call__(self, value: T) -> T:
+        return self.by((dict, tuple(value.items())) if isinstance(value, dict) else value, value)
+
+    def by(self, key: object, value: T) -> T:
+        """The value first given with ``key`` (a value not hashable itself: a
+        key that is equal for equal values, and only for them), else ``value``."""
+        got: T | None = self._seen.get(key)
+        if got is None:
+            if len(self._seen) >= self.limit:
+                self._seen.clear()
+            got = self._seen[key] = value
+        return got
+
+
 class Phase(enum.StrEnum):
     ADMITTED = "Admitted"
     QUEUED = "Queued"

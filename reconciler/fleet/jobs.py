@@ -15,13 +15,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.core.model import Job, JobKey, PodSet, Toleration, plain_state
+from reconciler.core.model import Job, JobKey, OneEach, PodSet, Toleration, plain_state
 from reconciler.core.quota import PREEMPTIBLE_LABEL, QUOTA_LABEL
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, add_into
 from reconciler.jobkinds.base import JobKind, Manifest, ManifestError, pod_requests
 
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 DEFAULT_NAMESPACE = "default"
+# The values jobs repeat (pod sets, requests, labels, deps) as one object each: a
+# fleet's cache pickles each once and reads it back as one (see ``OneEach``).
+SHARED = OneEach()
 
 
 @plain_state
@@ -122,6 +125,7 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
     labels = _labels(meta)
     label_map = dict(labels)
     pod_sets: list[PodSet] = []
+    shapes: list[tuple[object, ...]] = []  # each pod set's key in SHARED
     total: Resources = {}
     pods = 0
     priority_classes: set[str] = set()
@@ -132,10 +136,14 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
         selector = spec.get("nodeSelector") or {}
         if not isinstance(selector, Mapping):
             raise ManifestError(f"{ref.field}.spec.nodeSelector must be a mapping", ref.field)
-        pod_sets.append(PodSet(
-            name=sys.intern(ref.name), replicas=ref.replicas, per_pod=per_pod,
-            node_selector=tuple(sorted((str(k), str(v)) for k, v in selector.items())),
-            tolerations=_tolerations(spec.get("tolerations"), f"{ref.field}.spec.tolerations")))
+        node_selector = tuple(sorted((str(k), str(v)) for k, v in selector.items()))
+        tolerations = _tolerations(spec.get("tolerations"), f"{ref.field}.spec.tolerations")
+        shape = (PodSet, ref.name, ref.replicas, tuple(per_pod.items()), node_selector,
+                 tolerations)
+        shapes.append(shape)
+        pod_sets.append(SHARED.by(shape, PodSet(
+            name=sys.intern(ref.name), replicas=ref.replicas, per_pod=SHARED(per_pod),
+            node_selector=SHARED(node_selector), tolerations=SHARED(tolerations))))
         add_into(total, per_pod, ref.replicas)
         pods += ref.replicas
         if spec.get("priorityClassName"):
@@ -155,13 +163,14 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
                             f"not {preemptible_raw!r}", "metadata.labels")
     job = Job(
         key=key, api_version=sys.intern(str(obj["apiVersion"])), path=path, line=line, blob=blob,
-        pod_sets=tuple(pod_sets), requests={k: v for k, v in sorted(total.items()) if v},
-        labels=labels, quota_name=label_map.get(QUOTA_LABEL),
+        pod_sets=SHARED.by(tuple(shapes), tuple(pod_sets)),
+        requests=SHARED({k: v for k, v in sorted(total.items()) if v}),
+        labels=SHARED(labels), quota_name=label_map.get(QUOTA_LABEL),
         priority_class=priority_class,
         workload_priority_class=label_map.get(WORKLOAD_PRIORITY_LABEL),
         preemptible=preemptible_raw != "false",
         created_at=rfc3339(meta.get("creationTimestamp")))
-    return JobSource(job=job, deps=tuple(sorted(deps)), index=index,
+    return JobSource(job=job, deps=SHARED(tuple(sorted(deps))), index=index,
                      manifest=zlib.compress(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), 1))
 
 

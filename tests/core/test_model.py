@@ -95,3 +95,50 @@ def test_plain_state_init_is_the_dataclass_init() -> None:
 
     with pytest.raises(TypeError, match="__post_init__"):
         plain_state(Later)
+
+
+def test_one_each_gives_the_first_equal_value_and_starts_again_at_its_limit() -> None:
+    from reconciler.core.model import OneEach
+
+    one = OneEach(limit=3)
+    first = {"cpu": 1000, "memory": 5}
+    assert one(first) is first
+    again = {"cpu": 1000, "memory": 5}
+    assert one(again) is first  # equal: the first one
+    reordered = {"memory": 5, "cpu": 1000}
+    assert one(reordered) is reordered  # the same items in another order: its own
+    labels = (("team", "a"),)
+    assert one(labels) is labels and one((("team", "a"),)) is labels
+    assert one.by(("shape", 1), "x") == "x" and one.by(("shape", 1), "y") == "x"
+    # four values kept: it started again, so the first dict is no longer given
+    assert one({"cpu": 1000, "memory": 5}) is not first
+
+
+def test_jobs_parsed_alike_share_their_pod_sets_and_requests_and_read_back_equal() -> None:
+    from reconciler.fleet.jobs import build_job
+    from reconciler.jobkinds import kind_for
+
+    def manifest(name: str, gpus: int) -> dict[str, object]:
+        pod = {"spec": {"containers": [{"name": "main", "resources": {"limits": {
+            "nvidia.com/gpu": gpus}, "requests": {"cpu": "2"}}}]}}
+        return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+                "metadata": {"name": name, "namespace": "team-a",
+                             "labels": {"quota.scheduling.alibabacloud.com/name": "team-a"}},
+                "spec": {"pytorchReplicaSpecs": {
+                    "Master": {"replicas": 1, "template": pod},
+                    "Worker": {"replicas": 3, "template": pod}}}}
+
+    kind = kind_for("kubeflow.org/v1", "PyTorchJob")
+    assert kind is not None
+    a, b, c = (build_job(manifest(name, gpus), kind, path=f"jobs/{name}.yaml", index=0,
+                         line=1, blob=str(i) * 40)
+               for i, (name, gpus) in enumerate([("a", 1), ("b", 1), ("c", 2)]))
+    assert a.job.pod_sets is b.job.pod_sets and a.job.requests is b.job.requests
+    assert a.job.labels is b.job.labels and a.job.key != b.job.key
+    assert c.job.pod_sets != a.job.pod_sets and c.job.requests != a.job.requests
+    assert c.job.pod_sets[0].node_selector is a.job.pod_sets[0].node_selector
+    # pickled together (as a shard of the cache), each shared value is written
+    # once, and reads back as one object again, equal
+    back = pickle.loads(pickle.dumps([a, b], protocol=pickle.HIGHEST_PROTOCOL))
+    assert back == [a, b] and back[0].job.pod_sets is back[1].job.pod_sets
+    assert back[0].job.requests is back[1].job.requests
