@@ -106,7 +106,9 @@ class OneEach:
         self._seen: dict[object, Any] = {}
 
     def __call__(self, value: T) -> T:
-        return self.by((dict, tuple(value.items())) if isinstance(value, dict) else value, value)
+        if isinstance(value, dict):  # (its type in the key: a subclass is not a dict)
+            return self.by((type(value), tuple(value.items())), value)
+        return self.by(value, value)
 
     def by(self, key: object, value: T) -> T:
         """The value first given with ``key`` (a value not hashable itself: a

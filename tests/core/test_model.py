@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import pickle
 
@@ -107,10 +108,12 @@ def test_one_each_gives_the_first_equal_value_and_starts_again_at_its_limit() ->
     assert one(again) is first  # equal: the first one
     reordered = {"memory": 5, "cpu": 1000}
     assert one(reordered) is reordered  # the same items in another order: its own
+    ordered = collections.OrderedDict(first)
+    assert one(ordered) is ordered  # equal, but of another type: its own
     labels = (("team", "a"),)
     assert one(labels) is labels and one((("team", "a"),)) is labels
     assert one.by(("shape", 1), "x") == "x" and one.by(("shape", 1), "y") == "x"
-    # four values kept: it started again, so the first dict is no longer given
+    # more than three values kept: it started again, so the first dict is no longer given
     assert one({"cpu": 1000, "memory": 5}) is not first
 
 
