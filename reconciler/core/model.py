@@ -110,6 +110,10 @@ class OneEach:
             return self.by((type(value), tuple(value.items())), value)
         return self.by(value, value)
 
+    def get(self, key: object) -> Any:
+        """The value kept with ``key``, if any (to build a value only when none is)."""
+        return self._seen.get(key)
+
     def by(self, key: object, value: T) -> T:
         """The value first given with ``key`` (a value not hashable itself: a
         key that is equal for equal values, and only for them), else ``value``."""

@@ -141,9 +141,12 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
         shape = (PodSet, ref.name, ref.replicas, tuple(per_pod.items()), node_selector,
                  tolerations)
         shapes.append(shape)
-        pod_sets.append(SHARED.by(shape, PodSet(
-            name=sys.intern(ref.name), replicas=ref.replicas, per_pod=SHARED(per_pod),
-            node_selector=SHARED(node_selector), tolerations=SHARED(tolerations))))
+        pod_set = SHARED.get(shape)  # (most jobs repeat a pod set parsed before)
+        if pod_set is None:
+            pod_set = SHARED.by(shape, PodSet(
+                name=sys.intern(ref.name), replicas=ref.replicas, per_pod=SHARED(per_pod),
+                node_selector=SHARED(node_selector), tolerations=SHARED(tolerations)))
+        pod_sets.append(pod_set)
         add_into(total, per_pod, ref.replicas)
         pods += ref.replicas
         if spec.get("priorityClassName"):
