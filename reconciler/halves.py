@@ -11,12 +11,13 @@ built so far (copy on write), so nothing is sent to it.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import pickle
 from collections.abc import Callable, Sequence
-from multiprocessing.connection import Connection
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -34,6 +35,8 @@ def in_two(work: Callable[[Sequence[T]], R], items: Sequence[T],
     Where fork is not available, or the other process fails for any reason
     (its result is lost, never half-read), the second half is done here after
     the first: the same result, later."""
+    import multiprocessing  # (here: a small fleet's commands never split work)
+
     half = len(items) // 2 if at is None else at
     mine, theirs = items[:half], items[half:]
     try:

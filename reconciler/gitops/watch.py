@@ -21,36 +21,38 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
+from typing import TYPE_CHECKING, Any
 
 from reconciler.gitops.repo import FleetRepo
+
+if TYPE_CHECKING:
+    from watchdog.events import FileSystemEvent
 
 SETTLE = 0.05  # seconds to let git finish a ref update once its first write is seen
 Revisions = tuple[str | None, ...]
 READS = {"opened", "closed_no_write"}  # watchdog's events that change nothing
 
 
-class _RefEvents(FileSystemEventHandler):
-    """watchdog's handler: any write to refs, HEAD or packed-refs sets ``wake``."""
+def _ref_events(wake: threading.Event, roots: Sequence[Path]) -> Any:
+    """watchdog's handler: any write to refs, HEAD or packed-refs sets ``wake``.
+    (watchdog is imported here, by a watch: every other command starts without it.)"""
+    from watchdog.events import FileSystemEventHandler
 
-    def __init__(self, wake: threading.Event, roots: Sequence[Path]) -> None:
-        super().__init__()
-        self.wake = wake
-        self.names = ("HEAD", "packed-refs", "FETCH_HEAD", "ORIG_HEAD")
-        self.refs = tuple(str(root / "refs") for root in roots)
+    names = ("HEAD", "packed-refs", "FETCH_HEAD", "ORIG_HEAD")
+    refs = tuple(str(root / "refs") for root in roots)
 
-    def dispatch(self, event: FileSystemEvent) -> None:
-        if event.event_type in READS:
-            return  # resolving the revisions opens these files too
-        for raw in (event.src_path, event.dest_path):
-            path = os.fsdecode(raw or "")
-            name = os.path.basename(path).removesuffix(".lock")
-            if path.startswith(self.refs) or name in self.names:
-                self.wake.set()
-                return
+    class RefEvents(FileSystemEventHandler):
+        def dispatch(self, event: FileSystemEvent) -> None:
+            if event.event_type in READS:
+                return  # resolving the revisions opens these files too
+            for raw in (event.src_path, event.dest_path):
+                path = os.fsdecode(raw or "")
+                name = os.path.basename(path).removesuffix(".lock")
+                if path.startswith(refs) or name in names:
+                    wake.set()
+                    return
+
+    return RefEvents()
 
 
 class RefWatcher:
@@ -91,9 +93,11 @@ class RefWatcher:
         shared = Path(common) if os.path.isabs(common) else self.repo.root / common
         if shared.resolve() != self.repo.git_dir.resolve():
             roots.append(shared)  # a linked work tree: its refs live in the main one
+        from watchdog.observers import Observer
+
         try:
             observer = Observer()
-            handler = _RefEvents(self.wake, roots)
+            handler = _ref_events(self.wake, roots)
             for root in roots:
                 observer.schedule(handler, str(root), recursive=False)
                 if (root / "refs").is_dir():

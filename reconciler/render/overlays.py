@@ -23,16 +23,18 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
-import jinja2.sandbox
 import yaml
 
 from reconciler.core.model import Decision, MemberCluster
 from reconciler.core.problems import Problem
 from reconciler.jobkinds import kind_for
 from reconciler.jobkinds.base import Manifest
+
+if TYPE_CHECKING:
+    import jinja2
+    import jinja2.sandbox
 
 OVERLAY_DIR = "overlays/"
 COMMIT_TEMPLATE = "commit-message.j2"
@@ -53,6 +55,10 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 def _environment(sources: Mapping[str, str]) -> jinja2.sandbox.SandboxedEnvironment:
+    """A sandbox for ``sources``. (Jinja2 is imported here, when a template is
+    first rendered: a command that renders none starts without it.)"""
+    import jinja2.sandbox
+
     env = jinja2.sandbox.SandboxedEnvironment(
         loader=jinja2.DictLoader(dict(sources)), undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True, autoescape=False)
@@ -65,7 +71,7 @@ class Overlays:
 
     def __init__(self, templates: Mapping[str, str]) -> None:
         self.sources = dict(templates)
-        self.env = _environment(self.sources)
+        self._env: jinja2.sandbox.SandboxedEnvironment | None = None  # made when first used
         self.names = sorted(n for n in self.sources if n.startswith(OVERLAY_DIR)
                             and n.endswith((".j2", ".jinja", ".jinja2")))
         self._compiled: dict[str, jinja2.Template | None] = {}
@@ -73,8 +79,12 @@ class Overlays:
 
     def _template(self, name: str, problems: list[Problem]) -> jinja2.Template | None:
         if name not in self._compiled:
+            import jinja2
+
+            if self._env is None:
+                self._env = _environment(self.sources)
             try:
-                self._compiled[name] = self.env.get_template(name)
+                self._compiled[name] = self._env.get_template(name)
             except jinja2.TemplateSyntaxError as exc:
                 self._report(problems, name, exc.lineno or 0, f"template syntax: {exc.message}")
                 self._compiled[name] = None
@@ -91,6 +101,8 @@ class Overlays:
               problems: list[Problem]) -> Manifest:
         if not self.names:
             return obj
+        import jinja2
+
         context = {
             "cluster": {"name": cluster.name, "labels": cluster.label_map,
                         "gangDialect": cluster.gang_dialect,
@@ -132,6 +144,8 @@ class Overlays:
 
     def commit_message(self, context: Mapping[str, Any], problems: list[Problem]) -> str:
         if COMMIT_TEMPLATE in self.sources:
+            import jinja2
+
             template = self._template(COMMIT_TEMPLATE, problems)
             if template is not None:
                 try:

@@ -181,6 +181,37 @@ def test_init_creates_a_fleet_repo_that_validates_and_reconciles(tmp_path: Path)
     assert proc.returncode == 2  # not empty
 
 
+# Libraries a command imports only when it uses them: on a small fleet, starting
+# the process is most of a command's time.
+LATE = ("jinja2", "watchdog", "multiprocessing")
+
+
+def _run_and_list_late(cwd: Path, *args: str) -> tuple[int, set[str]]:
+    """Run the command in a new process; its exit code and the ``LATE``
+    libraries imported by its end."""
+    code = ("import sys\nfrom reconciler import cli\ncode = cli.main(sys.argv[1:])\n"
+            f"print(code, *sorted(m for m in {LATE!r} if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    last = proc.stdout.splitlines()[-1].split()
+    return int(last[0]), set(last[1:])
+
+
+def test_a_command_imports_jinja2_watchdog_and_multiprocessing_only_when_it_uses_them(
+        tmp_path: Path) -> None:
+    target = tmp_path / "fleet"
+    assert fleetq("init", str(target)).returncode == 0
+    assert _run_and_list_late(target, "validate") == (0, set())
+    # a commit: its message is rendered from a Jinja2 template (a small fleet's
+    # work is never split between two processes)
+    assert _run_and_list_late(target, "reconcile", "--now", NOW) == (0, {"jinja2"})
+    assert git(target, "rev-parse", "--verify", "--quiet", STATE).strip()
+    for args in (["status"], ["queue"], ["explain", "tokenizer-ablation"],
+                 ["reconcile", "--now", NOW]):  # (no change: no commit)
+        assert _run_and_list_late(target, *args) == (0, set()), args
+
+
 def test_progress_goes_to_a_terminal_only(seed_fleet: SeedFleet) -> None:
     """Progress lines are written to stderr when it is a terminal, never to a pipe."""
     import os
