@@ -21,6 +21,9 @@ job or a git hook runs it):
    the watch left: ``fleetq status`` (the table of every job) and ``fleetq
    explain`` of the new job (why it waits: the fleet decided from the state).
 
+Every process reads fleetq's compiled bytecode, written beforehand where it is
+missing (``pushes.compiled``), as an installed fleetq does.
+
 It prints a table with seconds, ratio to the floor, jobs/second and peak RSS,
 and with ``--write`` puts it into ``BENCHMARKS.md`` with the command used.
 
@@ -43,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.generate import add_job, change_quota_line, generate_fleet
-from benchmarks.pushes import NOW, STATE, command, reconcile_command
+from benchmarks.pushes import NOW, STATE, command, compiled, reconcile_command
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -115,6 +118,7 @@ class Phase:
 
 
 def _child(script: str, *args: str) -> Any:
+    compiled(ROOT)
     proc = subprocess.run([sys.executable, "-c", script, *args], cwd=ROOT,
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0:
