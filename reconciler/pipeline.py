@@ -574,12 +574,19 @@ def identity(inputs: FleetInputs) -> Identity:
     return Identity(name or DEFAULT_IDENTITY.name, email or DEFAULT_IDENTITY.email)
 
 
+# The changes the default commit message lists, the rest counted: a first
+# reconcile of 100,000 jobs would otherwise write a message of 100,000 lines
+# (4 MB), which every git log, every Argo CD or Flux view of the state branch and
+# every next reconcile would read. placements.yaml has every decision.
+CHANGE_LIMIT = 1000
+
+
 def commit_message(computed: Computed, overlays: Overlays) -> str:
     counts = {p.value: 0 for p in Phase}
     for d in computed.result.decisions:
         counts[d.phase.value] += 1
     context = {"source": {"sha": computed.source.sha, "short": computed.source.sha[:12]},
-               "counts": counts, "changes": computed.changes,
+               "counts": counts, "changes": computed.changes, "change_limit": CHANGE_LIMIT,
                "decisions": computed.result.decisions}
     message = overlays.commit_message(context, computed.problems).rstrip()
     return (f"{message}\n\n{TREE_TRAILER}: {computed.source.tree}\n"
@@ -587,8 +594,10 @@ def commit_message(computed: Computed, overlays: Overlays) -> str:
 
 
 def trailers(message: str) -> dict[str, str]:
+    """The ``Fleet-*`` trailers among the last lines of a state commit's message
+    (only those are split: a message may list 100,000 changes)."""
     out = {}
-    for line in message.strip().splitlines()[-6:]:
+    for line in message.rstrip().rsplit("\n", 6)[-6:]:
         name, sep, value = line.partition(": ")
         if sep and name.startswith("Fleet-"):
             out[name] = value.strip()

@@ -14,8 +14,10 @@ The context is ``cluster`` (name, labels, gangDialect), ``job`` (apiVersion,
 kind, namespace, name, labels, quota, priority, podSets) and ``manifest``.
 
 ``templates/commit-message.j2`` replaces the state commit message; its
-context is ``source`` (sha, short), ``counts``, ``changes`` and ``decisions``.
-The ``Fleet-Source-Commit`` trailer is always added by fleetq.
+context is ``source`` (sha, short), ``counts``, ``changes`` (every one),
+``change_limit`` (how many of them the default message lists; it counts the
+rest) and ``decisions``. The ``Fleet-Source-Commit`` trailer is always added
+by fleetq.
 """
 
 from __future__ import annotations

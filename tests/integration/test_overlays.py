@@ -198,3 +198,47 @@ def test_clusters_rendered_by_two_processes_give_the_same_tree(
     assert any(p.path == "templates/overlays/broken.yaml.j2" for p in one.computed.problems)
     assert two.computed.rendered_from == one.computed.rendered_from
     assert len(one.computed.rendered_from) == 8  # each job file (PodGroups: none for ack)
+
+
+def test_default_message_lists_the_first_changes_and_counts_the_rest(
+        tmp_path: Path, monkeypatch) -> None:
+    """The default commit message lists ``CHANGE_LIMIT`` changes and counts the
+    others; a template of the fleet's own gets them all. Either way the
+    trailers end the message, and the next reconcile finds the state up to date."""
+    from reconciler import pipeline
+
+    from .conftest import run_reconcile
+
+    files = _files()
+    del files["templates/commit-message.j2"]
+    files["jobs/team-hz/eval.yaml"] = pytorchjob("eval", namespace="team-hz", image=IMAGE)
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    source = git(path, "rev-parse", "HEAD").strip()
+    monkeypatch.setattr(pipeline, "CHANGE_LIMIT", 2)
+    assert run_reconcile(path).commit is not None
+    lines = git(path, "log", "-1", "--format=%B", STATE).rstrip("\n").splitlines()
+    assert lines[0].startswith(f"fleetq: reconcile {source[:12]}: 3 admitted")
+    assert lines[2:5] == [
+        "admit PyTorchJob team-bj/train -> bj (master 1, worker 1)",
+        "admit PyTorchJob team-hz/eval -> hz (master 1, worker 1)",
+        "... and 1 more: placements.yaml has every decision (fleetq status lists them)"]
+    assert lines[-1] == f"Fleet-Source-Commit: {source}"
+    assert run_reconcile(path).commit is None  # (its trailers read back)
+
+    monkeypatch.setattr(pipeline, "CHANGE_LIMIT", 3)  # all three listed, none counted
+    git(path, "update-ref", "-d", f"refs/heads/{STATE}")
+    assert run_reconcile(path, use_cache=False).commit is not None
+    message = git(path, "log", "-1", "--format=%B", STATE)
+    assert "admit PyTorchJob team-hz/train -> hz" in message
+    assert "more:" not in message
+
+    monkeypatch.setattr(pipeline, "CHANGE_LIMIT", 1)  # not the fleet's own template's
+    (path / "templates/commit-message.j2").write_text(
+        COMMIT_TEMPLATE + "limit {{ change_limit }}\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "our own message")
+    git(path, "update-ref", "-d", f"refs/heads/{STATE}")
+    assert run_reconcile(path, use_cache=False).commit is not None
+    lines = git(path, "log", "-1", "--format=%B", STATE).splitlines()
+    assert sum(line.startswith("* admit ") for line in lines) == 3
+    assert "limit 1" in lines
