@@ -23,6 +23,7 @@ by fleetq.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -158,7 +159,10 @@ class Overlays:
         return default_commit_template().render(context)
 
 
+@functools.cache
 def default_commit_template() -> jinja2.Template:
+    """fleetq's own commit message template, compiled once per process (a watch
+    renders it each round)."""
     text = resources.files("reconciler.render").joinpath(
         "templates/commit-message.j2").read_text(encoding="utf-8")
     return _environment({}).from_string(text)
