@@ -87,6 +87,8 @@ class ClusterState:
         self.free: Resources = dict(capacity)
         self.placed: dict[JobKey, Fit] = {}
         self._eligible_cache: dict[tuple[object, ...], list[int]] = {}
+        # (main resource, id of an eligible list) -> (version, its nodes by room)
+        self._rooms: dict[tuple[str, int], tuple[int, list[tuple[int, int]]]] = {}
         self.removals = 0  # a fit that failed stays failed until something leaves
         self.version = 0  # bumped on every change
 
@@ -193,8 +195,8 @@ class ClusterState:
                 return ps, None
             # Best fit: the nodes with the least of the main resource free first;
             # those with less than one pod's worth cannot take any.
-            by_room = sorted([(trial.get(i, node_free[i]).get(main, 0), i) for i in eligible]
-                             if trial else [(node_free[i].get(main, 0), i) for i in eligible])
+            by_room = sorted([(trial.get(i, node_free[i]).get(main, 0), i) for i in eligible]) \
+                if trial else self._by_room(main, eligible)
             left = ps.replicas
             for _, i in by_room[bisect.bisect_left(by_room, (per_pod[main], -1)):]:
                 free = trial.get(i, node_free[i])
@@ -210,6 +212,19 @@ class ClusterState:
             if left:
                 return ps, ps.replicas - left
         return Fit(self.name, dict(total), tuple(placed))
+
+    def _by_room(self, main: str, eligible: list[int]) -> list[tuple[int, int]]:
+        """(free ``main``, node index) of the ``eligible`` nodes, least free first:
+        sorted again only once the cluster changed (packs are tried far more
+        often than jobs are placed; not to be changed)."""
+        ck = (main, id(eligible))  # (the eligible lists are kept: see _eligible)
+        got = self._rooms.get(ck)
+        if got is not None and got[0] == self.version:
+            return got[1]
+        node_free = self.node_free
+        rooms = sorted([(node_free[i].get(main, 0), i) for i in eligible])
+        self._rooms[ck] = (self.version, rooms)
+        return rooms
 
     def _eligible(self, ps: PodSet) -> list[int]:
         """The nodes whose labels and taints admit ``ps``'s pods (they never change)."""

@@ -228,6 +228,30 @@ def test_placing_and_removing_changes_free() -> None:
                       Fit)
 
 
+@pytest.mark.parametrize("change", ["place", "remove"])
+def test_best_fit_ranks_the_nodes_by_their_room_as_it_is_after_a_change(change: str) -> None:
+    """Packing goes to the node with the least room that still takes a pod; a
+    pack after a placement or a removal ranks the nodes as they are then, not
+    as they were at the last pack."""
+    state = ClusterState(cluster("c1").node("n0", cpu="4").node("n1", cpu="6").obj())
+    small, big = job("small").pod_set("main", 1, cpu="1").obj(), \
+        job("big").pod_set("main", 1, cpu="5").obj()
+
+    def node_of(j: Job) -> str:
+        got = state.fits(j.pod_sets, job_cluster_total(j.pod_sets))
+        assert got is not None
+        return state.node_names[got.nodes[0][0]]
+
+    assert node_of(small) == "n0"  # 4 free before 6
+    got = state.fits(big.pod_sets, job_cluster_total(big.pod_sets))
+    assert got is not None and state.node_names[got.nodes[0][0]] == "n1"
+    state.place(big.key, big.pod_sets, got)  # n1: 1 free, now the least
+    assert node_of(small) == "n1"
+    if change == "remove":
+        state.remove(big.key, big.pod_sets)  # n1: 6 free again
+        assert node_of(small) == "n0"
+
+
 def test_free_counts_jobs_already_placed_in_the_cycle() -> None:
     result = reconcile_cycle(cycle_input(
         jobs=[gpu_job("a", 8), gpu_job("b", 8)], clusters=[gpu_cluster("c1", 8)],
