@@ -648,12 +648,14 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             base = repo.fetch(remote, branch) if remote else repo.resolve(state_ref(branch))
             source = up_to_date(repo, source_rev, base)
             if source is not None:
+                _follow_remote(repo, remote, branch, base)
                 return Outcome(None, None, attempt, source=source, state=base)
             computed = compute(repo, source_rev=source_rev, state_base=base, now=when,
                                progress=progress, cache=cache, save_behind=later is None)
             progress("writing the state tree")
             tree = repo.write_tree(computed.files)
             if tree == computed.state_tree:
+                _follow_remote(repo, remote, branch, base)
                 _save_cache(cache, computed, base, later)
                 return Outcome(computed, None, attempt, source=computed.source, state=base)
             message = commit_message(computed, Overlays(computed.inputs.templates))
@@ -670,6 +672,15 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             _save_cache(cache, computed, sha, later)
             return Outcome(computed, sha, attempt, source=computed.source, state=sha)
     raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
+
+
+def _follow_remote(repo: FleetRepo, remote: str | None, branch: str, head: str | None) -> None:
+    """With a ``remote``, the local state branch is set to the state ``head``
+    found there, as after a push: ``status``, ``queue`` and ``explain`` read
+    the local branch, and a clone that finds the remote's state up to date
+    has it at once (its old head stays in the branch's reflog)."""
+    if remote and head is not None and repo.resolve(state_ref(branch)) != head:
+        repo.run("update-ref", "-m", f"fleetq: state of {remote}", state_ref(branch), head)
 
 
 @dataclass

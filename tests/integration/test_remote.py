@@ -182,3 +182,33 @@ def test_the_remote_named_in_fleet_yaml_is_the_default(tmp_path: Path) -> None:
     assert plan.returncode == 1, plan.stderr
     assert f"onto {STATE} ({state[:12]})" in plan.stdout
     assert "default/b" in plan.stdout and "default/a" not in plan.stdout  # a is as it was
+
+
+def test_a_clone_that_finds_the_remote_state_up_to_date_has_it_locally(tmp_path: Path) -> None:
+    """``status`` reads the local state branch: a reconcile with a remote leaves
+    it at the remote's state even when it has nothing to commit, in a fresh
+    clone (no local branch yet) and in one whose branch is behind."""
+    origin, clones = _origin_with_clones(tmp_path, ["a", "b"])
+    a, b = clones["a"], clones["b"]
+    first = fleetq("reconcile", "--repo", str(a), "--now", NOW, "--remote", "origin")
+    assert first.returncode == 0, first.stderr
+    assert rev(a, STATE) == rev(origin, STATE) is not None
+    fresh = fleetq("reconcile", "--repo", str(b), "--now", NOW, "--remote", "origin", "-q")
+    assert fresh.returncode == 0, fresh.stderr
+    assert fresh.stdout.startswith("no change:"), fresh.stdout
+    assert rev(b, STATE) == rev(origin, STATE)
+    status = fleetq("status", "--repo", str(b))
+    assert status.returncode == 0 and "pytorch-test" in status.stdout, status.stderr
+
+    # A adds a job and pushes its state; B pulls the source and finds it up to date.
+    write_files(a, {"jobs/default/later.yaml": pytorchjob("later")})
+    commit_all(a, "add later", date="2026-11-29T10:30:00Z")
+    git(a, "push", "-q", "origin", "main")
+    assert fleetq("reconcile", "--repo", str(a), "--now", NOW, "--remote", "origin").returncode == 0
+    old = rev(b, STATE)
+    git(b, "pull", "-q", "origin", "main")
+    behind = fleetq("reconcile", "--repo", str(b), "--now", NOW, "--remote", "origin", "-q")
+    assert behind.returncode == 0 and behind.stdout.startswith("no change:"), behind.stdout
+    assert rev(b, STATE) == rev(origin, STATE) != old
+    assert "later" in fleetq("status", "--repo", str(b)).stdout
+    assert old in git(b, "reflog", "show", "--format=%H", STATE)  # the old head is kept
