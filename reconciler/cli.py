@@ -18,7 +18,7 @@ import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 from reconciler import __version__
 from reconciler.core.explain import explain_decision
@@ -42,7 +42,6 @@ from reconciler.pipeline import (
     watch,
 )
 from reconciler.render.text import (
-    as_json,
     json_parts,
     placements_table,
     problems_text,
@@ -106,6 +105,17 @@ def _print_data(items: list[dict[str, Any]], output: str, *, wide: bool = False,
         print("No jobs.")
 
 
+def _print_value(value: Any, output: str) -> None:
+    """One document (``-o json`` or ``-o yaml``) of a command that prints data."""
+    write_parts(json_parts(value) if output == "json" else yaml_parts(value), sys.stdout)
+
+
+def _say(output: str) -> TextIO:
+    """Where a command's lines for people go: stdout, but for ``-o json`` or
+    ``-o yaml``, whose stdout is the document alone (stderr then)."""
+    return sys.stderr if output in ("json", "yaml") else sys.stdout
+
+
 def _summary(outcome: Outcome) -> str:
     counts: dict[str, int] = {}
     for d in outcome.decisions:
@@ -134,7 +144,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     branch = _branch(repo, args)
     if outcome.computed is not None and outcome.computed.problems:
         print(problems_text(outcome.computed.problems), file=sys.stderr)
-    print(_outcome_line(outcome, branch))
+    print(_outcome_line(outcome, branch), file=_say(args.output))
     if args.output != "none":
         items, texts = (([decision_item(d) for d in outcome.decisions], {})
                         if outcome.computed else _state_items(repo, branch, cache))
@@ -255,9 +265,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     computed = _computed(repo, args, state_base=None, now=None)
     problems = computed.problems
     errors = [p for p in problems if p.severity == "error"]
-    if args.output == "json":
-        print(as_json([{"path": p.path, "line": p.line, "severity": p.severity,
-                        "message": p.message} for p in problems]))
+    if args.output in ("json", "yaml"):
+        _print_value([{"path": p.path, "line": p.line, "severity": p.severity,
+                       "message": p.message} for p in problems], args.output)
     else:
         if problems:
             print(problems_text(problems))
@@ -299,11 +309,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     tree = repo.write_tree(computed.files)
     files = diff_trees(repo, base, computed.files) if tree != computed.state_tree else []
     changed = bool(files)
-    if args.output == "json":
-        print(as_json({"source": computed.source.sha, "stateBase": base, "changed": changed,
-                       "changes": computed.changes,
-                       "files": [{"change": c, "path": p} for c, p in files],
-                       "problems": [str(p) for p in computed.problems]}))
+    if args.output in ("json", "yaml"):
+        _print_value({"source": computed.source.sha, "stateBase": base, "changed": changed,
+                      "changes": computed.changes,
+                      "files": [{"change": c, "path": p} for c, p in files],
+                      "problems": [str(p) for p in computed.problems]}, args.output)
     else:
         print(f"fleetq plan: {computed.source.sha[:12]} onto {branch} "
               f"({(base or 'empty')[:12]})")
@@ -353,8 +363,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
                              policy=inputs.settings.for_quota(d.quota).preemption
                              if d.quota else PreemptionPolicy.LOWER_PRIORITY,
                              preemptible=source is None or source.job.preemptible)
-    if args.output == "json":
-        print(as_json({"job": decision_item(d), "explanation": lines}))
+    if args.output in ("json", "yaml"):
+        _print_value({"job": decision_item(d), "explanation": lines}, args.output)
     else:
         print("\n".join(lines))
     return EXIT_OK
@@ -398,23 +408,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="fleetq-demo-") as tmp:
         target = Path(tmp) / "fleet"
         init_repo(target, commit=True)
-        print(f"fleet repo: {template_dir().name}/ copied to a temporary git repo")
+        say = _say(args.output)
+        print(f"fleet repo: {template_dir().name}/ copied to a temporary git repo", file=say)
         repo = FleetRepo(target)
         outcome = reconcile(repo, now=parse_now(args.now))
         assert outcome.computed is not None and outcome.source is not None  # a new repo
         if outcome.computed.problems:
-            print(problems_text(outcome.computed.problems))
+            print(problems_text(outcome.computed.problems), file=say)
         print(f"reconciled {outcome.source.sha[:12]}: committed "
-              f"{(outcome.commit or '')[:12]} to fleetq/state ({_summary(outcome)})\n")
+              f"{(outcome.commit or '')[:12]} to fleetq/state ({_summary(outcome)})\n",
+              file=say, flush=True)
         _print_data([decision_item(d) for d in outcome.decisions], args.output,
                     wide=args.wide)
+        sys.stdout.flush()
         files = [e.path for e in repo.list_tree("fleetq/state")]
         clusters = sorted({p.split("/")[1] for p in files if p.startswith("clusters/")})
         print(f"\nstate branch fleetq/state: placements.yaml and {len(files) - 1} rendered "
-              f"files for {', '.join(clusters) or 'no cluster'}")
+              f"files for {', '.join(clusters) or 'no cluster'}", file=say)
         for path in files:
             if path.startswith("clusters/"):
-                print(f"  {path}")
+                print(f"  {path}", file=say)
     return EXIT_OK
 
 
@@ -424,8 +437,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fleetq {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    def common(p: argparse.ArgumentParser, *, output: bool = True) -> None:
-        p.add_argument("--repo", default=".", help="fleet repo path (default: .)")
+    def common(p: argparse.ArgumentParser, *, output: bool = True, repo: bool = True) -> None:
+        if repo:
+            p.add_argument("--repo", default=".", help="fleet repo path (default: .)")
         if output:
             p.add_argument("-o", "--output", choices=["table", "json", "yaml", "wide"],
                            default="table", help="output format (default: table)")
@@ -502,8 +516,9 @@ def build_parser() -> argparse.ArgumentParser:
     no_cache(p)
     p.set_defaults(func=cmd_explain)
 
-    p = sub.add_parser("demo", help="run the whole loop on the bundled template")
-    common(p)
+    p = sub.add_parser("demo", help="run the whole loop on the bundled template, in a "
+                       "temporary git repo")
+    common(p, repo=False)
     p.add_argument("--now", default=None)
     p.set_defaults(func=cmd_demo, wide=False)
 

@@ -51,13 +51,10 @@ def placements_table(items: Sequence[Mapping[str, Any]], *, wide: bool = False) 
     return table(headers, rows)
 
 
-def as_json(value: Any) -> str:
-    return "".join(json_parts(value))
-
-
 def json_parts(value: Any) -> Iterator[str]:
-    """``as_json`` in parts, as it is made (100,000 items are written as they
-    are encoded, not held as one text and its millions of pieces)."""
+    """``value`` as indented JSON, in parts, as it is made (100,000 items are
+    written as they are encoded, not held as one text and its millions of
+    pieces)."""
     return json.JSONEncoder(indent=2, sort_keys=False, ensure_ascii=False).iterencode(value)
 
 

@@ -45,12 +45,15 @@ def test_demo_runs_the_whole_loop(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_demo_json_output_is_items(tmp_path: Path) -> None:
-    proc = fleetq("demo", "--now", NOW, "-o", "json", cwd=tmp_path)
+@pytest.mark.parametrize("output", ["json", "yaml"])
+def test_demo_json_and_yaml_output_is_the_items_alone(tmp_path: Path, output: str) -> None:
+    """stdout is one document a program can read (`| jq`); the lines for people
+    go to stderr."""
+    proc = fleetq("demo", "--now", NOW, "-o", output, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    start = proc.stdout.index("[")
-    items, _ = json.JSONDecoder().raw_decode(proc.stdout[start:])
+    items = json.loads(proc.stdout) if output == "json" else yaml.safe_load(proc.stdout)
     assert {i["phase"] for i in items} >= {"Admitted", "Queued", "Inadmissible"}
+    assert "committed" in proc.stderr and "kustomization.yaml" in proc.stderr
 
 
 def _queued_seed(seed_fleet: SeedFleet) -> None:
@@ -114,10 +117,12 @@ def test_status_json_and_yaml(seed_fleet: SeedFleet) -> None:
 def test_reconcile_output_json_matches_status(seed_fleet: SeedFleet) -> None:
     proc = fleetq("reconcile", "--repo", str(seed_fleet.path), "--now", NOW, "-o", "json")
     assert proc.returncode == 0, proc.stderr
-    first_line, rest = proc.stdout.split("\n", 1)
-    assert first_line.startswith("committed ")
+    assert proc.stderr.startswith("committed ")  # (stdout: the document alone)
     status = fleetq("status", "--repo", str(seed_fleet.path), "-o", "json")
-    assert json.loads(rest) == json.loads(status.stdout)
+    assert json.loads(proc.stdout) == json.loads(status.stdout)
+    again = fleetq("reconcile", "--repo", str(seed_fleet.path), "--now", NOW, "-o", "yaml")
+    assert again.returncode == 0 and again.stderr.startswith("no change: "), again.stderr
+    assert yaml.safe_load(again.stdout) == json.loads(status.stdout)
 
 
 @pytest.mark.parametrize("command", [["status"], ["validate"], ["reconcile", "--now", NOW],
@@ -265,10 +270,9 @@ def test_the_command_ends_with_its_output_flushed_and_every_object_written(
 
     proc = command("reconcile", "--repo", str(seed_fleet.path), "--now", NOW, "-o", "json")
     assert proc.returncode == 0, proc.stderr
-    first_line, rest = proc.stdout.split("\n", 1)
-    assert first_line.startswith("committed ")
-    assert [i["job"]["name"] for i in json.loads(rest)] == ["pytorch-test"]
-    assert rest.endswith("]\n")  # (the last write too)
+    assert proc.stderr.startswith("committed ")
+    assert [i["job"]["name"] for i in json.loads(proc.stdout)] == ["pytorch-test"]
+    assert proc.stdout.endswith("]\n")  # (the last write too)
     fsck = subprocess.run(["git", "fsck", "--full", "--no-dangling"], cwd=seed_fleet.path,
                           capture_output=True, text=True, check=False)
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
@@ -322,6 +326,28 @@ def test_explain_tells_why_a_job_waits_as_text_and_json(seed_fleet: SeedFleet) -
     assert out["job"]["job"] == {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
                                  "namespace": "default", "name": "pytorch-second"}
     assert out["job"]["phase"] == "Queued" and out["explanation"] == lines
+
+
+def test_commands_that_print_data_give_the_same_document_as_json_and_yaml(
+        seed_fleet: SeedFleet) -> None:
+    """``-o json`` and ``-o yaml`` are the same data, stdout holding the
+    document alone, for every command that takes them."""
+    _queued_seed(seed_fleet)
+    repo = str(seed_fleet.path)
+    for command in (["validate"], ["plan", "--now", NOW], ["status"], ["queue"],
+                    ["explain", "pytorch-second", "--now", NOW]):
+        as_json = fleetq(*command, "--repo", repo, "-o", "json")
+        as_yaml = fleetq(*command, "--repo", repo, "-o", "yaml")
+        assert as_json.returncode == as_yaml.returncode == 0, as_json.stderr + as_yaml.stderr
+        assert json.loads(as_json.stdout) == yaml.safe_load(as_yaml.stdout), command
+        assert as_yaml.stdout.strip() and not as_yaml.stdout.startswith("{"), command
+
+
+def test_demo_has_no_repo_option() -> None:
+    """The demo always runs on the bundled template, in a temporary repo."""
+    proc = fleetq("demo", "--repo", "/tmp/anywhere")
+    assert proc.returncode == 2 and "unrecognized arguments: --repo" in proc.stderr
+    assert "--repo" not in fleetq("demo", "--help").stdout
 
 
 def test_explain_names_an_unknown_or_ambiguous_job_as_a_usage_error(
