@@ -38,6 +38,7 @@ from reconciler.fleet.inputs import (
     TEMPLATES_DIR,
     FleetInputs,
     JobEntry,
+    LastGood,
     SourceFile,
     excluded,
     is_yaml,
@@ -262,7 +263,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     if cache is not None:
         cache.load_jobs()
     read_before = cache.kept_inputs() if cache is not None else None  # (tree, fleet read)
-    info, inputs = read_inputs(repo, source_rev, store, cache, progress)
+    info, inputs = read_inputs(repo, source_rev, store, cache, progress,
+                               last_good=earlier_versions(repo, state_base))
     progress(f"read {inputs.files} files, {len(inputs.jobs)} jobs")
     if save_behind and cache is not None:
         cache.save_jobs_behind(inputs.jobs_files)
@@ -360,18 +362,24 @@ PATCHED_OTHERS = ("read the fleet's files other than job files again, and patche
 
 
 def read_inputs(repo: FleetRepo, rev: str, store: JobStore, cache: Cache | None,
-                progress: Progress = _quiet) -> tuple[CommitInfo, FleetInputs]:
+                progress: Progress = _quiet, *, last_good: LastGood | None = None
+                ) -> tuple[CommitInfo, FleetInputs]:
     """The source commit and what it holds. When the ``cache`` kept the fleet
     of another tree (in memory, or saved by the last reconcile), that fleet
     is patched with the files that changed since (see ``_patched_inputs``),
     unless fleet.yaml did; else the commit is read whole. What is read is
-    kept for the next time."""
+    kept for the next time. ``last_good``: see ``read_fleet`` (a fleet kept
+    that was read without it, with a file that does not build, is not
+    patched: read whole, that file is read in its last good version)."""
     kept = cache.kept_inputs() if cache is not None else None
+    if kept is not None and last_good is not None and not kept[1].with_last_good and (
+            kept[1].broken_paths or kept[1].unbuilt):
+        kept = None
     if cache is not None and kept is not None:
         sha = repo.resolve(rev)
         if sha is not None:
             info = repo.commit_info(sha)
-            got = _patched_inputs(repo, cache, *kept, info.tree)
+            got = _patched_inputs(repo, cache, *kept, info.tree, last_good)
             if got is not None:
                 patched, how = got
                 progress(how)
@@ -383,14 +391,15 @@ def read_inputs(repo: FleetRepo, rev: str, store: JobStore, cache: Cache | None,
         # not be taken up, and would be held through the reading of the whole commit.
         cache.drop_ahead()
     info, files = read_source(repo, rev, store, progress)
-    inputs = read_fleet(files, store)  # empties ``files`` as it goes: the bytes are freed
+    inputs = read_fleet(files, store, last_good)  # empties ``files``: the bytes are freed
     if cache is not None:
         cache.keep_inputs(info.tree, inputs)
     return info, inputs
 
 
 def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInputs,
-                    new_tree: str) -> tuple[FleetInputs, str] | None:
+                    new_tree: str, last_good: LastGood | None = None
+                    ) -> tuple[FleetInputs, str] | None:
     """``before``, read from ``tree``, as read from ``new_tree``, and how
     (``PATCHED``, ``PATCHED_OTHERS``); ``None`` when fleet.yaml changed (it
     says which files are read), or the result could differ from a whole read
@@ -447,9 +456,38 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
         patched = patch_fleet(before, out)
         return (patched, PATCHED) if patched is not None else None
     blobs.update(repo.read_blobs({blob for blob in others.values() if blob not in blobs}))
-    read = read_fleet([SourceFile(path, blob, blobs[blob]) for path, blob in others.items()])
+    read = read_fleet([SourceFile(path, blob, blobs[blob]) for path, blob in others.items()],
+                      last_good=last_good)
     patched = patch_fleet_others(before, out, read)
     return (patched, PATCHED_OTHERS) if patched is not None else None
+
+
+LAST_GOOD_DEPTH = 32  # state commits searched for a file's last good version
+
+
+def earlier_versions(repo: FleetRepo, state: str | None) -> LastGood | None:
+    """``read_fleet``'s ``last_good``: a file's versions in the source trees
+    the state commits were made from (``Fleet-Source-Tree``), from the state
+    ``state`` back along its first parents (at most ``LAST_GOOD_DEPTH``), newest
+    first, each once and none the same as the file's blob now."""
+    if state is None:
+        return None
+
+    def versions(path: str, blob: str) -> Iterator[SourceFile]:
+        seen = {blob}
+        commits = repo.run("rev-list", "--first-parent", f"--max-count={LAST_GOOD_DEPTH}",
+                           state).decode().split()
+        for commit in commits:
+            tree = trailers(repo.commit_info(commit).message).get(TREE_TRAILER)
+            if not tree:
+                continue
+            got = repo.run("rev-parse", "--verify", "--quiet", f"{tree}:{path}",
+                           check=False).decode().strip()
+            if got and got not in seen:
+                seen.add(got)
+                yield SourceFile(path, got, repo.read_blobs([got])[got])
+
+    return versions
 
 
 def _moved(files: dict[str, str], path: str, blob: str) -> None:
@@ -795,7 +833,8 @@ def _watch_round(repo: FleetRepo, watcher: RefWatcher, cache: Cache, *, source_r
         if outcome.computed is None and outcome.state is not None and outcome.source:
             # up to date: what the next push needs is read now, not then
             cache.warm(outcome.state)
-            read_inputs(repo, outcome.source.sha, cache, cache)
+            read_inputs(repo, outcome.source.sha, cache, cache,
+                        last_good=earlier_versions(repo, outcome.state))
     except GitError as exc:
         return (), Round(None, str(exc), time.perf_counter() - started, branch), False
     except Exception:

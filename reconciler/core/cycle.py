@@ -32,7 +32,7 @@ from reconciler.core.model import (
     plain_state,
 )
 from reconciler.core.parked import Parked
-from reconciler.core.policy import candidate_groups, select_policy
+from reconciler.core.policy import candidate_groups, find_policy, select_policy
 from reconciler.core.preemption import (
     ANY_REASON,
     RECLAIMING,
@@ -664,10 +664,13 @@ class _Cycle:
                 self.decisions[key] = evolve(base, reason=f"{job.path}:{job.line}: {problem}")
                 continue
             if policy is None:
+                ref = inp.settings.default_policy
+                fix = ("add one or set spec.defaultPolicy in fleet.yaml" if ref is None else
+                       f"add one, or fix spec.defaultPolicy in fleet.yaml: it names "
+                       f"{'/'.join(n for n in ref if n)!r}, which is no policy of the fleet")
                 self.decisions[key] = evolve(base, phase=Phase.INADMISSIBLE, reason=(
                     f"no PropagationPolicy or ClusterPropagationPolicy selects "
-                    f"{job.api_version} {key.kind} {key.namespace}/{key.name}; add one or set "
-                    f"spec.defaultPolicy in fleet.yaml"))
+                    f"{job.api_version} {key.kind} {key.namespace}/{key.name}; {fix}"))
                 continue
             groups, notes = self._groups(policy, key.kind_ref)
             self.decisions[key] = base
@@ -686,12 +689,7 @@ class _Cycle:
 
     def _default_policy(self) -> Policy | None:
         ref = self.inp.settings.default_policy
-        if ref is None:
-            return None
-        for p in self.inp.policies:
-            if (p.namespace, p.name) == ref or (ref[0] is None and p.name == ref[1]):
-                return p
-        return None
+        return find_policy(self.inp.policies, ref) if ref is not None else None
 
     def _enqueued(self, job: Job | None, key: JobKey) -> str:
         if job is not None and job.created_at:

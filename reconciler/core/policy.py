@@ -47,6 +47,15 @@ def policy_match(policy: Policy, job: Job) -> int:
     return max((match_level(s, job) for s in policy.selectors), default=0)
 
 
+def find_policy(policies: Iterable[Policy], ref: tuple[str | None, str]) -> Policy | None:
+    """The policy ``ref`` (namespace, name) names, as ``fleet.yaml``'s
+    ``defaultPolicy`` does: with no namespace, the first of that name."""
+    for p in policies:
+        if (p.namespace, p.name) == ref or (ref[0] is None and p.name == ref[1]):
+            return p
+    return None
+
+
 def select_policy(policies: Iterable[Policy], job: Job) -> Policy | None:
     best: tuple[int, int, int, str, str] | None = None
     chosen: Policy | None = None

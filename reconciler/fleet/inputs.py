@@ -9,9 +9,11 @@ stops the others from being read.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from functools import partial
+from typing import Any, Protocol, TypeVar
 
 from reconciler.core.cycle import InvalidJob
 from reconciler.core.model import (
@@ -32,11 +34,13 @@ from reconciler.core.model import (
     Taint,
     Toleration,
 )
+from reconciler.core.policy import find_policy
 from reconciler.core.problems import Problem
 from reconciler.core.quota import QuotaSpec, QuotaTree, build_tree
+from reconciler.core.resources import Resources
 from reconciler.fleet.documents import Document, iter_mapping_docs, parse_documents
-from reconciler.fleet.jobs import JobSource, build_job, job_key
-from reconciler.jobkinds import kind_for
+from reconciler.fleet.jobs import JobSource, api_group, build_job, job_key
+from reconciler.jobkinds import KINDS, kind_for
 from reconciler.jobkinds.base import ManifestError, parse_resources
 
 FLEET_FILES = ("fleet.yaml", "fleet.yml")
@@ -99,6 +103,11 @@ class FleetInputs:
     jobs: dict[JobKey, JobSource] = field(default_factory=dict)
     invalid: list[InvalidJob] = field(default_factory=list)
     broken_paths: dict[str, str] = field(default_factory=dict)
+    cluster_at: dict[str, tuple[str, int]] = field(default_factory=dict)  # name -> path, line
+    setting_at: dict[str, tuple[str, int]] = field(default_factory=dict)  # fleet.yaml field
+    # files holding a document (not a job) that does not build: see read_fleet's last_good
+    unbuilt: set[str] = field(default_factory=set)
+    with_last_good: bool = False  # read with read_fleet's last_good
     dependencies: dict[tuple[str, str, str], Dependency] = field(default_factory=dict)
     namespaces: dict[str, dict[str, Any]] = field(default_factory=dict)
     templates: dict[str, str] = field(default_factory=dict)
@@ -158,17 +167,100 @@ class JobCache(Protocol):
                       entry: list[JobSource | InvalidJob]) -> None: ...
 
 
-def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None) -> FleetInputs:
+T = TypeVar("T")
+
+# (path, its blob now) -> the file's earlier versions, newest first (see read_fleet)
+LastGood = Callable[[str, str], Iterable["SourceFile"]]
+
+
+def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None,
+               last_good: LastGood | None = None) -> FleetInputs:
     """Classify and build every document of the commit.
 
     With a ``cache``, a jobs-only file whose blob was read before is not
     parsed again; its jobs come from the cache. A ``files`` list is emptied:
     each file is dropped as soon as it is read.
+
+    ``last_good``: a file that defines the fleet (fleet.yaml, the quota tree,
+    member clusters, policies, PriorityClasses, ...) and does not parse or
+    build is read in its last good version, the newest of those ``last_good``
+    gives (the versions of the commits the state was made from) that parses
+    and builds: its errors are reported, and the fleet goes on as it was.
+    Without it, the jobs such a file's quota, cluster or policy held would be
+    evicted by a typo. A file whose last version holds only jobs is read as
+    it is (a job whose file breaks keeps its last good placement: see
+    ``CycleInput.broken_paths``).
     """
-    inputs = FleetInputs()
     by_path = {f.path: f for f in files}
     if isinstance(files, list):
         files.clear()  # each file's bytes are let go once it is read (peak memory)
+    read: dict[str, SourceFile | Blobbed] | None = {} if last_good is not None else None
+    inputs = _read_all(by_path, cache, read)
+    inputs.with_last_good = last_good is not None
+    if last_good is None or read is None or not (inputs.broken_paths or inputs.unbuilt):
+        return inputs
+    good: dict[str, SourceFile] = {}
+    now: dict[str, str] = {}  # path -> its blob now, for those read in a good version
+    for path in sorted(set(inputs.broken_paths) | inputs.unbuilt):
+        src = read.get(path)
+        if not isinstance(src, SourceFile) or (
+                path in inputs.broken_paths and not _may_define_the_fleet(src)):
+            continue
+        was = _newest_good(last_good(path, src.blob))
+        if was is not None:
+            good[path], now[path] = was, src.blob
+    if not good:
+        return inputs
+    errors = [p for p in inputs.problems if p.path in good and p.severity == "error"]
+    again = _read_all({path: good.get(path) or (src if isinstance(src, SourceFile) else
+                                                 SourceFile(path, src[0], b"", src[1]))
+                       for path, src in read.items()}, cache, None)
+    again.with_last_good = True
+    for path, was in good.items():
+        again.other_files[path] = now[path]  # (the file read is the one there now)
+        again.problems.append(Problem(path, 0, (
+            f"the fleet goes on with this file's last good version (blob {was.blob[:12]}) "
+            f"until it is fixed"), "warning"))
+    again.problems = sorted(set(again.problems + errors))
+    return again
+
+
+_KIND_LINE = re.compile(rb"^\s*(?:-\s+)?kind:\s*[\"']?([A-Za-z]+)", re.MULTILINE)
+_JOB_KINDS = {b"PyTorchJob", b"RayJob", b"MPIJob", b"Job"}
+
+
+def _may_define_the_fleet(src: SourceFile) -> bool:
+    """Could a file that does not parse hold more than jobs? (A look at its
+    ``kind:`` lines, so that a job file's earlier versions are not read: a
+    job whose file breaks keeps its last good placement instead.)"""
+    return src.path in FLEET_FILES or any(
+        kind not in _JOB_KINDS for kind in _KIND_LINE.findall(src.data)) or \
+        not _KIND_LINE.search(src.data)
+
+
+def _newest_good(versions: Iterable[SourceFile]) -> SourceFile | None:
+    """The first of ``versions`` that parses and builds; ``None`` when none
+    does, or the newest that parses holds only jobs (a job file)."""
+    for src in versions:
+        scratch = FleetInputs()
+        trees: list[Document] = []
+        if src.path in FLEET_FILES:
+            read_fleet_settings({src.path: src}, scratch)
+        elif read_file(src, scratch, trees):
+            return None  # jobs only
+        else:
+            _finish(scratch, trees)
+        if not scratch.broken_paths and not scratch.unbuilt:
+            return src
+    return None
+
+
+def _read_all(by_path: dict[str, SourceFile], cache: JobCache | None,
+              read: dict[str, SourceFile | Blobbed] | None) -> FleetInputs:
+    """``read_fleet``'s one pass over the files (``by_path`` is emptied);
+    ``read``, when given, gets each file read, a jobs-only one as its blob and
+    jobs (no bytes kept)."""
+    inputs = FleetInputs()
     read_fleet_settings(by_path, inputs)
     trees: list[Document] = []
     for path in sorted(by_path):
@@ -179,6 +271,8 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None) -> Fl
             continue
         if path in FLEET_FILES:
             inputs.other_files[path] = src.blob  # (read first, by read_fleet_settings)
+            if read is not None:
+                read[path] = src
             continue
         if not is_yaml(path) or excluded(path, inputs.exclude):
             continue
@@ -191,14 +285,20 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None) -> Fl
                 inputs.documents += 1
                 _take_job(inputs, outcome)
             inputs.jobs_files[path] = src.blob
+            if read is not None:
+                read[path] = (src.blob, cached)
             continue
         record: list[JobSource | InvalidJob] = []
         if read_file(src, inputs, trees, record):
             inputs.jobs_files[path] = src.blob
             if cache is not None:
                 cache.put_job_entry(src.blob, path, record)
+            if read is not None:
+                read[path] = (src.blob, record)
         else:
             inputs.other_files[path] = src.blob
+            if read is not None:
+                read[path] = src
     _finish(inputs, trees)
     return inputs
 
@@ -344,7 +444,7 @@ def read_file(src: SourceFile, inputs: FleetInputs, trees: list[Document],
         elif (api_version, kind) == ("kueue.x-k8s.io/v1beta1", "WorkloadPriorityClass"):
             _guard(inputs, doc, lambda d: _workload_priority_class(d, inputs))
         elif (api_version, kind) == ("fleetq.io/v1alpha1", "MemberCluster"):
-            _guard(inputs, doc, lambda d: inputs.clusters.append(_cluster(d)))
+            _guard(inputs, doc, lambda d: _add_cluster(d, inputs))
         elif (api_version, kind) == ("fleetq.io/v1alpha1", "Fleet"):
             inputs.problems.append(Problem(path, doc.line, (
                 "a Fleet belongs in fleet.yaml at the top of the repo; move it there")))
@@ -387,14 +487,48 @@ def _add_job(inputs: FleetInputs, source: JobSource) -> None:
     inputs.jobs[key] = source
 
 
+class ManifestErrors(ManifestError):
+    """Several mistakes in one document, each with its field (``Errors``)."""
+
+    def __init__(self, errors: list[ManifestError]) -> None:
+        super().__init__("; ".join(str(e) for e in errors), errors[0].field)
+        self.errors = errors
+
+
+class Errors:
+    """The mistakes of one document, gathered so that all are reported at once
+    (``fleetq validate`` names each), not the first alone: ``take`` calls a
+    builder of one part and gives ``default`` when it fails; ``done`` raises
+    what was found."""
+
+    def __init__(self) -> None:
+        self.found: list[ManifestError] = []
+
+    def take(self, build: Callable[[], T], default: T) -> T:
+        try:
+            return build()
+        except ManifestError as exc:
+            self.found.extend(exc.errors if isinstance(exc, ManifestErrors) else [exc])
+            return default
+
+    def done(self) -> None:
+        if len(self.found) == 1:
+            raise self.found[0]
+        if self.found:
+            raise ManifestErrors(self.found)
+
+
 def _guard(inputs: FleetInputs, doc: Document, action: Callable[[Document], object]) -> None:
     try:
         action(doc)
     except ManifestError as exc:
-        inputs.problems.append(Problem(doc.path, doc.line_of(exc.field), str(exc)))
+        for one in exc.errors if isinstance(exc, ManifestErrors) else [exc]:
+            inputs.problems.append(Problem(doc.path, doc.line_of(one.field), str(one)))
+        inputs.unbuilt.add(doc.path)
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
         inputs.problems.append(Problem(doc.path, doc.line, (
             f"{doc.value.get('kind')} is malformed ({exc}); check it against DESIGN §2")))
+        inputs.unbuilt.add(doc.path)
 
 
 def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
@@ -434,12 +568,14 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
                 f"keep one")))
         seen.setdefault(k, p)
     inputs.policies = list(seen.values())
-    names: dict[str, MemberCluster] = {}
-    for c in inputs.clusters:
-        if c.name in names:
-            inputs.problems.append(Problem("", 0, f"MemberCluster {c.name} is defined twice"))
-        names.setdefault(c.name, c)
-    inputs.clusters = sorted(names.values(), key=lambda c: c.name)
+    inputs.clusters.sort(key=lambda c: c.name)  # (each name once: see _add_cluster)
+    ref = inputs.settings.default_policy
+    if ref is not None and find_policy(inputs.policies, ref) is None:
+        path, line = inputs.setting_at.get("spec.defaultPolicy", ("fleet.yaml", 0))
+        inputs.problems.append(Problem(path, line, (
+            f"spec.defaultPolicy names {'/'.join(n for n in ref if n)!r}, which is no "
+            f"PropagationPolicy or ClusterPropagationPolicy of the fleet; name one "
+            f"(namespace/name for a PropagationPolicy) or remove it")))
     inputs.problems.sort()
     inputs.unknown.sort()
 
@@ -599,11 +735,15 @@ def _workload_priority_class(doc: Document, inputs: FleetInputs) -> None:
 def _cluster(doc: Document) -> MemberCluster:
     meta = _meta(doc)
     spec = doc.value.get("spec") or {}
+    errors = Errors()
+    no_resources: Resources = {}  # (what a part that does not build counts as)
     nodes: list[Node] = []
     for i, n in enumerate(spec.get("nodes") or ()):
         where = f"spec.nodes[{i}]"
         nodes.append(Node(name=str(n.get("name") or f"node-{i}"),
-                          allocatable=parse_resources(n.get("allocatable"), f"{where}.allocatable"),
+                          allocatable=errors.take(partial(
+                              parse_resources, n.get("allocatable"), f"{where}.allocatable"),
+                              no_resources),
                           labels=tuple(sorted((str(k), str(v))
                                               for k, v in (n.get("labels") or {}).items())),
                           taints=_taints(n.get("taints"))))
@@ -611,28 +751,69 @@ def _cluster(doc: Document) -> MemberCluster:
         where = f"spec.nodeGroups[{i}]"
         count = g.get("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ManifestError(f"{where}.count must be a whole number >= 0", f"{where}.count")
-        alloc = parse_resources(g.get("allocatable"), f"{where}.allocatable")
+            errors.found.append(ManifestError(f"{where}.count must be a whole number >= 0",
+                                              f"{where}.count"))
+            count = 0
+        alloc = errors.take(partial(parse_resources, g.get("allocatable"),
+                                    f"{where}.allocatable"), no_resources)
         labels = tuple(sorted((str(k), str(v)) for k, v in (g.get("labels") or {}).items()))
         taints = _taints(g.get("taints"))
         base = str(g.get("name") or f"group-{i}")
         nodes.extend(Node(name=f"{base}-{k}", allocatable=alloc, labels=labels, taints=taints)
                      for k in range(count))
     dialect = str(spec.get("gangDialect") or "ack")
-    if dialect not in ("ack", "scheduler-plugins", "volcano", "kueue"):
-        raise ManifestError(f"spec.gangDialect {dialect!r} is not one of ack, "
-                            f"scheduler-plugins, volcano, kueue", "spec.gangDialect")
+    if dialect not in GANG_DIALECTS:
+        errors.found.append(ManifestError(
+            f"spec.gangDialect {dialect!r} is not one of {', '.join(GANG_DIALECTS)}",
+            "spec.gangDialect"))
+    reservation = spec.get("resourceReservation", True)
+    if not isinstance(reservation, bool):
+        errors.found.append(ManifestError(
+            f"spec.resourceReservation must be true or false, not {reservation!r}",
+            "spec.resourceReservation"))
     caps = spec.get("capabilities")
+    if caps is not None and not isinstance(caps, list):
+        errors.found.append(ManifestError(
+            "spec.capabilities must be a list of job kinds (group/Kind, e.g. batch/Job)",
+            "spec.capabilities"))
+        caps = None
+    reserved = errors.take(lambda: parse_resources(spec.get("reserved"), "spec.reserved"),
+                           no_resources)
+    errors.done()
     return MemberCluster(
         name=str(meta["name"]),
         labels=tuple(sorted((str(k), str(v)) for k, v in (meta.get("labels") or {}).items())),
-        resource_reservation=bool(spec.get("resourceReservation", True)),
+        resource_reservation=bool(reservation),
         gang_dialect=dialect,
         capabilities=tuple(str(c) for c in caps) if caps is not None else None,
         taints=_taints(spec.get("taints")),
-        reserved=parse_resources(spec.get("reserved"), "spec.reserved"),
+        reserved=reserved,
         nodes=tuple(nodes),
         kubeconfig_context=spec.get("kubeconfigContext"))
+
+
+GANG_DIALECTS = ("ack", "scheduler-plugins", "volcano", "kueue")
+
+
+def _add_cluster(doc: Document, inputs: FleetInputs) -> None:
+    """A MemberCluster, once (the first of a name counts), with a warning for
+    each capability that names no job kind fleetq reads (a typo would keep
+    that kind off the cluster)."""
+    cluster = _cluster(doc)
+    first = inputs.cluster_at.get(cluster.name)
+    if first is not None:
+        inputs.problems.append(Problem(doc.path, doc.line, (
+            f"MemberCluster {cluster.name} is defined twice (also at {first[0]}:{first[1]}); "
+            f"keep one")))
+        return
+    inputs.cluster_at[cluster.name] = (doc.path, doc.line)
+    inputs.clusters.append(cluster)
+    known = {f"{api_group(k.api_version)}/{k.kind}" for k in KINDS}
+    for i, cap in enumerate(cluster.capabilities or ()):
+        if cap not in known:
+            inputs.problems.append(Problem(doc.path, doc.line_of(f"spec.capabilities[{i}]"), (
+                f"capability {cap!r} names no job kind fleetq reads (one of "
+                f"{', '.join(sorted(known))}); no job can use it"), "warning"))
 
 
 def _dependency(doc: Document, inputs: FleetInputs) -> None:
@@ -656,6 +837,7 @@ def _fleet(doc: Document, inputs: FleetInputs) -> None:
     spec = doc.value.get("spec") or {}
     if not isinstance(spec, dict):
         raise ManifestError("spec must be a mapping", "spec")
+    errors = Errors()
     git = inputs.git
     git.state_branch = str(spec.get("stateBranch") or git.state_branch)
     git.remote = spec.get("remote") or None
@@ -664,28 +846,23 @@ def _fleet(doc: Document, inputs: FleetInputs) -> None:
     git.committer_email = committer.get("email")
     exclude = spec.get("exclude") or []
     if not isinstance(exclude, list):
-        raise ManifestError("spec.exclude must be a list of path patterns", "spec.exclude")
+        errors.found.append(ManifestError("spec.exclude must be a list of path patterns",
+                                          "spec.exclude"))
+        exclude = []
     inputs.exclude = tuple(str(e) for e in exclude)
     quotas: dict[str, QuotaSettings] = {}
-    for name, raw in (spec.get("quotas") or {}).items():
+    raw_quotas = spec.get("quotas") or {}
+    if not isinstance(raw_quotas, dict):
+        errors.found.append(ManifestError("spec.quotas must map quota paths or names to "
+                                          "their settings", "spec.quotas"))
+        raw_quotas = {}
+    for name, raw in raw_quotas.items():
         where = f"spec.quotas.{name}"
-        raw = raw or {}
-        strategy_name = str(raw.get("queueStrategy") or "BestEffortFIFO")
-        if strategy_name not in QUEUE_STRATEGY_NAMES:
-            raise ManifestError(f"{where}.queueStrategy {strategy_name!r} is not one of "
-                                f"{', '.join(QUEUE_STRATEGY_NAMES)}", f"{where}.queueStrategy")
-        preemption = str(raw.get("preemption") or "LowerPriority")
-        try:
-            policy = PreemptionPolicy(preemption)
-        except ValueError:
-            raise ManifestError(f"{where}.preemption {preemption!r} is not one of "
-                                f"{', '.join(p.value for p in PreemptionPolicy)}",
-                                f"{where}.preemption") from None
-        weight = raw.get("weight", 1)
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
-            raise ManifestError(f"{where}.weight must be a number > 0", f"{where}.weight")
-        quotas[str(name)] = QuotaSettings(strategy=QUEUE_STRATEGY_NAMES[strategy_name],
-                                          preemption=policy, weight=int(weight * 1000))
+        inputs.setting_at[where] = (doc.path, doc.line_of(where))
+        none: QuotaSettings | None = None
+        settings = errors.take(partial(_quota_settings, where, raw or {}), none)
+        if settings is not None:
+            quotas[str(name)] = settings
     default = spec.get("defaultPolicy")
     default_ref: tuple[str | None, str] | None = None
     if isinstance(default, str) and default:
@@ -693,9 +870,39 @@ def _fleet(doc: Document, inputs: FleetInputs) -> None:
         default_ref = (ns or None, name)
     elif isinstance(default, dict) and default.get("name"):
         default_ref = (default.get("namespace"), str(default["name"]))
-    strategy = _strategy(str(spec.get("placementStrategy") or "binpack"),
-                         "spec.placementStrategy")
+    inputs.setting_at["spec.defaultPolicy"] = (doc.path, doc.line_of("spec.defaultPolicy"))
+    strategy = errors.take(lambda: _strategy(str(spec.get("placementStrategy") or "binpack"),
+                                             "spec.placementStrategy"), PlacementStrategy.BINPACK)
+    errors.done()
     inputs.settings = FleetSettings(quotas=quotas, default_policy=default_ref, strategy=strategy)
+
+
+def _quota_settings(where: str, raw: Any) -> QuotaSettings:
+    """One quota's settings in fleet.yaml (``spec.quotas.<quota>``), each mistake told."""
+    if not isinstance(raw, dict):
+        raise ManifestError(f"{where} must be a mapping of queueStrategy, preemption and "
+                            f"weight", where)
+    errors = Errors()
+    strategy_name = str(raw.get("queueStrategy") or "BestEffortFIFO")
+    if strategy_name not in QUEUE_STRATEGY_NAMES:
+        errors.found.append(ManifestError(
+            f"{where}.queueStrategy {strategy_name!r} is not one of "
+            f"{', '.join(QUEUE_STRATEGY_NAMES)}", f"{where}.queueStrategy"))
+    preemption = str(raw.get("preemption") or "LowerPriority")
+    policy = PreemptionPolicy.LOWER_PRIORITY
+    try:
+        policy = PreemptionPolicy(preemption)
+    except ValueError:
+        errors.found.append(ManifestError(
+            f"{where}.preemption {preemption!r} is not one of "
+            f"{', '.join(p.value for p in PreemptionPolicy)}", f"{where}.preemption"))
+    weight = raw.get("weight", 1)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
+        errors.found.append(ManifestError(f"{where}.weight must be a number > 0",
+                                          f"{where}.weight"))
+    errors.done()
+    return QuotaSettings(strategy=QUEUE_STRATEGY_NAMES[strategy_name], preemption=policy,
+                         weight=int(weight * 1000))
 
 
 def resolve_quota_settings(inputs: FleetInputs) -> None:
@@ -707,7 +914,8 @@ def resolve_quota_settings(inputs: FleetInputs) -> None:
     for name, settings in inputs.settings.quotas.items():
         path = name if name in tree.nodes else tree.by_alias.get(name)
         if path is None:
-            inputs.problems.append(Problem("fleet.yaml", 0, (
+            where, line = inputs.setting_at.get(f"spec.quotas.{name}", ("fleet.yaml", 0))
+            inputs.problems.append(Problem(where, line, (
                 f"spec.quotas names {name!r}, which is no quota of the ElasticQuotaTree; "
                 f"use a quota path such as {tree.root}/...")))
             continue

@@ -190,6 +190,17 @@ def test_the_fleet_default_policy_places_an_unselected_job() -> None:
     assert (d.phase, d.policy) == (Phase.ADMITTED, "ClusterPropagationPolicy fallback")
 
 
+def test_a_default_policy_that_names_no_policy_is_the_fix_the_reason_names() -> None:
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("orphan", 1, "team-a")],
+        policies=[policy("fallback").selects(name="something-else")],
+        settings=FleetSettings(default_policy=("team-a", "fallbak"))))
+    d = by_name(result)["orphan"]
+    assert d.phase is Phase.INADMISSIBLE
+    assert d.reason.endswith("; add one, or fix spec.defaultPolicy in fleet.yaml: it names "
+                             "'team-a/fallbak', which is no policy of the fleet"), d.reason
+
+
 def test_capacity_only_jobs_are_placed_with_no_quota_check() -> None:
     """qa allows 4 GPUs; without suspension.scheduling the 8-GPU job is placed anyway."""
     tree = simple_tree(quota("qa", ns=["team-a"], max={"gpu": "4"}))

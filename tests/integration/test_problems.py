@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import (
+    NOW,
     RENDERED_SEED,
     SeedFleet,
     commit_all,
@@ -183,3 +184,89 @@ def test_deleted_admitted_job_leaves_and_the_next_one_is_admitted(
     assert "default/pytorchjob-pytorch-second.yaml" in kustomization
     message = git(path, "log", "-1", "--format=%B", "fleetq/state")
     assert "pytorch-test" in message  # the change is described in the commit message
+
+
+BROKEN_TREE = """\
+apiVersion: scheduling.sigs.k8s.io/v1beta1
+kind: ElasticQuotaTree
+metadata: {name: elasticquotatree, namespace: kube-system
+spec: [
+"""
+
+
+@pytest.mark.parametrize("cache", [True, False], ids=["cache", "no-cache"])
+def test_a_quota_tree_or_member_cluster_file_that_breaks_leaves_the_fleet_as_it_was(
+        tmp_path: Path, cache: bool) -> None:
+    """A typo in a file that defines the fleet (here the quota tree, then a
+    member cluster) is reported as path:line, and the fleet goes on with the
+    file's last good version: no job is evicted, no cluster folder goes (a
+    GitOps sync would prune what runs), and jobs pushed meanwhile are decided
+    as the fleet would decide them once it is fixed."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    no_cache = () if cache else ("--no-cache",)
+
+    def reconcile() -> str:
+        proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, *no_cache)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stderr
+
+    def state_tree() -> str:
+        return git(path, "rev-parse", "fleetq/state^{tree}").strip()
+
+    reconcile()
+    good = state_tree()
+    admitted_on_hz = [key for key, item in placements(path).items()
+                      if item.get("cluster") == "gpu-hz-a"]
+    assert admitted_on_hz  # (the case this is about: a job runs on the cluster that breaks)
+
+    write_files(path, {"quota/elasticquotatree.yaml": BROKEN_TREE})
+    commit_all(path, "a broken quota tree")
+    said = reconcile()
+    assert "quota/elasticquotatree.yaml:4: error: not valid YAML" in said, said
+    assert "quota/elasticquotatree.yaml: warning: the fleet goes on with this file's last " \
+           "good version" in said
+    assert state_tree() == good
+    checked = fleetq("validate", "--repo", str(path))
+    assert checked.returncode == 1 and "quota/elasticquotatree.yaml:4:" in checked.stdout
+
+    cluster_file = path / "clusters/gpu-hz-a.yaml"
+    cluster_text = cluster_file.read_text()
+    cluster_file.write_text(cluster_text.replace('cpu: "96"', 'cpu: "lots"', 1))
+    job = (path / "jobs/text/tokenizer-ablation.yaml").read_text()
+    write_files(path, {"jobs/text/pushed-meanwhile.yaml": job.replace(
+        "name: tokenizer-ablation", "name: pushed-meanwhile", 1)})
+    commit_all(path, "a typo in a cluster, and a new job")
+    said = reconcile()
+    typo_line = line_of(cluster_text, 'cpu: "96"')
+    assert f"clusters/gpu-hz-a.yaml:{typo_line}: error: spec.nodes[0].allocatable.cpu: " \
+           "'lots' is not a Kubernetes quantity" in said, said
+    items = placements(path)
+    assert all(items[key]["cluster"] == "gpu-hz-a" for key in admitted_on_hz)
+    assert items["text/pushed-meanwhile"]["phase"] == "Queued"
+    assert git(path, "diff", "--stat", f"{good}", "fleetq/state", "--", "clusters/").strip() \
+        == ""  # every cluster's files as they were
+
+    # Broken otherwise: the last good version is older than the state's source.
+    cluster_file.write_text(cluster_text.replace('cpu: "96"', "cpu: [", 1))
+    commit_all(path, "another typo")
+    said = reconcile()
+    assert "clusters/gpu-hz-a.yaml:" in said and "last good version" in said, said
+    assert all(placements(path)[key]["cluster"] == "gpu-hz-a" for key in admitted_on_hz)
+
+    # Fixed: the decisions a reconcile of the fixed fleet makes from nothing
+    # (but for the times: enqueued and admitted then).
+    cluster_file.write_text(cluster_text)
+    git(path, "checkout", "HEAD~3", "--", "quota/elasticquotatree.yaml")
+    commit_all(path, "fixed")
+    said = reconcile()
+    assert "error" not in said and "last good version" not in said, said
+
+    def decisions() -> dict[str, dict[str, object]]:
+        return {key: {k: v for k, v in item.items() if k not in ("enqueuedAt", "admittedAt")}
+                for key, item in placements(path).items()}
+
+    fixed = decisions()
+    git(path, "branch", "-D", "fleetq/state")
+    reconcile()
+    assert decisions() == fixed

@@ -1,0 +1,163 @@
+"""Reading the fleet's files (``fleet.inputs.read_fleet``): every mistake told at
+its line, and a file that defines the fleet read in its last good version when
+it breaks."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+
+from reconciler.fleet.inputs import FleetInputs, SourceFile, read_fleet
+
+CLUSTER = """\
+apiVersion: fleetq.io/v1alpha1
+kind: MemberCluster
+metadata: {name: c1}
+spec:
+  gangDialect: ack
+  nodes:
+  - {name: n1, allocatable: {cpu: "8", memory: 32Gi}}
+  - {name: n2, allocatable: {cpu: "8", memory: 32Gi}}
+"""
+FLEET = """\
+apiVersion: fleetq.io/v1alpha1
+kind: Fleet
+metadata: {name: fleet}
+spec:
+  placementStrategy: binpack
+  defaultPolicy: everything
+  quotas:
+    root/a: {queueStrategy: StrictFIFO, preemption: Never}
+"""
+POLICY = """\
+apiVersion: policy.one.alibabacloud.com/v1alpha1
+kind: ClusterPropagationPolicy
+metadata: {name: everything}
+spec:
+  resourceSelectors: [{apiVersion: batch/v1, kind: Job}]
+  placement: {replicaScheduling: {customSchedulingType: Gang}}
+"""
+JOB = """\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j1, namespace: default}
+spec:
+  template:
+    spec:
+      containers: [{name: main, image: busybox, resources: {requests: {cpu: "1"}}}]
+"""
+
+
+def source(path: str, text: str) -> SourceFile:
+    data = text.encode()
+    return SourceFile(path, hashlib.sha1(data).hexdigest(), data)
+
+
+def read(files: dict[str, str], versions: dict[str, list[str]] | None = None,
+         asked: list[str] | None = None) -> FleetInputs:
+    """``read_fleet`` of ``files``; ``versions``: each path's earlier versions,
+    newest first, as the state branch's sources give them."""
+    def last_good(path: str, blob: str) -> Iterator[SourceFile]:
+        if asked is not None:
+            asked.append(path)
+        for text in (versions or {}).get(path, []):
+            yield source(path, text)
+
+    return read_fleet([source(p, t) for p, t in files.items()],
+                      last_good=last_good if versions is not None else None)
+
+
+def told(inputs: FleetInputs, severity: str = "error") -> list[str]:
+    return [f"{p.path}:{p.line}: {p.message}" for p in inputs.problems if p.severity == severity]
+
+
+def test_every_mistake_of_a_member_cluster_is_told_at_its_line() -> None:
+    bad = (CLUSTER.replace("gangDialect: ack", "gangDialect: slurm\n  resourceReservation: 'yes'")
+           .replace('cpu: "8"', 'cpu: "lots"'))
+    got = told(read({"clusters/c1.yaml": bad}))
+    assert got == [
+        "clusters/c1.yaml:5: spec.gangDialect 'slurm' is not one of ack, scheduler-plugins, "
+        "volcano, kueue",
+        "clusters/c1.yaml:6: spec.resourceReservation must be true or false, not 'yes'",
+        "clusters/c1.yaml:8: spec.nodes[0].allocatable.cpu: 'lots' is not a Kubernetes quantity "
+        "(Invalid number format: lots)",
+        "clusters/c1.yaml:9: spec.nodes[1].allocatable.cpu: 'lots' is not a Kubernetes quantity "
+        "(Invalid number format: lots)",
+    ]
+
+
+def test_every_mistake_of_fleet_yaml_is_told_at_its_line() -> None:
+    bad = (FLEET.replace("binpack", "fastest").replace("StrictFIFO", "Sometimes")
+           .replace("Never", "Always"))
+    got = told(read({"fleet.yaml": bad, "policy.yaml": POLICY}))
+    assert got == [
+        "fleet.yaml:5: spec.placementStrategy: placement strategy 'fastest' is not binpack "
+        "or spread",
+        "fleet.yaml:8: spec.quotas.root/a.preemption 'Always' is not one of Never, "
+        "LowerPriority, LowerOrNewerEqualPriority",
+        "fleet.yaml:8: spec.quotas.root/a.queueStrategy 'Sometimes' is not one of StrictFIFO, "
+        "Block, BestEffortFIFO, NonBlock",
+    ]
+
+
+def test_a_default_policy_that_names_no_policy_is_an_error_at_its_line() -> None:
+    assert told(read({"fleet.yaml": FLEET, "policy.yaml": POLICY})) == []
+    got = told(read({"fleet.yaml": FLEET}))
+    assert got == ["fleet.yaml:6: spec.defaultPolicy names 'everything', which is no "
+                   "PropagationPolicy or ClusterPropagationPolicy of the fleet; name one "
+                   "(namespace/name for a PropagationPolicy) or remove it"]
+
+
+def test_a_member_cluster_defined_twice_names_both_places_and_the_first_counts() -> None:
+    inputs = read({"clusters/a.yaml": CLUSTER, "clusters/b.yaml": CLUSTER.replace(
+        'cpu: "8"', 'cpu: "4"')})
+    assert told(inputs) == ["clusters/b.yaml:1: MemberCluster c1 is defined twice (also at "
+                            "clusters/a.yaml:1); keep one"]
+    assert [n.allocatable["cpu"] for c in inputs.clusters for n in c.nodes] == [8000, 8000]
+
+
+def test_a_capability_that_names_no_job_kind_is_a_warning_at_its_line() -> None:
+    text = CLUSTER.replace("gangDialect: ack", "gangDialect: ack\n  capabilities: "
+                           "[batch/Job, kubeflow.org/PyTorchJobs]")
+    inputs = read({"clusters/c1.yaml": text})
+    assert told(inputs) == []
+    assert told(inputs, "warning") == [
+        "clusters/c1.yaml:6: capability 'kubeflow.org/PyTorchJobs' names no job kind fleetq "
+        "reads (one of batch/Job, kubeflow.org/MPIJob, kubeflow.org/PyTorchJob, "
+        "ray.io/RayJob); no job can use it"]
+
+
+def test_a_file_that_defines_the_fleet_and_breaks_is_read_in_its_last_good_version() -> None:
+    typo = CLUSTER.replace('cpu: "8"', 'cpu: "lots"', 1)
+    unparsable = CLUSTER + "  - {name: n3\n"
+    files = {"clusters/c1.yaml": typo, "policy.yaml": POLICY, "jobs/j1.yaml": JOB}
+    inputs = read(files, {"clusters/c1.yaml": [unparsable, typo, CLUSTER]})
+    assert [c.name for c in inputs.clusters] == ["c1"]
+    assert [n.allocatable["cpu"] for n in inputs.clusters[0].nodes] == [8000, 8000]
+    assert told(inputs) == ["clusters/c1.yaml:7: spec.nodes[0].allocatable.cpu: 'lots' is not "
+                            "a Kubernetes quantity (Invalid number format: lots)"]
+    good = source("clusters/c1.yaml", CLUSTER).blob
+    assert told(inputs, "warning") == [
+        f"clusters/c1.yaml:0: the fleet goes on with this file's last good version "
+        f"(blob {good[:12]}) until it is fixed"]
+    assert inputs.other_files["clusters/c1.yaml"] == source("clusters/c1.yaml", typo).blob
+    assert [str(k) for k in inputs.jobs] == ["Job default/j1"]
+    assert not inputs.broken_paths and not inputs.unbuilt
+
+    # None good: the file as it is (its cluster is not in the fleet), nothing else changed.
+    alone = read(files, {"clusters/c1.yaml": [unparsable]})
+    assert alone.clusters == [] and told(alone, "warning") == []
+    assert [str(k) for k in alone.jobs] == ["Job default/j1"]
+
+
+def test_a_job_file_that_breaks_is_not_read_in_an_earlier_version() -> None:
+    """Its jobs keep their last good placements instead (the cycle's
+    ``broken_paths``); its earlier versions are not even read."""
+    broken = JOB.replace("metadata: {name: j1,", "metadata: {name: j1: x,")
+    asked: list[str] = []
+    inputs = read({"jobs/j1.yaml": broken}, {"jobs/j1.yaml": [JOB]}, asked)
+    assert asked == [] and inputs.jobs == {} and "jobs/j1.yaml" in inputs.broken_paths
+    # One that does not say it holds jobs only: its last version does, so it is a job file.
+    inputs = read({"jobs/j1.yaml": "{[\n"}, {"jobs/j1.yaml": [JOB]}, asked)
+    assert asked == ["jobs/j1.yaml"] and inputs.jobs == {}
+    assert "jobs/j1.yaml" in inputs.broken_paths
