@@ -40,6 +40,7 @@ from reconciler.fleet.inputs import (
     JobEntry,
     LastGood,
     SourceFile,
+    branch_name_ok,
     excluded,
     is_yaml,
     patch_fleet,
@@ -676,9 +677,10 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
     parsed jobs are saved by a forked process while the cycle runs
     (``compute``'s ``save_behind``), which has ended when this returns."""
     when = now or parse_now(None)
+    branch = state_branch or settings_branch(repo, source_rev)
+    check_state_branch(repo, branch, source_rev)
     if cache is None and use_cache:
         cache = Cache(repo.git_dir)
-    branch = state_branch or settings_branch(repo, source_rev)
     with gc_paused(), contextlib.ExitStack() as ending:  # (gc: and while the state is written)
         if cache is not None:
             ending.callback(cache.wait_behind)
@@ -710,6 +712,24 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             _save_cache(cache, computed, sha, later)
             return Outcome(computed, sha, attempt, source=computed.source, state=sha)
     raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
+
+
+def check_state_branch(repo: FleetRepo, branch: str, source_rev: str) -> None:
+    """Refuse a state branch fleetq may not write: not a branch name, the
+    source branch (its files would be replaced by the rendered state), or the
+    branch checked out here."""
+    fix = ("set spec.stateBranch in fleet.yaml or --state-branch to a branch of fleetq's "
+           "own, e.g. fleetq/state")
+    if not branch_name_ok(branch):
+        raise GitError(f"the state branch {branch!r} is not a valid branch name; {fix}")
+    ref = state_ref(branch)
+    if repo.full_name(source_rev) == ref:
+        raise GitError(f"the state branch {branch!r} is the source branch ({source_rev}): "
+                       f"fleetq would replace its files with the rendered state; {fix}")
+    if repo.current_branch() == branch:
+        raise GitError(f"the state branch {branch!r} is checked out here: fleetq writes it "
+                       f"(people edit the source branch); check out the source branch, or "
+                       f"{fix}")
 
 
 def _follow_remote(repo: FleetRepo, remote: str | None, branch: str, head: str | None) -> None:

@@ -840,6 +840,10 @@ def _fleet(doc: Document, inputs: FleetInputs) -> None:
     errors = Errors()
     git = inputs.git
     git.state_branch = str(spec.get("stateBranch") or git.state_branch)
+    if not branch_name_ok(git.state_branch):
+        errors.found.append(ManifestError(
+            f"spec.stateBranch {git.state_branch!r} is not a valid branch name "
+            f"(git check-ref-format); use e.g. fleetq/state", "spec.stateBranch"))
     git.remote = spec.get("remote") or None
     committer = spec.get("committer") or {}
     git.committer_name = committer.get("name")
@@ -875,6 +879,16 @@ def _fleet(doc: Document, inputs: FleetInputs) -> None:
                                              "spec.placementStrategy"), PlacementStrategy.BINPACK)
     errors.done()
     inputs.settings = FleetSettings(quotas=quotas, default_policy=default_ref, strategy=strategy)
+
+
+_BAD_IN_BRANCH = re.compile(r"\.\.|@\{|//|[\x00-\x20\x7f~^:?*\[\\]|/\.|\.lock(/|$)")
+
+
+def branch_name_ok(name: str) -> bool:
+    """Is ``name`` a branch name git takes (the rules of ``git check-ref-format
+    --branch``, checked without git)?"""
+    return bool(name) and name != "@" and not _BAD_IN_BRANCH.search(name) and \
+        not name.startswith(("-", "/", ".")) and not name.endswith(("/", "."))
 
 
 def _quota_settings(where: str, raw: Any) -> QuotaSettings:

@@ -146,6 +146,12 @@ class FleetRepo:
             self._commits.clear()
         self._commits.add(sha)
 
+    def full_name(self, rev: str) -> str | None:
+        """The ref ``rev`` names in full (``refs/heads/main``), if it names one."""
+        proc = subprocess.run(["git", "rev-parse", "--symbolic-full-name", "--verify", "--quiet",
+                               rev], cwd=self.root, capture_output=True, check=False)
+        return proc.stdout.decode().strip() or None
+
     def current_branch(self) -> str | None:
         out = subprocess.run(["git", "symbolic-ref", "--quiet", "--short", "HEAD"],
                              cwd=self.root, capture_output=True, check=False)

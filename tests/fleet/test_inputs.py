@@ -100,6 +100,13 @@ def test_every_mistake_of_fleet_yaml_is_told_at_its_line() -> None:
     ]
 
 
+def test_a_state_branch_that_is_no_branch_name_is_an_error_at_its_line() -> None:
+    text = FLEET.replace("spec:\n", "spec:\n  stateBranch: fleetq state\n")
+    assert told(read({"fleet.yaml": text, "policy.yaml": POLICY})) == [
+        "fleet.yaml:5: spec.stateBranch 'fleetq state' is not a valid branch name "
+        "(git check-ref-format); use e.g. fleetq/state"]
+
+
 def test_a_default_policy_that_names_no_policy_is_an_error_at_its_line() -> None:
     assert told(read({"fleet.yaml": FLEET, "policy.yaml": POLICY})) == []
     got = told(read({"fleet.yaml": FLEET}))

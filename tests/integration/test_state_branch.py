@@ -193,3 +193,39 @@ def test_fleet_yaml_state_branch_and_exclude(tmp_path: Path) -> None:
     proc = fleetq("status", "--repo", str(path), "-o", "json")
     assert proc.returncode == 0, proc.stderr
     assert '"pytorch-test"' in proc.stdout
+
+
+@pytest.mark.parametrize(("how", "said"), [
+    (["--state-branch", "main"], "is the source branch (HEAD)"),
+    (["--state-branch", "main", "--source", "main"], "is the source branch (main)"),
+    (["--state-branch", "bad..name"], "is not a valid branch name"),
+    (["--state-branch", "has space"], "is not a valid branch name"),
+    ("fleet.yaml", "is the source branch (HEAD)"),
+])
+def test_a_state_branch_fleetq_may_not_write_is_refused(
+        tmp_path: Path, how: list[str] | str, said: str) -> None:
+    """The source branch (its files would be replaced by the rendered state),
+    the branch checked out, or no branch name at all: refused, nothing written."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    if how == "fleet.yaml":
+        fleet_yaml = (path / "fleet.yaml").read_text()
+        assert "stateBranch: fleetq/state" in fleet_yaml
+        write_files(path, {"fleet.yaml": fleet_yaml.replace("stateBranch: fleetq/state",
+                                                            "stateBranch: main")})
+        commit_all(path, "the state on main")
+    before = git(path, "for-each-ref").splitlines()
+    proc = fleetq("reconcile", "--repo", str(path), *([] if how == "fleet.yaml" else how))
+    assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+    assert "spec.stateBranch" in proc.stderr and "Traceback" not in proc.stderr
+    assert git(path, "for-each-ref").splitlines() == before
+    assert git(path, "status", "--porcelain") == ""
+
+
+def test_the_state_branch_checked_out_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "-q").returncode == 0
+    git(path, "checkout", "-q", STATE)
+    proc = fleetq("reconcile", "--repo", str(path), "--source", "main", "--now", NOW)
+    assert proc.returncode == 2 and "is checked out here" in proc.stderr, proc.stderr
