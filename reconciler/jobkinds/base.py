@@ -97,6 +97,13 @@ def _parse(text: str) -> int:
         value = quantity_parser()(text)
     except ValueError as exc:
         raise ManifestError(f"{text!r} is not a Kubernetes quantity ({exc})") from None
+    if not value.is_finite():
+        raise ManifestError(f"{text!r} is not a Kubernetes quantity (not a finite number)")
+    if value.adjusted() >= 24:  # (1Ei is about 1.2e18)
+        raise ManifestError(f"{text!r} is too large for a quantity of a resource")
+    if value < 0:
+        raise ManifestError(f"{text!r} is negative: Kubernetes takes no negative quantity "
+                            f"of a resource")
     milli = (Decimal(value) * 1000).to_integral_value(rounding=ROUND_CEILING)
     return int(milli)
 

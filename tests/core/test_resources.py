@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from reconciler.core.resources import (
@@ -14,7 +16,7 @@ from reconciler.core.resources import (
     sub,
     total,
 )
-from reconciler.jobkinds.base import parse_quantity_milli
+from reconciler.jobkinds.base import ManifestError, parse_quantity_milli
 from tests.builders import GPU, res
 
 
@@ -113,7 +115,7 @@ def test_copies_that_fit(per_pod: dict[str, str], free: dict[str, str], limit: i
 
 
 QUANTITIES = ["10m", "2", "1Gi", "1e3", "0.5", "1.5Gi", "4096Mi", "1G", "20Ki", "3E", "7n",
-              "123456789u", "1.25", "+5", "-2"]
+              "123456789u", "1.25", "+5"]
 
 
 def test_the_quantity_parser_is_kubernetes_own_without_its_package() -> None:
@@ -155,7 +157,26 @@ def test_the_quantity_parser_falls_back_to_the_package_import(
 
 
 def test_a_bad_quantity_names_the_field() -> None:
-    from reconciler.jobkinds.base import ManifestError
-
     with pytest.raises(ManifestError, match=r"spec\.cpu: '12x' is not a Kubernetes quantity"):
         parse_quantity_milli("12x", "spec.cpu")
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("NaN", "'NaN' is not a Kubernetes quantity (not a finite number)"),
+    ("Infinity", "'Infinity' is not a Kubernetes quantity (not a finite number)"),
+    (float("inf"), "'inf' is not a Kubernetes quantity (not a finite number)"),
+    ("-1000", "'-1000' is negative: Kubernetes takes no negative quantity of a resource"),
+    ("-1m", "'-1m' is negative"),
+    ("1e100000000", "'1e100000000' is too large for a quantity of a resource"),
+])
+def test_a_quantity_kubernetes_would_refuse_is_an_error_not_a_crash(value: object,
+                                                                       said: str) -> None:
+    """NaN and Infinity crashed every reconcile (int() of them), a negative
+    request lowered the quota's usage, and a huge exponent took minutes."""
+    with pytest.raises(ManifestError, match=re.escape(f"spec.cpu: {said}")):
+        parse_quantity_milli(value, "spec.cpu")
+
+
+def test_the_largest_quantities_that_make_sense_are_taken() -> None:
+    assert parse_quantity_milli("1Ei") == (1 << 60) * 1000
+    assert parse_quantity_milli("-0") == 0
