@@ -39,7 +39,14 @@ from reconciler.core.problems import Problem
 from reconciler.core.quota import QuotaSpec, QuotaTree, build_tree
 from reconciler.core.resources import Resources
 from reconciler.fleet.documents import Document, iter_mapping_docs, parse_documents
-from reconciler.fleet.jobs import JobSource, api_group, build_job, job_key
+from reconciler.fleet.jobs import (
+    JobSource,
+    api_group,
+    build_job,
+    check_name,
+    check_namespace,
+    job_key,
+)
 from reconciler.jobkinds import KINDS, kind_for
 from reconciler.jobkinds.base import ManifestError, parse_resources
 
@@ -734,6 +741,7 @@ def _workload_priority_class(doc: Document, inputs: FleetInputs) -> None:
 
 def _cluster(doc: Document) -> MemberCluster:
     meta = _meta(doc)
+    check_name(str(meta["name"]))  # (its folder's name)
     spec = doc.value.get("spec") or {}
     errors = Errors()
     no_resources: Resources = {}  # (what a part that does not build counts as)
@@ -821,6 +829,8 @@ def _dependency(doc: Document, inputs: FleetInputs) -> None:
     ns = str(meta.get("namespace") or "default")
     kind = str(doc.value["kind"])
     key = (kind, ns, str(meta["name"]))
+    check_namespace(ns)
+    check_name(key[2])
     if key in inputs.dependencies:
         other = inputs.dependencies[key]
         raise ManifestError(f"{kind} {ns}/{meta['name']} is also defined in {other.path}; "
@@ -830,6 +840,7 @@ def _dependency(doc: Document, inputs: FleetInputs) -> None:
 
 def _namespace(doc: Document, inputs: FleetInputs) -> None:
     meta = _meta(doc)
+    check_namespace(str(meta["name"]), "metadata.name")
     inputs.namespaces[str(meta["name"])] = doc.value
 
 

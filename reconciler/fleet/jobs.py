@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import pickle
+import re
 import sys
 import zlib
 from collections.abc import Mapping
@@ -117,10 +118,37 @@ def _labels(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((sys.intern(str(k)), sys.intern(str(v))) for k, v in labels.items()))
 
 
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def check_namespace(namespace: str, field: str = "metadata.namespace") -> None:
+    """Kubernetes' rule for a namespace (a DNS-1123 label): the state branch's
+    folders are named by it, and a cluster would refuse it anyway."""
+    if len(namespace) > 63 or not _DNS_LABEL.fullmatch(namespace):
+        raise ManifestError(
+            f"{field} {namespace!r} is not a valid namespace name: at most 63 lower-case "
+            f"letters, digits and '-', starting and ending with a letter or digit", field)
+
+
+def check_name(name: str, field: str = "metadata.name", what: str = "") -> None:
+    """Kubernetes' rule for an object's name (a DNS-1123 subdomain): the state
+    branch's file of it is named by it, and a cluster would refuse it anyway."""
+    if len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
+        raise ManifestError(
+            f"{what or field} {name!r} is not a valid Kubernetes name: at most 253 lower-case "
+            f"letters, digits, '-' and '.', starting and ending with a letter or digit", field)
+
+
 def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
               blob: str) -> JobSource:
     """The core ``Job`` of a manifest; raises ``ManifestError`` naming the field."""
     key = job_key(obj, path, index)
+    check_namespace(key.namespace)
+    if obj["metadata"].get("name"):
+        check_name(key.name)
+    else:
+        check_name(key.name, "metadata.generateName", "the name made of metadata.generateName")
     meta = obj["metadata"]
     labels = _labels(meta)
     label_map = dict(labels)

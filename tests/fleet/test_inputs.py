@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 
+import pytest
+
 from reconciler.fleet.inputs import FleetInputs, SourceFile, read_fleet
 
 CLUSTER = """\
@@ -168,3 +170,35 @@ def test_a_job_file_that_breaks_is_not_read_in_an_earlier_version() -> None:
     inputs = read({"jobs/j1.yaml": "{[\n"}, {"jobs/j1.yaml": [JOB]}, asked)
     assert asked == ["jobs/j1.yaml"] and inputs.jobs == {}
     assert "jobs/j1.yaml" in inputs.broken_paths
+
+
+@pytest.mark.parametrize(("name", "namespace", "said"), [
+    ("../../../evil", "default", "metadata.name '../../../evil' is not a valid Kubernetes name"),
+    ("sub/dir", "default", "metadata.name 'sub/dir' is not a valid Kubernetes name"),
+    ("Bad_Name.With..Dots", "default", "metadata.name 'Bad_Name.With..Dots' is not a valid"),
+    ("x" * 254, "default", f"metadata.name '{'x' * 254}' is not a valid Kubernetes name"),
+    ("fine", "../etc", "metadata.namespace '../etc' is not a valid namespace name"),
+    ("fine", "a.b", "metadata.namespace 'a.b' is not a valid namespace name"),
+])
+def test_a_job_named_against_kubernetes_rules_is_invalid_at_its_line(
+        name: str, namespace: str, said: str) -> None:
+    """Its name and namespace name its file on the state branch: a '..' or a
+    '/' there made a tree git refuses to check out (no cluster could sync)."""
+    text = JOB.replace("metadata: {name: j1, namespace: default}",
+                       f"metadata: {{name: {name!r}, namespace: {namespace!r}}}")
+    inputs = read({"jobs/j.yaml": text, "jobs/ok.yaml": JOB.replace("j1", "ok.name-2")})
+    assert [str(k) for k in inputs.jobs] == ["Job default/ok.name-2"]
+    assert [bad.key.name for bad in inputs.invalid] == [name]
+    assert len(told(inputs)) == 1 and told(inputs)[0].startswith(f"jobs/j.yaml:3: {said}")
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    (CLUSTER.replace("name: c1", "name: ../c1"), "clusters/x.yaml:3: metadata.name '../c1'"),
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a/b, namespace: default}\n",
+     "clusters/x.yaml:3: metadata.name 'a/b'"),
+    ("apiVersion: v1\nkind: Namespace\nmetadata: {name: ..}\n",
+     "clusters/x.yaml:3: metadata.name '..' is not a valid namespace name"),
+])
+def test_other_objects_named_against_kubernetes_rules_are_errors(text: str, said: str) -> None:
+    got = told(read({"clusters/x.yaml": text}))
+    assert len(got) == 1 and got[0].startswith(said), got
