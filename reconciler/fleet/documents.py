@@ -5,6 +5,12 @@ by a constructor for the plain shapes of manifests, which gives PyYAML's safe
 values (anything else is left to PyYAML's own); the node tree is kept beside
 the value while the document is being read, so that any field can be traced
 back to its ``path:line``.
+
+Three things YAML allows and PyYAML builds are refused at their line, as the
+Kubernetes API refuses them: a key twice in one mapping (PyYAML lets the last
+win, unseen), an alias to a node that holds it (a cycle, which nothing after
+could walk), and aliases that expand a document beyond ``MAX_EXPANDED_NODES``
+(a few lines of them make a manifest of hundreds of megabytes).
 """
 
 from __future__ import annotations
@@ -75,7 +81,20 @@ _SCALARS = {tag: yaml.SafeLoader.yaml_constructors[tag] for tag in (
 
 
 class _Unusual(Exception):
-    """A node the fast constructor leaves to PyYAML's (tags, merge keys, cycles)."""
+    """A node the fast constructor leaves to PyYAML's (tags, merge keys)."""
+
+
+class _Refused(Exception):
+    """A document fleetq does not read, though YAML allows it: ``message``
+    says why, at the line of ``node``."""
+
+    def __init__(self, node: yaml.Node, message: str) -> None:
+        super().__init__(message)
+        self.node = node
+
+
+MAX_EXPANDED_NODES = 400_000  # the nodes a document's aliases may expand it to
+_SHARED = -1  # memo key (no id() is negative): how many aliases were met
 
 
 def _construct(loader: Any, node: yaml.Node, memo: dict[int, Any]) -> Any:
@@ -97,7 +116,8 @@ def _construct(loader: Any, node: yaml.Node, memo: dict[int, Any]) -> Any:
     if ident in memo:
         got = memo[ident]
         if got is None:
-            raise _Unusual  # a recursive node
+            raise _Refused(node, _CYCLE)
+        memo[_SHARED] = memo.get(_SHARED, 0) + 1
         return got
     memo[ident] = None
     out: Any
@@ -115,12 +135,84 @@ def _construct(loader: Any, node: yaml.Node, memo: dict[int, Any]) -> Any:
                     raise _Unusual  # merge keys and the like
                 key = build(loader, key_node)
             out[key] = _construct(loader, value_node, memo)
+        if len(out) != len(node.value):
+            _refuse_duplicate_keys(node)
     elif cls is yaml.SequenceNode and tag == _SEQ:
         out = [_construct(loader, item, memo) for item in node.value]
     else:
         raise _Unusual
     memo[ident] = out
     return out
+
+
+_CYCLE = ("an alias refers to a node that holds it (a cycle); a Kubernetes object "
+          "cannot hold itself: write the value out")
+
+
+def _refuse_duplicate_keys(node: yaml.Node) -> None:
+    seen: dict[object, int] = {}
+    for key_node, _ in node.value:
+        if isinstance(key_node, yaml.ScalarNode):
+            key = (key_node.tag, key_node.value)
+            if key in seen:
+                raise _Refused(key_node, (
+                    f"key {key_node.value!r} appears twice in one mapping (first at line "
+                    f"{seen[key]}); Kubernetes refuses duplicate keys: keep one"))
+            seen[key] = key_node.start_mark.line + 1
+
+
+def _check_nodes(root: yaml.Node) -> None:
+    """What ``_construct`` refuses, for a document it leaves to PyYAML's
+    constructor: a cycle, duplicate keys, aliases that expand it beyond
+    ``MAX_EXPANDED_NODES``."""
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        ident = id(node)
+        if ident in sizes:
+            return sizes[ident]
+        if ident in open_:
+            raise _Refused(node, _CYCLE)
+        if isinstance(node, yaml.ScalarNode):
+            return 1
+        open_.add(ident)
+        if isinstance(node, yaml.MappingNode):
+            _refuse_duplicate_keys(node)
+            total = 1 + sum(size(k) + size(v) for k, v in node.value)
+        else:
+            total = 1 + sum(size(item) for item in node.value)
+        open_.discard(ident)
+        sizes[ident] = total
+        return total
+
+    _check_expansion(root, size(root))
+
+
+def _expanded(root: yaml.Node) -> int:
+    """How many nodes the document's aliases expand it to (shared nodes counted
+    at each use; ``_construct`` has refused cycles)."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        if isinstance(node, yaml.ScalarNode):
+            return 1
+        got = sizes.get(id(node))
+        if got is None:
+            got = sizes[id(node)] = 1 + (
+                sum(size(k) + size(v) for k, v in node.value)
+                if isinstance(node, yaml.MappingNode) else sum(size(i) for i in node.value))
+        return got
+
+    return size(root)
+
+
+def _check_expansion(root: yaml.Node, total: int) -> None:
+    if total > MAX_EXPANDED_NODES:
+        raise _Refused(root, (
+            f"its aliases expand it to {total:,} nodes (more than {MAX_EXPANDED_NODES:,}: "
+            f"an alias bomb, or a document far larger than any manifest); write it out "
+            f"with fewer aliases"))
 
 
 @dataclass
@@ -171,9 +263,13 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
     try:
         while loader.check_node():
             node = loader.get_node()
+            memo: dict[int, Any] = {}
             try:
-                value = _construct(loader, node, {})
+                value = _construct(loader, node, memo)
+                if memo.get(_SHARED):
+                    _check_expansion(node, _expanded(node))
             except _Unusual:
+                _check_nodes(node)
                 value = loader.construct_document(node)
             if value is not None:
                 docs.append(Document(path, index, node.start_mark.line + 1, value, node))
@@ -185,6 +281,10 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
         context = getattr(exc, "context", None)
         text = f"{context} {problem}" if context else str(problem)
         return docs, Problem(path, line, f"not valid YAML: {text}; fix the syntax")
+    except _Refused as exc:
+        return docs, Problem(path, exc.node.start_mark.line + 1, f"not usable YAML: {exc}")
+    except RecursionError:
+        return docs, Problem(path, 0, "not usable YAML: nested too deeply; flatten it")
     except UnicodeDecodeError as exc:
         return docs, Problem(path, 1, f"not UTF-8 text ({exc.reason}); save the file as UTF-8")
     finally:

@@ -2,7 +2,9 @@
 
 Its fast constructor covers the plain shapes of manifests and hands every
 other document to PyYAML; either way the values, the errors and the sharing
-of aliased nodes must be PyYAML's.
+of aliased nodes must be PyYAML's. But it refuses three things PyYAML takes,
+as Kubernetes does: duplicate keys, cycles, and aliases that expand a document
+beyond any manifest's size.
 """
 
 from __future__ import annotations
@@ -39,7 +41,6 @@ CASES = {
     "binary": b"a: !!binary aGVsbG8=\n",
     "ordered map": b"a: !!omap [{x: 1}, {y: 2}]\n",
     "explicit str tag": b"a: !!str 1\nb: !!int '2'\n",
-    "duplicate keys: the last wins": b"a: 1\na: 2\n",
     "documents with empties": b"---\na: 1\n---\n---\n- x\n...\n",
     "nested flow and block":
         b"spec: {template: {spec: {containers: [{name: c, args: [1, '2']}]}}}\n",
@@ -60,9 +61,35 @@ def test_aliased_nodes_share_one_object_as_in_pyyaml() -> None:
     assert got == pyyaml(data)[0]
 
 
-def test_a_recursive_node_is_built_by_pyyaml() -> None:
-    got = values(b"&a [*a]\n")[0]
-    assert isinstance(got, list) and got[0] is got
+LAUGHS = b"a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n" + b"".join(
+    f"{n}: &{n} [{','.join(['*' + p] * 9)}]\n".encode()
+    for p, n in zip("abcdef", "bcdefg", strict=True))
+
+
+@pytest.mark.parametrize(("data", "line", "message"), [
+    (b"kind: Job\nmetadata:\n  name: a\n  name: b\n", 4,
+     "key 'name' appears twice in one mapping (first at line 5); Kubernetes refuses "
+     "duplicate keys: keep one"),
+    (b"a: 1\nb: {x: !!str 1, x: 2}\n", 2, "key 'x' appears twice"),  # (left to PyYAML)
+    (b"m:\n  <<: {x: 1}\n  y: 2\n  y: 3\n", 4, "key 'y' appears twice"),
+    (b"a: &a {x: *a}\n", 1, "an alias refers to a node that holds it (a cycle)"),
+    (b"&a [*a]\n", 1, "an alias refers to a node that holds it (a cycle)"),
+    (b"m: &m\n  <<: {x: 1}\n  self: *m\n", 1, "a cycle"),
+    (LAUGHS, 1, "its aliases expand it to 6,053,451 nodes (more than 400,000"),
+])
+def test_what_kubernetes_refuses_and_pyyaml_takes_is_a_problem_at_its_line(
+        data: bytes, line: int, message: str) -> None:
+    """A cycle made every command fail (a RecursionError); duplicate keys let
+    the last win, unseen; seven lines of aliases rendered a 127 MB manifest."""
+    docs, problem = parse_documents("jobs/bad.yaml", b"kind: Ok\n---\n" + data)
+    assert [d.value for d in docs] == [{"kind": "Ok"}]  # (those before it are read)
+    assert problem is not None and problem.line == line + 2, problem
+    assert problem.message.startswith("not usable YAML: ") and message in problem.message
+
+
+def test_aliases_that_expand_a_document_little_are_read() -> None:
+    data = b"a: &a [x, y]\n" + b"".join(f"k{i}: *a\n".encode() for i in range(1000))
+    assert values(data) == pyyaml(data)
 
 
 @pytest.mark.parametrize("data, message", [
