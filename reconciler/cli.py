@@ -31,6 +31,7 @@ from reconciler.pipeline import (
     Outcome,
     Round,
     compute,
+    damaged_state,
     diff_trees,
     parse_now,
     reconcile,
@@ -222,7 +223,7 @@ def _state_items(repo: FleetRepo, branch: str, cache: Cache | None
         raise GitError(f"no state branch {branch!r} yet; run `fleetq reconcile` first")
     items, texts, problem = state_items(repo, sha, cache)
     if problem is not None:
-        print(problem, file=sys.stderr)
+        raise GitError(damaged_state(sha, problem))
     return items, {} if texts is None else {
         id(i): t for i, t in zip(items, texts, strict=True)}
 

@@ -292,7 +292,10 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
             placements_sha = previous_entries.get(PLACEMENTS)
             data = repo.read_blobs([placements_sha])[placements_sha] if placements_sha else None
             prior, state_problems = read_placements(data)
-            problems.extend(state_problems)
+            if placements_sha is None:
+                state_problems.append(Problem(PLACEMENTS, 0, "it is not there"))
+            if state_problems:
+                raise GitError(damaged_state(state_base, state_problems[0]))
     settled = _settled(repo, store, info, state_info, prior, read_before, inputs)
     cycle_input = _cycle_input(inputs, prior, info, now, settled)
     progress("scheduling")
@@ -912,6 +915,17 @@ def cache_problems(cache: Cache | None) -> list[Problem]:
 
 
 CACHE_PATH = ".git/fleetq"
+
+
+def damaged_state(state: str, problem: Problem) -> str:
+    """Why a reconcile, or a command reading the state, stops at a state commit
+    whose placements.yaml does not read back (edited by hand, or damaged): a
+    reconcile that went on from no state would move or evict every job that
+    runs, and forget when each was enqueued and admitted."""
+    return (f"the state commit {state[:12]} cannot be read back ({problem}); the state "
+            f"branch is written by fleetq alone: point it back at its last good commit "
+            f"(git log it; git update-ref refs/heads/<state branch> <commit>) or revert the "
+            f"edit, then run again")
 
 
 def state_items(repo: FleetRepo, state: str, cache: Cache | None = None

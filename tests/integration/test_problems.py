@@ -270,3 +270,43 @@ def test_a_quota_tree_or_member_cluster_file_that_breaks_leaves_the_fleet_as_it_
     git(path, "branch", "-D", "fleetq/state")
     reconcile()
     assert decisions() == fixed
+
+
+@pytest.mark.parametrize("damage", ["not YAML", "a damaged item", "no placements.yaml"])
+def test_a_state_commit_that_does_not_read_back_stops_every_command_and_loses_nothing(
+        tmp_path: Path, damage: str) -> None:
+    """placements.yaml edited by hand on the state branch: going on from no state
+    would move or evict every job that runs and forget its times; nothing is
+    written until the branch is pointed back at a good commit."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    good = git(path, "rev-parse", "fleetq/state").strip()
+    text = git(path, "show", "fleetq/state:placements.yaml")
+    worktree = tmp_path / "state"
+    git(path, "worktree", "add", "-q", str(worktree), "fleetq/state")
+    if damage == "no placements.yaml":
+        git(worktree, "rm", "-q", "placements.yaml")
+    else:
+        (worktree / "placements.yaml").write_text(
+            text.replace("items:", "items: [", 1) if damage == "not YAML"
+            else text.replace("phase: Admitted", "phase: Sleeping", 1))
+    git(worktree, "commit", "-qam", "edited by hand")
+    damaged = git(path, "rev-parse", "fleetq/state").strip()
+    write_files(path, {"jobs/text/later.yaml": (path / "jobs/text/tokenizer-ablation.yaml")
+                       .read_text().replace("name: tokenizer-ablation", "name: later", 1)})
+    commit_all(path, "a job pushed since")
+
+    commands = [["reconcile", "--now", NOW], ["plan", "--now", NOW], ["explain", "later"]]
+    if damage == "not YAML":
+        commands += [["status"], ["queue"]]
+    for command in commands:
+        proc = fleetq(*command, "--repo", str(path))
+        assert proc.returncode == 2, (command, proc.stdout, proc.stderr)
+        assert f"the state commit {damaged[:12]} cannot be read back (placements.yaml" \
+               in proc.stderr and "git update-ref" in proc.stderr, proc.stderr
+    assert git(path, "rev-parse", "fleetq/state").strip() == damaged
+
+    git(path, "update-ref", "refs/heads/fleetq/state", good)
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    assert placements(path)["text/later"]["phase"] == "Queued"
