@@ -155,6 +155,10 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 def _outcome_line(outcome: Outcome, branch: str) -> str:
     source = (outcome.source.sha if outcome.source else "")[:12]
+    if outcome.newer is not None:
+        return (f"no change: {branch} is made from {outcome.newer[:12]}, a later commit than "
+                f"{source}: reconciling {source} would roll it back (to go back, revert on "
+                f"the source branch)")
     if outcome.computed is None:
         return f"no change: {branch} is up to date with {source}"
     if outcome.commit:

@@ -112,6 +112,9 @@ class Outcome:
     attempts: int
     source: CommitInfo | None = None
     state: str | None = None
+    # the state was made from this commit, of which the source is an ancestor:
+    # nothing was done (a reconcile of an older commit would roll the state back)
+    newer: str | None = None
 
     @property
     def decisions(self) -> list[Decision]:
@@ -690,9 +693,13 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
         for attempt in range(1, MAX_ATTEMPTS + 1):
             base = repo.fetch(remote, branch) if remote else repo.resolve(state_ref(branch))
             source = up_to_date(repo, source_rev, base)
-            if source is not None:
+            newer = None if source is not None else newer_source(repo, remote, source_rev, base)
+            if source is not None or newer is not None:
                 _follow_remote(repo, remote, branch, base)
-                return Outcome(None, None, attempt, source=source, state=base)
+                if source is None:
+                    sha = repo.resolve(source_rev)
+                    source = repo.commit_info(sha) if sha is not None else None
+                return Outcome(None, None, attempt, source=source, state=base, newer=newer)
             computed = compute(repo, source_rev=source_rev, state_base=base, now=when,
                                progress=progress, cache=cache, save_behind=later is None)
             progress("writing the state tree")
@@ -715,6 +722,26 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             _save_cache(cache, computed, sha, later)
             return Outcome(computed, sha, attempt, source=computed.source, state=sha)
     raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
+
+
+def newer_source(repo: FleetRepo, remote: str | None, source_rev: str,
+                 state: str | None) -> str | None:
+    """The commit the state was made from, when the source is an older commit
+    of its history (two pipelines that end in the wrong order): a reconcile of
+    it would roll the state back, so none is made. With a ``remote``, that
+    commit is fetched when this repository lacks it (a clone from before it
+    was pushed); when it cannot be had, the reconcile goes on."""
+    if state is None:
+        return None
+    made_from = trailers(repo.commit_info(state).message).get(TRAILER)
+    source = repo.resolve(source_rev)
+    if not made_from or source is None or made_from == source:
+        return None
+    if repo.resolve(made_from) is None and remote:
+        repo.run("fetch", "--quiet", "--no-tags", remote, made_from, check=False)
+    if repo.resolve(made_from) is None or not repo.is_ancestor(source, made_from):
+        return None
+    return made_from
 
 
 def check_state_branch(repo: FleetRepo, branch: str, source_rev: str) -> None:

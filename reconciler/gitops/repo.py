@@ -146,6 +146,12 @@ class FleetRepo:
             self._commits.clear()
         self._commits.add(sha)
 
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        """Is commit ``older`` in the history of ``newer`` (or the same)?"""
+        proc = subprocess.run(["git", "merge-base", "--is-ancestor", older, newer],
+                              cwd=self.root, capture_output=True, check=False)
+        return proc.returncode == 0
+
     def full_name(self, rev: str) -> str | None:
         """The ref ``rev`` names in full (``refs/heads/main``), if it names one."""
         proc = subprocess.run(["git", "rev-parse", "--symbolic-full-name", "--verify", "--quiet",

@@ -211,4 +211,33 @@ def test_a_clone_that_finds_the_remote_state_up_to_date_has_it_locally(tmp_path:
     assert behind.returncode == 0 and behind.stdout.startswith("no change:"), behind.stdout
     assert rev(b, STATE) == rev(origin, STATE) != old
     assert "later" in fleetq("status", "--repo", str(b)).stdout
-    assert old in git(b, "reflog", "show", "--format=%H", STATE)  # the old head is kept
+    assert old is not None and old in git(b, "reflog", "show", "--format=%H", STATE)  # kept
+
+
+def test_a_reconcile_of_an_older_commit_does_not_roll_the_state_back(tmp_path: Path) -> None:
+    """Two pipelines that end in the wrong order: the one of the older commit
+    finds the state made from a later one and leaves it, in a clone from
+    before the later commit was pushed too (it fetches that commit)."""
+    origin, clones = _origin_with_clones(tmp_path, ["a", "b"])
+    a, b = clones["a"], clones["b"]
+    old_source = git(b, "rev-parse", "HEAD").strip()
+    write_files(a, {"jobs/default/newer-job.yaml": pytorchjob("newer-job")})
+    new_source = commit_all(a, "newer job", date="2026-11-29T10:30:00Z")
+    git(a, "push", "-q", "origin", "main")
+    assert fleetq("reconcile", "--repo", str(a), "--now", NOW, "--remote", "origin",
+                  "-q").returncode == 0
+    state = rev(origin, STATE)
+
+    stale = fleetq("reconcile", "--repo", str(b), "--now", NOW, "--remote", "origin", "-q")
+    assert stale.returncode == 0, stale.stderr
+    assert stale.stdout.startswith(f"no change: {STATE} is made from {new_source[:12]}, a "
+                                   f"later commit than {old_source[:12]}"), stale.stdout
+    assert rev(origin, STATE) == state == rev(b, STATE)
+    items = _remote_placements(origin)["items"]
+    assert isinstance(items, list) and "newer-job" in {i["job"]["name"] for i in items}
+
+    # In one repository: an older revision named on purpose is not reconciled either.
+    again = fleetq("reconcile", "--repo", str(a), "--now", NOW, "--remote", "origin",
+                   "--source", "HEAD~1", "-q")
+    assert again.returncode == 0 and "would roll it back" in again.stdout, again.stdout
+    assert rev(origin, STATE) == state
