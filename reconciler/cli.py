@@ -1,6 +1,7 @@
 """``fleetq`` command line: argument parsing and wiring only.
 
-Exit codes: 0 ok; 1 problems found (``validate``); 2 usage or environment error.
+Exit codes: 0 ok; 1 problems found (``validate``); 2 usage or environment error;
+130 and 143 stopped by Ctrl-C and SIGTERM (what it wrote, it wrote whole).
 """
 
 from __future__ import annotations
@@ -534,6 +535,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread (``run``): the command stops as on
+    Ctrl-C, its forked processes stopped and waited for."""
+
+
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # (128 + the signal, as shells say)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "output", None) == "wide":
@@ -544,8 +553,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GitError as exc:
         print(f"fleetq: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except (KeyboardInterrupt, Terminated) as exc:
+        print(f"\nfleetq: {'stopped (SIGTERM)' if isinstance(exc, Terminated) else 'interrupted'}"
+              f"; the state branch and the cache are as they were, or written whole",
+              file=sys.stderr)
+        return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
     except BrokenPipeError:  # pragma: no cover - `fleetq status | head`
         return EXIT_OK
+
+
+def _terminate(*_: object) -> None:
+    raise Terminated
 
 
 def run() -> NoReturn:
@@ -558,6 +576,7 @@ def run() -> NoReturn:
     _ENDING = True
     if sys.argv[1:2] != ["watch"]:
         gc.disable()
+        signal.signal(signal.SIGTERM, _terminate)  # (watch stops at the end of a round)
     code = main()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(BrokenPipeError, ValueError):  # `| head`; a closed stream

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import signal
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
@@ -44,23 +45,35 @@ def in_two(work: Callable[[Sequence[T]], R], items: Sequence[T],
     except ValueError:  # pragma: no cover - no fork on this platform
         return work(mine), work(theirs)
     receive, send = context.Pipe(duplex=False)
-    worker = context.Process(target=_worker, args=(work, theirs, send), daemon=True)
+    worker = context.Process(target=_worker, args=(work, theirs, send, receive), daemon=True)
     worker.start()
     send.close()
     got: list[R] = []  # the other half's result, once received whole
+    finished = False
     try:
         done_here = work(mine)
         with contextlib.suppress(EOFError, OSError, pickle.UnpicklingError):
             got.append(pickle.loads(receive.recv_bytes()))
+        finished = True
     finally:
         receive.close()
+        if not finished:  # (stopped: Ctrl-C, SIGTERM, an error) its half is not wanted
+            worker.kill()
         worker.join()
     if not got or worker.exitcode != 0:
         return done_here, work(theirs)
     return done_here, got[0]
 
 
-def _worker(work: Callable[[Sequence[T]], R], items: Sequence[T], send: Connection) -> None:
+def _worker(work: Callable[[Sequence[T]], R], items: Sequence[T], send: Connection,
+            receive: Connection) -> None:
+    # Its copy of the reading end, closed: should the parent end without reading
+    # (killed), sending fails at once, rather than waiting for a reader for ever.
+    receive.close()
+    # Ctrl-C or SIGTERM to the process group ends it quietly: the parent, which
+    # gets them too, stops it anyway.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         send.send_bytes(pickle.dumps(work(items), protocol=pickle.HIGHEST_PROTOCOL))
     finally:

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
 
 from reconciler.halves import in_two
 
@@ -53,3 +59,52 @@ def test_a_forked_process_that_raises_has_its_half_done_here() -> None:
 def test_the_halves_split_where_asked() -> None:
     assert in_two(squares, [1, 2, 3, 4, 5], at=4) == ([1, 4, 9, 16], [25])
     assert in_two(squares, [1, 2, 3, 4, 5], at=1) == ([1], [4, 9, 16, 25])
+
+
+STOPPED_HERE = """
+import os, sys
+from reconciler.halves import in_two
+parent = os.getpid()
+def work(items):
+    if os.getpid() != parent:
+        open(sys.argv[1], "w").write(str(os.getpid()))
+        return b"x" * (64 << 20)  # (far more than a pipe holds)
+    import time
+    while not os.path.exists(sys.argv[1]):
+        time.sleep(0.01)
+    if sys.argv[2] == "raise":
+        raise KeyboardInterrupt  # (Ctrl-C here, while the other half is sent)
+    os.kill(os.getpid(), 9)  # (killed here)
+try:
+    in_two(work, list(range(4)))
+except KeyboardInterrupt:
+    print("stopped")
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    with open(f"/proc/{pid}/stat") as fh:  # (a zombie: ended, not yet reaped)
+        return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+@pytest.mark.parametrize("how", ["raise", "killed"])
+def test_a_stopped_parent_leaves_no_forked_process_behind(tmp_path: Path, how: str) -> None:
+    """Stopped while the other process sends its half (Ctrl-C, SIGTERM, or
+    killed): it used to wait for ever, each for the other, or the forked one
+    blocked for ever writing to a pipe nobody read."""
+    pid_file = tmp_path / "worker.pid"
+    proc = subprocess.run([sys.executable, "-c", STOPPED_HERE, str(pid_file), how],
+                          capture_output=True, text=True, timeout=60, check=False)
+    if how == "raise":
+        assert proc.returncode == 0 and proc.stdout == "stopped\n", proc.stderr
+    else:
+        assert proc.returncode == -9
+    worker = int(pid_file.read_text())
+    deadline = time.monotonic() + 20
+    while not _gone(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(worker), f"the forked process {worker} is still there"

@@ -230,6 +230,7 @@ class FleetRepo:
         writer.start()
         out: dict[str, bytes] = {}
         stream = proc.stdout
+        read = False
         try:
             for sha in wanted:
                 header = stream.readline().split()
@@ -238,7 +239,10 @@ class FleetRepo:
                 size = int(header[2])
                 out[sha] = stream.read(size)
                 stream.read(1)
+            read = True
         finally:
+            if not read:  # (stopped, or an error: git, blocked writing what nobody reads,
+                proc.kill()  # and the writer, blocked feeding it, would wait for ever)
             writer.join()
             proc.stdout.close()
             proc.wait()

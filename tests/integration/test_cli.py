@@ -6,8 +6,10 @@ import gc
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -365,3 +367,49 @@ def test_explain_names_an_unknown_or_ambiguous_job_as_a_usage_error(
     proc = fleetq("explain", "default/pytorch-test", "--repo", repo, "--now", NOW)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("PyTorchJob default/pytorch-test is Admitted on cf-hz-a.")
+
+
+def _forked(pid: int) -> list[int]:
+    """The processes ``pid`` forked (not the git commands it runs, once they run)."""
+    out = subprocess.run(["ps", "-o", "pid=,comm=", "--ppid", str(pid)], capture_output=True,
+                         text=True, check=False).stdout
+    return [int(line.split()[0]) for line in out.splitlines()
+            if line.split() and line.split()[-1] != "git"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_reconcile_stopped_while_two_processes_parse_ends_at_once_and_writes_nothing(
+        tmp_path: Path, sig: signal.Signals) -> None:
+    """CI cancels a job with SIGTERM, a person with Ctrl-C: the reconcile ends
+    (128 + the signal), its forked process with it, no traceback, no state
+    commit; it used to wait for ever on its forked process."""
+    from benchmarks.generate import generate_fleet
+
+    repo = tmp_path / "fleet"
+    generate_fleet(repo, jobs=4000, clusters=4, nodes_per_cluster=4, leaf_quotas=8, seed=5)
+    child = subprocess.Popen([sys.executable, "-m", "reconciler.cli", "reconcile", "--repo",
+                              str(repo), "-q"], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    started = time.monotonic()
+    forked: list[int] = []
+    while not forked and child.poll() is None and time.monotonic() < started + 60:
+        time.sleep(0.01)  # until it forks: the other half of the parse
+        if seen := _forked(child.pid):  # (not a git command between fork and exec)
+            time.sleep(0.2)
+            forked = sorted(set(seen) & set(_forked(child.pid)))
+    if not forked:
+        child.kill()
+        out, err = child.communicate()
+        raise AssertionError(f"it forked no process to parse half of the files "
+                             f"(it ended {child.returncode} after "
+                             f"{time.monotonic() - started:.1f} s): {out}{err}")
+    child.send_signal(sig)
+    _, err = child.communicate(timeout=30)
+    assert child.returncode == 128 + sig, err
+    assert "fleetq: " in err and "Traceback" not in err, err
+    for pid in forked:
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not os.path.exists(f"/proc/{pid}"), f"its forked process {pid} is still there"
+    assert rev(repo, STATE) is None
