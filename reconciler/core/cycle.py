@@ -223,7 +223,8 @@ def reconcile_cycle(inp: CycleInput, ahead: Ahead | None = None,
          Inadmissible.
       2. Snapshot: quota usage and cluster capacity charged with the jobs the
          previous state admitted that are still there (no flapping), in
-         admission order. A job whose source turned invalid keeps its last
+         admission order. A job whose source turned invalid, or that step 1
+         found invalid (its PriorityClass or quota went), keeps its last
          good placement and is flagged. When every job the previous state
          admitted is back as it was, the snapshot is the state the previous
          reconcile ended on, so its ``settled`` jobs count as having failed
@@ -511,6 +512,8 @@ class _Cycle:
         self.clusters = {c.name: ClusterState(c) for c in inp.clusters}
         self._empty: dict[str, ClusterState] = {}
         self.decisions: dict[JobKey, Decision] = {}
+        # jobs step 1 found invalid (a PriorityClass, its quota): see snapshot
+        self.unresolved: dict[JobKey, str] = {}
         self.problems: list[Problem] = []
         self.pending: dict[JobKey, _Pending] = {}
         self.requeue_notes: dict[JobKey, str] = {}
@@ -661,7 +664,9 @@ class _Cycle:
                             policy=policy.ref if policy else None)
             if problem is not None:
                 self.problems.append(Problem(job.path, job.line, problem))
-                self.decisions[key] = evolve(base, reason=f"{job.path}:{job.line}: {problem}")
+                reason = f"{job.path}:{job.line}: {problem}"
+                self.decisions[key] = evolve(base, reason=reason)
+                self.unresolved[key] = reason  # (admitted before: kept where it runs, step 2)
                 continue
             if policy is None:
                 ref = inp.settings.default_policy
@@ -745,6 +750,8 @@ class _Cycle:
                 bad_reason = f"{bad.path}:{bad.line}: {bad.message}"
             elif prior.path in broken:
                 bad_reason = broken[prior.path]
+            elif key in self.unresolved:  # (its PriorityClass, its quota, ... went)
+                bad_reason = self.unresolved[key]
             if bad_reason is None or cluster is None:
                 self._as_before = False
                 continue  # deleted from the source (or its cluster is gone): freed

@@ -8,6 +8,7 @@ stops the others from being read.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -459,11 +460,50 @@ def read_file(src: SourceFile, inputs: FleetInputs, trees: list[Document],
             _guard(inputs, doc, lambda d: _dependency(d, inputs))
         elif (api_version, kind) == ("v1", "Namespace"):
             _guard(inputs, doc, lambda d: _namespace(d, inputs))
+        elif (meant := _meant(str(api_version), str(kind))) is not None:
+            # a typo, most likely: what the file held (a policy, a job, ...) would go,
+            # and the jobs it placed with it; the file counts as broken meanwhile
+            message = (f"{api_version} {kind} is not a kind fleetq reads: did you mean "
+                       f"{meant}? Fix it (until then, a file that defines the fleet is read "
+                       f"as it last was, and jobs keep their placements)")
+            inputs.problems.append(Problem(path, doc.line, message))
+            inputs.broken_paths[path] = message
         else:
             inputs.unknown.append(Problem(path, doc.line, (
                 f"{api_version} {kind} is not a kind fleetq reads; it is ignored "
                 f"(move it out of the fleet repo or exclude it in fleet.yaml)"), "warning"))
     return jobs_only
+
+
+def _kinds_read() -> dict[str, list[str]]:
+    """Every kind fleetq reads, with its apiVersions."""
+    table: dict[str, list[str]] = {}
+    pairs = [*sorted(KNOWN_OTHER), *((api, k) for k in ("PropagationPolicy",
+                                                         "ClusterPropagationPolicy")
+                                     for api in POLICY_API_VERSIONS),
+             *(("v1", k) for k in DEPENDENCY_KINDS), *((k.api_version, k.kind) for k in KINDS)]
+    for api, kind in pairs:
+        table.setdefault(kind, []).append(api)
+    return table
+
+
+_KINDS_READ = _kinds_read()
+
+
+def _meant(api_version: str, kind: str) -> str | None:
+    """The kind fleetq reads that an unknown one most likely means: one of the
+    same API group, of the same name under another version, or a letter or
+    so away; else ``None`` (another tool's kind, left alone: Volcano's
+    batch.volcano.sh Job, scheduler-plugins' ElasticQuota, ...)."""
+    if kind not in _KINDS_READ:
+        close = difflib.get_close_matches(kind, list(_KINDS_READ), n=1, cutoff=0.9)
+        if not close:
+            return None
+        kind = close[0]
+    group = api_group(api_version)
+    if all(api_group(api) != group for api in _KINDS_READ[kind]):
+        return None
+    return f"{' or '.join(_KINDS_READ[kind])} {kind}"
 
 
 def _read_job(doc: Document, job_kind: Any, blob: str) -> JobSource | InvalidJob:
@@ -543,9 +583,10 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
     for doc in trees:
         ns = (doc.value.get("metadata") or {}).get("namespace")
         if ns != "kube-system":
-            inputs.problems.append(Problem(doc.path, doc.line, (
-                f"ElasticQuotaTree in namespace {ns or 'default'!r} takes no effect; "
-                f"it must be in kube-system")))
+            message = (f"ElasticQuotaTree in namespace {ns or 'default'!r} takes no effect; "
+                       f"it must be in kube-system")
+            inputs.problems.append(Problem(doc.path, doc.line, message))
+            inputs.broken_paths.setdefault(doc.path, message)
             continue
         usable.append(doc)
     if len(usable) > 1:
@@ -561,6 +602,9 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
             tree, problems = build_tree(spec, path=doc.path)
             inputs.problems.extend(problems)
             inputs.tree = tree
+            errors = [p for p in problems if p.severity == "error"]
+            if errors:  # (a file that defines the fleet: read as it last was, if it can be)
+                inputs.broken_paths.setdefault(doc.path, errors[0].message)
             resolve_quota_settings(inputs)
         except ManifestError as exc:
             inputs.problems.append(Problem(doc.path, doc.line_of(exc.field), str(exc)))

@@ -310,3 +310,73 @@ def test_a_state_commit_that_does_not_read_back_stops_every_command_and_loses_no
     git(path, "update-ref", "refs/heads/fleetq/state", good)
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
     assert placements(path)["text/later"]["phase"] == "Queued"
+
+
+def _template(tmp_path: Path) -> Path:
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    return path
+
+
+def _cluster_files(path: Path) -> str:
+    return git(path, "ls-tree", "-r", "fleetq/state", "--", "clusters/")
+
+
+@pytest.mark.parametrize(("edit", "said"), [
+    (("quota/elasticquotatree.yaml", "namespace: kube-system", "namespace: default"),
+     "quota/elasticquotatree.yaml:19: error: ElasticQuotaTree in namespace 'default' takes "
+     "no effect"),
+    (("quota/elasticquotatree.yaml", "scheduling.sigs.k8s.io/v1beta1",
+      "scheduling.sigs.k8s.io/v1alpha1"),
+     "error: scheduling.sigs.k8s.io/v1alpha1 ElasticQuotaTree is not a kind fleetq reads: "
+     "did you mean scheduling.sigs.k8s.io/v1beta1 ElasticQuotaTree?"),
+    (("quota/elasticquotatree.yaml", "- name: interns", "- name: text"),
+     "quota name 'text' is used twice"),
+    (("policies/fleet-default.yaml", "kind: ClusterPropagationPolicy",
+      "kind: ClusterPropagationPolcy"),
+     "ClusterPropagationPolcy is not a kind fleetq reads: did you mean"),
+    (("priorityclasses.yaml", "kind: PriorityClass", "kind: PriorityClas"),
+     "PriorityClas is not a kind fleetq reads: did you mean scheduling.k8s.io/v1 "
+     "PriorityClass?"),
+])
+def test_a_mistake_that_still_parses_in_a_file_that_defines_the_fleet_evicts_nothing(
+        tmp_path: Path, edit: tuple[str, str, str], said: str) -> None:
+    """The quota tree in the wrong namespace or under an old apiVersion, a quota
+    name twice, a kind misspelt: the file is read as it last was, with the
+    error told, and every job stays where it runs."""
+    path = _template(tmp_path)
+    before, files = placements(path), _cluster_files(path)
+    name, old, new = edit
+    text = (path / name).read_text()
+    assert old in text
+    write_files(path, {name: text.replace(old, new, 1)})
+    commit_all(path, "a mistake")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert said in proc.stderr and f"{name}: warning: the fleet goes on with this file's " \
+        "last good version" in proc.stderr, proc.stderr
+    assert placements(path) == before and _cluster_files(path) == files
+
+
+def test_an_admitted_job_whose_priority_class_goes_keeps_its_placement(tmp_path: Path) -> None:
+    """Step 1 finds it invalid (a named class that does not exist): it keeps
+    running where it runs, flagged, as a job whose own file broke does; a
+    queued one is invalid."""
+    path = _template(tmp_path)
+    before = placements(path)
+    assert before["text/llama-lora-sft"]["phase"] == "Admitted"
+    assert before["text/tokenizer-ablation"]["phase"] == "Queued"
+    git(path, "rm", "-q", "priorityclasses.yaml")
+    commit_all(path, "no priority classes")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert "PriorityClass 'high' does not exist" in proc.stderr
+    after = placements(path)
+    kept = after["text/llama-lora-sft"]
+    assert (kept["phase"], kept["cluster"], kept.get("sourceInvalid")) == \
+        ("Admitted", before["text/llama-lora-sft"]["cluster"], True), kept
+    assert "PriorityClass 'high' does not exist" in kept["reason"]
+    assert after["text/tokenizer-ablation"]["phase"] == "Invalid"
+    assert git(path, "diff", "--stat", "fleetq/state~1", "fleetq/state", "--",
+               f"clusters/{kept['cluster']}/text/pytorchjob-llama-lora-sft.yaml") == ""
