@@ -161,8 +161,13 @@ class Cache:
         for path in sorted(self.dir.glob("jobs-*.pickle")):
             shard = path.name[len("jobs-"):-len(".pickle")]
             got = self._read(path.name)
-            if isinstance(got, dict):
+            if isinstance(got, dict) and all(
+                    type(k) is tuple and len(k) == 2 and type(v) is list and k[0][:2] == shard
+                    for k, v in got.items()):
                 self.shards[shard] = got
+            elif got is not None:  # another program's, or another layout's: dropped
+                with contextlib.suppress(OSError):
+                    path.unlink(missing_ok=True)
 
     def job_entry(self, blob: str, path: str) -> JobEntry | None:
         shard = self.shards.get(blob[:2])

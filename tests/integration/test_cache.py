@@ -19,6 +19,7 @@ from .conftest import (
     REPO_ROOT,
     STATE,
     commit_all,
+    fleetq,
     git,
     make_fleet_repo,
     member_cluster,
@@ -103,6 +104,24 @@ def test_a_damaged_cache_is_dropped_not_trusted(tmp_path: Path) -> None:
     outcome = run_reconcile(path)
     assert outcome.commit is not None
     assert set(placements(path)) == {f"default/j{i}" for i in (0, 1, 2, 3, 5)}
+
+
+def test_a_cache_file_of_another_layout_is_dropped_not_trusted(tmp_path: Path) -> None:
+    """A pickle that reads, but not as parsed jobs (another program's, a hand
+    edit): dropped, as a damaged one is, not a traceback."""
+    path = fleet(tmp_path)
+    run_reconcile(path)
+    (cache,) = cache_dirs(path)
+    shards = sorted(cache.glob("jobs-*.pickle"))
+    shards[0].write_bytes(pickle.dumps({"x": [1, 2]}))
+    shards[-1].write_bytes(pickle.dumps([("a", "b")]))
+    write_files(path, {"jobs/j5.yaml": pytorchjob("j5")})
+    commit_all(path, "j5")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert set(placements(path)) == {f"default/j{i}" for i in (0, 1, 2, 3, 5)}
+    assert all(pickle.loads(s.read_bytes()) != {"x": [1, 2]}
+               for s in cache.glob("jobs-*.pickle"))
 
 
 def test_a_cache_of_another_format_is_removed(tmp_path: Path) -> None:
