@@ -274,6 +274,14 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
             if value is not None:
                 docs.append(Document(path, index, node.start_mark.line + 1, value, node))
             index += 1
+    except yaml.reader.ReaderError as exc:  # (not UTF-8, or a character YAML refuses)
+        raw = data.encode() if isinstance(data, str) else data
+        line = raw[:exc.position].count(b"\n") + 1
+        what = (f"byte 0x{exc.character:02x}" if isinstance(exc.character, int)
+                else f"character {exc.character!r}")
+        return docs, Problem(path, line, (
+            f"text YAML cannot read: {exc.reason} ({what}, byte {exc.position + 1} of the "
+            f"file); save it as UTF-8 text, with no control characters"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark is not None else 0

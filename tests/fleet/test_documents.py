@@ -142,3 +142,16 @@ def test_path_resolvers_registered_on_pyyamls_loaders_do_not_reach_it() -> None:
         else:
             yaml.CSafeLoader.yaml_path_resolvers = was
     assert values(data) == pyyaml(data)
+
+
+@pytest.mark.parametrize(("data", "line", "reason"), [
+    (b"apiVersion: batch/v1\nkind: Job\nmetadata: {name: caf\xe9}\n", 3,
+     "invalid trailing UTF-8 octet"),
+    (b"a: 1\nb: \x07bell\n", 2, "control characters are not allowed"),
+])
+def test_text_yaml_cannot_read_is_a_problem_at_its_line(data: bytes, line: int,
+                                                         reason: str) -> None:
+    _, problem = parse_documents("jobs/x.yaml", data)
+    assert problem is not None and problem.line == line, problem
+    assert problem.message.startswith(f"text YAML cannot read: {reason} (")
+    assert problem.message.endswith("save it as UTF-8 text, with no control characters")
