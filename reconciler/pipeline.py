@@ -297,6 +297,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
             prior, state_problems = read_placements(data)
             if placements_sha is None:
                 state_problems.append(Problem(PLACEMENTS, 0, "it is not there"))
+            elif not data:
+                state_problems.append(Problem(PLACEMENTS, 0, "it is empty"))
             if state_problems:
                 raise GitError(damaged_state(state_base, state_problems[0]))
     settled = _settled(repo, store, info, state_info, prior, read_before, inputs)
@@ -970,7 +972,10 @@ def state_items(repo: FleetRepo, state: str, cache: Cache | None = None
         if got is not None and blob_id(placements_file(got[0])) == \
                 repo.blob_of(state, PLACEMENTS):
             return got[1], got[0], None
-    items, problem = read_items(repo.read_file(state, PLACEMENTS))
+    data = repo.read_file(state, PLACEMENTS)
+    if data is None:
+        return [], None, Problem(PLACEMENTS, 0, "it is not there")
+    items, problem = read_items(data)
     return items, None, problem
 
 

@@ -277,14 +277,42 @@ def read_items(data: bytes | None) -> tuple[list[Any], Problem | None]:
     """The items of a ``placements.yaml`` as they read (``fleetq status``): as
     ``read_placements`` reads it, a chunk at a time when it is as written (a
     quarter of the memory the whole file's node tree takes), else whole, with the
-    problem that stops it being read, if any."""
+    problem that stops it being read, if any (``None``: no file, no items)."""
+    if data is None:
+        return [], None
     if data and _as_written(data):
         got = _by_spans(data, _items_of_spans, operator.add)
         if got is not None:
-            return got, None
+            return got, _item_problem(got)
     docs, problem = parse_documents(PLACEMENTS, data or b"")
-    got = docs[0].value.get("items") if docs and isinstance(docs[0].value, dict) else []
-    return list(got or []), problem
+    problem = problem or _shape_problem(docs)
+    got = docs[0].value.get("items") if not problem else []
+    return list(got or []), problem or _item_problem(got)
+
+
+def _shape_problem(docs: list[Document]) -> Problem | None:
+    """Why the documents of a ``placements.yaml`` are not one PlacementList
+    with a list of items, if they are not."""
+    if len(docs) != 1 or not isinstance(docs[0].value, dict) or \
+            docs[0].value.get("kind") != "PlacementList" or \
+            not isinstance(docs[0].value.get("items") or [], list):
+        return Problem(PLACEMENTS, docs[0].line if docs else 0, (
+            "it is not one PlacementList with a list of items" if docs else "it is empty"))
+    return None
+
+
+_PHASES = frozenset(p.value for p in Phase)
+
+
+def _item_problem(items: list[Any]) -> Problem | None:
+    """Why one of a state's items does not read as an item, if one does not (a
+    look at its job and phase: ``fleetq status`` shows them)."""
+    for number, item in enumerate(items, 1):
+        if not isinstance(item, dict) or not isinstance(item.get("job"), dict) or \
+                item.get("phase") not in _PHASES:
+            return Problem(PLACEMENTS, 0, f"its item {number} is not a placement with a job "
+                                          f"and a phase ({', '.join(sorted(_PHASES))})")
+    return None
 
 
 def items_of(written: Written) -> tuple[list[bytes], list[Any]] | None:
@@ -403,9 +431,10 @@ def _damaged(line: int, exc: Exception) -> Problem:
 
 def _read_whole(data: bytes) -> tuple[dict[JobKey, PriorPlacement], list[Problem]]:
     docs, problem = parse_documents(PLACEMENTS, data)
+    problem = problem or _shape_problem(docs)
     problems = [problem] if problem is not None else []
     prior: dict[JobKey, PriorPlacement] = {}
-    if not docs or not isinstance(docs[0].value, dict):
+    if problem is not None:
         return prior, problems
     for i, item in enumerate(docs[0].value.get("items") or []):
         try:

@@ -272,7 +272,8 @@ def test_a_quota_tree_or_member_cluster_file_that_breaks_leaves_the_fleet_as_it_
     assert decisions() == fixed
 
 
-@pytest.mark.parametrize("damage", ["not YAML", "a damaged item", "no placements.yaml"])
+@pytest.mark.parametrize("damage", ["not YAML", "a damaged item", "no placements.yaml",
+                                    "items not a list", "empty", "a list"])
 def test_a_state_commit_that_does_not_read_back_stops_every_command_and_loses_nothing(
         tmp_path: Path, damage: str) -> None:
     """placements.yaml edited by hand on the state branch: going on from no state
@@ -288,19 +289,20 @@ def test_a_state_commit_that_does_not_read_back_stops_every_command_and_loses_no
     if damage == "no placements.yaml":
         git(worktree, "rm", "-q", "placements.yaml")
     else:
-        (worktree / "placements.yaml").write_text(
-            text.replace("items:", "items: [", 1) if damage == "not YAML"
-            else text.replace("phase: Admitted", "phase: Sleeping", 1))
+        (worktree / "placements.yaml").write_text({
+            "not YAML": text.replace("items:", "items: [", 1),
+            "a damaged item": text.replace("phase: Admitted", "phase: Sleeping", 1),
+            "items not a list": text.replace("items:", "items: 3\nfoo:", 1),
+            "empty": "",
+            "a list": "- a\n- b\n"}[damage])
     git(worktree, "commit", "-qam", "edited by hand")
     damaged = git(path, "rev-parse", "fleetq/state").strip()
     write_files(path, {"jobs/text/later.yaml": (path / "jobs/text/tokenizer-ablation.yaml")
                        .read_text().replace("name: tokenizer-ablation", "name: later", 1)})
     commit_all(path, "a job pushed since")
 
-    commands = [["reconcile", "--now", NOW], ["plan", "--now", NOW], ["explain", "later"]]
-    if damage == "not YAML":
-        commands += [["status"], ["queue"]]
-    for command in commands:
+    for command in (["reconcile", "--now", NOW], ["plan", "--now", NOW], ["explain", "later"],
+                    ["status"], ["queue"], ["status", "--no-cache"]):
         proc = fleetq(*command, "--repo", str(path))
         assert proc.returncode == 2, (command, proc.stdout, proc.stderr)
         assert f"the state commit {damaged[:12]} cannot be read back (placements.yaml" \
