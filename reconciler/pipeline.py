@@ -758,10 +758,27 @@ def check_state_branch(repo: FleetRepo, branch: str, source_rev: str) -> None:
     if repo.full_name(source_rev) == ref:
         raise GitError(f"the state branch {branch!r} is the source branch ({source_rev}): "
                        f"fleetq would replace its files with the rendered state; {fix}")
-    if repo.current_branch() == branch:
-        raise GitError(f"the state branch {branch!r} is checked out here: fleetq writes it "
-                       f"(people edit the source branch); check out the source branch, or "
-                       f"{fix}")
+    where = repo.checked_out(ref)
+    if where is not None:
+        raise GitError(f"the state branch {branch!r} is checked out in {where}: fleetq writes "
+                       f"it (people edit the source branch); check out another branch there, "
+                       f"or {fix}")
+    clash = repo.ref_in_the_way(ref)
+    if clash is not None:
+        raise GitError(f"the state branch {branch!r} cannot be made: git has the branch "
+                       f"{clash.removeprefix('refs/heads/')!r}, and a branch cannot be both a "
+                       f"name and a folder of names; {fix}")
+    head = repo.resolve(ref)
+    if head is not None and TRAILER not in trailers(repo.commit_info(head).message):
+        raise GitError(f"the branch {branch!r} was not written by fleetq (its head "
+                       f"{head[:12]} has no {TRAILER} trailer): if it is fleetq's state edited "
+                       f"by hand, point it back at fleetq's last commit (git log it; git "
+                       f"update-ref {ref} <commit>); else {fix}")
+    source = repo.resolve(source_rev)
+    if source is not None and TRAILER in trailers(repo.commit_info(source).message):
+        raise GitError(f"the source {source_rev} ({source[:12]}) is a state commit, written "
+                       f"by fleetq: reconcile a commit of the source branch (e.g. --source "
+                       f"main)")
 
 
 def _follow_remote(repo: FleetRepo, remote: str | None, branch: str, head: str | None) -> None:

@@ -874,7 +874,7 @@ def _dependency(doc: Document, inputs: FleetInputs) -> None:
     kind = str(doc.value["kind"])
     key = (kind, ns, str(meta["name"]))
     check_namespace(ns)
-    check_name(key[2])
+    check_name(key[2], most=min(253, 255 - len(f"{kind.lower()}-.yaml")))  # (its file's name)
     if key in inputs.dependencies:
         other = inputs.dependencies[key]
         raise ManifestError(f"{kind} {ns}/{meta['name']} is also defined in {other.path}; "
@@ -942,8 +942,8 @@ _BAD_IN_BRANCH = re.compile(r"\.\.|@\{|//|[\x00-\x20\x7f~^:?*\[\\]|/\.|\.lock(/|
 def branch_name_ok(name: str) -> bool:
     """Is ``name`` a branch name git takes (the rules of ``git check-ref-format
     --branch``, checked without git)?"""
-    return bool(name) and name != "@" and not _BAD_IN_BRANCH.search(name) and \
-        not name.startswith(("-", "/", ".")) and not name.endswith(("/", "."))
+    return bool(name) and name not in ("@", "HEAD") and not _BAD_IN_BRANCH.search(name) and \
+        not name.startswith(("-", "/", ".", "refs/")) and not name.endswith(("/", "."))
 
 
 def _quota_settings(where: str, raw: Any) -> QuotaSettings:

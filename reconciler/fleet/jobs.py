@@ -63,6 +63,9 @@ def job_name(obj: Manifest, path: str, index: int) -> str:
     name = meta.get("name")
     if isinstance(name, str) and name:
         return name
+    if name is not None and not isinstance(name, str):
+        raise ManifestError(f"metadata.name must be a string, not {name!r}; quote it",
+                            "metadata.name")
     prefix = meta.get("generateName")
     if isinstance(prefix, str) and prefix:
         return stable_name(prefix, path, index)
@@ -131,13 +134,18 @@ def check_namespace(namespace: str, field: str = "metadata.namespace") -> None:
             f"letters, digits and '-', starting and ending with a letter or digit", field)
 
 
-def check_name(name: str, field: str = "metadata.name", what: str = "") -> None:
-    """Kubernetes' rule for an object's name (a DNS-1123 subdomain): the state
-    branch's file of it is named by it, and a cluster would refuse it anyway."""
-    if len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
+def check_name(name: str, field: str = "metadata.name", what: str = "",
+               most: int = 253) -> None:
+    """Kubernetes' rule for an object's name (a DNS-1123 subdomain, of at most
+    ``most`` characters): the state branch's file of it is named by it, and a
+    cluster would refuse it anyway."""
+    if len(name) > most or not _DNS_SUBDOMAIN.fullmatch(name):
         raise ManifestError(
-            f"{what or field} {name!r} is not a valid Kubernetes name: at most 253 lower-case "
+            f"{what or field} {name!r} is not a valid name: at most {most} lower-case "
             f"letters, digits, '-' and '.', starting and ending with a letter or digit", field)
+
+
+JOB_NAME_MOST = 63  # a Job's pods carry its name in a label (job-name), as operators' do
 
 
 def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
@@ -146,9 +154,10 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
     key = job_key(obj, path, index)
     check_namespace(key.namespace)
     if obj["metadata"].get("name"):
-        check_name(key.name)
+        check_name(key.name, most=JOB_NAME_MOST)
     else:
-        check_name(key.name, "metadata.generateName", "the name made of metadata.generateName")
+        check_name(key.name, "metadata.generateName", "the name made of metadata.generateName",
+                   most=JOB_NAME_MOST)
     meta = obj["metadata"]
     labels = _labels(meta)
     label_map = dict(labels)

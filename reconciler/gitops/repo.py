@@ -152,6 +152,28 @@ class FleetRepo:
                               cwd=self.root, capture_output=True, check=False)
         return proc.returncode == 0
 
+    def checked_out(self, ref: str) -> str | None:
+        """The folder of the work tree (this one or a linked one) that has branch
+        ``ref`` checked out, if one has."""
+        out = self.run("worktree", "list", "--porcelain", check=False).decode(
+            "utf-8", "surrogateescape")
+        for block in out.split("\n\n"):
+            lines = block.splitlines()
+            if f"branch {ref}" in lines and lines and lines[0].startswith("worktree "):
+                return lines[0].removeprefix("worktree ")
+        return None
+
+    def ref_in_the_way(self, ref: str) -> str | None:
+        """A ref that keeps ``ref`` from being made (``a/b`` and ``a`` cannot both be)."""
+        parts = ref.split("/")
+        for i in range(3, len(parts)):  # (refs/heads/<first part> on)
+            if self.resolve("/".join(parts[:i])) is not None and \
+                    self.full_name("/".join(parts[:i])) == "/".join(parts[:i]):
+                return "/".join(parts[:i])
+        below = self.run("for-each-ref", "--count=1", "--format=%(refname)", f"{ref}/",
+                         check=False).decode().strip()
+        return below or None
+
     def full_name(self, rev: str) -> str | None:
         """The ref ``rev`` names in full (``refs/heads/main``), if it names one."""
         proc = subprocess.run(["git", "rev-parse", "--symbolic-full-name", "--verify", "--quiet",

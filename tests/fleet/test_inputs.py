@@ -173,22 +173,25 @@ def test_a_job_file_that_breaks_is_not_read_in_an_earlier_version() -> None:
 
 
 @pytest.mark.parametrize(("name", "namespace", "said"), [
-    ("../../../evil", "default", "metadata.name '../../../evil' is not a valid Kubernetes name"),
-    ("sub/dir", "default", "metadata.name 'sub/dir' is not a valid Kubernetes name"),
+    ("../../../evil", "default", "metadata.name '../../../evil' is not a valid name"),
+    ("sub/dir", "default", "metadata.name 'sub/dir' is not a valid name"),
     ("Bad_Name.With..Dots", "default", "metadata.name 'Bad_Name.With..Dots' is not a valid"),
-    ("x" * 254, "default", f"metadata.name '{'x' * 254}' is not a valid Kubernetes name"),
+    ("c" * 64, "default", f"metadata.name '{'c' * 64}' is not a valid name: at most 63"),
+    (5, "default", "metadata.name must be a string, not 5; quote it"),
+    ("x" * 254, "default", f"metadata.name '{'x' * 254}' is not a valid name"),
     ("fine", "../etc", "metadata.namespace '../etc' is not a valid namespace name"),
     ("fine", "a.b", "metadata.namespace 'a.b' is not a valid namespace name"),
 ])
 def test_a_job_named_against_kubernetes_rules_is_invalid_at_its_line(
-        name: str, namespace: str, said: str) -> None:
+        name: str | int, namespace: str, said: str) -> None:
     """Its name and namespace name its file on the state branch: a '..' or a
     '/' there made a tree git refuses to check out (no cluster could sync)."""
     text = JOB.replace("metadata: {name: j1, namespace: default}",
                        f"metadata: {{name: {name!r}, namespace: {namespace!r}}}")
     inputs = read({"jobs/j.yaml": text, "jobs/ok.yaml": JOB.replace("j1", "ok.name-2")})
     assert [str(k) for k in inputs.jobs] == ["Job default/ok.name-2"]
-    assert [bad.key.name for bad in inputs.invalid] == [name]
+    assert [bad.key.name for bad in inputs.invalid] == [
+        name if isinstance(name, str) else "<unnamed:jobs/j.yaml#0>"]
     assert len(told(inputs)) == 1 and told(inputs)[0].startswith(f"jobs/j.yaml:3: {said}")
 
 

@@ -200,6 +200,9 @@ def test_fleet_yaml_state_branch_and_exclude(tmp_path: Path) -> None:
     (["--state-branch", "main", "--source", "main"], "is the source branch (main)"),
     (["--state-branch", "bad..name"], "is not a valid branch name"),
     (["--state-branch", "has space"], "is not a valid branch name"),
+    (["--state-branch", "HEAD"], "is not a valid branch name"),
+    (["--state-branch", "refs/heads/main"], "is not a valid branch name"),
+    (["--state-branch", "main/state"], "git has the branch 'main', and a branch cannot be"),
     ("fleet.yaml", "is the source branch (HEAD)"),
 ])
 def test_a_state_branch_fleetq_may_not_write_is_refused(
@@ -228,4 +231,26 @@ def test_the_state_branch_checked_out_is_refused(tmp_path: Path) -> None:
     assert fleetq("reconcile", "--repo", str(path), "-q").returncode == 0
     git(path, "checkout", "-q", STATE)
     proc = fleetq("reconcile", "--repo", str(path), "--source", "main", "--now", NOW)
-    assert proc.returncode == 2 and "is checked out here" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and "is checked out in" in proc.stderr, proc.stderr
+
+
+def test_a_branch_fleetq_did_not_write_or_a_state_commit_as_source_is_refused(
+        tmp_path: Path) -> None:
+    """Another branch named as the state (on a detached HEAD, say), a state
+    branch checked out in a linked work tree, a state commit given as the
+    source (which evicted every job): refused, nothing written."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "-q").returncode == 0
+    git(path, "branch", "-q", "other")
+    git(path, "checkout", "-q", "--detach")
+    refs = git(path, "for-each-ref").splitlines()
+    proc = fleetq("reconcile", "--repo", str(path), "--state-branch", "main")
+    assert proc.returncode == 2 and "the branch 'main' was not written by fleetq" in proc.stderr
+    state = git(path, "rev-parse", STATE).strip()
+    proc = fleetq("reconcile", "--repo", str(path), "--source", state)
+    assert proc.returncode == 2 and "is a state commit" in proc.stderr, proc.stderr
+    git(path, "worktree", "add", "-q", str(tmp_path / "state"), STATE)
+    proc = fleetq("reconcile", "--repo", str(path), "--source", "main")
+    assert proc.returncode == 2 and f"is checked out in {tmp_path / 'state'}" in proc.stderr
+    assert git(path, "for-each-ref").splitlines() == refs
