@@ -32,7 +32,7 @@ from reconciler.core.model import Decision, JobKey, Phase, PriorPlacement
 from reconciler.core.problems import Problem
 from reconciler.core.quota import QuotaTree, max_changed
 from reconciler.fleet.cache import Cache
-from reconciler.fleet.documents import parse_documents
+from reconciler.fleet.documents import Document, parse_documents
 from reconciler.fleet.inputs import (
     FLEET_FILES,
     TEMPLATES_DIR,
@@ -268,7 +268,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
         cache.load_jobs()
     read_before = cache.kept_inputs() if cache is not None else None  # (tree, fleet read)
     info, inputs = read_inputs(repo, source_rev, store, cache, progress,
-                               last_good=earlier_versions(repo, state_base))
+                               last_good=earlier_versions(repo, state_base, source_rev))
     progress(f"read {inputs.files} files, {len(inputs.jobs)} jobs")
     if save_behind and cache is not None:
         cache.save_jobs_behind(inputs.jobs_files)
@@ -474,25 +474,47 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
 LAST_GOOD_DEPTH = 32  # state commits searched for a file's last good version
 
 
-def earlier_versions(repo: FleetRepo, state: str | None) -> LastGood | None:
+def earlier_versions(repo: FleetRepo, state: str | None,
+                     source_rev: str | None = None) -> LastGood | None:
     """``read_fleet``'s ``last_good``: a file's versions in the source trees
     the state commits were made from (``Fleet-Source-Tree``), from the state
     ``state`` back along its first parents (at most ``LAST_GOOD_DEPTH``), newest
-    first, each once and none the same as the file's blob now."""
+    first, each once and none the same as the file's blob now; under the name
+    it had there when it was renamed since (``source_rev``'s tree against the
+    newest of them, as ``git diff -M`` finds renames)."""
     if state is None:
         return None
+    trees: list[str] = []
+    renamed: dict[str, str] = {}  # path now -> its path in the newest tree
+    looked = False
+
+    def look() -> None:
+        nonlocal looked
+        looked = True
+        out = repo.run("log", "--first-parent", f"--max-count={LAST_GOOD_DEPTH}",
+                       "--format=%x1e%B", state).decode("utf-8", "replace")
+        trees.extend(t for t in (trailers(m).get(TREE_TRAILER) for m in out.split("\x1e")[1:])
+                     if t)
+        source = repo.resolve(source_rev) if source_rev else None
+        if trees and source is not None:
+            fields = repo.run("diff-tree", "-r", "-M", "--diff-filter=R", "--name-status",
+                              "-z", trees[0], repo.commit_info(source).tree,
+                              check=False).decode("utf-8", "surrogateescape").split("\0")
+            for i in range(0, len(fields) - 2, 3):
+                if fields[i].startswith("R"):
+                    renamed[fields[i + 2]] = fields[i + 1]
 
     def versions(path: str, blob: str) -> Iterator[SourceFile]:
+        if not looked:
+            look()
+        names = [path, renamed[path]] if path in renamed else [path]
+        asked = "".join(f"{tree}:{name}\n" for tree in trees for name in names).encode()
+        found = repo.run("cat-file", "--batch-check", data=asked,
+                         check=False).decode().splitlines() if asked else []
         seen = {blob}
-        commits = repo.run("rev-list", "--first-parent", f"--max-count={LAST_GOOD_DEPTH}",
-                           state).decode().split()
-        for commit in commits:
-            tree = trailers(repo.commit_info(commit).message).get(TREE_TRAILER)
-            if not tree:
-                continue
-            got = repo.run("rev-parse", "--verify", "--quiet", f"{tree}:{path}",
-                           check=False).decode().strip()
-            if got and got not in seen:
+        for line in found:
+            got, _, kind = line.partition(" ")
+            if kind.startswith("blob") and got not in seen:
                 seen.add(got)
                 yield SourceFile(path, got, repo.read_blobs([got])[got])
 
@@ -903,7 +925,7 @@ def _watch_round(repo: FleetRepo, watcher: RefWatcher, cache: Cache, *, source_r
             # up to date: what the next push needs is read now, not then
             cache.warm(outcome.state)
             read_inputs(repo, outcome.source.sha, cache, cache,
-                        last_good=earlier_versions(repo, outcome.state))
+                        last_good=earlier_versions(repo, outcome.state, outcome.source.sha))
     except GitError as exc:
         return (), Round(None, str(exc), time.perf_counter() - started, branch), False
     except Exception:
@@ -1016,14 +1038,38 @@ def settings_remote(repo: FleetRepo, source_rev: str) -> str | None:
     return fleet_setting(repo, source_rev, "remote")
 
 
+FLEET_YAML_DEPTH = 50  # commits of fleet.yaml searched for a version that parses
+
+
 def fleet_setting(repo: FleetRepo, source_rev: str, name: str) -> str | None:
     """``spec.<name>`` of the revision's ``fleet.yaml``, read before the rest
-    of the fleet (it says where the state goes); ``None`` when unset."""
-    data = repo.read_file(source_rev, "fleet.yaml") or repo.read_file(source_rev, "fleet.yml")
-    if data:
-        docs, _ = parse_documents("fleet.yaml", data)
+    of the fleet (it says where the state goes); ``None`` when unset. When the
+    file does not parse, its newest version in the revision's history that
+    does says (a typo must not send the state to another branch, nor to
+    another remote); when none does, the command stops."""
+    for path in FLEET_FILES:
+        data = repo.read_file(source_rev, path)
+        if not data:
+            continue
+        docs, problem = parse_documents(path, data)
+        if problem is not None:
+            docs = _last_parsing(repo, source_rev, path, problem)
         for doc in docs:
             spec = doc.value.get("spec") if isinstance(doc.value, dict) else None
             if isinstance(spec, dict) and spec.get(name):
                 return str(spec[name])
+        return None
     return None
+
+
+def _last_parsing(repo: FleetRepo, source_rev: str, path: str,
+                  problem: Problem) -> list[Document]:
+    commits = repo.run("log", f"--max-count={FLEET_YAML_DEPTH}", "--format=%H", source_rev,
+                       "--", path, check=False).decode().split()
+    for commit in commits:
+        data = repo.read_file(commit, path)
+        docs, again = parse_documents(path, data or b"")
+        if data and again is None:
+            return docs
+    raise GitError(f"{problem}; and no earlier version of {path} parses, to tell where the "
+                   f"state goes (spec.stateBranch, spec.remote): fix it")

@@ -300,18 +300,26 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
     return docs, None
 
 
-def iter_mapping_docs(docs: list[Document], problems: list[Problem]) -> Iterator[Document]:
-    """Documents that are mappings with apiVersion and kind; others become problems."""
+def iter_mapping_docs(docs: list[Document], problems: list[Problem],
+                      broken: dict[str, str] | None = None) -> Iterator[Document]:
+    """Documents that are mappings with apiVersion and kind; others become
+    problems, and their files ``broken`` (path -> why): a document that lost
+    its apiVersion or kind line held something (a cluster, a job) that should
+    not go with it."""
     for doc in docs:
         value = doc.value
         if not isinstance(value, dict):
-            problems.append(Problem(doc.path, doc.line, (
+            problem = Problem(doc.path, doc.line, (
                 f"document {doc.index + 1} is a {type(value).__name__}, not a Kubernetes "
-                f"object; every document needs apiVersion, kind and metadata")))
-            continue
-        if not isinstance(value.get("apiVersion"), str) or not isinstance(value.get("kind"), str):
-            problems.append(Problem(doc.path, doc.line, (
+                f"object; every document needs apiVersion, kind and metadata"))
+        elif not isinstance(value.get("apiVersion"), str) or \
+                not isinstance(value.get("kind"), str):
+            problem = Problem(doc.path, doc.line, (
                 "document has no apiVersion or kind; add both "
-                "(e.g. apiVersion: kubeflow.org/v1, kind: PyTorchJob)")))
+                "(e.g. apiVersion: kubeflow.org/v1, kind: PyTorchJob)"))
+        else:
+            yield doc
             continue
-        yield doc
+        problems.append(problem)
+        if broken is not None:
+            broken.setdefault(doc.path, str(problem))

@@ -156,7 +156,7 @@ def read_fleet_settings(files: Mapping[str, SourceFile], inputs: FleetInputs) ->
         if problem is not None:
             inputs.problems.append(problem)
             inputs.broken_paths[name] = str(problem)
-        for doc in iter_mapping_docs(docs, inputs.problems):
+        for doc in iter_mapping_docs(docs, inputs.problems, inputs.broken_paths):
             if (doc.value["apiVersion"], doc.value["kind"]) != ("fleetq.io/v1alpha1", "Fleet"):
                 inputs.problems.append(Problem(name, doc.line, (
                     "fleet.yaml holds the Fleet settings (apiVersion fleetq.io/v1alpha1, "
@@ -431,7 +431,7 @@ def read_file(src: SourceFile, inputs: FleetInputs, trees: list[Document],
         if not (isinstance(doc.value, dict) and kind_for(
                 str(doc.value.get("apiVersion")), str(doc.value.get("kind")))):
             jobs_only = False
-    for doc in iter_mapping_docs(docs, inputs.problems):
+    for doc in iter_mapping_docs(docs, inputs.problems, inputs.broken_paths):
         inputs.documents += 1
         value = doc.value
         api_version, kind = value["apiVersion"], value["kind"]

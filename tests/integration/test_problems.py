@@ -16,6 +16,7 @@ from .conftest import (
     make_fleet_repo,
     placements,
     pytorchjob,
+    rev,
     seed_fleet_files,
     state_show,
     write_files,
@@ -345,6 +346,8 @@ def _cluster_files(path: Path) -> str:
     (("priorityclasses.yaml", "kind: PriorityClass", "kind: PriorityClas"),
      "PriorityClas is not a kind fleetq reads: did you mean scheduling.k8s.io/v1 "
      "PriorityClass?"),
+    (("clusters/gpu-bj-b.yaml", "apiVersion: fleetq.io/v1alpha1\n", ""),
+     "clusters/gpu-bj-b.yaml:4: error: document has no apiVersion or kind"),
 ])
 def test_a_mistake_that_still_parses_in_a_file_that_defines_the_fleet_evicts_nothing(
         tmp_path: Path, edit: tuple[str, str, str], said: str) -> None:
@@ -386,3 +389,46 @@ def test_an_admitted_job_whose_priority_class_goes_keeps_its_placement(tmp_path:
     assert after["text/tokenizer-ablation"]["phase"] == "Invalid"
     assert git(path, "diff", "--stat", "fleetq/state~1", "fleetq/state", "--",
                f"clusters/{kept['cluster']}/text/pytorchjob-llama-lora-sft.yaml") == ""
+
+
+def test_a_file_renamed_and_broken_at_once_is_read_as_it_last_was(tmp_path: Path) -> None:
+    """Its last good version is under its old name: found as git finds renames."""
+    path = _template(tmp_path)
+    before, files = placements(path), _cluster_files(path)
+    git(path, "mv", "clusters/gpu-bj-b.yaml", "clusters/bj.yaml")
+    text = (path / "clusters/bj.yaml").read_text()
+    write_files(path, {"clusters/bj.yaml": text.replace("resourceReservation: false",
+                                                        "resourceReservation: [false", 1)})
+    commit_all(path, "renamed and broken")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert "clusters/bj.yaml: warning: the fleet goes on with this file's last good " \
+        "version" in proc.stderr, proc.stderr
+    assert placements(path) == before and _cluster_files(path) == files
+
+
+def test_a_fleet_yaml_that_breaks_keeps_the_state_on_its_branch(tmp_path: Path) -> None:
+    """spec.stateBranch is read from the newest version of fleet.yaml that
+    parses: a typo started a new state on the default branch, while Argo CD
+    or Flux followed the old one."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    fleet_yaml = (path / "fleet.yaml").read_text()
+    write_files(path, {"fleet.yaml": fleet_yaml.replace("stateBranch: fleetq/state",
+                                                        "stateBranch: ops/state")})
+    commit_all(path, "the state on ops/state")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    before = placements(path, "ops/state")
+    text = (path / "fleet.yaml").read_text()
+    write_files(path, {"fleet.yaml": text.replace("placementStrategy: binpack",
+                                                  "placementStrategy: [binpack", 1)})
+    commit_all(path, "a typo")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert "fleet.yaml: warning: the fleet goes on with this file's last good version" \
+        in proc.stderr, proc.stderr
+    assert rev(path, "fleetq/state") is None and placements(path, "ops/state") == before
+    # No version of it parses: nothing is written, and it says why.
+    bad = make_fleet_repo(tmp_path / "bad", {"fleet.yaml": "spec: [\n"})
+    proc = fleetq("reconcile", "--repo", str(bad), "--now", NOW)
+    assert proc.returncode == 2 and "no earlier version of fleet.yaml parses" in proc.stderr
