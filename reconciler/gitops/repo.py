@@ -164,15 +164,14 @@ class FleetRepo:
         return None
 
     def ref_in_the_way(self, ref: str) -> str | None:
-        """A ref that keeps ``ref`` from being made (``a/b`` and ``a`` cannot both be)."""
-        parts = ref.split("/")
-        for i in range(3, len(parts)):  # (refs/heads/<first part> on)
-            if self.resolve("/".join(parts[:i])) is not None and \
-                    self.full_name("/".join(parts[:i])) == "/".join(parts[:i]):
-                return "/".join(parts[:i])
-        below = self.run("for-each-ref", "--count=1", "--format=%(refname)", f"{ref}/",
-                         check=False).decode().strip()
-        return below or None
+        """A branch that keeps ``ref`` from being made (``a/b`` and ``a`` cannot both be)."""
+        branches = self.run("for-each-ref", "--format=%(refname)", "refs/heads/",
+                            check=False).decode("utf-8", "surrogateescape").split("\n")
+        for other in branches:
+            if other and other != ref and (ref.startswith(other + "/") or
+                                           other.startswith(ref + "/")):
+                return other
+        return None
 
     def full_name(self, rev: str) -> str | None:
         """The ref ``rev`` names in full (``refs/heads/main``), if it names one."""
