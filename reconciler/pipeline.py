@@ -479,42 +479,47 @@ def earlier_versions(repo: FleetRepo, state: str | None,
     """``read_fleet``'s ``last_good``: a file's versions in the source trees
     the state commits were made from (``Fleet-Source-Tree``), from the state
     ``state`` back along its first parents (at most ``LAST_GOOD_DEPTH``), newest
-    first, each once and none the same as the file's blob now; under the name
-    it had there when it was renamed since (``source_rev``'s tree against the
-    newest of them, as ``git diff -M`` finds renames)."""
+    first, each once and none the same as the file's blob now; followed back
+    across renames (each tree against the next newer one, the newest against
+    ``source_rev``'s, as ``git diff -M`` finds them). Read as they are asked for."""
     if state is None:
         return None
-    trees: list[str] = []
-    renamed: dict[str, str] = {}  # path now -> its path in the newest tree
-    looked = False
+    trees: list[str] = []  # (read when first asked)
+    newest: list[str | None] = []  # the source's tree
 
     def look() -> None:
-        nonlocal looked
-        looked = True
         out = repo.run("log", "--first-parent", f"--max-count={LAST_GOOD_DEPTH}",
                        "--format=%x1e%B", state).decode("utf-8", "replace")
         trees.extend(t for t in (trailers(m).get(TREE_TRAILER) for m in out.split("\x1e")[1:])
                      if t)
         source = repo.resolve(source_rev) if source_rev else None
-        if trees and source is not None:
-            fields = repo.run("diff-tree", "-r", "-M", "--diff-filter=R", "--name-status",
-                              "-z", trees[0], repo.commit_info(source).tree,
-                              check=False).decode("utf-8", "surrogateescape").split("\0")
-            for i in range(0, len(fields) - 2, 3):
-                if fields[i].startswith("R"):
-                    renamed[fields[i + 2]] = fields[i + 1]
+        newest.append(repo.commit_info(source).tree if source is not None else None)
+
+    def blob_at(tree: str, name: str) -> str | None:
+        got = repo.run("rev-parse", "--verify", "--quiet", f"{tree}:{name}",
+                       check=False).decode().strip()
+        return got or None
+
+    def renamed_from(tree: str, newer: str, name: str) -> str | None:
+        fields = repo.run("diff-tree", "-r", "-M", "--diff-filter=R", "--name-status", "-z",
+                          tree, newer, check=False).decode("utf-8", "surrogateescape").split("\0")
+        for i in range(0, len(fields) - 2, 3):
+            if fields[i].startswith("R") and fields[i + 2] == name:
+                return fields[i + 1]
+        return None
 
     def versions(path: str, blob: str) -> Iterator[SourceFile]:
-        if not looked:
+        if not newest:
             look()
-        names = [path, renamed[path]] if path in renamed else [path]
-        asked = "".join(f"{tree}:{name}\n" for tree in trees for name in names).encode()
-        found = repo.run("cat-file", "--batch-check", data=asked,
-                         check=False).decode().splitlines() if asked else []
-        seen = {blob}
-        for line in found:
-            got, _, kind = line.partition(" ")
-            if kind.startswith("blob") and got not in seen:
+        seen, name, newer = {blob}, path, newest[0]
+        for tree in trees:
+            got = blob_at(tree, name)
+            if got is None and newer is not None:
+                old = renamed_from(tree, newer, name)
+                if old is not None:
+                    name, got = old, blob_at(tree, old)
+            newer = tree
+            if got is not None and got not in seen:
                 seen.add(got)
                 yield SourceFile(path, got, repo.read_blobs([got])[got])
 

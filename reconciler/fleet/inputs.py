@@ -495,6 +495,8 @@ def _meant(api_version: str, kind: str) -> str | None:
     same API group, of the same name under another version, or a letter or
     so away; else ``None`` (another tool's kind, left alone: Volcano's
     batch.volcano.sh Job, scheduler-plugins' ElasticQuota, ...)."""
+    if kind in _FLEET_KINDS:  # (fleetq's own, or the scheduling kinds it reads: no other)
+        return f"{' or '.join(_KINDS_READ[kind])} {kind}"
     if kind not in _KINDS_READ:
         close = difflib.get_close_matches(kind, list(_KINDS_READ), n=1, cutoff=0.9)
         if not close:
@@ -504,6 +506,10 @@ def _meant(api_version: str, kind: str) -> str | None:
     if all(api_group(api) != group for api in _KINDS_READ[kind]):
         return None
     return f"{' or '.join(_KINDS_READ[kind])} {kind}"
+
+
+_FLEET_KINDS = {"ElasticQuotaTree", "PropagationPolicy", "ClusterPropagationPolicy",
+                "PriorityClass", "WorkloadPriorityClass", "MemberCluster", "Fleet"}
 
 
 def _read_job(doc: Document, job_kind: Any, blob: str) -> JobSource | InvalidJob:
@@ -894,6 +900,9 @@ def _fleet(doc: Document, inputs: FleetInputs) -> None:
         raise ManifestError("spec must be a mapping", "spec")
     errors = Errors()
     git = inputs.git
+    if not isinstance(spec.get("stateBranch") or "", str):
+        errors.found.append(ManifestError("spec.stateBranch must be a branch name (a string)",
+                                          "spec.stateBranch"))
     git.state_branch = str(spec.get("stateBranch") or git.state_branch)
     if not branch_name_ok(git.state_branch):
         errors.found.append(ManifestError(

@@ -413,7 +413,7 @@ def _priors_of_spans(data: bytes, spans: Sequence[Span]) -> Priors | None:
         for i, item in enumerate(doc.value):
             try:
                 p = prior_from_item(item)
-            except (KeyError, TypeError, ValueError, ManifestError) as exc:
+            except (KeyError, TypeError, ValueError, AttributeError, ManifestError) as exc:
                 problems.append(_damaged(span[3] - 1 + doc.line_of(f"[{i}]"), exc))
                 continue
             prior[p.key] = p
@@ -426,7 +426,7 @@ def _read_in_chunks(data: bytes) -> Priors | None:
 
 def _damaged(line: int, exc: Exception) -> Problem:
     return Problem(PLACEMENTS, line, (
-        f"state item is damaged ({exc}); it is dropped and its job scheduled anew"))
+        f"its item at line {line} is damaged ({type(exc).__name__}: {exc})"))
 
 
 def _read_whole(data: bytes) -> tuple[dict[JobKey, PriorPlacement], list[Problem]]:
@@ -439,7 +439,7 @@ def _read_whole(data: bytes) -> tuple[dict[JobKey, PriorPlacement], list[Problem
     for i, item in enumerate(docs[0].value.get("items") or []):
         try:
             p = prior_from_item(item)
-        except (KeyError, TypeError, ValueError, ManifestError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, ManifestError) as exc:
             problems.append(_damaged(docs[0].line_of(f"items[{i}]"), exc))
             continue
         prior[p.key] = p

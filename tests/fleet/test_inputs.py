@@ -205,3 +205,9 @@ def test_a_job_named_against_kubernetes_rules_is_invalid_at_its_line(
 def test_other_objects_named_against_kubernetes_rules_are_errors(text: str, said: str) -> None:
     got = told(read({"clusters/x.yaml": text}))
     assert len(got) == 1 and got[0].startswith(said), got
+
+
+def test_a_state_branch_that_is_not_a_string_is_an_error() -> None:
+    text = FLEET.replace("spec:\n", "spec:\n  stateBranch: 5\n")
+    assert told(read({"fleet.yaml": text, "policy.yaml": POLICY})) == [
+        "fleet.yaml:5: spec.stateBranch must be a branch name (a string)"]

@@ -58,7 +58,10 @@ def test_a_damaged_item_is_reported_at_its_line_and_the_others_kept(small_chunks
     item_line = max(i for i in range(at) if lines[i].startswith("- ")) + 1
     assert problem.line == item_line
     assert "'Sleeping' is not a valid Phase" in problem.message
-    assert "dropped and its job scheduled anew" in problem.message
+    assert problem.message.startswith(f"its item at line {item_line} is damaged (ValueError: ")
+    # a field of another type is damage too, not a traceback (source: 5)
+    other, _, _ = with_line("source", 7, "  source: 5")
+    assert "is damaged (AttributeError: " in read_placements(other)[1][0].message
 
 
 def test_a_file_not_as_written_is_read_the_same(small_chunks: None) -> None:

@@ -348,6 +348,9 @@ def _cluster_files(path: Path) -> str:
      "PriorityClass?"),
     (("clusters/gpu-bj-b.yaml", "apiVersion: fleetq.io/v1alpha1\n", ""),
      "clusters/gpu-bj-b.yaml:4: error: document has no apiVersion or kind"),
+    (("clusters/gpu-bj-b.yaml", "apiVersion: fleetq.io/v1alpha1", "apiVersion: v1"),
+     "v1 MemberCluster is not a kind fleetq reads: did you mean fleetq.io/v1alpha1 "
+     "MemberCluster?"),
 ])
 def test_a_mistake_that_still_parses_in_a_file_that_defines_the_fleet_evicts_nothing(
         tmp_path: Path, edit: tuple[str, str, str], said: str) -> None:
@@ -405,6 +408,20 @@ def test_a_file_renamed_and_broken_at_once_is_read_as_it_last_was(tmp_path: Path
     assert "clusters/bj.yaml: warning: the fleet goes on with this file's last good " \
         "version" in proc.stderr, proc.stderr
     assert placements(path) == before and _cluster_files(path) == files
+    # A state made while it is broken (a job pushed), then the file edited again:
+    # its last good version is two state commits back, under its old name.
+    write_files(path, {"jobs/text/later.yaml": (path / "jobs/text/tokenizer-ablation.yaml")
+                       .read_text().replace("name: tokenizer-ablation", "name: later", 1)})
+    commit_all(path, "a job")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    write_files(path, {"clusters/bj.yaml": (path / "clusters/bj.yaml").read_text() + "# x\n"})
+    commit_all(path, "edited again, still broken")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert "clusters/bj.yaml: warning: the fleet goes on" in proc.stderr, proc.stderr
+    after = placements(path)
+    assert {k: (v["phase"], v.get("cluster")) for k, v in after.items() if k in before} == \
+        {k: (v["phase"], v.get("cluster")) for k, v in before.items()}
+    assert any(v.get("cluster") == "gpu-bj-b" for v in after.values())
 
 
 def test_a_fleet_yaml_that_breaks_keeps_the_state_on_its_branch(tmp_path: Path) -> None:
