@@ -330,6 +330,20 @@ def _cluster_files(path: Path) -> str:
     return git(path, "ls-tree", "-r", "fleetq/state", "--", "clusters/")
 
 
+def _break(path: Path, name: str, old: str, new: str) -> str:
+    """Replace ``old`` by ``new`` in the fleet's file ``name``, commit, reconcile:
+    the file's last good version is read, and said so. Its stderr."""
+    text = (path / name).read_text()
+    assert old in text
+    write_files(path, {name: text.replace(old, new, 1)})
+    commit_all(path, f"a mistake in {name}")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{name}: warning: the fleet goes on with this file's last good version" \
+        in proc.stderr, proc.stderr
+    return proc.stderr
+
+
 @pytest.mark.parametrize(("edit", "said"), [
     (("quota/elasticquotatree.yaml", "namespace: kube-system", "namespace: default"),
      "quota/elasticquotatree.yaml:19: error: ElasticQuotaTree in namespace 'default' takes "
@@ -359,15 +373,8 @@ def test_a_mistake_that_still_parses_in_a_file_that_defines_the_fleet_evicts_not
     error told, and every job stays where it runs."""
     path = _template(tmp_path)
     before, files = placements(path), _cluster_files(path)
-    name, old, new = edit
-    text = (path / name).read_text()
-    assert old in text
-    write_files(path, {name: text.replace(old, new, 1)})
-    commit_all(path, "a mistake")
-    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
-    assert proc.returncode == 0, proc.stderr
-    assert said in proc.stderr and f"{name}: warning: the fleet goes on with this file's " \
-        "last good version" in proc.stderr, proc.stderr
+    said_now = _break(path, *edit)
+    assert said in said_now, said_now
     assert placements(path) == before and _cluster_files(path) == files
 
 
@@ -399,14 +406,7 @@ def test_a_file_renamed_and_broken_at_once_is_read_as_it_last_was(tmp_path: Path
     path = _template(tmp_path)
     before, files = placements(path), _cluster_files(path)
     git(path, "mv", "clusters/gpu-bj-b.yaml", "clusters/bj.yaml")
-    text = (path / "clusters/bj.yaml").read_text()
-    write_files(path, {"clusters/bj.yaml": text.replace("resourceReservation: false",
-                                                        "resourceReservation: [false", 1)})
-    commit_all(path, "renamed and broken")
-    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
-    assert proc.returncode == 0, proc.stderr
-    assert "clusters/bj.yaml: warning: the fleet goes on with this file's last good " \
-        "version" in proc.stderr, proc.stderr
+    _break(path, "clusters/bj.yaml", "resourceReservation: false", "resourceReservation: [false")
     assert placements(path) == before and _cluster_files(path) == files
     # A state made while it is broken (a job pushed), then the file edited again:
     # its last good version is two state commits back, under its old name.
@@ -436,14 +436,7 @@ def test_a_fleet_yaml_that_breaks_keeps_the_state_on_its_branch(tmp_path: Path) 
     commit_all(path, "the state on ops/state")
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
     before = placements(path, "ops/state")
-    text = (path / "fleet.yaml").read_text()
-    write_files(path, {"fleet.yaml": text.replace("placementStrategy: binpack",
-                                                  "placementStrategy: [binpack", 1)})
-    commit_all(path, "a typo")
-    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
-    assert proc.returncode == 0, proc.stderr
-    assert "fleet.yaml: warning: the fleet goes on with this file's last good version" \
-        in proc.stderr, proc.stderr
+    _break(path, "fleet.yaml", "placementStrategy: binpack", "placementStrategy: [binpack")
     assert rev(path, "fleetq/state") is None and placements(path, "ops/state") == before
     # No version of it parses: nothing is written, and it says why.
     bad = make_fleet_repo(tmp_path / "bad", {"fleet.yaml": "spec: [\n"})
