@@ -31,6 +31,7 @@ from reconciler.pipeline import (
     Computed,
     Outcome,
     Round,
+    check_source,
     compute,
     damaged_state,
     diff_trees,
@@ -310,6 +311,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     args.remote = _remote(repo, args, args.source)
     branch = _branch(repo, args)
+    check_source(repo, args.source)
     base = repo.fetch(args.remote, branch) if args.remote else repo.resolve(state_ref(branch))
     computed = _computed(repo, args, state_base=base, now=args.now)
     tree = repo.write_tree(computed.files)
@@ -344,6 +346,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     branch = _branch(repo, args)
+    check_source(repo, args.source)
     base = repo.resolve(state_ref(branch))
     computed = _computed(repo, args, state_base=base, now=args.now)
     wanted = args.job

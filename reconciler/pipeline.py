@@ -801,11 +801,21 @@ def check_state_branch(repo: FleetRepo, branch: str, source_rev: str) -> None:
                        f"{head[:12]} has no {TRAILER} trailer): if it is fleetq's state edited "
                        f"by hand, point it back at fleetq's last commit (git log it; git "
                        f"update-ref {ref} <commit>); else {fix}")
+    remote = next((r for r in repo.run("remote", check=False).decode().split()
+                   if branch.startswith(f"{r}/")), None)
+    if remote is not None:
+        raise GitError(f"the state branch {branch!r} reads as a branch of the remote "
+                       f"{remote!r} (git would find two of that name); {fix}")
+    check_source(repo, source_rev)
+
+
+def check_source(repo: FleetRepo, source_rev: str) -> None:
+    """Refuse a source that is a state commit: decided as a fleet, it holds no
+    job, and every job would be evicted."""
     source = repo.resolve(source_rev)
     if source is not None and TRAILER in trailers(repo.commit_info(source).message):
         raise GitError(f"the source {source_rev} ({source[:12]}) is a state commit, written "
-                       f"by fleetq: reconcile a commit of the source branch (e.g. --source "
-                       f"main)")
+                       f"by fleetq: name a commit of the source branch (e.g. --source main)")
 
 
 def _follow_remote(repo: FleetRepo, remote: str | None, branch: str, head: str | None) -> None:

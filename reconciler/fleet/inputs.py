@@ -644,6 +644,9 @@ def _meta(doc: Document) -> dict[str, Any]:
     meta = doc.value.get("metadata")
     if not isinstance(meta, dict) or not meta.get("name"):
         raise ManifestError("metadata.name is missing", "metadata")
+    if not isinstance(meta["name"], str):
+        raise ManifestError(f"metadata.name must be a string, not {meta['name']!r}; quote it",
+                            "metadata.name")
     return meta
 
 
@@ -951,8 +954,12 @@ _BAD_IN_BRANCH = re.compile(r"\.\.|@\{|//|[\x00-\x20\x7f~^:?*\[\\]|/\.|\.lock(/|
 def branch_name_ok(name: str) -> bool:
     """Is ``name`` a branch name git takes (the rules of ``git check-ref-format
     --branch``, checked without git)?"""
-    return bool(name) and name not in ("@", "HEAD") and not _BAD_IN_BRANCH.search(name) and \
-        not name.startswith(("-", "/", ".", "refs/")) and not name.endswith(("/", "."))
+    return bool(name) and name != "@" and not _BAD_IN_BRANCH.search(name) and \
+        not name.startswith(("-", "/", ".", "refs/", "heads/", "tags/", "remotes/")) and \
+        not name.endswith(("/", ".")) and not _GIT_NAMES.fullmatch(name)
+
+
+_GIT_NAMES = re.compile(r"[A-Z_]*HEAD")  # HEAD, FETCH_HEAD, ORIG_HEAD, ...: git's own
 
 
 def _quota_settings(where: str, raw: Any) -> QuotaSettings:

@@ -197,6 +197,8 @@ def test_a_job_named_against_kubernetes_rules_is_invalid_at_its_line(
 
 @pytest.mark.parametrize(("text", "said"), [
     (CLUSTER.replace("name: c1", "name: ../c1"), "clusters/x.yaml:3: metadata.name '../c1'"),
+    (CLUSTER.replace("name: c1", "name: 5"),
+     "clusters/x.yaml:3: metadata.name must be a string, not 5; quote it"),
     ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a/b, namespace: default}\n",
      "clusters/x.yaml:3: metadata.name 'a/b'"),
     ("apiVersion: v1\nkind: Namespace\nmetadata: {name: ..}\n",

@@ -202,6 +202,9 @@ def test_fleet_yaml_state_branch_and_exclude(tmp_path: Path) -> None:
     (["--state-branch", "has space"], "is not a valid branch name"),
     (["--state-branch", "HEAD"], "is not a valid branch name"),
     (["--state-branch", "refs/heads/main"], "is not a valid branch name"),
+    (["--state-branch", "FETCH_HEAD"], "is not a valid branch name"),
+    (["--state-branch", "heads/x"], "is not a valid branch name"),
+    (["--state-branch", "origin/state"], "reads as a branch of the remote 'origin'"),
     (["--state-branch", "main/state"], "git has the branch 'main', and a branch cannot be"),
     ("fleet.yaml", "is the source branch (HEAD)"),
 ])
@@ -217,6 +220,7 @@ def test_a_state_branch_fleetq_may_not_write_is_refused(
         write_files(path, {"fleet.yaml": fleet_yaml.replace("stateBranch: fleetq/state",
                                                             "stateBranch: main")})
         commit_all(path, "the state on main")
+    git(path, "remote", "add", "origin", str(tmp_path / "nowhere.git"))
     before = git(path, "for-each-ref").splitlines()
     proc = fleetq("reconcile", "--repo", str(path), *([] if how == "fleet.yaml" else how))
     assert proc.returncode == 2 and said in proc.stderr, proc.stderr
@@ -248,8 +252,10 @@ def test_a_branch_fleetq_did_not_write_or_a_state_commit_as_source_is_refused(
     proc = fleetq("reconcile", "--repo", str(path), "--state-branch", "main")
     assert proc.returncode == 2 and "the branch 'main' was not written by fleetq" in proc.stderr
     state = git(path, "rev-parse", STATE).strip()
-    proc = fleetq("reconcile", "--repo", str(path), "--source", state)
-    assert proc.returncode == 2 and "is a state commit" in proc.stderr, proc.stderr
+    for command in ("reconcile", "plan", "explain"):
+        proc = fleetq(command, *(["later"] if command == "explain" else []), "--repo",
+                      str(path), "--source", state)
+        assert proc.returncode == 2 and "is a state commit" in proc.stderr, proc.stderr
     git(path, "worktree", "add", "-q", str(tmp_path / "state"), STATE)
     proc = fleetq("reconcile", "--repo", str(path), "--source", "main")
     assert proc.returncode == 2 and f"is checked out in {tmp_path / 'state'}" in proc.stderr
