@@ -34,6 +34,7 @@ from reconciler.core.quota import QuotaTree, max_changed
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import Document, parse_documents
 from reconciler.fleet.inputs import (
+    FLEET_FIELDS,
     FLEET_FILES,
     TEMPLATES_DIR,
     FleetInputs,
@@ -1067,6 +1068,7 @@ def fleet_setting(repo: FleetRepo, source_rev: str, name: str) -> str | None:
         if not data:
             continue
         docs, problem = parse_documents(path, data)
+        problem = problem or _not_settings(docs)
         if problem is not None:
             docs = _last_parsing(repo, source_rev, path, problem)
         for doc in docs:
@@ -1077,6 +1079,18 @@ def fleet_setting(repo: FleetRepo, source_rev: str, name: str) -> str | None:
     return None
 
 
+def _not_settings(docs: list[Document]) -> Problem | None:
+    """Why a parsed fleet.yaml holds no settings fleetq can read, if it does not."""
+    for doc in docs:
+        spec = doc.value.get("spec") or {} if isinstance(doc.value, dict) else {}
+        if not isinstance(spec, dict):
+            return Problem(doc.path, doc.line, "spec must be a mapping")
+        unknown = sorted(str(k) for k in spec if k not in FLEET_FIELDS)
+        if unknown:  # (a misspelt stateBranch would send the state to another branch)
+            return Problem(doc.path, doc.line, f"spec.{unknown[0]} is not a field of Fleet")
+    return None
+
+
 def _last_parsing(repo: FleetRepo, source_rev: str, path: str,
                   problem: Problem) -> list[Document]:
     commits = repo.run("log", f"--max-count={FLEET_YAML_DEPTH}", "--format=%H", source_rev,
@@ -1084,7 +1098,7 @@ def _last_parsing(repo: FleetRepo, source_rev: str, path: str,
     for commit in commits:
         data = repo.read_file(commit, path)
         docs, again = parse_documents(path, data or b"")
-        if data and again is None:
+        if data and again is None and _not_settings(docs) is None:
             return docs
     raise GitError(f"{problem}; and no earlier version of {path} parses, to tell where the "
                    f"state goes (spec.stateBranch, spec.remote): fix it")

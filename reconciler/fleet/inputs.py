@@ -792,11 +792,35 @@ def _workload_priority_class(doc: Document, inputs: FleetInputs) -> None:
     inputs.workload_priority_classes[str(meta["name"])] = value
 
 
+_TOP_FIELDS = ("apiVersion", "kind", "metadata", "spec")
+_CLUSTER_FIELDS = ("resourceReservation", "gangDialect", "capabilities", "taints",
+                   "kubeconfigContext", "reserved", "nodes", "nodeGroups")
+FLEET_FIELDS = ("stateBranch", "remote", "committer", "exclude", "quotas", "defaultPolicy",
+                 "placementStrategy")
+
+
+def _unknown_fields(doc: Document, spec: Any, known: tuple[str, ...], errors: Errors) -> None:
+    """Fields fleetq's own kinds do not have, as errors (as strict decoding in
+    Kubernetes refuses them): a misspelt field would be left out unseen, and
+    what it said taken as its default."""
+    for where, value, names in (("", doc.value, _TOP_FIELDS), ("spec.", spec, known)):
+        for key in value if isinstance(value, dict) else ():
+            if key not in names:
+                close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.6)
+                errors.found.append(ManifestError(
+                    f"{where}{key} is not a field of {doc.value.get('kind')}"
+                    + (f": did you mean {where}{close[0]}?" if close else
+                       f" (its fields: {', '.join(names)})"), f"{where}{key}"))
+
+
 def _cluster(doc: Document) -> MemberCluster:
     meta = _meta(doc)
     check_name(str(meta["name"]))  # (its folder's name)
     spec = doc.value.get("spec") or {}
     errors = Errors()
+    if not isinstance(doc.value.get("spec"), dict):
+        raise ManifestError("spec is missing: a MemberCluster's spec holds its nodes", "spec")
+    _unknown_fields(doc, spec, _CLUSTER_FIELDS, errors)
     no_resources: Resources = {}  # (what a part that does not build counts as)
     nodes: list[Node] = []
     for i, n in enumerate(spec.get("nodes") or ()):
@@ -902,6 +926,7 @@ def _fleet(doc: Document, inputs: FleetInputs) -> None:
     if not isinstance(spec, dict):
         raise ManifestError("spec must be a mapping", "spec")
     errors = Errors()
+    _unknown_fields(doc, spec, FLEET_FIELDS, errors)
     git = inputs.git
     if not isinstance(spec.get("stateBranch") or "", str):
         errors.found.append(ManifestError("spec.stateBranch must be a branch name (a string)",

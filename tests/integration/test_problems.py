@@ -362,6 +362,10 @@ def _break(path: Path, name: str, old: str, new: str) -> str:
      "PriorityClass?"),
     (("clusters/gpu-bj-b.yaml", "apiVersion: fleetq.io/v1alpha1\n", ""),
      "clusters/gpu-bj-b.yaml:4: error: document has no apiVersion or kind"),
+    (("clusters/gpu-bj-b.yaml", "\nspec:", "\nspc:"),
+     "clusters/gpu-bj-b.yaml:4: error: spec is missing: a MemberCluster's spec holds its nodes"),
+    (("clusters/gpu-bj-b.yaml", "gangDialect:", "gangDialekt:"),
+     "error: spec.gangDialekt is not a field of MemberCluster: did you mean spec.gangDialect?"),
     (("clusters/gpu-bj-b.yaml", "apiVersion: fleetq.io/v1alpha1", "apiVersion: v1"),
      "v1 MemberCluster is not a kind fleetq reads: did you mean fleetq.io/v1alpha1 "
      "MemberCluster?"),
@@ -437,6 +441,10 @@ def test_a_fleet_yaml_that_breaks_keeps_the_state_on_its_branch(tmp_path: Path) 
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
     before = placements(path, "ops/state")
     _break(path, "fleet.yaml", "placementStrategy: binpack", "placementStrategy: [binpack")
+    assert rev(path, "fleetq/state") is None
+    git(path, "checkout", "HEAD~1", "--", "fleet.yaml")  # (fixed; then misspelt)
+    said = _break(path, "fleet.yaml", "stateBranch: ops/state", "stateBrnch: ops/state")
+    assert "spec.stateBrnch is not a field of Fleet: did you mean spec.stateBranch?" in said
     assert rev(path, "fleetq/state") is None and placements(path, "ops/state") == before
     # No version of it parses: nothing is written, and it says why.
     bad = make_fleet_repo(tmp_path / "bad", {"fleet.yaml": "spec: [\n"})
