@@ -32,12 +32,11 @@ from reconciler.core.model import Decision, JobKey, Phase, PriorPlacement
 from reconciler.core.problems import Problem
 from reconciler.core.quota import QuotaTree, max_changed
 from reconciler.fleet.cache import Cache
-from reconciler.fleet.documents import Document, parse_documents
 from reconciler.fleet.inputs import (
-    FLEET_FIELDS,
     FLEET_FILES,
     TEMPLATES_DIR,
     FleetInputs,
+    GitSettings,
     JobEntry,
     LastGood,
     SourceFile,
@@ -48,6 +47,7 @@ from reconciler.fleet.inputs import (
     patch_fleet_others,
     read_file,
     read_fleet,
+    read_fleet_settings,
 )
 from reconciler.fleet.jobs import JobSource
 from reconciler.fleet.state import (
@@ -298,8 +298,6 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
             prior, state_problems = read_placements(data)
             if placements_sha is None:
                 state_problems.append(Problem(PLACEMENTS, 0, "it is not there"))
-            elif not data:
-                state_problems.append(Problem(PLACEMENTS, 0, "it is empty"))
             if state_problems:
                 raise GitError(damaged_state(state_base, state_problems[0]))
     settled = _settled(repo, store, info, state_info, prior, read_before, inputs)
@@ -496,11 +494,6 @@ def earlier_versions(repo: FleetRepo, state: str | None,
         source = repo.resolve(source_rev) if source_rev else None
         newest.append(repo.commit_info(source).tree if source is not None else None)
 
-    def blob_at(tree: str, name: str) -> str | None:
-        got = repo.run("rev-parse", "--verify", "--quiet", f"{tree}:{name}",
-                       check=False).decode().strip()
-        return got or None
-
     def renamed_from(tree: str, newer: str, name: str) -> str | None:
         fields = repo.run("diff-tree", "-r", "-M", "--diff-filter=R", "--name-status", "-z",
                           tree, newer, check=False).decode("utf-8", "surrogateescape").split("\0")
@@ -514,11 +507,11 @@ def earlier_versions(repo: FleetRepo, state: str | None,
             look()
         seen, name, newer = {blob}, path, newest[0]
         for tree in trees:
-            got = blob_at(tree, name)
+            got = repo.blob_of(tree, name)
             if got is None and newer is not None:
                 old = renamed_from(tree, newer, name)
                 if old is not None:
-                    name, got = old, blob_at(tree, old)
+                    name, got = old, repo.blob_of(tree, old)
             newer = tree
             if got is not None and got not in seen:
                 seen.add(got)
@@ -776,8 +769,9 @@ def newer_source(repo: FleetRepo, remote: str | None, source_rev: str,
 
 def check_state_branch(repo: FleetRepo, branch: str, source_rev: str) -> None:
     """Refuse a state branch fleetq may not write: not a branch name, the
-    source branch (its files would be replaced by the rendered state), or the
-    branch checked out here."""
+    source branch (its files would be replaced by the rendered state), a
+    branch checked out, one in the way of another, one fleetq did not write;
+    and a state commit as the source."""
     fix = ("set spec.stateBranch in fleet.yaml or --state-branch to a branch of fleetq's "
            "own, e.g. fleetq/state")
     if not branch_name_ok(branch):
@@ -786,17 +780,18 @@ def check_state_branch(repo: FleetRepo, branch: str, source_rev: str) -> None:
     if repo.full_name(source_rev) == ref:
         raise GitError(f"the state branch {branch!r} is the source branch ({source_rev}): "
                        f"fleetq would replace its files with the rendered state; {fix}")
-    where = repo.checked_out(ref)
-    if where is not None:
+    branches = repo.branches()
+    head, where = branches.get(ref, (None, ""))
+    if where:
         raise GitError(f"the state branch {branch!r} is checked out in {where}: fleetq writes "
                        f"it (people edit the source branch); check out another branch there, "
                        f"or {fix}")
-    clash = repo.ref_in_the_way(ref)
-    if clash is not None:
+    clash = next((other for other in branches
+                  if ref.startswith(other + "/") or other.startswith(ref + "/")), None)
+    if clash is not None:  # (a/b and a cannot both be branches)
         raise GitError(f"the state branch {branch!r} cannot be made: git has the branch "
                        f"{clash.removeprefix('refs/heads/')!r}, and a branch cannot be both a "
                        f"name and a folder of names; {fix}")
-    head = repo.resolve(ref)
     if head is not None and TRAILER not in trailers(repo.commit_info(head).message):
         raise GitError(f"the branch {branch!r} was not written by fleetq (its head "
                        f"{head[:12]} has no {TRAILER} trailer): if it is fleetq's state edited "
@@ -1046,59 +1041,46 @@ def diff_trees(repo: FleetRepo, base: str | None, files: dict[str, bytes | str]
 
 
 def settings_branch(repo: FleetRepo, source_rev: str) -> str:
-    return fleet_setting(repo, source_rev, "stateBranch") or DEFAULT_STATE_BRANCH
+    return fleet_git(repo, source_rev).state_branch or DEFAULT_STATE_BRANCH
 
 
 def settings_remote(repo: FleetRepo, source_rev: str) -> str | None:
     """The remote ``fleet.yaml`` names for the state branch (``spec.remote``)."""
-    return fleet_setting(repo, source_rev, "remote")
+    return fleet_git(repo, source_rev).remote
 
 
-FLEET_YAML_DEPTH = 50  # commits of fleet.yaml searched for a version that parses
+FLEET_YAML_DEPTH = 50  # commits of fleet.yaml searched for a version that builds
 
 
-def fleet_setting(repo: FleetRepo, source_rev: str, name: str) -> str | None:
-    """``spec.<name>`` of the revision's ``fleet.yaml``, read before the rest
-    of the fleet (it says where the state goes); ``None`` when unset. When the
-    file does not parse, its newest version in the revision's history that
-    does says (a typo must not send the state to another branch, nor to
-    another remote); when none does, the command stops."""
+def fleet_git(repo: FleetRepo, source_rev: str) -> GitSettings:
+    """The git settings of the revision's ``fleet.yaml`` (state branch, remote),
+    read before the rest of the fleet: they say where the state goes. When the
+    file does not parse or build, those of its newest version in the
+    revision's history that does, as the fleet read takes its last good
+    version (a typo must not send the state to another branch, nor to another
+    remote); when none does, the command stops."""
     for path in FLEET_FILES:
         data = repo.read_file(source_rev, path)
         if not data:
             continue
-        docs, problem = parse_documents(path, data)
-        problem = problem or _not_settings(docs)
-        if problem is not None:
-            docs = _last_parsing(repo, source_rev, path, problem)
-        for doc in docs:
-            spec = doc.value.get("spec") if isinstance(doc.value, dict) else None
-            if isinstance(spec, dict) and spec.get(name):
-                return str(spec[name])
-        return None
-    return None
+        first: Problem | None = None
+        for version in _versions_of(repo, source_rev, path, data):
+            read = FleetInputs()
+            read_fleet_settings({path: SourceFile(path, "", version)}, read)
+            if not read.broken_paths and not read.unbuilt:
+                return read.git
+            first = first or next(p for p in read.problems if p.severity == "error")
+        raise GitError(f"{first}; and no earlier version of {path} parses and builds, to tell "
+                       f"where the state goes (spec.stateBranch, spec.remote): fix it")
+    return GitSettings()
 
 
-def _not_settings(docs: list[Document]) -> Problem | None:
-    """Why a parsed fleet.yaml holds no settings fleetq can read, if it does not."""
-    for doc in docs:
-        spec = doc.value.get("spec") or {} if isinstance(doc.value, dict) else {}
-        if not isinstance(spec, dict):
-            return Problem(doc.path, doc.line, "spec must be a mapping")
-        unknown = sorted(str(k) for k in spec if k not in FLEET_FIELDS)
-        if unknown:  # (a misspelt stateBranch would send the state to another branch)
-            return Problem(doc.path, doc.line, f"spec.{unknown[0]} is not a field of Fleet")
-    return None
-
-
-def _last_parsing(repo: FleetRepo, source_rev: str, path: str,
-                  problem: Problem) -> list[Document]:
-    commits = repo.run("log", f"--max-count={FLEET_YAML_DEPTH}", "--format=%H", source_rev,
-                       "--", path, check=False).decode().split()
-    for commit in commits:
-        data = repo.read_file(commit, path)
-        docs, again = parse_documents(path, data or b"")
-        if data and again is None and _not_settings(docs) is None:
-            return docs
-    raise GitError(f"{problem}; and no earlier version of {path} parses, to tell where the "
-                   f"state goes (spec.stateBranch, spec.remote): fix it")
+def _versions_of(repo: FleetRepo, source_rev: str, path: str, data: bytes) -> Iterator[bytes]:
+    """``data`` (the file ``path`` at ``source_rev``), then its earlier versions
+    in that revision's history, newest first (read as they are asked for)."""
+    yield data
+    for commit in repo.run("log", f"--max-count={FLEET_YAML_DEPTH}", "--format=%H",
+                           source_rev, "--", path, check=False).decode().split():
+        earlier = repo.read_file(commit, path)
+        if earlier and earlier != data:
+            yield earlier

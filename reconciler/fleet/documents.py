@@ -162,9 +162,10 @@ def _refuse_duplicate_keys(node: yaml.Node) -> None:
 
 
 def _check_nodes(root: yaml.Node) -> None:
-    """What ``_construct`` refuses, for a document it leaves to PyYAML's
-    constructor: a cycle, duplicate keys, aliases that expand it beyond
-    ``MAX_EXPANDED_NODES``."""
+    """What ``_construct`` refuses (a cycle, duplicate keys), for a document it
+    leaves to PyYAML's constructor, and aliases that expand the document
+    beyond ``MAX_EXPANDED_NODES`` (shared nodes counted at each use), for any
+    document that has aliases."""
     sizes: dict[int, int] = {}
     open_: set[int] = set()
 
@@ -186,28 +187,7 @@ def _check_nodes(root: yaml.Node) -> None:
         sizes[ident] = total
         return total
 
-    _check_expansion(root, size(root))
-
-
-def _expanded(root: yaml.Node) -> int:
-    """How many nodes the document's aliases expand it to (shared nodes counted
-    at each use; ``_construct`` has refused cycles)."""
-    sizes: dict[int, int] = {}
-
-    def size(node: yaml.Node) -> int:
-        if isinstance(node, yaml.ScalarNode):
-            return 1
-        got = sizes.get(id(node))
-        if got is None:
-            got = sizes[id(node)] = 1 + (
-                sum(size(k) + size(v) for k, v in node.value)
-                if isinstance(node, yaml.MappingNode) else sum(size(i) for i in node.value))
-        return got
-
-    return size(root)
-
-
-def _check_expansion(root: yaml.Node, total: int) -> None:
+    total = size(root)
     if total > MAX_EXPANDED_NODES:
         raise _Refused(root, (
             f"its aliases expand it to {total:,} nodes (more than {MAX_EXPANDED_NODES:,}: "
@@ -267,7 +247,7 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
             try:
                 value = _construct(loader, node, memo)
                 if memo.get(_SHARED):
-                    _check_expansion(node, _expanded(node))
+                    _check_nodes(node)
             except _Unusual:
                 _check_nodes(node)
                 value = loader.construct_document(node)

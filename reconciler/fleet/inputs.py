@@ -234,7 +234,7 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None,
 
 
 _KIND_LINE = re.compile(rb"^\s*(?:-\s+)?kind:\s*[\"']?([A-Za-z]+)", re.MULTILINE)
-_JOB_KINDS = {b"PyTorchJob", b"RayJob", b"MPIJob", b"Job"}
+_JOB_KINDS = {k.kind.encode() for k in KINDS}
 
 
 def _may_define_the_fleet(src: SourceFile) -> bool:
@@ -795,7 +795,7 @@ def _workload_priority_class(doc: Document, inputs: FleetInputs) -> None:
 _TOP_FIELDS = ("apiVersion", "kind", "metadata", "spec")
 _CLUSTER_FIELDS = ("resourceReservation", "gangDialect", "capabilities", "taints",
                    "kubeconfigContext", "reserved", "nodes", "nodeGroups")
-FLEET_FIELDS = ("stateBranch", "remote", "committer", "exclude", "quotas", "defaultPolicy",
+_FLEET_FIELDS = ("stateBranch", "remote", "committer", "exclude", "quotas", "defaultPolicy",
                  "placementStrategy")
 
 
@@ -816,10 +816,10 @@ def _unknown_fields(doc: Document, spec: Any, known: tuple[str, ...], errors: Er
 def _cluster(doc: Document) -> MemberCluster:
     meta = _meta(doc)
     check_name(str(meta["name"]))  # (its folder's name)
-    spec = doc.value.get("spec") or {}
-    errors = Errors()
-    if not isinstance(doc.value.get("spec"), dict):
+    spec = doc.value.get("spec")
+    if not isinstance(spec, dict):
         raise ManifestError("spec is missing: a MemberCluster's spec holds its nodes", "spec")
+    errors = Errors()
     _unknown_fields(doc, spec, _CLUSTER_FIELDS, errors)
     no_resources: Resources = {}  # (what a part that does not build counts as)
     nodes: list[Node] = []
@@ -893,12 +893,15 @@ def _add_cluster(doc: Document, inputs: FleetInputs) -> None:
         return
     inputs.cluster_at[cluster.name] = (doc.path, doc.line)
     inputs.clusters.append(cluster)
-    known = {f"{api_group(k.api_version)}/{k.kind}" for k in KINDS}
     for i, cap in enumerate(cluster.capabilities or ()):
-        if cap not in known:
+        if cap not in _CAPABILITIES:
             inputs.problems.append(Problem(doc.path, doc.line_of(f"spec.capabilities[{i}]"), (
                 f"capability {cap!r} names no job kind fleetq reads (one of "
-                f"{', '.join(sorted(known))}); no job can use it"), "warning"))
+                f"{', '.join(sorted(_CAPABILITIES))}); no job can use it"), "warning"))
+
+
+# the job kinds a MemberCluster's capabilities may name (``JobKey.kind_ref``)
+_CAPABILITIES = frozenset(f"{api_group(k.api_version)}/{k.kind}" for k in KINDS)
 
 
 def _dependency(doc: Document, inputs: FleetInputs) -> None:
@@ -926,7 +929,7 @@ def _fleet(doc: Document, inputs: FleetInputs) -> None:
     if not isinstance(spec, dict):
         raise ManifestError("spec must be a mapping", "spec")
     errors = Errors()
-    _unknown_fields(doc, spec, FLEET_FIELDS, errors)
+    _unknown_fields(doc, spec, _FLEET_FIELDS, errors)
     git = inputs.git
     if not isinstance(spec.get("stateBranch") or "", str):
         errors.found.append(ManifestError("spec.stateBranch must be a branch name (a string)",

@@ -257,14 +257,15 @@ CHUNK_ITEMS = 1000  # items parsed at once when reading the file as written
 
 
 def read_placements(data: bytes | None) -> tuple[dict[JobKey, PriorPlacement], list[Problem]]:
-    """The previous state's decisions; a damaged file is reported, never fatal.
+    """The previous state's decisions, and what is damaged in the file (a reconcile
+    stops at it: see ``pipeline.damaged_state``).
 
     The file as ``render_placements`` writes it is read a chunk of items at a
     time, so that the node tree of the whole file (a few GiB for 100,000
     jobs) is never held; any other file, or one a chunk of which does not
     read back as its items, is read whole.
     """
-    if not data:
+    if data is None:
         return {}, []
     if _as_written(data):
         got = _read_in_chunks(data)

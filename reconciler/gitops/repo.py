@@ -152,26 +152,16 @@ class FleetRepo:
                               cwd=self.root, capture_output=True, check=False)
         return proc.returncode == 0
 
-    def checked_out(self, ref: str) -> str | None:
-        """The folder of the work tree (this one or a linked one) that has branch
-        ``ref`` checked out, if one has."""
-        out = self.run("worktree", "list", "--porcelain", check=False).decode(
-            "utf-8", "surrogateescape")
-        for block in out.split("\n\n"):
-            lines = block.splitlines()
-            if f"branch {ref}" in lines and lines and lines[0].startswith("worktree "):
-                return lines[0].removeprefix("worktree ")
-        return None
-
-    def ref_in_the_way(self, ref: str) -> str | None:
-        """A branch that keeps ``ref`` from being made (``a/b`` and ``a`` cannot both be)."""
-        branches = self.run("for-each-ref", "--format=%(refname)", "refs/heads/",
-                            check=False).decode("utf-8", "surrogateescape").split("\n")
-        for other in branches:
-            if other and other != ref and (ref.startswith(other + "/") or
-                                           other.startswith(ref + "/")):
-                return other
-        return None
+    def branches(self) -> dict[str, tuple[str, str]]:
+        """Every branch: its ref -> (its commit, the folder of the work tree that
+        has it checked out, this one or a linked one, else ""). One git command."""
+        out = self.run("for-each-ref", "--format=%(refname)%00%(objectname)%00%(worktreepath)",
+                       "refs/heads/", check=False).decode("utf-8", "surrogateescape")
+        got = {}
+        for line in out.splitlines():
+            ref, sha, where = [*line.split("\0"), "", ""][:3]
+            got[ref] = (sha, where)
+        return got
 
     def full_name(self, rev: str) -> str | None:
         """The ref ``rev`` names in full (``refs/heads/main``), if it names one."""
