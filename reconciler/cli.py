@@ -25,18 +25,24 @@ from reconciler import __version__
 from reconciler.core.explain import explain_decision
 from reconciler.core.model import Phase, PreemptionPolicy
 from reconciler.fleet.cache import Cache
+from reconciler.fleet.documents import parse_documents
+from reconciler.fleet.observed import ClusterReport, cluster_report
 from reconciler.fleet.state import decision_item
 from reconciler.gitops.repo import FleetRepo, GitError
 from reconciler.pipeline import (
     Computed,
     Outcome,
+    ParsedJobs,
     Round,
     check_source,
     compute,
     damaged_state,
     diff_trees,
     parse_now,
+    read_inputs,
     reconcile,
+    record_reports,
+    rfc3339,
     save_read,
     settings_branch,
     settings_remote,
@@ -379,6 +385,87 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """A member cluster's report from ``kubectl get -o yaml`` output: its jobs
+    (and nodes, when listed), committed beside the state."""
+    repo = FleetRepo(args.repo)
+    now = parse_now(args.now)
+    where = "<stdin>" if args.file == "-" else args.file
+    try:
+        data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    except OSError as exc:
+        raise GitError(f"cannot read {where}: {exc.strerror}") from exc
+    docs, problem = parse_documents(where, data)
+    if problem is not None:
+        print(problems_text([problem]), file=sys.stderr)
+        print("fleetq: nothing recorded; fix the input (the output of kubectl get ... -o yaml)",
+              file=sys.stderr)
+        return EXIT_USAGE
+    report = cluster_report(args.cluster, rfc3339(now), [d.value for d in docs], where=where,
+                            complete=args.complete)
+    return _record(repo, args, [report], now)
+
+
+def cmd_observe(args: argparse.Namespace) -> int:
+    """Read each member cluster through its kubeconfig context and commit its report."""
+    from reconciler.kube.observe import ObserveError, read_cluster
+
+    repo = FleetRepo(args.repo)
+    now = parse_now(args.now)
+    check_source(repo, args.source)
+    cache = _cache(repo, args)
+    _, inputs = read_inputs(repo, args.source, cache if cache is not None else ParsedJobs(),
+                            cache)
+    clusters = {c.name: c for c in inputs.clusters}
+    unknown = [name for name in args.cluster if name not in clusters]
+    if unknown:
+        raise GitError(f"no MemberCluster named {', '.join(unknown)} in {args.source}; the "
+                       f"fleet has {', '.join(sorted(clusters)) or 'none'}")
+    reports: list[ClusterReport] = []
+    failed = 0
+    for name in args.cluster or sorted(clusters):
+        context = clusters[name].kubeconfig_context or (name if args.cluster else None)
+        if context is None:
+            print(f"{name}: skipped: no spec.kubeconfigContext (set one, name it with "
+                  f"--cluster to use the context {name!r}, or send its report with "
+                  f"fleetq report)", file=sys.stderr)
+            continue
+        try:
+            objects, notes = read_cluster(context, args.kubeconfig)
+        except ObserveError as exc:
+            print(f"fleetq: {name}: {exc}; its last report stays", file=sys.stderr)
+            failed += 1
+            continue
+        for note in notes:
+            print(f"{name}: {note}", file=sys.stderr)
+        reports.append(cluster_report(name, rfc3339(now), objects, where=f"context {context}",
+                                      nodes_read=True, complete=True))
+    code = _record(repo, args, reports, now) if reports else EXIT_OK
+    return EXIT_PROBLEMS if failed else code
+
+
+def _record(repo: FleetRepo, args: argparse.Namespace, reports: list[ClusterReport],
+            now: dt.datetime) -> int:
+    for report in reports:
+        if report.problems:
+            print(problems_text(report.problems), file=sys.stderr)
+        if report.skipped:
+            print(f"{report.cluster}: left out {report.skipped} object(s) fleetq does not "
+                  f"manage (no label fleetq.io/managed-by: fleetq, or not a job kind)",
+                  file=sys.stderr)
+    remote = _remote(repo, args, args.source)
+    branch, sha = record_reports(repo, reports, source_rev=args.source,
+                                 state_branch=args.state_branch, remote=remote, now=now)
+    for report in reports:
+        if repo.tree_id(state_ref(branch), f"clusters/{report.cluster}") is None:
+            print(f"warning: no job of the state runs on {report.cluster} (is it the name of a "
+                  f"MemberCluster?)", file=sys.stderr)
+    said = "; ".join(r.summary() for r in reports)
+    print(f"committed {sha[:12]} to {branch}: {said}; run fleetq reconcile to act on it"
+          if sha else f"no change: {branch} has these reports already")
+    return EXIT_OK
+
+
 def template_dir() -> Path:
     here = Path(__file__).resolve().parent
     for candidate in (here / "fleet-repo-template", here.parent / "fleet-repo-template"):
@@ -524,6 +611,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--now", default=None)
     no_cache(p)
     p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("report", help="record a member cluster's jobs and nodes from "
+                       "kubectl get -o yaml output")
+    common(p, output=False)
+    p.add_argument("--cluster", required=True, help="the MemberCluster reported on")
+    p.add_argument("-f", "--file", default="-", help="kubectl get ... -o yaml output "
+                   "(default: standard input)")
+    p.add_argument("--complete", action="store_true", help="the input lists every job of "
+                   "every kind fleetq places (a job missing from it is not on the cluster, "
+                   "and counts as not running for failover)")
+    p.add_argument("--source", default="HEAD", help="source revision (for fleet.yaml)")
+    p.add_argument("--state-branch", default=None)
+    p.add_argument("--remote", default=None, help="push the report to this remote "
+                   "(default: fleet.yaml's spec.remote; '' for none)")
+    p.add_argument("--now", default=None, help="the time of the report (RFC 3339)")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("observe", help="read the member clusters through the Kubernetes API "
+                       "and record their jobs and nodes")
+    common(p, output=False)
+    p.add_argument("--cluster", action="append", default=[],
+                   help="only this MemberCluster (repeat for more; default: every one with "
+                        "spec.kubeconfigContext)")
+    p.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG or ~/.kube/config")
+    p.add_argument("--source", default="HEAD", help="source revision (for the clusters)")
+    p.add_argument("--state-branch", default=None)
+    p.add_argument("--remote", default=None, help="push the reports to this remote "
+                   "(default: fleet.yaml's spec.remote; '' for none)")
+    p.add_argument("--now", default=None, help="the time of the reports (RFC 3339)")
+    no_cache(p)
+    p.set_defaults(func=cmd_observe)
 
     p = sub.add_parser("demo", help="run the whole loop on the bundled template, in a "
                        "temporary git repo")

@@ -29,6 +29,7 @@ from reconciler.core.cycle import (
     reconcile_cycle,
 )
 from reconciler.core.model import Decision, JobKey, Phase, PriorPlacement
+from reconciler.core.outcomes import ClusterObservation, Outcomes, apply_observations, finish
 from reconciler.core.problems import Problem
 from reconciler.core.quota import QuotaTree, max_changed
 from reconciler.fleet.cache import Cache
@@ -50,6 +51,7 @@ from reconciler.fleet.inputs import (
     read_fleet_settings,
 )
 from reconciler.fleet.jobs import JobSource
+from reconciler.fleet.observed import STATUS_DIR, ClusterReport, read_status
 from reconciler.fleet.state import (
     PLACEMENTS,
     Written,
@@ -76,6 +78,7 @@ from reconciler.render.overlays import Overlays
 TRAILER = "Fleet-Source-Commit"
 TREE_TRAILER = "Fleet-Source-Tree"
 FORMAT_TRAILER = "Fleet-Format"
+OBSERVED_TRAILER = "Fleet-Observed"  # the status/ folder the decisions read ("none")
 STATE_FORMAT = f"1 fleetq/{__version__}"  # a state made by another format is recomputed
 DEFAULT_IDENTITY = Identity("fleetq", "fleetq@localhost")
 CARRIED_OVER = ("inventory/", "status/")
@@ -102,6 +105,7 @@ class Computed:
     state_base: str | None
     state_tree: str | None
     rendered_from: dict[str, str] = field(default_factory=dict)  # RenderedTree.inputs
+    observed: str | None = None  # the status/ folder of the state it was decided from
     changes: list[str] = field(default_factory=list)
     written: Written = field(default_factory=dict)  # each decision read back, its item
 
@@ -301,11 +305,21 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
             if state_problems:
                 raise GitError(damaged_state(state_base, state_problems[0]))
     settled = _settled(repo, store, info, state_info, prior, read_before, inputs)
-    cycle_input = _cycle_input(inputs, prior, info, now, settled)
+    observations = read_observations(repo, previous_entries, problems)
+    outcomes = apply_observations(_blob_getter(inputs), prior, observations,
+                                  inputs.policies) if prior else None
+    if outcomes is not None and outcomes.failovers:
+        settled = frozenset()  # (jobs went back to their queues: nothing is as it was)
+    cycle_input = _cycle_input(inputs, prior, info, now, settled, outcomes)
     progress("scheduling")
     ahead = cache.take_ahead(state_base) if cache is not None and state_base else None
+    if ahead is not None and outcomes is not None and outcomes.changed:
+        ahead = None  # (done ahead for the state as it was)
     result = reconcile_cycle(cycle_input, ahead, progress)
     del ahead
+    if outcomes is not None:
+        result.decisions, touched = finish(result.decisions, outcomes)
+        result.from_prior = result.from_prior - touched
     progress("rendering")
     # (the cycle's priors are ``before``'s, which the cache has as this version wrote them)
     placements, written = render_placements_reusing(result.decisions, before,
@@ -317,7 +331,9 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     kept_paths = [p for d in result.decisions if d.kept
                   for p in previous_entries if p.startswith(f"clusters/{d.cluster}/")]
     previous_bytes = repo.read_blobs(previous_entries[p] for p in kept_paths)
-    previous = {p: previous_bytes[previous_entries[p]] for p in kept_paths}
+    previous: dict[str, bytes | str] = {p: previous_bytes[previous_entries[p]]
+                                        for p in kept_paths}
+    previous.update(_left_in_place(result.decisions, previous_entries))
     overlays = Overlays(inputs.templates)
     rendered = render_state(result.decisions, inputs, _manifest_of, previous, overlays, reuse)
     out.update(rendered.files)
@@ -328,20 +344,78 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                           + rendered.problems + cache_problems(cache)))
     computed = Computed(source=info, inputs=inputs, result=result, prior=prior, files=out,
                         problems=problems, state_base=state_base, state_tree=state_tree,
-                        rendered_from=rendered.inputs, written=written)
+                        rendered_from=rendered.inputs, written=written,
+                        observed=observed_tree(repo, state_base) if state_base else None)
     computed.changes = describe_changes(prior, result.decisions)
     return computed
 
 
 def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info: CommitInfo,
-                 now: dt.datetime, settled: frozenset[JobKey]) -> CycleInput:
+                 now: dt.datetime, settled: frozenset[JobKey],
+                 outcomes: Outcomes | None = None) -> CycleInput:
+    """The cycle's input; with ``outcomes``, the jobs that ended are left out
+    (they hold nothing, as deleted jobs), the previous state is as the
+    clusters' reports leave it, and no job goes where it failed."""
+    jobs = tuple(s.job for s in inputs.jobs.values())
+    if outcomes is not None and outcomes.ended:
+        ended = outcomes.ended
+        jobs = tuple(j for j in jobs if j.key not in ended)
     return CycleInput(
-        jobs=tuple(s.job for s in inputs.jobs.values()), tree=inputs.tree,
+        jobs=jobs, tree=inputs.tree,
         clusters=tuple(inputs.clusters), policies=tuple(inputs.policies),
         priority_classes=inputs.priority_classes, default_priority=inputs.default_priority,
-        workload_priority_classes=inputs.workload_priority_classes, prior=prior,
+        workload_priority_classes=inputs.workload_priority_classes,
+        prior=outcomes.prior if outcomes is not None else prior,
         source_time=info.committed_at, now=rfc3339(now), invalid=tuple(inputs.invalid),
-        broken_paths=inputs.broken_paths, settings=inputs.settings, settled=settled)
+        broken_paths=inputs.broken_paths, settings=inputs.settings, settled=settled,
+        excluded=outcomes.failed_on if outcomes is not None else {})
+
+
+def _blob_getter(inputs: FleetInputs) -> Callable[[JobKey], str | None]:
+    jobs = inputs.jobs
+
+    def blob_of(key: JobKey) -> str | None:
+        source = jobs.get(key)
+        return source.job.blob if source is not None else None
+    return blob_of
+
+
+def read_observations(repo: FleetRepo, entries: dict[str, str], problems: list[Problem]
+                      ) -> dict[str, ClusterObservation]:
+    """The member clusters' reports in the state tree (``entries``: its files),
+    by cluster; a report that cannot be read is left out, and said (a warning:
+    the jobs it would have told of stay as they are)."""
+    paths = sorted(p for p in entries if p.startswith(STATUS_DIR) and p.count("/") == 1
+                   and p.endswith(".yaml"))
+    if not paths:
+        return {}
+    blobs = repo.read_blobs(entries[p] for p in paths)
+    out = {}
+    for path in paths:
+        report, said = read_status(path, blobs[entries[path]])
+        problems.extend(Problem(p.path, p.line, p.message, "warning") for p in said)
+        if report is not None:
+            out[report.cluster] = report
+    return out
+
+
+def _left_in_place(decisions: list[Decision], entries: dict[str, str]) -> dict[str, str]:
+    """The files (path -> blob id) of the previous state that stay where they
+    are: a Finished or Failed job's on its cluster, and the old copies of a
+    job that fails over (``keptOn``)."""
+    out = {}
+    for d in decisions:
+        where = d.kept_on
+        if d.phase in (Phase.FINISHED, Phase.FAILED) and d.cluster is not None:
+            where = (d.cluster, *where)
+        for cluster in where:
+            prefix = f"clusters/{cluster}/{d.key.namespace}/"
+            for suffix in (f"{d.key.kind.lower()}-{d.key.name}.yaml",
+                           f"podgroup-{d.key.name}.yaml"):
+                sha = entries.get(prefix + suffix)
+                if sha is not None:
+                    out[prefix + suffix] = sha
+    return out
 
 
 def prepare_next(cache: Cache, state: str, source: CommitInfo, now: dt.datetime) -> bool:
@@ -616,10 +690,24 @@ def describe_changes(prior: dict[JobKey, PriorPlacement],
         before = prior.get(d.key)
         if before is not None:
             found += 1
-            if before is d or (before.phase is d.phase and before.cluster == d.cluster):
+            if before is d or (before.phase is d.phase and before.cluster == d.cluster
+                               and before.kept_on == d.kept_on):
                 continue
         name = f"{d.key.kind} {d.key.namespace}/{d.key.name}"
-        if d.phase is Phase.ADMITTED:
+        if before is not None and before.kept_on and not d.kept_on:
+            lines.append(f"purge {name} from {', '.join(before.kept_on)}: its new placement "
+                         f"runs")
+            if before.phase is d.phase and before.cluster == d.cluster:
+                continue
+        if d.phase in (Phase.FINISHED, Phase.FAILED):
+            lines.append(f"{d.phase.value.lower()} {name} on {d.cluster} (it stays there)")
+        elif d.failed_on and before is not None and before.phase is Phase.ADMITTED \
+                and before.cluster in d.failed_on:
+            kept = " (its copy stays there until the new placement runs)" \
+                if before.cluster in d.kept_on else ""
+            to = f" -> {d.cluster}" if d.phase is Phase.ADMITTED else f": {d.phase.value.lower()}"
+            lines.append(f"fail over {name} from {before.cluster}{to}{kept}")
+        elif d.phase is Phase.ADMITTED:
             pods = ", ".join(f"{p.name} {p.replicas}" for p in d.pod_sets)
             lines.append(f"admit {name} -> {d.cluster} ({pods})")
         elif d.preempted_by and before is not None and before.phase is Phase.ADMITTED:
@@ -636,9 +724,10 @@ def describe_changes(prior: dict[JobKey, PriorPlacement],
     return lines
 
 
-def identity(inputs: FleetInputs) -> Identity:
-    name = os.environ.get("GIT_COMMITTER_NAME") or inputs.git.committer_name
-    email = os.environ.get("GIT_COMMITTER_EMAIL") or inputs.git.committer_email
+def identity(inputs: FleetInputs | GitSettings) -> Identity:
+    git = inputs.git if isinstance(inputs, FleetInputs) else inputs
+    name = os.environ.get("GIT_COMMITTER_NAME") or git.committer_name
+    email = os.environ.get("GIT_COMMITTER_EMAIL") or git.committer_email
     return Identity(name or DEFAULT_IDENTITY.name, email or DEFAULT_IDENTITY.email)
 
 
@@ -658,7 +747,9 @@ def commit_message(computed: Computed, overlays: Overlays) -> str:
                "decisions": computed.result.decisions}
     message = overlays.commit_message(context, computed.problems).rstrip()
     return (f"{message}\n\n{TREE_TRAILER}: {computed.source.tree}\n"
-            f"{FORMAT_TRAILER}: {STATE_FORMAT}\n{TRAILER}: {computed.source.sha}\n")
+            f"{FORMAT_TRAILER}: {STATE_FORMAT}\n"
+            f"{OBSERVED_TRAILER}: {computed.observed or NO_OBSERVATIONS}\n"
+            f"{TRAILER}: {computed.source.sha}\n")
 
 
 def trailers(message: str) -> dict[str, str]:
@@ -683,9 +774,18 @@ def up_to_date(repo: FleetRepo, source_rev: str, base: str | None) -> CommitInfo
         return None
     source = repo.commit_info(sha)
     found = trailers(repo.commit_info(base).message)
-    if found.get(TREE_TRAILER) == source.tree and found.get(FORMAT_TRAILER) == STATE_FORMAT:
+    if found.get(TREE_TRAILER) == source.tree and found.get(FORMAT_TRAILER) == STATE_FORMAT \
+            and found.get(OBSERVED_TRAILER, NO_OBSERVATIONS) == observed_tree(repo, base):
         return source
     return None
+
+
+NO_OBSERVATIONS = "none"
+
+
+def observed_tree(repo: FleetRepo, state: str) -> str:
+    """The id of state commit ``state``'s ``status/`` folder (``none``)."""
+    return repo.tree_id(state, STATUS_DIR.rstrip("/")) or NO_OBSERVATIONS
 
 
 def state_ref(branch: str) -> str:
@@ -727,7 +827,7 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
                                progress=progress, cache=cache, save_behind=later is None)
             progress("writing the state tree")
             tree = repo.write_tree(computed.files)
-            if tree == computed.state_tree:
+            if tree == computed.state_tree and not _observed_anew(repo, computed):
                 _follow_remote(repo, remote, branch, base)
                 _save_cache(cache, computed, base, later)
                 return Outcome(computed, None, attempt, source=computed.source, state=base)
@@ -744,6 +844,62 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
                 continue
             _save_cache(cache, computed, sha, later)
             return Outcome(computed, sha, attempt, source=computed.source, state=sha)
+    raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
+
+
+def _observed_anew(repo: FleetRepo, computed: Computed) -> bool:
+    """Whether the state was decided without the clusters' reports it now has:
+    then its commit says it has taken them in, though no decision changed, so
+    that the next reconcile finds it up to date."""
+    base = computed.state_base
+    return base is not None and trailers(repo.commit_info(base).message).get(
+        OBSERVED_TRAILER, NO_OBSERVATIONS) != (computed.observed or NO_OBSERVATIONS)
+
+
+def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
+                   source_rev: str = "HEAD", state_branch: str | None = None,
+                   remote: str | None = None, now: dt.datetime | None = None,
+                   progress: Progress = _quiet) -> tuple[str, str | None]:
+    """Commit the member clusters' ``reports`` (``status/`` and ``inventory/``
+    files) onto the state branch, beside the state: (the branch, the new
+    commit, or None when they said nothing new). The commit keeps the state's
+    trailers, so the next reconcile finds the state made from the same source
+    but not from these reports, and decides again. Retried, as a reconcile is,
+    when another writer moves the branch first."""
+    when = now or parse_now(None)
+    branch = state_branch or settings_branch(repo, source_rev)
+    check_state_branch(repo, branch, source_rev)
+    for _ in range(MAX_ATTEMPTS):
+        base = repo.fetch(remote, branch) if remote else repo.resolve(state_ref(branch))
+        if base is None:
+            raise GitError(f"there is no state on {branch!r} yet: run fleetq reconcile first "
+                           f"(reports are kept beside the state it makes)")
+        info = repo.commit_info(base)
+        files: dict[str, bytes | str] = {e.path: e.sha for e in repo.list_tree(base)
+                                         if e.type == "blob"}
+        for report in reports:
+            files.update(report.files())
+        tree = repo.write_tree(files)
+        if tree == info.tree:
+            _follow_remote(repo, remote, branch, base)
+            return branch, None
+        kept = trailers(info.message)
+        carried = "".join(f"{name}: {kept[name]}\n" for name in
+                          (TREE_TRAILER, FORMAT_TRAILER, OBSERVED_TRAILER, TRAILER)
+                          if name in kept)
+        title = "; ".join(r.summary() for r in reports)
+        message = f"Report {title}\n\n{carried}"
+        sha = repo.write_commit(tree=tree, parents=[base], message=message,
+                                identity=identity(fleet_git(repo, source_rev)), when=when)
+        if remote:
+            if not repo.push_with_lease(remote, branch, sha, base):
+                progress(f"state branch moved on {remote}; trying again")
+                continue
+            repo.run("update-ref", state_ref(branch), sha)
+        elif not repo.update_ref(state_ref(branch), sha, base):
+            progress("state branch moved; trying again")
+            continue
+        return branch, sha
     raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import heapq
 import operator
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 
 from reconciler.core.gang import ClusterState, Fit, Ranking, job_cluster_total
@@ -108,6 +108,9 @@ class CycleInput:
     # the limits it meets now, so it is not tried again until something that
     # could help it happens (see step 2).
     settled: frozenset[JobKey] = frozenset()
+    # Per job, the member clusters it failed on (failover, ``core.outcomes``):
+    # never among its candidates again.
+    excluded: Mapping[JobKey, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -141,7 +144,9 @@ class _Pending:
     total: Resources
     prior: PriorPlacement | None
     shape: tuple[object, ...] = field(init=False)
-    like: tuple[str, str] = field(init=False)  # (policy ref, kind ref)
+    # (policy ref, kind ref, and the clusters it failed on, if any): jobs alike
+    # have the same candidate clusters
+    like: tuple[str, ...] = field(init=False)
     # whether it may reclaim is the same for jobs alike (see _may_reclaim); the
     # cycle swaps it for a number, the same for the same key
     reclaims_like: object = field(init=False)
@@ -417,7 +422,8 @@ class Ahead:
                 and was.priority_classes == inp.priority_classes
                 and was.default_priority == inp.default_priority
                 and was.workload_priority_classes == inp.workload_priority_classes
-                and was.invalid == inp.invalid and was.broken_paths == inp.broken_paths):
+                and was.invalid == inp.invalid and was.broken_paths == inp.broken_paths
+                and was.excluded == inp.excluded):
             return False
         if (self._needs_source_time and was.source_time != inp.source_time) or \
                 (self._needs_now and was.now != inp.now):
@@ -538,8 +544,8 @@ class _Cycle:
         self.blocked_by: dict[JobKey, str] = {}  # StrictFIFO: the job -> the head blocking it
         self._copies: dict[JobKey, list[tuple[ClusterState, Fit]]] = {}
         self._groups_cache: dict[tuple[str, str], tuple[list[list[str]], list[str]]] = {}
-        self._candidates: dict[tuple[str, str], frozenset[str]] = {}
-        self._sorted_candidates: dict[tuple[str, str], list[str]] = {}
+        self._candidates: dict[tuple[str, ...], frozenset[str]] = {}
+        self._sorted_candidates: dict[tuple[str, ...], list[str]] = {}
         self._reclaim_keys: dict[object, int] = {}  # _Pending.reclaims_like -> its number
         self._never_fit_cache: dict[tuple[object, ...], str | None] = {}
         # pod shape -> cluster -> its removals when the shape last did not fit there
@@ -678,12 +684,18 @@ class _Cycle:
                     f"{job.api_version} {key.kind} {key.namespace}/{key.name}; {fix}"))
                 continue
             groups, notes = self._groups(policy, key.kind_ref)
+            excluded = inp.excluded.get(key)
+            if excluded:  # failover: never again where it failed
+                groups = [[n for n in g if n not in excluded] for g in groups]
+                notes = [*notes, *(f"{n}: it failed there" for n in excluded)]
             self.decisions[key] = base
             p = self.pending[key] = _Pending(
                 job=job, policy=policy, quota=quota, priority=priority, enqueued_at=enqueued,
                 groups=groups, notes=notes, total=job_cluster_total(job.pod_sets), prior=prior)
             # (a number is hashed at once; the tuple, again at each look-up)
             p.reclaims_like = reclaim_keys.setdefault(p.reclaims_like, len(reclaim_keys))
+            if excluded:
+                p.like = (*p.like, *excluded)
 
     def _candidate_set(self, p: _Pending) -> frozenset[str]:
         ck = p.like

@@ -30,7 +30,24 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
              + (f" on {d.cluster}" if d.cluster else "")
              + (f", position {d.position} in queue {d.quota}" if d.position else "") + "."]
     lines.append(f"Reason: {d.reason}")
+    if d.failed_on:
+        lines.append(f"It failed on {', '.join(d.failed_on)} and fails over: it is never "
+                     f"placed there again.")
+    if d.kept_on:
+        lines.append(f"Its earlier copy stays on {', '.join(d.kept_on)} until its new "
+                     f"placement is reported running (its policy's failover purgeMode).")
     if d.phase is Phase.ADMITTED:
+        return lines
+    if d.phase is Phase.FINISHED:
+        lines.append("It holds no quota or room; it stays on its cluster (for its history) "
+                     "until its file is deleted. To run it again, push it under a new name.")
+        return lines
+    if d.phase is Phase.FAILED:
+        lines.append("It holds no quota or room and is not run again (a failed Kubernetes "
+                     "job does not restart when its manifest changes): fix the cause and "
+                     "push it under a new name, or give its policy failover.application to "
+                     "place failed jobs on another cluster. Deleting its file removes it "
+                     "from the cluster.")
         return lines
     if d.phase is Phase.INVALID:
         lines.append("To run it: fix the manifest at the place named above; "

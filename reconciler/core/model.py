@@ -408,6 +408,12 @@ class Decision:
     nodes: tuple[tuple[str, str, int], ...] = ()  # resourceReservation: (node, pod set, pods)
     kept: bool = False  # admitted on its last good version; the source is invalid now
     policy: str | None = None
+    # observed outcomes (``core.outcomes``): when a Finished or Failed job ended,
+    # the clusters it failed on (failover places it elsewhere), and the clusters
+    # that still hold the copy of an earlier placement (failover's purgeMode)
+    ended_at: str | None = None
+    failed_on: tuple[str, ...] = ()
+    kept_on: tuple[str, ...] = ()
 
 
 PriorPlacement = Decision  # what the previous state branch said of a job, read back

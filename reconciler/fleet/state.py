@@ -112,6 +112,12 @@ def decision_item(d: Decision) -> dict[str, Any]:
         item["sourceInvalid"] = True
     if d.policy is not None:
         item["policy"] = d.policy
+    if d.ended_at is not None:
+        item["endedAt"] = d.ended_at
+    if d.failed_on:
+        item["failedOn"] = list(d.failed_on)
+    if d.kept_on:
+        item["keptOn"] = list(d.kept_on)
     item["reason"] = d.reason
     return item
 
@@ -170,6 +176,14 @@ def _item_text(d: Decision, s: Any = yamltext.scalar, f: Any = yamltext.flow_sca
         out.append("  sourceInvalid: true")
     if d.policy is not None:
         out.append(f"  policy: {s(d.policy)}")
+    if d.ended_at is not None:
+        out.append(f"  endedAt: {s(d.ended_at)}")
+    if d.failed_on:
+        out.append("  failedOn:")
+        out.extend(f"    - {s(c)}" for c in d.failed_on)
+    if d.kept_on:
+        out.append("  keptOn:")
+        out.extend(f"    - {s(c)}" for c in d.kept_on)
     out.append(f"  reason: {s(d.reason)}")
     return "\n".join(out)
 
@@ -478,7 +492,14 @@ def prior_from_item(item: Mapping[str, Any]) -> PriorPlacement:
                            for node, sets in (item.get("nodes") or {}).items()
                            for ps, n in sets.items())),
         policy=item.get("policy"),
-        api_version=api_version, position=_position(item.get("position")))
+        api_version=api_version, position=_position(item.get("position")),
+        ended_at=_text(item.get("endedAt")),
+        failed_on=tuple(str(c) for c in item.get("failedOn") or ()),
+        kept_on=tuple(str(c) for c in item.get("keptOn") or ()))
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _position(value: Any) -> int | None:

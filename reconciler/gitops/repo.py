@@ -268,6 +268,13 @@ class FleetRepo:
         return parts[2] if len(parts) == 3 and parts[1] == "blob" and name == path.encode() \
             else None
 
+    def tree_id(self, rev: str, path: str) -> str | None:
+        """The id of the folder ``path`` of commit ``rev``, else ``None``."""
+        self.settle()
+        proc = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{rev}:{path}"],
+                              cwd=self.root, capture_output=True, check=False)
+        return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
     def read_file(self, rev: str, path: str) -> bytes | None:
         self.settle()
         proc = subprocess.run(["git", "cat-file", "blob", f"{rev}:{path}"], cwd=self.root,

@@ -17,6 +17,7 @@ from functools import lru_cache
 from types import ModuleType
 from typing import Any, Protocol
 
+from reconciler.core.outcomes import ObservedPhase
 from reconciler.core.resources import Resources, add_into, pointwise_max
 
 Manifest = dict[str, Any]
@@ -49,6 +50,14 @@ class JobKind(Protocol):
     def set_suspended(self, obj: Manifest, suspended: bool) -> None: ...
 
     def scheduling_priority_class(self, obj: Manifest) -> str | None: ...
+
+    def observed_phase(self, obj: Manifest) -> Observed:
+        """Where a job read from a member cluster is, by its ``status``."""
+        ...
+
+
+# (phase, since when, message): a job as its member cluster shows it
+Observed = tuple[ObservedPhase, str | None, str]
 
 
 QUANTITY_MODULE = "kubernetes.utils.quantity"
@@ -229,4 +238,29 @@ def set_run_policy_suspend(obj: Manifest, suspended: bool) -> None:
 def run_policy_priority_class(obj: Manifest) -> str | None:
     sp = mapping_at(obj, "spec", "runPolicy", "schedulingPolicy")
     value = sp.get("priorityClass") if sp else None
+    return str(value) if value else None
+
+
+def conditions_phase(obj: Manifest, *, succeeded: str = "Succeeded", failed: str = "Failed",
+                     running: str = "Running") -> Observed:
+    """A job's phase by its ``status.conditions`` (Kubeflow's and batch/v1's):
+    the last true one of ``succeeded`` and ``failed`` ends it; else a true
+    ``running`` one runs it; else it is pending."""
+    status = obj.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    true = [c for c in conditions or () if isinstance(c, Mapping)
+            and str(c.get("status")) == "True"] if isinstance(conditions, list) else []
+    ended = [c for c in true if c.get("type") in (succeeded, failed)]
+    if ended:
+        last = max(ended, key=lambda c: str(c.get("lastTransitionTime") or ""))
+        return (ObservedPhase.SUCCEEDED if last.get("type") == succeeded
+                else ObservedPhase.FAILED, _time(last), str(last.get("message") or ""))
+    for c in true:
+        if c.get("type") == running:
+            return ObservedPhase.RUNNING, _time(c), ""
+    return ObservedPhase.PENDING, None, ""
+
+
+def _time(condition: Mapping[str, Any]) -> str | None:
+    value = condition.get("lastTransitionTime") or condition.get("lastUpdateTime")
     return str(value) if value else None

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from reconciler.core.outcomes import ObservedPhase
 from reconciler.jobkinds.base import (
     Manifest,
     ManifestError,
+    Observed,
     PodTemplateRef,
+    conditions_phase,
     mapping_at,
     replicas_of,
 )
@@ -33,3 +36,13 @@ class BatchJobKind:
 
     def scheduling_priority_class(self, obj: Manifest) -> str | None:
         return None
+
+    def observed_phase(self, obj: Manifest) -> Observed:
+        """Complete or Failed ends it; pods active run it (since its startTime)."""
+        phase = conditions_phase(obj, succeeded="Complete")
+        status = obj.get("status")
+        if phase[0] is ObservedPhase.PENDING and isinstance(status, dict) \
+                and isinstance(status.get("active"), int) and status["active"] > 0:
+            started = status.get("startTime")
+            return ObservedPhase.RUNNING, str(started) if started else None, ""
+        return phase

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from reconciler.jobkinds.base import (
     Manifest,
+    Observed,
     PodTemplateRef,
+    conditions_phase,
     replica_specs,
     run_policy_priority_class,
     set_run_policy_suspend,
@@ -29,3 +31,6 @@ class MPIJobKind:
 
     def scheduling_priority_class(self, obj: Manifest) -> str | None:
         return run_policy_priority_class(obj)
+
+    def observed_phase(self, obj: Manifest) -> Observed:
+        return conditions_phase(obj)

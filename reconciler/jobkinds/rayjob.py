@@ -6,9 +6,11 @@ sets of its own.
 
 from __future__ import annotations
 
+from reconciler.core.outcomes import ObservedPhase
 from reconciler.jobkinds.base import (
     Manifest,
     ManifestError,
+    Observed,
     PodTemplateRef,
     mapping_at,
     replicas_of,
@@ -56,3 +58,24 @@ class RayJobKind:
 
     def scheduling_priority_class(self, obj: Manifest) -> str | None:
         return None
+
+    def observed_phase(self, obj: Manifest) -> Observed:
+        """By KubeRay's ``status.jobDeploymentStatus`` (Complete, Failed,
+        Running, ...) and ``status.jobStatus`` (SUCCEEDED, FAILED, STOPPED, ...)."""
+        status = obj.get("status")
+        if not isinstance(status, dict):
+            return ObservedPhase.PENDING, None, ""
+        deployment = str(status.get("jobDeploymentStatus") or "")
+        job = str(status.get("jobStatus") or "")
+        message = str(status.get("message") or "")
+        ended = str(status["endTime"]) if status.get("endTime") else None
+        if deployment == "Complete" or job in ("SUCCEEDED", "FAILED", "STOPPED"):
+            if job == "SUCCEEDED":
+                return ObservedPhase.SUCCEEDED, ended, message
+            return ObservedPhase.FAILED, ended, message or f"jobStatus {job or 'unknown'}"
+        if deployment == "Failed":
+            return ObservedPhase.FAILED, ended, message or "jobDeploymentStatus Failed"
+        if deployment == "Running" or job == "RUNNING":
+            started = status.get("startTime")
+            return ObservedPhase.RUNNING, str(started) if started else None, message
+        return ObservedPhase.PENDING, None, message

@@ -150,7 +150,7 @@ def _dependency_manifest(dep: Dependency) -> Manifest:
 
 def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
                  manifest_of: Callable[[JobSource], Manifest | None],
-                 previous: Mapping[str, bytes], overlays: Overlays,
+                 previous: Mapping[str, bytes | str], overlays: Overlays,
                  reuse: Mapping[str, tuple[str, str]] | None = None) -> RenderedTree:
     """Every cluster folder of the state tree (placements.yaml is written apart).
 
@@ -170,9 +170,7 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
     clusters = {c.name: c for c in inputs.clusters}
     placed: dict[str, list[Decision]] = {name: [] for name in sorted(clusters)}
     for d in decisions:
-        if d.phase is not Phase.ADMITTED or d.cluster is None:
-            continue
-        for where in (d.cluster, *d.copies):
+        for where in _held_on(d):
             if where in placed:
                 placed[where].append(d)
     work = [(clusters[name], ds) for name, ds in placed.items() if ds]
@@ -200,7 +198,7 @@ PARALLEL_MIN_JOBS = 2000  # fewer jobs to render than this are rendered in one p
 
 def _render_clusters(work: Sequence[tuple[MemberCluster, list[Decision]]], *,
                      inputs: FleetInputs, manifest_of: Callable[[JobSource], Manifest | None],
-                     previous: Mapping[str, bytes], overlays: Overlays,
+                     previous: Mapping[str, bytes | str], overlays: Overlays,
                      reuse: Mapping[str, tuple[str, str]] | None) -> RenderedTree:
     """The folders of the clusters of ``work``, each with its decisions, in order."""
     out = RenderedTree()
@@ -225,14 +223,27 @@ def _render_clusters(work: Sequence[tuple[MemberCluster, list[Decision]]], *,
     return out
 
 
+def _held_on(d: Decision) -> tuple[str, ...]:
+    """The clusters whose folders hold the job of ``d``: where it is admitted
+    (and its copies); where a Finished or Failed job ran (its object stays for
+    its logs and history); and those keeping an old copy (failover)."""
+    if d.cluster is None:
+        return d.kept_on
+    if d.phase is Phase.ADMITTED:
+        return (d.cluster, *d.copies, *d.kept_on)
+    if d.phase in (Phase.FINISHED, Phase.FAILED):
+        return (d.cluster, *d.kept_on)
+    return d.kept_on
+
+
 def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
                 manifest_of: Callable[[JobSource], Manifest | None],
-                previous: Mapping[str, bytes], overlays: Overlays,
+                previous: Mapping[str, bytes | str], overlays: Overlays,
                 policies: Mapping[str, Policy], files: dict[str, bytes | str],
                 out: RenderedTree, reuse: Mapping[str, tuple[str, str]] | None) -> None:
     source = inputs.jobs.get(d.key)
-    if source is None or d.kept:
-        _copy_previous(previous, d, cluster.name, files)
+    if source is None or d.kept or d.phase is not Phase.ADMITTED or cluster.name in d.kept_on:
+        _copy_previous(previous, d, cluster.name, files)  # (as it ran there)
         return
     job_rel = f"{d.key.namespace}/{d.key.kind.lower()}-{d.key.name}.yaml"
     group_rel = f"{d.key.namespace}/podgroup-{d.key.name}.yaml"
@@ -270,7 +281,7 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
                     _dependency_manifest(dep))
 
 
-def _copy_previous(previous: Mapping[str, bytes], d: Decision, cluster: str,
+def _copy_previous(previous: Mapping[str, bytes | str], d: Decision, cluster: str,
                    files: dict[str, bytes | str]) -> None:
     prefix = f"clusters/{cluster}/{d.key.namespace}/"
     for suffix in (f"{d.key.kind.lower()}-{d.key.name}.yaml", f"podgroup-{d.key.name}.yaml"):

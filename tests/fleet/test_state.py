@@ -94,7 +94,8 @@ CHANGES = {"api_version": "kubeflow.org/v2", "path": "jobs/moved.yaml", "blob": 
            "cluster": "elsewhere", "copies": ("c9",), "requests": {"cpu": 3000},
            "admitted_at": "2026-01-02T00:00:00Z", "position": 99, "preempted_by": "Job a/b",
            "preemptions": 4, "preemption_reason": "why not", "policy": "ns/p",
-           "reason": "another reason", "nodes": (("n9", "worker", 1),)}
+           "reason": "another reason", "nodes": (("n9", "worker", 1),),
+           "ended_at": "2026-01-03T00:00:00Z", "failed_on": ("c7",), "kept_on": ("c7", "c8")}
 
 
 def test_items_read_back_as_before_are_taken_as_written_and_the_rest_written_anew() -> None:
@@ -165,6 +166,10 @@ def every_field() -> list[Decision]:
                policy="0x1f"),
         evolve(queued, key=queued.key._replace(name="says-kept"),
                reason="sourceInvalid: true"),
+        evolve(admitted, key=admitted.key._replace(name="ended"), phase=Phase.FINISHED,
+               ended_at="2026-01-03T00:00:00Z"),
+        evolve(queued, key=queued.key._replace(name="failing-over"), failed_on=("c1", "on"),
+               kept_on=("c1",)),
     ]
     return sorted(made + extra, key=lambda d: d.key)
 
@@ -192,6 +197,8 @@ def test_a_states_items_come_from_its_cached_decisions_as_from_its_file(
     assert json.dumps(items) == json.dumps(read) == json.dumps(whole)
     assert [i.get("sourceInvalid") for i in items].count(True) == 1
     assert any(i.get("copies") for i in items) and any(i.get("preemptedBy") for i in items)
+    assert any(i.get("failedOn") == ["c1", "on"] and i.get("keptOn") == ["c1"] for i in items)
+    assert any(i.get("endedAt") for i in items)
 
 
 def test_no_items_make_the_file_of_none() -> None:

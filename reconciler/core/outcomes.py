@@ -1,0 +1,249 @@
+"""What the member clusters report of the jobs placed there, turned into decisions.
+
+``status/<cluster>.yaml`` on the state branch (written by ``fleetq observe`` and
+``fleetq report``) says, for each job a member cluster runs, whether it is
+pending, running, succeeded or failed, and since when. Before the cycle runs,
+``apply_observations`` reads those reports against the previous state:
+
+- a job admitted on a cluster that reports it **succeeded** is ``Finished``,
+  and one that reports it **failed** (its policy has no failover) is
+  ``Failed``: neither holds quota or room any more, and both stay so, and on
+  their cluster, until their file is deleted (an ended Kubernetes job does
+  not run again when its manifest changes: a job under a new name does);
+- with the policy's ``failover.application``, a job that **failed**, or that
+  is still not running ``tolerationSeconds`` after its admission when its
+  cluster reports, is **evicted**: it goes back to its queue keeping its
+  place, and is never placed on that cluster again (``failedOn``). Its old
+  copy is removed at once (``purgeMode`` Immediately or Directly), once the
+  new placement is reported running (Graciously or Gracefully, the default),
+  or never (Never); until then the cluster keeps it (``keptOn``).
+
+A report counts for a placement only when it is about that placement: a
+terminal phase entered before the job's admission is an earlier run's.
+
+Pure: values in, values out. ``pipeline`` gives the cycle the jobs and the
+previous state ``apply_observations`` returns, and ``finish`` the cycle's
+decisions.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from reconciler.core.model import Decision, Failover, JobKey, Phase, Policy, evolve
+
+IMMEDIATE_PURGE = ("Immediately", "Directly")  # purge modes: the old copy goes at once
+NEVER_PURGE = "Never"
+
+
+class ObservedPhase(enum.StrEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedJob:
+    """One job as its member cluster reported it."""
+
+    key: JobKey
+    phase: ObservedPhase
+    since: str | None = None  # when it entered ``phase`` (RFC 3339), when known
+    message: str = ""
+    api_version: str = ""
+
+
+@dataclass(frozen=True)
+class ClusterObservation:
+    """One member cluster's report: the jobs it runs that fleetq placed there."""
+
+    cluster: str
+    observed_at: str
+    jobs: Mapping[JobKey, ObservedJob] = field(default_factory=dict)
+    # every job fleetq placed there is listed: one that is not is not there
+    # (else a job not listed is not judged)
+    complete: bool = False
+
+
+@dataclass
+class Outcomes:
+    """What the reports change before the cycle runs.
+
+    ``ended``: the Finished and Failed jobs' decisions (the cycle leaves them
+    out). ``prior``: the previous state as the cycle is to take it (a job
+    that fails over is back in its queue; a job that ended is as it was, so
+    the cycle frees its quota and room as for a deleted job). ``failed_on``
+    and ``kept_on``: per job, the clusters it failed on and those keeping an
+    old copy. ``failovers``: the jobs that fail over in this reconcile.
+    ``changed``: whether any of it differs from the previous state.
+    """
+
+    ended: dict[JobKey, Decision]
+    prior: dict[JobKey, Decision]
+    failed_on: dict[JobKey, tuple[str, ...]]
+    kept_on: dict[JobKey, tuple[str, ...]]
+    failovers: frozenset[JobKey] = frozenset()
+    changed: bool = False
+    notes: dict[JobKey, str] = field(default_factory=dict)  # why a job failed over
+
+
+def apply_observations(blob_of: Callable[[JobKey], str | None],
+                       prior: Mapping[JobKey, Decision],
+                       observations: Mapping[str, ClusterObservation],
+                       policies: Iterable[Policy]) -> Outcomes:
+    """The outcomes of the previous state's jobs by the clusters' reports (see
+    the module's docstring). ``blob_of``: the blob of the fleet's job of a
+    key (None: no such job); ``policies``: the fleet's, by which a job's
+    policy (its decision's ``policy``) is found."""
+    by_ref = {p.ref: p for p in policies}
+    out = Outcomes(ended={}, prior=dict(prior), failed_on={}, kept_on={})
+    failovers = []
+    for key, p in prior.items():
+        blob = blob_of(key)
+        if blob is None:
+            continue  # deleted: the cycle drops it
+        if p.phase in (Phase.FINISHED, Phase.FAILED):
+            # it ran: its object on the cluster has ended, and a changed manifest
+            # applied to it would not run it again; a new name would
+            out.ended[key] = p if blob == p.blob else evolve(p, blob=blob)
+            continue
+        if p.failed_on:
+            out.failed_on[key] = p.failed_on
+        if p.kept_on:
+            out.kept_on[key] = p.kept_on
+        cluster = p.cluster
+        if p.phase is not Phase.ADMITTED or cluster is None:
+            continue
+        report = observations.get(cluster)
+        seen = report.jobs.get(key) if report is not None else None
+        if seen is not None and not _after(seen.since, p.admitted_at):
+            seen = None  # an earlier run's
+        policy = by_ref.get(p.policy or "")
+        failover = policy.failover if policy is not None else None
+        if seen is not None and seen.phase in (ObservedPhase.RUNNING, ObservedPhase.SUCCEEDED) \
+                and p.kept_on and _purge(failover) != NEVER_PURGE:
+            del out.kept_on[key]  # the new placement runs: the old copies go
+            p = out.prior[key] = evolve(p, kept_on=())
+            out.changed = True
+        assert report is not None or seen is None
+        if seen is not None and seen.phase is ObservedPhase.SUCCEEDED:
+            when = seen.since or report.observed_at  # type: ignore[union-attr]
+            out.ended[key] = _ended(p, Phase.FINISHED, when, (
+                f"succeeded on {p.cluster} at {when}; its quota and room are free again; "
+                f"delete its file to remove it from the cluster"), out)
+        elif seen is not None and seen.phase is ObservedPhase.FAILED and failover is None:
+            when = seen.since or report.observed_at  # type: ignore[union-attr]
+            out.ended[key] = _ended(p, Phase.FAILED, when, (
+                f"failed on {p.cluster} at {when}{_said(seen.message)}; it is not run again: "
+                f"fix the cause and push it under a new name (a policy with "
+                f"failover.application would place it on another cluster)"),
+                out)
+        elif failover is not None and report is not None:
+            why = _fails_over(seen, failover, p, report)
+            if why is not None:
+                failovers.append(key)
+                out.notes[key] = why
+                out.failed_on[key] = tuple(sorted({*p.failed_on, cluster}))
+                if _purge(failover) not in IMMEDIATE_PURGE:
+                    out.kept_on[key] = tuple(sorted({*out.kept_on.get(key, ()), cluster}))
+                out.prior[key] = evolve(p, phase=Phase.QUEUED, cluster=None, nodes=(),
+                                        copies=(), admitted_at=None, position=None,
+                                        failed_on=out.failed_on[key],
+                                        kept_on=out.kept_on.get(key, ()))
+                out.changed = True
+    out.failovers = frozenset(failovers)
+    return out
+
+
+def finish(decisions: list[Decision], outcomes: Outcomes
+           ) -> tuple[list[Decision], frozenset[JobKey]]:
+    """The cycle's ``decisions`` with the ended jobs' in their place (by key),
+    each job's ``failedOn`` and ``keptOn``, and a job that fails over saying
+    why; and the keys of the decisions this changed (or added)."""
+    out, changed = [], []
+    for d in decisions:
+        key = d.key
+        failed_on = outcomes.failed_on.get(key, ())
+        kept_on = outcomes.kept_on.get(key, ())
+        note = outcomes.notes.get(key)
+        if failed_on or kept_on or note or d.failed_on or d.kept_on:
+            reason = d.reason
+            if note is not None:
+                reason = f"{note}; failing over: {reason}"
+            elif failed_on and d.phase is not Phase.ADMITTED:
+                told = f" (it failed on {', '.join(failed_on)}: never placed there again)"
+                reason = reason if reason.endswith(told) else reason + told
+            new = evolve(d, failed_on=failed_on, kept_on=kept_on, reason=reason)
+            if new != d:
+                d = new
+                changed.append(key)
+        out.append(d)
+    if outcomes.ended:
+        out.extend(outcomes.ended.values())
+        out.sort(key=_by_key)
+        changed.extend(outcomes.ended)
+    return out, frozenset(changed)
+
+
+def _by_key(d: Decision) -> JobKey:
+    return d.key
+
+
+def _ended(p: Decision, phase: Phase, when: str, reason: str, out: Outcomes) -> Decision:
+    out.changed = True
+    return evolve(p, phase=phase, ended_at=when, reason=reason, position=None)
+
+
+def _fails_over(seen: ObservedJob | None, failover: Failover, p: Decision,
+                report: ClusterObservation) -> str | None:
+    """Why the job placed by ``p`` fails over by ``report``, if it does."""
+    if seen is not None and seen.phase is ObservedPhase.FAILED:
+        return (f"failed on {p.cluster} at {seen.since or report.observed_at}"
+                f"{_said(seen.message)}")
+    running = seen is not None and seen.phase in (ObservedPhase.RUNNING,
+                                                  ObservedPhase.SUCCEEDED)
+    limit = failover.toleration_seconds
+    if running or limit is None or p.admitted_at is None or (
+            seen is None and not report.complete):
+        return None
+    waited = _seconds_between(p.admitted_at, report.observed_at)
+    if waited is None or waited < limit:
+        return None
+    state = "pending" if seen is not None else "not there"
+    return (f"not running on {p.cluster} {limit} s after its admission ({state} when "
+            f"observed at {report.observed_at})")
+
+
+def _purge(failover: Failover | None) -> str:
+    return failover.purge_mode if failover is not None else "Gracefully"
+
+
+def _said(message: str) -> str:
+    return f" ({message})" if message else ""
+
+
+def parse_time(text: str) -> dt.datetime | None:
+    """An RFC 3339 time (``Z`` or an offset), as UTC; None when it is not one."""
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when.astimezone(dt.UTC) if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+
+
+def _after(since: str | None, admitted_at: str | None) -> bool:
+    """Whether a phase entered at ``since`` belongs to the placement admitted at
+    ``admitted_at`` (unknown times: it does)."""
+    if since is None or admitted_at is None:
+        return True
+    a, b = parse_time(since), parse_time(admitted_at)
+    return a is None or b is None or a >= b
+
+
+def _seconds_between(start: str, end: str) -> float | None:
+    a, b = parse_time(start), parse_time(end)
+    return None if a is None or b is None else (b - a).total_seconds()

@@ -1,0 +1,202 @@
+"""What member clusters report, as files of the state branch (DESIGN §4).
+
+``status/<cluster>.yaml`` (kind ClusterStatus) lists the jobs fleetq placed on
+a cluster as the cluster shows them: pending, running, succeeded or failed,
+since when, and its message. ``inventory/<cluster>.yaml`` (kind
+ClusterInventory) lists the cluster's nodes: allocatable, labels, taints and
+readiness. Both are made here from the Kubernetes objects ``observe`` reads
+through the API, or ``report`` reads from ``kubectl get -o yaml``
+(``cluster_report``), and read back for a reconcile (``read_status``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.core.model import JobKey
+from reconciler.core.outcomes import ClusterObservation, ObservedJob, ObservedPhase, parse_time
+from reconciler.core.problems import Problem
+from reconciler.fleet.documents import parse_documents
+from reconciler.jobkinds import kind_for
+from reconciler.render import yamltext
+
+API_VERSION = "fleetq.io/v1alpha1"
+STATUS_DIR = "status/"
+INVENTORY_DIR = "inventory/"
+MANAGED_LABEL = "fleetq.io/managed-by"
+
+
+def status_path(cluster: str) -> str:
+    return f"{STATUS_DIR}{cluster}.yaml"
+
+
+def inventory_path(cluster: str) -> str:
+    return f"{INVENTORY_DIR}{cluster}.yaml"
+
+
+@dataclass
+class ClusterReport:
+    """One member cluster's report, made of the objects read from it."""
+
+    cluster: str
+    observed_at: str
+    jobs: list[ObservedJob] = field(default_factory=list)
+    nodes: list[dict[str, Any]] | None = None  # None: no nodes were read
+    complete: bool = False  # every job kind was listed (``ClusterObservation.complete``)
+    skipped: int = 0  # objects fleetq does not manage, or of no kind it knows
+    problems: list[Problem] = field(default_factory=list)
+
+    def files(self) -> dict[str, bytes]:
+        """``status/<cluster>.yaml`` and, when nodes were read, ``inventory/...``."""
+        out = {status_path(self.cluster): _document("ClusterStatus", self.cluster,
+                                                    self.observed_at, self.complete, "jobs", [
+            {"apiVersion": j.api_version, "kind": j.key.kind,
+             "namespace": j.key.namespace, "name": j.key.name, "phase": j.phase.value,
+             **({"since": j.since} if j.since else {}),
+             **({"message": j.message} if j.message else {})}
+            for j in sorted(self.jobs, key=lambda j: j.key)])}
+        if self.nodes is not None:
+            out[inventory_path(self.cluster)] = _document(
+                "ClusterInventory", self.cluster, self.observed_at, None, "nodes",
+                sorted(self.nodes, key=lambda n: str(n["name"])))
+        return out
+
+    def summary(self) -> str:
+        counts: dict[str, int] = {}
+        for j in self.jobs:
+            counts[j.phase.value] = counts.get(j.phase.value, 0) + 1
+        jobs = ", ".join(f"{n} {p.lower()}" for p, n in sorted(counts.items())) or "none"
+        nodes = f"; {len(self.nodes)} nodes" if self.nodes is not None else ""
+        return f"{self.cluster}: jobs {jobs}{nodes}"
+
+
+def _group(api_version: str) -> str:
+    return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+
+
+def _document(kind: str, cluster: str, observed_at: str, complete: bool | None,
+              field_name: str, items: list[dict[str, Any]]) -> bytes:
+    doc: dict[str, Any] = {"apiVersion": API_VERSION, "kind": kind,
+                           "metadata": {"name": cluster}, "observedAt": observed_at}
+    if complete is not None:
+        doc["complete"] = complete
+    doc[field_name] = items
+    return yamltext.dump(doc).encode()
+
+
+def cluster_report(cluster: str, observed_at: str, objects: Iterable[Mapping[str, Any]],
+                   *, where: str = "", nodes_read: bool | None = None,
+                   complete: bool = False) -> ClusterReport:
+    """The report of ``cluster`` made of Kubernetes ``objects`` (a ``List``'s
+    items are taken one by one): the jobs labelled ``fleetq.io/managed-by:
+    fleetq`` of the kinds fleetq knows, and the Nodes. ``complete``: every
+    job kind was listed (a job not among them is not there). ``nodes_read``: whether
+    the nodes were asked for (then none read means none there); by default,
+    whether any Node is among the objects. ``where`` names the objects' origin
+    in problems."""
+    report = ClusterReport(cluster, observed_at, complete=complete)
+    nodes: list[dict[str, Any]] = []
+    for i, obj in enumerate(_flattened(objects)):
+        api_version, kind = str(obj.get("apiVersion") or ""), str(obj.get("kind") or "")
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+        assert isinstance(meta, Mapping)
+        if (api_version, kind) == ("v1", "Node"):
+            nodes.append(_node(obj, meta))
+            continue
+        job_kind = kind_for(api_version, kind)
+        labels = meta.get("labels") if isinstance(meta.get("labels"), Mapping) else {}
+        assert isinstance(labels, Mapping)
+        if job_kind is None or labels.get(MANAGED_LABEL) != "fleetq":
+            report.skipped += 1
+            continue
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            report.problems.append(Problem(where or cluster, 0, (
+                f"object {i + 1} ({kind}) has no metadata.name; it is left out")))
+            continue
+        key = JobKey(_group(api_version), kind, str(meta.get("namespace") or "default"), name)
+        phase, since, message = job_kind.observed_phase(dict(obj))
+        report.jobs.append(ObservedJob(key, phase, since, message, api_version))
+    if nodes or nodes_read:
+        report.nodes = nodes
+    return report
+
+
+def _flattened(objects: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+    for obj in objects:
+        if not isinstance(obj, Mapping):
+            continue
+        if str(obj.get("kind") or "").endswith("List") and isinstance(obj.get("items"), list):
+            for item in obj["items"]:
+                if isinstance(item, Mapping):
+                    yield item
+        else:
+            yield obj
+
+
+def _node(obj: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+    status = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
+    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+    assert isinstance(status, Mapping) and isinstance(spec, Mapping)
+    ready = any(isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True"
+                for c in status.get("conditions") or ())
+    node: dict[str, Any] = {
+        "name": str(meta.get("name") or ""),
+        "allocatable": {str(k): str(v) for k, v in sorted((status.get("allocatable")
+                                                            or {}).items())},
+        "ready": ready and not spec.get("unschedulable"),
+    }
+    labels = meta.get("labels")
+    if isinstance(labels, Mapping) and labels:
+        node["labels"] = {str(k): str(v) for k, v in sorted(labels.items())}
+    taints = [{k: str(t[k]) for k in ("key", "value", "effect") if t.get(k) is not None}
+              for t in spec.get("taints") or () if isinstance(t, Mapping)]
+    if taints:
+        node["taints"] = taints
+    return node
+
+
+def read_status(path: str, data: bytes) -> tuple[ClusterObservation | None, list[Problem]]:
+    """The report of ``status/<cluster>.yaml``; None (and why) when it cannot
+    be used. A job entry that cannot be read is left out and said."""
+    docs, problem = parse_documents(path, data)
+    problems = [problem] if problem is not None else []
+    cluster = path[len(STATUS_DIR):].rsplit(".", 1)[0]
+    if problem is not None or len(docs) != 1 or not isinstance(docs[0].value, dict):
+        if problem is None:
+            problems.append(Problem(path, docs[0].line if docs else 0, (
+                "a ClusterStatus is one mapping; write it again with fleetq observe or "
+                "fleetq report")))
+        return None, problems
+    doc = docs[0]
+    value = doc.value
+    if value.get("kind") != "ClusterStatus" or value.get("apiVersion") != API_VERSION:
+        return None, [Problem(path, doc.line, (
+            f"not a {API_VERSION} ClusterStatus; write it with fleetq observe or fleetq report"))]
+    observed_at = value.get("observedAt")
+    if not isinstance(observed_at, str) or parse_time(observed_at) is None:
+        return None, [Problem(path, doc.line_of("observedAt"), (
+            "observedAt must be an RFC 3339 time (2026-12-04T10:00:00Z)"))]
+    jobs: dict[JobKey, ObservedJob] = {}
+    for i, item in enumerate(value.get("jobs") or ()):
+        try:
+            key = JobKey(_group(str(item["apiVersion"])), str(item["kind"]),
+                         str(item.get("namespace") or "default"), str(item["name"]))
+            since = item.get("since")
+            if since is not None and parse_time(str(since)) is None:
+                raise ValueError(f"since {since!r} is not an RFC 3339 time")
+            jobs[key] = ObservedJob(key, ObservedPhase(item["phase"]),
+                                    str(since) if since is not None else None,
+                                    str(item.get("message") or ""), str(item["apiVersion"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            problems.append(Problem(path, doc.line_of(f"jobs[{i}]"), (
+                f"job entry {i + 1} cannot be read ({_what(exc)}); it is left out. It needs "
+                f"apiVersion, kind, namespace, name and phase (Pending, Running, Succeeded "
+                f"or Failed)")))
+    return ClusterObservation(cluster, observed_at, jobs, value.get("complete") is True), problems
+
+
+def _what(exc: Exception) -> str:
+    return f"no {exc}" if isinstance(exc, KeyError) else str(exc)

@@ -1,0 +1,91 @@
+"""Reading member clusters through the Kubernetes API (``fleetq observe``).
+
+The only Kubernetes client I/O of fleetq. For one member cluster (a context of
+a kubeconfig file), it lists the nodes and, for each job kind fleetq knows,
+the jobs labelled ``fleetq.io/managed-by: fleetq``, as the API returns them;
+``fleet.observed.cluster_report`` makes the cluster's report of them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from reconciler.fleet.observed import MANAGED_LABEL
+from reconciler.jobkinds import KINDS
+
+TIMEOUT_SECONDS = 30  # each request's
+
+
+class ObserveError(Exception):
+    """A member cluster that could not be read, and why."""
+
+
+def _plural(kind: str) -> str:
+    return kind.lower() + "s"  # (pytorchjobs, rayjobs, mpijobs, jobs)
+
+
+def read_cluster(context: str, kubeconfig: str | None = None
+                 ) -> tuple[list[dict[str, Any]], list[str]]:
+    """The nodes and the managed jobs of the cluster of ``context``, each with
+    its apiVersion and kind; and notes (a job kind the cluster does not
+    serve). Raises ``ObserveError`` when the cluster cannot be read."""
+    from kubernetes import client, config  # (imported by this command alone: 0.5 s)
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.config.config_exception import ConfigException
+
+    try:
+        api = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig, context=context)
+    except (ConfigException, OSError, ValueError) as exc:
+        raise ObserveError(f"no usable kubeconfig context {context!r}: {exc}") from exc
+    objects: list[dict[str, Any]] = []
+    notes: list[str] = []
+    selector = f"{MANAGED_LABEL}=fleetq"
+    try:
+        with api:
+            core = client.CoreV1Api(api)
+            custom = client.CustomObjectsApi(api)
+            batch = client.BatchV1Api(api)
+            listed = _items(core.list_node(_preload_content=False,
+                                           _request_timeout=TIMEOUT_SECONDS))
+            objects.extend(_typed(n, "v1", "Node") for n in listed)
+            for kind in KINDS:
+                got: Any
+                try:
+                    if kind.api_version == "batch/v1":
+                        got = batch.list_job_for_all_namespaces(
+                            label_selector=selector, _preload_content=False,
+                            _request_timeout=TIMEOUT_SECONDS)
+                    else:
+                        group, version = kind.api_version.split("/")
+                        got = custom.list_cluster_custom_object(
+                            group, version, _plural(kind.kind), label_selector=selector,
+                            _preload_content=False, _request_timeout=TIMEOUT_SECONDS)
+                except ApiException as exc:
+                    if exc.status == 404:
+                        notes.append(f"it serves no {kind.api_version} {kind.kind}")
+                        continue
+                    raise
+                objects.extend(_typed(o, kind.api_version, kind.kind) for o in _items(got))
+    except ApiException as exc:
+        raise ObserveError(f"the API refused: {exc.status} {exc.reason}") from exc
+    except Exception as exc:  # (urllib3's errors: no server, TLS, a timeout)
+        if type(exc).__module__.startswith(("urllib3", "ssl", "socket")) \
+                or isinstance(exc, OSError):
+            raise ObserveError(f"cannot reach its API server: {exc}") from exc
+        raise
+    return objects, notes
+
+
+def _items(response: Any) -> list[dict[str, Any]]:
+    body = json.loads(response.data)
+    items = body.get("items") if isinstance(body, dict) else None
+    return [i for i in items or () if isinstance(i, dict)]
+
+
+def _typed(obj: dict[str, Any], api_version: str, kind: str) -> dict[str, Any]:
+    """``obj`` with its apiVersion and kind (the API leaves them out of a list's items)."""
+    obj.setdefault("apiVersion", api_version)
+    obj.setdefault("kind", kind)
+    return obj
