@@ -29,7 +29,12 @@ from reconciler.core.cycle import (
     reconcile_cycle,
 )
 from reconciler.core.model import Decision, JobKey, Phase, PriorPlacement
-from reconciler.core.outcomes import ClusterObservation, Outcomes, apply_observations, finish
+from reconciler.core.outcomes import (
+    ClusterObservation,
+    apply_observations,
+    cycle_input_with,
+    finish,
+)
 from reconciler.core.problems import Problem
 from reconciler.core.quota import QuotaTree, max_changed
 from reconciler.fleet.cache import Cache
@@ -306,11 +311,10 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                 raise GitError(damaged_state(state_base, state_problems[0]))
     settled = _settled(repo, store, info, state_info, prior, read_before, inputs)
     observations = read_observations(repo, previous_entries, problems)
-    outcomes = apply_observations(_blob_getter(inputs), prior, observations,
-                                  inputs.policies) if prior else None
-    if outcomes is not None and outcomes.failovers:
-        settled = frozenset()  # (jobs went back to their queues: nothing is as it was)
-    cycle_input = _cycle_input(inputs, prior, info, now, settled, outcomes)
+    cycle_input = _cycle_input(inputs, prior, info, now, settled)
+    outcomes = apply_observations(cycle_input, observations) if prior else None
+    if outcomes is not None:
+        cycle_input = cycle_input_with(cycle_input, outcomes)
     progress("scheduling")
     ahead = cache.take_ahead(state_base) if cache is not None and state_base else None
     if ahead is not None and outcomes is not None and outcomes.changed:
@@ -351,33 +355,14 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
 
 
 def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info: CommitInfo,
-                 now: dt.datetime, settled: frozenset[JobKey],
-                 outcomes: Outcomes | None = None) -> CycleInput:
-    """The cycle's input; with ``outcomes``, the jobs that ended are left out
-    (they hold nothing, as deleted jobs), the previous state is as the
-    clusters' reports leave it, and no job goes where it failed."""
-    jobs = tuple(s.job for s in inputs.jobs.values())
-    if outcomes is not None and outcomes.ended:
-        ended = outcomes.ended
-        jobs = tuple(j for j in jobs if j.key not in ended)
+                 now: dt.datetime, settled: frozenset[JobKey]) -> CycleInput:
     return CycleInput(
-        jobs=jobs, tree=inputs.tree,
+        jobs=tuple(s.job for s in inputs.jobs.values()), tree=inputs.tree,
         clusters=tuple(inputs.clusters), policies=tuple(inputs.policies),
         priority_classes=inputs.priority_classes, default_priority=inputs.default_priority,
-        workload_priority_classes=inputs.workload_priority_classes,
-        prior=outcomes.prior if outcomes is not None else prior,
+        workload_priority_classes=inputs.workload_priority_classes, prior=prior,
         source_time=info.committed_at, now=rfc3339(now), invalid=tuple(inputs.invalid),
-        broken_paths=inputs.broken_paths, settings=inputs.settings, settled=settled,
-        excluded=outcomes.failed_on if outcomes is not None else {})
-
-
-def _blob_getter(inputs: FleetInputs) -> Callable[[JobKey], str | None]:
-    jobs = inputs.jobs
-
-    def blob_of(key: JobKey) -> str | None:
-        source = jobs.get(key)
-        return source.job.blob if source is not None else None
-    return blob_of
+        broken_paths=inputs.broken_paths, settings=inputs.settings, settled=settled)
 
 
 def read_observations(repo: FleetRepo, entries: dict[str, str], problems: list[Problem]
@@ -393,7 +378,10 @@ def read_observations(repo: FleetRepo, entries: dict[str, str], problems: list[P
     out = {}
     for path in paths:
         report, said = read_status(path, blobs[entries[path]])
-        problems.extend(Problem(p.path, p.line, p.message, "warning") for p in said)
+        left = "" if report is not None else (
+            "; the report is left out (its jobs stay as they are) until fleetq observe or "
+            "fleetq report writes it again")
+        problems.extend(Problem(p.path, p.line, p.message + left, "warning") for p in said)
         if report is not None:
             out[report.cluster] = report
     return out

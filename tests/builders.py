@@ -334,6 +334,12 @@ class PolicyBuilder:
         self._strategy = value
         return self
 
+    def failover(self, toleration_seconds: int | None = None,
+                 purge_mode: str = "Gracefully") -> PolicyBuilder:
+        """``failover.application``: ``decisionConditions.tolerationSeconds``, ``purgeMode``."""
+        self._failover = Failover(toleration_seconds=toleration_seconds, purge_mode=purge_mode)
+        return self
+
     def obj(self) -> Policy:
         selectors = tuple(self._selectors) or (ResourceSelector(*PYTORCH),)
         return Policy(

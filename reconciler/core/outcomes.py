@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
-from reconciler.core.model import Decision, Failover, JobKey, Phase, Policy, evolve
+from reconciler.core.cycle import CycleInput
+from reconciler.core.model import Decision, Failover, JobKey, Phase, evolve
+from reconciler.core.policy import find_policy, select_policy
 
 IMMEDIATE_PURGE = ("Immediately", "Directly")  # purge modes: the old copy goes at once
 NEVER_PURGE = "Never"
@@ -91,21 +93,22 @@ class Outcomes:
     notes: dict[JobKey, str] = field(default_factory=dict)  # why a job failed over
 
 
-def apply_observations(blob_of: Callable[[JobKey], str | None],
-                       prior: Mapping[JobKey, Decision],
-                       observations: Mapping[str, ClusterObservation],
-                       policies: Iterable[Policy]) -> Outcomes:
-    """The outcomes of the previous state's jobs by the clusters' reports (see
-    the module's docstring). ``blob_of``: the blob of the fleet's job of a
-    key (None: no such job); ``policies``: the fleet's, by which a job's
-    policy (its decision's ``policy``) is found."""
-    by_ref = {p.ref: p for p in policies}
+def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObservation]
+                       ) -> Outcomes:
+    """The outcomes of the jobs of ``inp.prior`` (the previous state) by the
+    clusters' reports (see the module's docstring); a job's failover is its
+    policy's, as the cycle selects it from ``inp.policies``."""
+    prior = inp.prior
+    jobs = {j.key: j for j in inp.jobs}
+    default_ref = inp.settings.default_policy
+    default = find_policy(inp.policies, default_ref) if default_ref is not None else None
     out = Outcomes(ended={}, prior=dict(prior), failed_on={}, kept_on={})
     failovers = []
     for key, p in prior.items():
-        blob = blob_of(key)
-        if blob is None:
+        job = jobs.get(key)
+        if job is None:
             continue  # deleted: the cycle drops it
+        blob = job.blob
         if p.phase in (Phase.FINISHED, Phase.FAILED):
             # it ran: its object on the cluster has ended, and a changed manifest
             # applied to it would not run it again; a new name would
@@ -119,30 +122,31 @@ def apply_observations(blob_of: Callable[[JobKey], str | None],
         if p.phase is not Phase.ADMITTED or cluster is None:
             continue
         report = observations.get(cluster)
-        seen = report.jobs.get(key) if report is not None else None
+        if report is None:
+            continue  # nothing said of it
+        seen = report.jobs.get(key)
         if seen is not None and not _after(seen.since, p.admitted_at):
             seen = None  # an earlier run's
-        policy = by_ref.get(p.policy or "")
+        policy = select_policy(inp.policies, job) or default
         failover = policy.failover if policy is not None else None
         if seen is not None and seen.phase in (ObservedPhase.RUNNING, ObservedPhase.SUCCEEDED) \
                 and p.kept_on and _purge(failover) != NEVER_PURGE:
             del out.kept_on[key]  # the new placement runs: the old copies go
             p = out.prior[key] = evolve(p, kept_on=())
             out.changed = True
-        assert report is not None or seen is None
         if seen is not None and seen.phase is ObservedPhase.SUCCEEDED:
-            when = seen.since or report.observed_at  # type: ignore[union-attr]
+            when = seen.since or report.observed_at
             out.ended[key] = _ended(p, Phase.FINISHED, when, (
                 f"succeeded on {p.cluster} at {when}; its quota and room are free again; "
                 f"delete its file to remove it from the cluster"), out)
         elif seen is not None and seen.phase is ObservedPhase.FAILED and failover is None:
-            when = seen.since or report.observed_at  # type: ignore[union-attr]
+            when = seen.since or report.observed_at
             out.ended[key] = _ended(p, Phase.FAILED, when, (
                 f"failed on {p.cluster} at {when}{_said(seen.message)}; it is not run again: "
                 f"fix the cause and push it under a new name (a policy with "
                 f"failover.application would place it on another cluster)"),
                 out)
-        elif failover is not None and report is not None:
+        elif failover is not None:
             why = _fails_over(seen, failover, p, report)
             if why is not None:
                 failovers.append(key)
@@ -157,6 +161,20 @@ def apply_observations(blob_of: Callable[[JobKey], str | None],
                 out.changed = True
     out.failovers = frozenset(failovers)
     return out
+
+
+def cycle_input_with(inp: CycleInput, outcomes: Outcomes) -> CycleInput:
+    """``inp`` as the clusters' reports leave it: the jobs that ended left out
+    (they hold nothing, as deleted jobs do), the previous state with the jobs
+    that fail over back in their queues, and no job a candidate of a cluster
+    it failed on. When jobs fail over, none is settled (``CycleInput.settled``):
+    the state the previous reconcile ended on is not the one they leave."""
+    jobs = inp.jobs
+    if outcomes.ended:
+        ended = outcomes.ended
+        jobs = tuple(j for j in jobs if j.key not in ended)
+    return replace(inp, jobs=jobs, prior=outcomes.prior, excluded=outcomes.failed_on,
+                   settled=frozenset() if outcomes.failovers else inp.settled)
 
 
 def finish(decisions: list[Decision], outcomes: Outcomes

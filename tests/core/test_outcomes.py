@@ -1,0 +1,231 @@
+"""Observed outcomes (``core.outcomes``): what the clusters report, decided.
+
+Each case decides a previous state and the clusters' reports as a reconcile
+does (``apply_observations``, the cycle on ``cycle_input_with``, ``finish``),
+and asserts the decisions: ended jobs free their quota and room, failed jobs
+fail over away from the cluster they failed on, old copies are kept by
+``purgeMode``, and reports of an earlier run count for nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from reconciler.core.cycle import CycleInput, reconcile_cycle
+from reconciler.core.model import Decision, Job, Phase, Policy, evolve
+from reconciler.core.outcomes import (
+    ClusterObservation,
+    ObservedJob,
+    ObservedPhase,
+    apply_observations,
+    cycle_input_with,
+    finish,
+)
+from tests.builders import (
+    SOURCE_TIME,
+    admitted_prior,
+    by_name,
+    cycle_input,
+    gpu_cluster,
+    gpu_job,
+    policy,
+    prior_of,
+)
+
+ADMITTED_AT = "2026-01-01T10:00:00Z"
+LATER = "2026-01-01T10:30:00Z"
+EARLIER = "2026-01-01T09:00:00Z"
+
+
+def decide(inp: CycleInput, *reports: ClusterObservation) -> dict[str, Decision]:
+    """The decisions of a reconcile of ``inp`` with ``reports``, by job name."""
+    outcomes = apply_observations(inp, {r.cluster: r for r in reports})
+    result = reconcile_cycle(cycle_input_with(inp, outcomes))
+    decisions, _ = finish(result.decisions, outcomes)
+    return {d.key.name: d for d in decisions}
+
+
+def report(cluster: str, *jobs: tuple[Job, ObservedPhase, str | None], at: str = LATER,
+           complete: bool = False) -> ClusterObservation:
+    return ClusterObservation(cluster, at, {
+        j.key: ObservedJob(j.key, phase, since, "exit code 1" if phase is ObservedPhase.FAILED
+                           else "") for j, phase, since in jobs}, complete)
+
+
+def two_clusters(failover: Policy | None = None, *, waiting: bool = True
+                 ) -> tuple[CycleInput, Job, Job]:
+    """``a`` (8 GPUs) admitted on ``c1``; ``b`` (8 GPUs) waits for room, with
+    ``c2`` full of ``filler`` (8 GPUs). Both clusters have 8 GPUs."""
+    a = gpu_job("a", 8).obj()
+    b = gpu_job("b", 8).obj()
+    filler = gpu_job("filler", 8).obj()
+    jobs = [a, filler, *([b] if waiting else [])]
+    prior = [admitted_prior(a, cluster="c1", quota="root/default", admitted_at=ADMITTED_AT),
+             admitted_prior(filler, cluster="c2", quota="root/default",
+                            admitted_at=ADMITTED_AT)]
+    policies = [failover] if failover is not None else [policy().obj()]
+    inp = cycle_input(jobs=jobs, clusters=[gpu_cluster("c1", 8), gpu_cluster("c2", 8)],
+                      policies=policies, prior=prior)
+    # b waits, as the previous reconcile decided
+    first = reconcile_cycle(inp)
+    assert by_name(first)["b"].phase is Phase.QUEUED if waiting else True
+    return cycle_input(jobs=jobs, clusters=[gpu_cluster("c1", 8), gpu_cluster("c2", 8)],
+                       policies=policies, prior=prior_of(first.decisions)), a, b
+
+
+def test_a_job_reported_succeeded_is_finished_and_frees_its_room_for_a_waiting_job() -> None:
+    inp, a, _ = two_clusters()
+    got = decide(inp, report("c1", (a, ObservedPhase.SUCCEEDED, LATER)))
+    assert got["a"].phase is Phase.FINISHED
+    assert got["a"].cluster == "c1" and got["a"].ended_at == LATER
+    assert "succeeded on c1" in got["a"].reason
+    assert got["b"].phase is Phase.ADMITTED and got["b"].cluster == "c1"
+
+
+def test_a_finished_job_stays_finished_without_reports_and_when_its_file_changes() -> None:
+    inp, a, _ = two_clusters()
+    got = decide(inp, report("c1", (a, ObservedPhase.SUCCEEDED, LATER)))
+    again = cycle_input(jobs=inp.jobs, clusters=inp.clusters, policies=inp.policies,
+                        prior=prior_of(got.values()))
+    twice = decide(again)  # no report at all now
+    assert twice["a"].phase is Phase.FINISHED and twice["b"].cluster == "c1"
+    changed = [evolve(j, blob="changed") if j.key == a.key else j for j in again.jobs]
+    thrice = decide(cycle_input(jobs=changed, clusters=inp.clusters, policies=inp.policies,
+                                prior=prior_of(twice.values())))
+    assert thrice["a"].phase is Phase.FINISHED and thrice["a"].blob == "changed"
+
+
+def test_a_report_from_before_the_admission_is_an_earlier_runs_and_changes_nothing() -> None:
+    inp, a, _ = two_clusters()
+    for phase in (ObservedPhase.SUCCEEDED, ObservedPhase.FAILED):
+        got = decide(inp, report("c1", (a, phase, EARLIER)))
+        assert got["a"].phase is Phase.ADMITTED and got["a"].cluster == "c1"
+        assert got["b"].phase is Phase.QUEUED
+
+
+def test_a_failed_job_without_failover_is_failed_and_frees_its_room() -> None:
+    inp, a, _ = two_clusters()
+    got = decide(inp, report("c1", (a, ObservedPhase.FAILED, LATER)))
+    assert got["a"].phase is Phase.FAILED and got["a"].cluster == "c1"
+    assert "failed on c1" in got["a"].reason and "exit code 1" in got["a"].reason
+    assert "new name" in got["a"].reason
+    assert got["b"].phase is Phase.ADMITTED
+
+
+def failover_policy(toleration: int | None = None, purge: str = "Gracefully") -> Policy:
+    return policy().failover(toleration, purge).obj()
+
+
+def test_a_failed_job_fails_over_to_another_cluster_and_never_back() -> None:
+    """``a`` fails on c1; ``filler`` finishes on c2: ``a`` goes to c2 (not back
+    to c1, though c1 is free), ahead of ``b``, which queued after it."""
+    inp, a, _ = two_clusters(failover_policy())
+    filler = next(j for j in inp.jobs if j.key.name == "filler")
+    got = decide(inp, report("c1", (a, ObservedPhase.FAILED, LATER)),
+                 report("c2", (filler, ObservedPhase.SUCCEEDED, LATER)))
+    assert got["a"].phase is Phase.ADMITTED and got["a"].cluster == "c2"
+    assert got["a"].failed_on == ("c1",) and got["a"].kept_on == ("c1",)
+    assert got["a"].reason.startswith("failed on c1")
+    assert got["b"].cluster == "c1"
+
+
+def test_a_job_that_fails_over_with_no_room_elsewhere_waits_keeping_its_place() -> None:
+    inp, a, _ = two_clusters(failover_policy())
+    got = decide(inp, report("c1", (a, ObservedPhase.FAILED, LATER)))
+    assert got["a"].phase is Phase.QUEUED and got["a"].position == 1
+    assert got["a"].enqueued_at == inp.prior[a.key].enqueued_at
+    assert got["b"].phase is Phase.ADMITTED and got["b"].cluster == "c1"  # c1 is free for b
+    assert "failing over" in got["a"].reason and "c2" in got["a"].reason
+    # the next reconcile keeps the exclusion, and says it
+    again = decide(cycle_input(jobs=inp.jobs, clusters=inp.clusters, policies=inp.policies,
+                               prior=prior_of(got.values())))
+    assert again["a"].phase is Phase.QUEUED and again["a"].failed_on == ("c1",)
+    assert again["a"].reason.endswith("(it failed on c1: never placed there again)")
+
+
+def test_a_job_that_failed_on_every_candidate_is_inadmissible_and_says_where() -> None:
+    a = gpu_job("a", 8).obj()
+    inp = cycle_input(jobs=[a], clusters=[gpu_cluster("c1", 8)], policies=[failover_policy()],
+                      prior=[admitted_prior(a, cluster="c1", quota="root/default",
+                                            admitted_at=ADMITTED_AT)])
+    got = decide(inp, report("c1", (a, ObservedPhase.FAILED, LATER)))
+    assert got["a"].phase is Phase.INADMISSIBLE
+    assert "c1: it failed there" in got["a"].reason
+
+
+def test_purge_modes_keep_the_old_copy_until_the_new_placement_runs_or_never() -> None:
+    for purge, kept in (("Immediately", ()), ("Directly", ()), ("Graciously", ("c1",)),
+                        ("Gracefully", ("c1",)), ("Never", ("c1",))):
+        inp, a, _ = two_clusters(failover_policy(purge=purge), waiting=False)
+        filler = next(j for j in inp.jobs if j.key.name == "filler")
+        got = decide(inp, report("c1", (a, ObservedPhase.FAILED, LATER)),
+                     report("c2", (filler, ObservedPhase.SUCCEEDED, LATER)))
+        assert got["a"].cluster == "c2" and got["a"].kept_on == kept, purge
+        nxt = cycle_input(jobs=inp.jobs, clusters=inp.clusters, policies=inp.policies,
+                          prior=prior_of(got.values()))
+        running = decide(nxt, report("c2", (a, ObservedPhase.RUNNING, "2026-01-02T00:00:00Z")))
+        assert running["a"].kept_on == (("c1",) if purge == "Never" else ()), purge
+        assert running["a"].failed_on == ("c1",)
+
+
+def test_a_job_not_running_toleration_seconds_after_admission_fails_over() -> None:
+    inp, a, _ = two_clusters(failover_policy(toleration=600))
+    filler = next(j for j in inp.jobs if j.key.name == "filler")
+    freed = report("c2", (filler, ObservedPhase.SUCCEEDED, LATER))
+    pending = (a, ObservedPhase.PENDING, None)
+    # 30 minutes after admission, still pending: it fails over
+    got = decide(inp, report("c1", pending), freed)
+    assert got["a"].cluster == "c2" and got["a"].failed_on == ("c1",)
+    assert "not running on c1 600 s after its admission" in got["a"].reason
+    # 5 minutes after: not yet
+    soon = decide(inp, report("c1", pending, at="2026-01-01T10:05:00Z"), freed)
+    assert soon["a"].cluster == "c1" and not soon["a"].failed_on
+    # running: never
+    ran = decide(inp, report("c1", (a, ObservedPhase.RUNNING, ADMITTED_AT)), freed)
+    assert ran["a"].cluster == "c1"
+
+
+def test_a_job_missing_from_a_report_counts_as_not_running_only_when_the_report_is_complete(
+        ) -> None:
+    inp, _, _ = two_clusters(failover_policy(toleration=600))
+    filler = next(j for j in inp.jobs if j.key.name == "filler")
+    freed = report("c2", (filler, ObservedPhase.SUCCEEDED, LATER))
+    partial = decide(inp, report("c1"), freed)
+    assert partial["a"].cluster == "c1"
+    complete = decide(inp, report("c1", complete=True), freed)
+    assert complete["a"].cluster == "c2"
+    assert "not there when observed" in complete["a"].reason
+
+
+def test_reports_of_other_clusters_or_unknown_jobs_change_nothing() -> None:
+    inp, a, _ = two_clusters(failover_policy(toleration=1))
+    stranger = gpu_job("stranger", 1).obj()
+    before = {d.key.name: d for d in reconcile_cycle(inp).decisions}
+    got = decide(inp, report("c2", (a, ObservedPhase.FAILED, LATER)),
+                 report("c9", (stranger, ObservedPhase.FAILED, LATER)))
+    assert got == before
+
+
+def test_outcomes_are_pure_and_deterministic() -> None:
+    inp, a, _ = two_clusters(failover_policy())
+    reports = (report("c1", (a, ObservedPhase.FAILED, LATER)),)
+    first, second = decide(inp, *reports), decide(inp, *reports)
+    assert first == second
+    assert inp.prior[a.key].phase is Phase.ADMITTED  # the input is not changed
+
+
+def _names(decisions: Iterable[Decision]) -> list[str]:
+    return [d.key.name for d in decisions]
+
+
+def test_finish_keeps_the_decisions_in_key_order_and_says_what_it_changed() -> None:
+    inp, a, _ = two_clusters()
+    observations = {"c1": report("c1", (a, ObservedPhase.SUCCEEDED, LATER))}
+    outcomes = apply_observations(inp, observations)
+    result = reconcile_cycle(cycle_input_with(inp, outcomes))
+    assert "a" not in _names(result.decisions)
+    decisions, changed = finish(result.decisions, outcomes)
+    assert _names(decisions) == sorted(_names(decisions), key=lambda n: n) == ["a", "b",
+                                                                                 "filler"]
+    assert changed == {a.key}
+    assert SOURCE_TIME  # (the builders' clock)

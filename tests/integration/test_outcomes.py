@@ -1,0 +1,272 @@
+"""What member clusters report, on real git repositories: ``fleetq report``
+commits a cluster's jobs and nodes beside the state, and the next
+``fleetq reconcile`` acts on them (DESIGN §3 "Failover", §4 ``status/``).
+
+The fleet is the template's (``fleetq init``): in ``text``, at most two jobs
+run at a time (``kube-queue/max-jobs``), so a job that finishes lets the next
+one in; ``video``'s PyTorchJobs fail over between GPU clusters
+(``policies/gang-failover.yaml``: tolerationSeconds 120, purgeMode Graciously).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .conftest import (
+    commit_all,
+    fleetq,
+    git,
+    placements,
+    rev,
+    state_files,
+    state_show,
+    state_yaml,
+)
+
+START = "2026-12-04T10:00:00Z"
+DONE = "2026-12-04T10:30:00Z"
+REPORTED = "2026-12-04T10:31:00Z"
+NEXT = "2026-12-04T10:32:00Z"
+HOTFIX = "text/llm-sft-hotfix"
+WAITING = "text/embedding-eval-ray"  # first in text's queue
+MAE = "video/video-mae-pretrain"
+
+
+def _run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    if stdin is None:
+        return fleetq(*args)
+    import os
+    import sys
+
+    from .conftest import REPO_ROOT
+    return subprocess.run([sys.executable, "-m", "reconciler.cli", *args], cwd=REPO_ROOT,
+                          env=dict(os.environ), input=stdin, capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Path:
+    """The template fleet, reconciled at ``START``."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    proc = fleetq("reconcile", "--repo", str(path), "--now", START, "-q")
+    assert proc.returncode == 0, proc.stderr
+    items = placements(path)
+    assert items[HOTFIX]["phase"] == "Admitted" and items[HOTFIX]["cluster"] == "gpu-bj-b"
+    assert items[WAITING]["phase"] == "Queued" and items[WAITING]["position"] == 1
+    assert items[MAE]["phase"] == "Admitted" and items[MAE]["cluster"] == "gpu-hz-a"
+    return path
+
+
+def pytorchjob_status(name: str, namespace: str, condition: str, at: str,
+                      message: str = "") -> str:
+    """A PyTorchJob as ``kubectl get -o yaml`` shows it on a member cluster."""
+    return f"""
+- apiVersion: kubeflow.org/v1
+  kind: PyTorchJob
+  metadata:
+    name: {name}
+    namespace: {namespace}
+    labels: {{fleetq.io/managed-by: fleetq}}
+  status:
+    conditions:
+    - {{type: Created, status: "True", lastTransitionTime: "{START}"}}
+    - {{type: {condition}, status: "True", lastTransitionTime: "{at}", message: "{message}"}}
+"""
+
+
+def succeeded(job: dict[str, str]) -> str:
+    """A job of any kind, as its cluster shows it once it succeeded."""
+    if job["kind"] == "RayJob":
+        status = ("\n    jobDeploymentStatus: Complete\n    jobStatus: SUCCEEDED\n"
+                  f"    endTime: \"{DONE}\"")
+    else:
+        condition = "Complete" if job["kind"] == "Job" else "Succeeded"
+        status = (f"\n    conditions: [{{type: {condition}, status: \"True\", "
+                  f"lastTransitionTime: \"{DONE}\"}}]")
+    return (f"\n- apiVersion: {job['apiVersion']}\n  kind: {job['kind']}\n  metadata:\n"
+            f"    name: {job['name']}\n    namespace: {job['namespace']}\n"
+            f"    labels: {{fleetq.io/managed-by: fleetq}}\n  status:{status}\n")
+
+
+def kubectl_list(*items: str) -> str:
+    return "apiVersion: v1\nkind: List\nitems:" + "".join(items)
+
+
+def report(path: Path, cluster: str, text: str, *extra: str,
+           now: str = REPORTED) -> subprocess.CompletedProcess[str]:
+    return _run("report", "--repo", str(path), "--cluster", cluster, "--now", now, *extra,
+                stdin=text)
+
+
+def reconcile(path: Path, now: str = NEXT) -> subprocess.CompletedProcess[str]:
+    proc = fleetq("reconcile", "--repo", str(path), "--now", now, "-q")
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+NODE = """
+- apiVersion: v1
+  kind: Node
+  metadata: {name: bj-b-1, labels: {gpu: a100}}
+  spec:
+    taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+  status:
+    allocatable: {cpu: "96", memory: 768Gi, nvidia.com/gpu: "8", pods: "110"}
+    conditions: [{type: Ready, status: "True"}]
+"""
+
+
+def test_a_job_reported_succeeded_is_finished_and_the_next_one_in_its_queue_runs(
+        fleet: Path) -> None:
+    proc = report(fleet, "gpu-bj-b", kubectl_list(
+        pytorchjob_status("llm-sft-hotfix", "text", "Succeeded", DONE, "completed"), NODE))
+    assert proc.returncode == 0, proc.stderr
+    assert "gpu-bj-b: jobs 1 succeeded; 1 nodes" in proc.stdout
+    status = state_yaml(fleet, "status/gpu-bj-b.yaml")
+    assert status["kind"] == "ClusterStatus" and status["observedAt"] == REPORTED
+    assert status["jobs"] == [{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+                               "namespace": "text", "name": "llm-sft-hotfix",
+                               "phase": "Succeeded", "since": DONE, "message": "completed"}]
+    inventory = state_yaml(fleet, "inventory/gpu-bj-b.yaml")
+    assert inventory["nodes"] == [{
+        "name": "bj-b-1", "ready": True, "labels": {"gpu": "a100"},
+        "allocatable": {"cpu": "96", "memory": "768Gi", "nvidia.com/gpu": "8", "pods": "110"},
+        "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}]
+    before = placements(fleet)
+    assert before[HOTFIX]["phase"] == "Admitted"  # a report decides nothing by itself
+
+    proc = reconcile(fleet)
+    assert "1 finished" in proc.stdout
+    items = placements(fleet)
+    assert items[HOTFIX]["phase"] == "Finished" and items[HOTFIX]["cluster"] == "gpu-bj-b"
+    assert items[HOTFIX]["endedAt"] == DONE
+    assert items[WAITING]["phase"] == "Admitted"
+    # the finished job stays on its cluster (its object keeps its history)
+    assert "clusters/gpu-bj-b/text/pytorchjob-llm-sft-hotfix.yaml" in state_files(fleet)
+    message = git(fleet, "log", "-1", "--format=%B", "fleetq/state")
+    assert "finished PyTorchJob text/llm-sft-hotfix on gpu-bj-b" in message
+    # the reports are taken in: nothing more to do, and they stay
+    head = rev(fleet, "fleetq/state")
+    assert "up to date" in reconcile(fleet).stdout
+    assert rev(fleet, "fleetq/state") == head
+    assert state_show(fleet, "status/gpu-bj-b.yaml") is not None
+    # a later push: the reports are carried over, the job stays Finished
+    (fleet / "jobs" / "text" / "README.md").write_text("notes\n")
+    commit_all(fleet, "notes")
+    reconcile(fleet, "2026-12-04T11:00:00Z")
+    assert placements(fleet)[HOTFIX]["phase"] == "Finished"
+    assert state_show(fleet, "inventory/gpu-bj-b.yaml") is not None
+
+
+def test_a_failed_job_fails_over_its_old_copy_kept_until_the_new_one_runs(
+        fleet: Path) -> None:
+    """gang-failover (Graciously): ``video-mae-pretrain`` fails on gpu-hz-a; it
+    is evicted and never placed there again; its copy stays on gpu-hz-a until
+    its new placement is reported running, then goes."""
+    old_copy = "clusters/gpu-hz-a/video/pytorchjob-video-mae-pretrain.yaml"
+    proc = report(fleet, "gpu-hz-a", kubectl_list(
+        pytorchjob_status("video-mae-pretrain", "video", "Failed", DONE, "worker-0 OOMKilled")))
+    assert proc.returncode == 0, proc.stderr
+    proc = reconcile(fleet)
+    item = placements(fleet)[MAE]
+    assert item["failedOn"] == ["gpu-hz-a"] and item["keptOn"] == ["gpu-hz-a"]
+    assert item["reason"].startswith("failed on gpu-hz-a at 2026-12-04T10:30:00Z "
+                                     "(worker-0 OOMKilled); failing over")
+    assert item.get("cluster") != "gpu-hz-a"
+    assert old_copy in state_files(fleet)
+    message = git(fleet, "log", "-1", "--format=%B", "fleetq/state")
+    assert "fail over PyTorchJob video/video-mae-pretrain from gpu-hz-a" in message
+
+    # room on gpu-bj-b: its jobs there finish; the failed job goes there
+    done = [succeeded(i["job"]) for i in placements(fleet).values()
+            if i.get("cluster") == "gpu-bj-b" and i["phase"] == "Admitted"]
+    assert report(fleet, "gpu-bj-b", kubectl_list(*done), now=NEXT).returncode == 0
+    reconcile(fleet, "2026-12-04T10:33:00Z")
+    item = placements(fleet)[MAE]
+    assert item["phase"] == "Admitted" and item["cluster"] == "gpu-bj-b"
+    assert item["keptOn"] == ["gpu-hz-a"] and old_copy in state_files(fleet)
+
+    running = pytorchjob_status("video-mae-pretrain", "video", "Running",
+                                "2026-12-04T10:40:00Z")
+    assert report(fleet, "gpu-bj-b", kubectl_list(*done, running),
+                  now="2026-12-04T10:41:00Z").returncode == 0
+    reconcile(fleet, "2026-12-04T10:42:00Z")
+    item = placements(fleet)[MAE]
+    assert "keptOn" not in item and item["failedOn"] == ["gpu-hz-a"]
+    assert item["cluster"] == "gpu-bj-b"
+    assert old_copy not in state_files(fleet)
+    assert "purge PyTorchJob video/video-mae-pretrain from gpu-hz-a" in git(
+        fleet, "log", "-1", "--format=%B", "fleetq/state")
+
+
+def test_a_report_that_cannot_be_read_records_nothing_and_one_without_state_is_refused(
+        tmp_path: Path, fleet: Path) -> None:
+    head = rev(fleet, "fleetq/state")
+    proc = report(fleet, "gpu-bj-b", "items: [\n")
+    assert proc.returncode == 2
+    assert "<stdin>:" in proc.stderr and "nothing recorded" in proc.stderr
+    assert rev(fleet, "fleetq/state") == head
+
+    fresh = tmp_path / "fresh"
+    assert fleetq("init", str(fresh)).returncode == 0
+    proc = report(fresh, "gpu-bj-b", kubectl_list())
+    assert proc.returncode == 2 and "run fleetq reconcile first" in proc.stderr
+    assert rev(fresh, "fleetq/state") is None
+
+
+def test_a_damaged_status_file_is_a_warning_and_the_rest_is_reconciled(fleet: Path) -> None:
+    assert report(fleet, "gpu-bj-b", kubectl_list(
+        pytorchjob_status("llm-sft-hotfix", "text", "Succeeded", DONE))).returncode == 0
+    # someone adds a report for gpu-hz-a by hand on the state branch, badly
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=fleet,
+                          input="kind: ClusterStatus\nobservedAt: [\n", capture_output=True,
+                          text=True, check=True).stdout.strip()
+    index = {"GIT_INDEX_FILE": str(fleet / ".git" / "hand-edit.index")}
+    git(fleet, "read-tree", "fleetq/state", env=index)
+    git(fleet, "update-index", "--add", "--cacheinfo", f"100644,{blob},status/gpu-hz-a.yaml",
+        env=index)
+    tree = git(fleet, "write-tree", env=index).strip()
+    message = git(fleet, "log", "-1", "--format=%B", "fleetq/state")
+    commit = git(fleet, "commit-tree", tree, "-p", "fleetq/state", "-m", message).strip()
+    git(fleet, "update-ref", "refs/heads/fleetq/state", commit)
+
+    proc = reconcile(fleet)
+    assert "status/gpu-hz-a.yaml:3: warning: not valid YAML" in proc.stderr
+    assert "the report is left out (its jobs stay as they are)" in proc.stderr
+    items = placements(fleet)
+    assert items[HOTFIX]["phase"] == "Finished"
+    assert items[MAE]["phase"] == "Admitted" and items[MAE]["cluster"] == "gpu-hz-a"
+
+
+def test_a_report_is_pushed_onto_the_remotes_state_without_losing_a_newer_reconcile(
+        tmp_path: Path, fleet: Path) -> None:
+    """Two clones of one remote: B reconciles a new job and pushes; A, whose
+    state branch is older, reports: its commit goes on top of B's, which is
+    kept whole."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(fleet, "remote", "add", "origin", str(remote))
+    git(fleet, "push", "-q", "origin", "main", "fleetq/state")
+    b = tmp_path / "b"
+    git(tmp_path, "clone", "-q", "-b", "main", str(remote), str(b))
+    (b / "jobs" / "text" / "late.yaml").write_text(
+        (fleet / "jobs" / "text" / "llm-sft-hotfix.yaml").read_text()
+        .replace("llm-sft-hotfix", "late-job"))
+    commit_all(b, "late job")
+    git(b, "push", "-q", "origin", "main")
+    proc = fleetq("reconcile", "--repo", str(b), "--remote", "origin", "--now", NEXT, "-q")
+    assert proc.returncode == 0, proc.stderr
+    b_state = git(remote, "rev-parse", "fleetq/state").strip()
+
+    proc = report(fleet, "gpu-bj-b", kubectl_list(
+        pytorchjob_status("llm-sft-hotfix", "text", "Succeeded", DONE)), "--remote", "origin")
+    assert proc.returncode == 0, proc.stderr
+    head = git(remote, "rev-parse", "fleetq/state").strip()
+    assert git(remote, "rev-parse", f"{head}^").strip() == b_state
+    items = placements(remote)
+    assert "text/late-job" in items  # B's decisions are all there
+    assert state_show(remote, "status/gpu-bj-b.yaml") is not None
