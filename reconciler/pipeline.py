@@ -32,6 +32,7 @@ from reconciler.core.model import Decision, JobKey, Phase, PriorPlacement
 from reconciler.core.outcomes import (
     ClusterObservation,
     apply_observations,
+    capacity_drift,
     cycle_input_with,
     finish,
 )
@@ -56,7 +57,13 @@ from reconciler.fleet.inputs import (
     read_fleet_settings,
 )
 from reconciler.fleet.jobs import JobSource
-from reconciler.fleet.observed import STATUS_DIR, ClusterReport, read_status
+from reconciler.fleet.observed import (
+    INVENTORY_DIR,
+    STATUS_DIR,
+    ClusterReport,
+    read_inventory,
+    read_status,
+)
 from reconciler.fleet.state import (
     PLACEMENTS,
     Written,
@@ -311,6 +318,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                 raise GitError(damaged_state(state_base, state_problems[0]))
     settled = _settled(repo, store, info, state_info, prior, read_before, inputs)
     observations = read_observations(repo, previous_entries, problems)
+    problems.extend(capacity_problems(repo, previous_entries, inputs))
     cycle_input = _cycle_input(inputs, prior, info, now, settled)
     outcomes = apply_observations(cycle_input, observations) if prior else None
     if outcomes is not None:
@@ -384,6 +392,31 @@ def read_observations(repo: FleetRepo, entries: dict[str, str], problems: list[P
         problems.extend(Problem(p.path, p.line, p.message + left, "warning") for p in said)
         if report is not None:
             out[report.cluster] = report
+    return out
+
+
+def capacity_problems(repo: FleetRepo, entries: dict[str, str], inputs: FleetInputs
+                      ) -> list[Problem]:
+    """Warnings where a member cluster declares capacity its reported nodes
+    (``inventory/<cluster>.yaml``) do not have: jobs would be placed on room
+    that is not there, and wait on the cluster."""
+    clusters = {c.name: c for c in inputs.clusters}
+    paths = sorted(p for p in entries if p.startswith(INVENTORY_DIR) and p.count("/") == 1
+                   and p.endswith(".yaml") and p[len(INVENTORY_DIR):-5] in clusters)
+    if not paths:
+        return []
+    blobs = repo.read_blobs(entries[p] for p in paths)
+    out: list[Problem] = []
+    for path in paths:
+        nodes, observed_at, said = read_inventory(path, blobs[entries[path]])
+        out.extend(Problem(p.path, p.line, p.message, "warning") for p in said)
+        if nodes is None:
+            continue
+        cluster = clusters[path[len(INVENTORY_DIR):-5]]
+        for drift in capacity_drift(cluster, nodes):
+            out.append(Problem(path, 0, (
+                f"MemberCluster {cluster.name}: {drift} (observed at {observed_at}); fix its "
+                f"spec.nodes or spec.nodeGroups, or the cluster"), "warning"))
     return out
 
 

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from reconciler.core.cycle import CycleInput
-from reconciler.core.model import Decision, Failover, JobKey, Phase, evolve
+from reconciler.core.model import Decision, Failover, JobKey, MemberCluster, Phase, evolve
 from reconciler.core.policy import find_policy, select_policy
+from reconciler.core.resources import Resources, add_into, format_quantity
 
 IMMEDIATE_PURGE = ("Immediately", "Directly")  # purge modes: the old copy goes at once
 NEVER_PURGE = "Never"
@@ -265,3 +266,44 @@ def _after(since: str | None, admitted_at: str | None) -> bool:
 def _seconds_between(start: str, end: str) -> float | None:
     a, b = parse_time(start), parse_time(end)
     return None if a is None or b is None else (b - a).total_seconds()
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedNode:
+    """One node as its member cluster reported it (``inventory/<cluster>.yaml``)."""
+
+    name: str
+    allocatable: Resources
+    ready: bool = True
+
+
+def capacity_drift(cluster: MemberCluster, nodes: Iterable[ObservedNode]) -> list[str]:
+    """How the capacity ``cluster`` declares (its nodes and node groups) differs
+    from the nodes its cluster reports, where jobs would be placed on room
+    that is not there: a declared node not reported or not ready (when the
+    declared names are the cluster's own), and each resource whose declared
+    total is more than the ready nodes' total. Nothing for a cluster that
+    declares no nodes."""
+    if not cluster.nodes:
+        return []
+    observed = {n.name: n for n in nodes}
+    out = []
+    if any(n.name in observed for n in cluster.nodes):  # (declared by the cluster's names)
+        for node in cluster.nodes:
+            seen = observed.get(node.name)
+            if seen is None:
+                out.append(f"node {node.name} is declared but not reported")
+            elif not seen.ready:
+                out.append(f"node {node.name} is declared but reported not ready")
+    declared: Resources = {}
+    for node in cluster.nodes:
+        add_into(declared, node.allocatable)
+    ready: Resources = {}
+    for seen in observed.values():
+        if seen.ready:
+            add_into(ready, seen.allocatable)
+    for name in sorted(declared):
+        if ready.get(name, 0) < declared[name]:
+            out.append(f"{format_quantity(name, declared[name])} {name} declared in all, "
+                       f"{format_quantity(name, ready.get(name, 0))} on its ready nodes")
+    return out

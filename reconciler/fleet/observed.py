@@ -16,10 +16,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.core.model import JobKey
-from reconciler.core.outcomes import ClusterObservation, ObservedJob, ObservedPhase, parse_time
+from reconciler.core.outcomes import (
+    ClusterObservation,
+    ObservedJob,
+    ObservedNode,
+    ObservedPhase,
+    parse_time,
+)
 from reconciler.core.problems import Problem
-from reconciler.fleet.documents import parse_documents
+from reconciler.fleet.documents import Document, parse_documents
 from reconciler.jobkinds import kind_for
+from reconciler.jobkinds.base import ManifestError, parse_resources
 from reconciler.render import yamltext
 
 API_VERSION = "fleetq.io/v1alpha1"
@@ -158,29 +165,42 @@ def _node(obj: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
     return node
 
 
+def _report_document(path: str, data: bytes, kind: str
+                     ) -> tuple[Document | None, str, list[Problem]]:
+    """The one document of a report file of ``kind``, and its observedAt;
+    None (and why) when it is not one."""
+    docs, problem = parse_documents(path, data)
+    if problem is not None:
+        return None, "", [problem]
+    if len(docs) != 1 or not isinstance(docs[0].value, dict):
+        return None, "", [Problem(path, docs[0].line if docs else 0, (
+            f"a {kind} is one mapping; write it again with fleetq observe or fleetq report"))]
+    doc = docs[0]
+    value = doc.value
+    if value.get("kind") != kind or value.get("apiVersion") != API_VERSION:
+        return None, "", [Problem(path, doc.line, (
+            f"not a {API_VERSION} {kind}; write it with fleetq observe or fleetq report"))]
+    observed_at = value.get("observedAt")
+    if not isinstance(observed_at, str) or parse_time(observed_at) is None:
+        return None, "", [Problem(path, doc.line_of("observedAt"), (
+            "observedAt must be an RFC 3339 time (2026-12-04T10:00:00Z)"))]
+    return doc, observed_at, []
+
+
 def read_status(path: str, data: bytes) -> tuple[ClusterObservation | None, list[Problem]]:
     """The report of ``status/<cluster>.yaml``; None (and why) when it cannot
     be used. A job entry that cannot be read is left out and said."""
-    docs, problem = parse_documents(path, data)
-    problems = [problem] if problem is not None else []
-    cluster = path[len(STATUS_DIR):].rsplit(".", 1)[0]
-    if problem is not None or len(docs) != 1 or not isinstance(docs[0].value, dict):
-        if problem is None:
-            problems.append(Problem(path, docs[0].line if docs else 0, (
-                "a ClusterStatus is one mapping; write it again with fleetq observe or "
-                "fleetq report")))
+    doc, observed_at, problems = _report_document(path, data, "ClusterStatus")
+    if doc is None:
         return None, problems
-    doc = docs[0]
     value = doc.value
-    if value.get("kind") != "ClusterStatus" or value.get("apiVersion") != API_VERSION:
-        return None, [Problem(path, doc.line, (
-            f"not a {API_VERSION} ClusterStatus; write it with fleetq observe or fleetq report"))]
-    observed_at = value.get("observedAt")
-    if not isinstance(observed_at, str) or parse_time(observed_at) is None:
-        return None, [Problem(path, doc.line_of("observedAt"), (
-            "observedAt must be an RFC 3339 time (2026-12-04T10:00:00Z)"))]
+    cluster = path[len(STATUS_DIR):].rsplit(".", 1)[0]
     jobs: dict[JobKey, ObservedJob] = {}
-    for i, item in enumerate(value.get("jobs") or ()):
+    listed = value.get("jobs") or []
+    if not isinstance(listed, list):
+        return None, [Problem(path, doc.line_of("jobs"), (
+            "jobs must be a list; write it again with fleetq observe or fleetq report"))]
+    for i, item in enumerate(listed):
         try:
             key = JobKey(_group(str(item["apiVersion"])), str(item["kind"]),
                          str(item.get("namespace") or "default"), str(item["name"]))
@@ -200,3 +220,26 @@ def read_status(path: str, data: bytes) -> tuple[ClusterObservation | None, list
 
 def _what(exc: Exception) -> str:
     return f"no {exc}" if isinstance(exc, KeyError) else str(exc)
+
+
+def read_inventory(path: str, data: bytes) -> tuple[list[ObservedNode] | None, str,
+                                                    list[Problem]]:
+    """The nodes of ``inventory/<cluster>.yaml`` and when they were observed;
+    None (and why) when it cannot be used. A node that cannot be read is left
+    out and said."""
+    doc, observed_at, problems = _report_document(path, data, "ClusterInventory")
+    if doc is None:
+        return None, "", problems
+    nodes = []
+    listed = doc.value.get("nodes") or []
+    if not isinstance(listed, list):
+        return None, "", [Problem(path, doc.line_of("nodes"), (
+            "nodes must be a list; write it again with fleetq observe or fleetq report"))]
+    for i, item in enumerate(listed):
+        try:
+            nodes.append(ObservedNode(str(item["name"]), parse_resources(
+                item.get("allocatable"), f"nodes[{i}].allocatable"), item.get("ready") is True))
+        except (KeyError, TypeError, ValueError, AttributeError, ManifestError) as exc:
+            problems.append(Problem(path, doc.line_of(f"nodes[{i}]"), (
+                f"node entry {i + 1} cannot be read ({_what(exc)}); it is left out")))
+    return nodes, observed_at, problems

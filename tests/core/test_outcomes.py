@@ -229,3 +229,26 @@ def test_finish_keeps_the_decisions_in_key_order_and_says_what_it_changed() -> N
                                                                                  "filler"]
     assert changed == {a.key}
     assert SOURCE_TIME  # (the builders' clock)
+
+
+def test_capacity_drift_names_missing_or_unready_nodes_and_resources_short() -> None:
+    from reconciler.core.outcomes import ObservedNode, capacity_drift
+    from tests.builders import res
+
+    declared = gpu_cluster("c1", 8, 8)  # nodes c1-n0 and c1-n1: 8 GPUs each
+    names = [n.name for n in declared.nodes]
+    whole = [ObservedNode(n.name, dict(n.allocatable)) for n in declared.nodes]
+    assert capacity_drift(declared, whole) == []
+    assert capacity_drift(declared, [*whole, ObservedNode("extra", res(cpu="1"))]) == []
+    half = [whole[0], ObservedNode(names[1], dict(declared.nodes[1].allocatable), ready=False)]
+    said = capacity_drift(declared, half)
+    assert said[0] == f"node {names[1]} is declared but reported not ready"
+    assert any(s.startswith("16 nvidia.com/gpu declared in all, 8 on its ready nodes")
+               for s in said), said
+    missing = capacity_drift(declared, [whole[0]])
+    assert missing[0] == f"node {names[1]} is declared but not reported"
+    # other names: the totals alone are compared
+    renamed = [ObservedNode(f"real-{i}", dict(n.allocatable))
+               for i, n in enumerate(declared.nodes)]
+    assert capacity_drift(declared, renamed) == []
+    assert capacity_drift(gpu_cluster("c2"), []) == []  # declares no nodes
