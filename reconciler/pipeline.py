@@ -428,7 +428,7 @@ def _left_in_place(decisions: list[Decision], entries: dict[str, str]) -> dict[s
     for d in decisions:
         where = d.kept_on
         if d.phase in (Phase.FINISHED, Phase.FAILED) and d.cluster is not None:
-            where = (d.cluster, *where)
+            where = (d.cluster, *d.copies, *where)
         for cluster in where:
             prefix = f"clusters/{cluster}/{d.key.namespace}/"
             for suffix in (f"{d.key.kind.lower()}-{d.key.name}.yaml",

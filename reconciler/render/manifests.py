@@ -232,7 +232,7 @@ def _held_on(d: Decision) -> tuple[str, ...]:
     if d.phase is Phase.ADMITTED:
         return (d.cluster, *d.copies, *d.kept_on)
     if d.phase in (Phase.FINISHED, Phase.FAILED):
-        return (d.cluster, *d.kept_on)
+        return (d.cluster, *d.copies, *d.kept_on)
     return d.kept_on
 
 

@@ -10,20 +10,26 @@ one in; ``video``'s PyTorchJobs fail over between GPU clusters
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from .conftest import (
+    REPO_ROOT,
     commit_all,
     fleetq,
     git,
     placements,
     rev,
+    run_reconcile,
     state_files,
     state_show,
     state_yaml,
+    when,
 )
 
 START = "2026-12-04T10:00:00Z"
@@ -36,12 +42,9 @@ MAE = "video/video-mae-pretrain"
 
 
 def _run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI as a subprocess, with ``stdin`` as its standard input."""
     if stdin is None:
         return fleetq(*args)
-    import os
-    import sys
-
-    from .conftest import REPO_ROOT
     return subprocess.run([sys.executable, "-m", "reconciler.cli", *args], cwd=REPO_ROOT,
                           env=dict(os.environ), input=stdin, capture_output=True, text=True,
                           timeout=60, check=False)
@@ -274,3 +277,46 @@ def test_a_report_is_pushed_onto_the_remotes_state_without_losing_a_newer_reconc
     items = placements(remote)
     assert "text/late-job" in items  # B's decisions are all there
     assert state_show(remote, "status/gpu-bj-b.yaml") is not None
+
+
+def test_an_incremental_reconcile_of_a_report_decides_as_a_whole_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process, with the cache: after a report, the jobs the state left
+    waiting are settled (left out of the cycle until something could help
+    them), and the cycle checks (``CHECK_QUICK``, on in every test) that
+    deciding with them in gives the same decisions; a failover turns settling
+    off. A watch-like second reconcile of the same reports finds nothing to do."""
+    from reconciler import pipeline
+    from reconciler.cli import init_repo
+    from reconciler.fleet.observed import cluster_report
+    from reconciler.gitops.repo import FleetRepo
+
+    path = tmp_path / "fleet"
+    init_repo(path, commit=True)
+    run_reconcile(path, START)
+    seen: list[int] = []
+    real = pipeline.reconcile_cycle  # type: ignore[attr-defined]
+
+    def counted(inp: object, *args: object, **kw: object) -> object:
+        seen.append(len(inp.settled))  # type: ignore[attr-defined]
+        return real(inp, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "reconcile_cycle", counted)
+    done = yaml.safe_load(kubectl_list(
+        pytorchjob_status("llm-sft-hotfix", "text", "Succeeded", DONE)))
+    pipeline.record_reports(FleetRepo(path), [cluster_report("gpu-bj-b", REPORTED, [done])],
+                            now=when(REPORTED))
+    outcome = run_reconcile(path, NEXT)
+    assert outcome.commit is not None and seen == [2]  # text's two waiting jobs
+    items = placements(path)
+    assert items[HOTFIX]["phase"] == "Finished" and items[WAITING]["phase"] == "Admitted"
+
+    failed = yaml.safe_load(kubectl_list(
+        pytorchjob_status("video-mae-pretrain", "video", "Failed", DONE)))
+    pipeline.record_reports(FleetRepo(path), [cluster_report("gpu-hz-a", REPORTED, [failed])],
+                            now=when(REPORTED))
+    run_reconcile(path, "2026-12-04T10:40:00Z")
+    assert seen[-1] == 0
+    assert placements(path)[MAE]["failedOn"] == ["gpu-hz-a"]
+    again = run_reconcile(path, "2026-12-04T10:41:00Z")
+    assert again.computed is None and len(seen) == 2
