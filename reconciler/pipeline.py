@@ -364,12 +364,24 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
 
 def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info: CommitInfo,
                  now: dt.datetime, settled: frozenset[JobKey]) -> CycleInput:
+    """The cycle's input. A job defined in more than one file is invalid: which
+    file would count would depend on their names, and a new file must not
+    take a running job over (one that ran keeps its place, flagged)."""
+    jobs = tuple(s.job for s in inputs.jobs.values())
+    invalid = tuple(inputs.invalid)
+    if inputs.twice:
+        twice = inputs.twice
+        invalid += tuple(InvalidJob(
+            j.key, j.api_version, j.path, j.line, j.blob,
+            f"{j.key} is defined in more than one file (see the errors of fleetq validate): "
+            f"none of them is used; rename all but one") for j in jobs if j.key in twice)
+        jobs = tuple(j for j in jobs if j.key not in twice)
     return CycleInput(
-        jobs=tuple(s.job for s in inputs.jobs.values()), tree=inputs.tree,
+        jobs=jobs, tree=inputs.tree,
         clusters=tuple(inputs.clusters), policies=tuple(inputs.policies),
         priority_classes=inputs.priority_classes, default_priority=inputs.default_priority,
         workload_priority_classes=inputs.workload_priority_classes, prior=prior,
-        source_time=info.committed_at, now=rfc3339(now), invalid=tuple(inputs.invalid),
+        source_time=info.committed_at, now=rfc3339(now), invalid=invalid,
         broken_paths=inputs.broken_paths, settings=inputs.settings, settled=settled)
 
 

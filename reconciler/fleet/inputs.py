@@ -534,7 +534,8 @@ def _add_job(inputs: FleetInputs, source: JobSource) -> None:
     if other is not None:
         inputs.problems.append(Problem(source.job.path, source.job.line, (
             f"{key} is also defined at {other.job.path}:{other.job.line}; a job is "
-            f"identified by group, kind, namespace and name: rename one")))
+            f"identified by group, kind, namespace and name, and one defined twice is not "
+            f"used (where it ran, it keeps its place): rename one")))
         inputs.twice.add(key)
         return
     inputs.jobs[key] = source

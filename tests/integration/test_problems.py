@@ -450,3 +450,41 @@ def test_a_fleet_yaml_that_breaks_keeps_the_state_on_its_branch(tmp_path: Path) 
     bad = make_fleet_repo(tmp_path / "bad", {"fleet.yaml": "spec: [\n"})
     proc = fleetq("reconcile", "--repo", str(bad), "--now", NOW)
     assert proc.returncode == 2 and "no earlier version of fleet.yaml parses" in proc.stderr
+
+
+def test_a_new_file_defining_a_running_job_again_takes_nothing_over(tmp_path: Path) -> None:
+    """``jobs/text/a-copy.yaml`` (sorting before the running job's own file)
+    defines ``llama-lora-sft`` again, changed: neither file is used; the
+    running job keeps its place and its rendered manifest, flagged; a job
+    defined twice that never ran is Invalid. Renaming one clears it."""
+    path = _template(tmp_path)
+    before = placements(path)["text/llama-lora-sft"]
+    assert before["phase"] == "Admitted"
+    own = (path / "jobs/text/llama-lora-sft.yaml").read_text()
+    rendered = f"clusters/{before['cluster']}/text/pytorchjob-llama-lora-sft.yaml"
+    was = state_show(path, rendered)
+    changed = own.replace("pytorch/pytorch:2.3.1", "pytorch/pytorch:9.9.9")
+    assert changed != own
+    write_files(path, {"jobs/text/a-copy.yaml": changed,
+                       "jobs/text/b-tokenizer.yaml":
+                           (path / "jobs/text/tokenizer-ablation.yaml").read_text()})
+    commit_all(path, "copies")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert "is also defined at jobs/text/a-copy.yaml" in proc.stderr
+    after = placements(path)
+    kept = after["text/llama-lora-sft"]
+    assert (kept["phase"], kept["cluster"], kept.get("sourceInvalid")) == \
+        ("Admitted", before["cluster"], True), kept
+    assert "defined in more than one file" in kept["reason"]
+    assert state_show(path, rendered) == was
+    assert after["text/tokenizer-ablation"]["phase"] == "Invalid"
+    # renamed: the copy is a job of its own, and the running one is as it was
+    write_files(path, {"jobs/text/a-copy.yaml": own.replace("llama-lora-sft", "lora-2")})
+    git(path, "rm", "-q", "jobs/text/b-tokenizer.yaml")
+    commit_all(path, "renamed")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    again = placements(path)
+    assert again["text/llama-lora-sft"]["cluster"] == before["cluster"]
+    assert "sourceInvalid" not in again["text/llama-lora-sft"]
+    assert "text/lora-2" in again and again["text/tokenizer-ablation"]["phase"] == "Queued"
