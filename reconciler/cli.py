@@ -23,7 +23,8 @@ from typing import Any, NoReturn, TextIO
 
 from reconciler import __version__
 from reconciler.core.explain import explain_decision
-from reconciler.core.model import Phase, PreemptionPolicy
+from reconciler.core.model import MemberCluster, Phase, PreemptionPolicy
+from reconciler.core.problems import Problem
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
 from reconciler.fleet.observed import ClusterReport, cluster_report
@@ -396,14 +397,36 @@ def cmd_report(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise GitError(f"cannot read {where}: {exc.strerror}") from exc
     docs, problem = parse_documents(where, data)
+    if problem is None and not any(isinstance(d.value, dict) and d.value.get("kind")
+                                   and d.value.get("apiVersion") for d in docs):
+        problem = Problem(where, docs[0].line if docs else 0, (
+            "no Kubernetes object in it (did kubectl fail?); give it the output of "
+            "kubectl get ... -o yaml (an empty List when the cluster has none)"))
     if problem is not None:
         print(problems_text([problem]), file=sys.stderr)
         print("fleetq: nothing recorded; fix the input (the output of kubectl get ... -o yaml)",
               file=sys.stderr)
         return EXIT_USAGE
+    _fleet_clusters(repo, args, [args.cluster])
     report = cluster_report(args.cluster, rfc3339(now), [d.value for d in docs], where=where,
                             complete=args.complete)
     return _record(repo, args, [report], now)
+
+
+def _fleet_clusters(repo: FleetRepo, args: argparse.Namespace, names: Sequence[str]
+                    ) -> dict[str, MemberCluster]:
+    """The fleet's member clusters at ``args.source``; a usage error when one
+    of ``names`` is none of them (a report is filed under its cluster's name)."""
+    check_source(repo, args.source)
+    cache = _cache(repo, args) if hasattr(args, "no_cache") else Cache(repo.git_dir)
+    _, inputs = read_inputs(repo, args.source, cache if cache is not None else ParsedJobs(),
+                            cache)
+    clusters = {c.name: c for c in inputs.clusters}
+    unknown = [name for name in names if name not in clusters]
+    if unknown:
+        raise GitError(f"no MemberCluster named {', '.join(map(repr, unknown))} in "
+                       f"{args.source}; the fleet has {', '.join(sorted(clusters)) or 'none'}")
+    return clusters
 
 
 def cmd_observe(args: argparse.Namespace) -> int:
@@ -412,15 +435,7 @@ def cmd_observe(args: argparse.Namespace) -> int:
 
     repo = FleetRepo(args.repo)
     now = parse_now(args.now)
-    check_source(repo, args.source)
-    cache = _cache(repo, args)
-    _, inputs = read_inputs(repo, args.source, cache if cache is not None else ParsedJobs(),
-                            cache)
-    clusters = {c.name: c for c in inputs.clusters}
-    unknown = [name for name in args.cluster if name not in clusters]
-    if unknown:
-        raise GitError(f"no MemberCluster named {', '.join(unknown)} in {args.source}; the "
-                       f"fleet has {', '.join(sorted(clusters)) or 'none'}")
+    clusters = _fleet_clusters(repo, args, args.cluster)
     reports: list[ClusterReport] = []
     failed = 0
     for name in args.cluster or sorted(clusters):
@@ -454,15 +469,14 @@ def _record(repo: FleetRepo, args: argparse.Namespace, reports: list[ClusterRepo
                   f"manage (no label fleetq.io/managed-by: fleetq, or not a job kind)",
                   file=sys.stderr)
     remote = _remote(repo, args, args.source)
-    branch, sha = record_reports(repo, reports, source_rev=args.source,
-                                 state_branch=args.state_branch, remote=remote, now=now)
-    for report in reports:
-        if repo.tree_id(state_ref(branch), f"clusters/{report.cluster}") is None:
-            print(f"warning: no job of the state runs on {report.cluster} (is it the name of a "
-                  f"MemberCluster?)", file=sys.stderr)
-    said = "; ".join(r.summary() for r in reports)
+    branch, sha, older = record_reports(repo, reports, source_rev=args.source,
+                                        state_branch=args.state_branch, remote=remote, now=now)
+    for report, newer in older:
+        print(f"warning: {report.cluster}: not recorded: the report there was observed at "
+              f"{newer}, after this one ({report.observed_at})", file=sys.stderr)
+    said = "; ".join(r.summary() for r in reports if all(r is not o for o, _ in older))
     print(f"committed {sha[:12]} to {branch}: {said}; run fleetq reconcile to act on it"
-          if sha else f"no change: {branch} has these reports already")
+          if sha else f"no change: {branch} has these reports already, or newer ones")
     return EXIT_OK
 
 

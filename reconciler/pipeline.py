@@ -16,7 +16,7 @@ import os
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,7 @@ from reconciler.core.outcomes import (
     capacity_drift,
     cycle_input_with,
     finish,
+    parse_time,
 )
 from reconciler.core.problems import Problem
 from reconciler.core.quota import QuotaTree, max_changed
@@ -63,6 +64,7 @@ from reconciler.fleet.observed import (
     ClusterReport,
     read_inventory,
     read_status,
+    status_path,
 )
 from reconciler.fleet.state import (
     PLACEMENTS,
@@ -358,7 +360,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                         problems=problems, state_base=state_base, state_tree=state_tree,
                         rendered_from=rendered.inputs, written=written,
                         observed=observed_tree(repo, state_base) if state_base else None)
-    computed.changes = describe_changes(prior, result.decisions)
+    computed.changes = describe_changes(prior, result.decisions,
+                                        outcomes.notes if outcomes is not None else None)
     return computed
 
 
@@ -714,9 +717,10 @@ def _manifest_of(source: JobSource) -> Manifest | None:
     return source.load_manifest() if source.manifest else None
 
 
-def describe_changes(prior: dict[JobKey, PriorPlacement],
-                     decisions: list[Decision]) -> list[str]:
-    """One line per job whose phase or cluster changed, for the commit message."""
+def describe_changes(prior: dict[JobKey, PriorPlacement], decisions: list[Decision],
+                     failovers: Mapping[JobKey, str] | None = None) -> list[str]:
+    """One line per job whose phase or cluster changed, for the commit message;
+    ``failovers``: why each job that fails over does."""
     lines = []
     found = 0  # decisions of jobs the prior has (all of them: none was deleted)
     for d in decisions:
@@ -739,7 +743,9 @@ def describe_changes(prior: dict[JobKey, PriorPlacement],
             kept = " (its copy stays there until the new placement runs)" \
                 if before.cluster in d.kept_on else ""
             to = f" -> {d.cluster}" if d.phase is Phase.ADMITTED else f": {d.phase.value.lower()}"
-            lines.append(f"fail over {name} from {before.cluster}{to}{kept}")
+            why = (failovers or {}).get(d.key)
+            lines.append(f"fail over {name} from {before.cluster}{to}{kept}"
+                         + (f": {why}" if why else ""))
         elif d.phase is Phase.ADMITTED:
             pods = ", ".join(f"{p.name} {p.replicas}" for p in d.pod_sets)
             lines.append(f"admit {name} -> {d.cluster} ({pods})")
@@ -892,10 +898,13 @@ def _observed_anew(repo: FleetRepo, computed: Computed) -> bool:
 def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
                    source_rev: str = "HEAD", state_branch: str | None = None,
                    remote: str | None = None, now: dt.datetime | None = None,
-                   progress: Progress = _quiet) -> tuple[str, str | None]:
+                   progress: Progress = _quiet
+                   ) -> tuple[str, str | None, list[tuple[ClusterReport, str]]]:
     """Commit the member clusters' ``reports`` (``status/`` and ``inventory/``
     files) onto the state branch, beside the state: (the branch, the new
-    commit, or None when they said nothing new). The commit keeps the state's
+    commit, or None when they said nothing new, and the reports not recorded
+    because the branch has a newer one of their cluster, with its time: a
+    late report must not undo what a newer one said). The commit keeps the state's
     trailers, so the next reconcile finds the state made from the same source
     but not from these reports, and decides again. Retried, as a reconcile is,
     when another writer moves the branch first."""
@@ -910,17 +919,19 @@ def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
         info = repo.commit_info(base)
         files: dict[str, bytes | str] = {e.path: e.sha for e in repo.list_tree(base)
                                          if e.type == "blob"}
+        older = _older_reports(repo, reports, files)
         for report in reports:
-            files.update(report.files())
+            if all(report is not o for o, _ in older):
+                files.update(report.files())
         tree = repo.write_tree(files)
         if tree == info.tree:
             _follow_remote(repo, remote, branch, base)
-            return branch, None
+            return branch, None, older
         kept = trailers(info.message)
         carried = "".join(f"{name}: {kept[name]}\n" for name in
                           (TREE_TRAILER, FORMAT_TRAILER, OBSERVED_TRAILER, TRAILER)
                           if name in kept)
-        title = "; ".join(r.summary() for r in reports)
+        title = "; ".join(r.summary() for r in reports if all(r is not o for o, _ in older))
         message = f"Report {title}\n\n{carried}"
         sha = repo.write_commit(tree=tree, parents=[base], message=message,
                                 identity=identity(fleet_git(repo, source_rev)), when=when)
@@ -932,8 +943,26 @@ def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
         elif not repo.update_ref(state_ref(branch), sha, base):
             progress("state branch moved; trying again")
             continue
-        return branch, sha
+        return branch, sha, older
     raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
+
+
+def _older_reports(repo: FleetRepo, reports: Sequence[ClusterReport],
+                   files: Mapping[str, bytes | str]) -> list[tuple[ClusterReport, str]]:
+    """The ``reports`` observed before the report of their cluster in ``files``
+    (path -> blob id), each with that report's time."""
+    out = []
+    for report in reports:
+        path = status_path(report.cluster)
+        sha = files.get(path)
+        if not isinstance(sha, str):
+            continue
+        there, _ = read_status(path, repo.read_blobs([sha])[sha])
+        was, now = (parse_time(there.observed_at) if there is not None else None,
+                    parse_time(report.observed_at))
+        if there is not None and was is not None and now is not None and was > now:
+            out.append((report, there.observed_at))
+    return out
 
 
 def newer_source(repo: FleetRepo, remote: str | None, source_rev: str,
@@ -1117,7 +1146,9 @@ def _watch_round(repo: FleetRepo, watcher: RefWatcher, cache: Cache, *, source_r
         if fetch:
             watcher.fetch()
         branch = state_branch or settings_branch(repo, source_rev)
-        watcher.revisions = (source_rev, state_ref(branch))
+        # (with a remote, its state too: a report or a reconcile pushed elsewhere)
+        watcher.revisions = (source_rev, state_ref(branch),
+                             *((f"refs/remotes/{remote}/{branch}",) if remote else ()))
         before = watcher.current()
         outcome = reconcile(repo, source_rev=source_rev, state_branch=branch, remote=remote,
                             now=now, progress=progress, cache=cache, later=later)
@@ -1131,7 +1162,8 @@ def _watch_round(repo: FleetRepo, watcher: RefWatcher, cache: Cache, *, source_r
     except Exception:
         return before, Round(None, traceback.format_exc().rstrip(),
                              time.perf_counter() - started, branch), True
-    seen = (outcome.source.sha if outcome.source else None, outcome.state)
+    seen: Revisions = (outcome.source.sha if outcome.source else None, outcome.state,
+                       *((outcome.state,) if remote else ()))
     return seen, Round(outcome, None, time.perf_counter() - started, branch), False
 
 

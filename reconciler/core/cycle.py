@@ -111,6 +111,9 @@ class CycleInput:
     # Per job, the member clusters it failed on (failover, ``core.outcomes``):
     # never among its candidates again.
     excluded: Mapping[JobKey, tuple[str, ...]] = field(default_factory=dict)
+    # Jobs that ended (``core.outcomes``): decided apart; those ``prior``
+    # admitted free what they held, as deleted jobs do.
+    ended: frozenset[JobKey] = frozenset()
 
 
 @dataclass
@@ -423,7 +426,7 @@ class Ahead:
                 and was.default_priority == inp.default_priority
                 and was.workload_priority_classes == inp.workload_priority_classes
                 and was.invalid == inp.invalid and was.broken_paths == inp.broken_paths
-                and was.excluded == inp.excluded):
+                and was.excluded == inp.excluded and was.ended == inp.ended):
             return False
         if (self._needs_source_time and was.source_time != inp.source_time) or \
                 (self._needs_now and was.now != inp.now):
@@ -734,8 +737,12 @@ class _Cycle:
                         key=lambda p: (p.admitted_at or "", p.key))
         changed: list[_Pending] = []
         self._as_before = True
+        ended = inp.ended
         for prior in priors:
             key = prior.key
+            if key in ended:
+                self._as_before = False
+                continue  # it ended where it ran: freed
             cluster = self.clusters.get(prior.cluster or "")
             pending = self.pending.get(key)
             if pending is not None:

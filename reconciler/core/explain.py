@@ -34,8 +34,9 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         lines.append(f"It failed on {', '.join(d.failed_on)} and fails over: it is never "
                      f"placed there again.")
     if d.kept_on:
-        lines.append(f"Its earlier copy stays on {', '.join(d.kept_on)} until its new "
-                     f"placement is reported running (its policy's failover purgeMode).")
+        lines.append(f"Its earlier copy stays on {', '.join(d.kept_on)}, as its policy's "
+                     f"failover purgeMode says: until its new placement is reported running "
+                     f"(Graciously, Gracefully), or for good (Never).")
     if d.phase is Phase.ADMITTED:
         return lines
     if d.phase is Phase.FINISHED:

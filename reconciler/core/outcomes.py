@@ -101,24 +101,28 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
     policy's, as the cycle selects it from ``inp.policies``."""
     prior = inp.prior
     jobs = {j.key: j for j in inp.jobs}
+    invalid = {bad.key for bad in inp.invalid}
+    broken = inp.broken_paths
+    by_ref = {p.ref: p for p in inp.policies}
     default_ref = inp.settings.default_policy
     default = find_policy(inp.policies, default_ref) if default_ref is not None else None
     out = Outcomes(ended={}, prior=dict(prior), failed_on={}, kept_on={})
     failovers = []
     for key, p in prior.items():
         job = jobs.get(key)
-        if job is None:
+        if job is None and key not in invalid and p.path not in broken:
             continue  # deleted: the cycle drops it
-        blob = job.blob
-        if p.phase in (Phase.FINISHED, Phase.FAILED):
-            # it ran: its object on the cluster has ended, and a changed manifest
-            # applied to it would not run it again; a new name would
-            out.ended[key] = p if blob == p.blob else evolve(p, blob=blob)
-            continue
+        # (a job whose file broke, or that is invalid now, is as it last was)
         if p.failed_on:
             out.failed_on[key] = p.failed_on
         if p.kept_on:
             out.kept_on[key] = p.kept_on
+        if p.phase in (Phase.FINISHED, Phase.FAILED):
+            # it ran: its object on the cluster has ended, and a changed manifest
+            # applied to it would not run it again; a new name would
+            out.ended[key] = p if job is None or (job.blob, job.path) == (p.blob, p.path) \
+                else evolve(p, blob=job.blob, path=job.path)
+            continue
         cluster = p.cluster
         if p.phase is not Phase.ADMITTED or cluster is None:
             continue
@@ -126,23 +130,25 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
         if report is None:
             continue  # nothing said of it
         seen = report.jobs.get(key)
-        if seen is not None and not _after(seen.since, p.admitted_at):
+        if seen is not None and not _after(seen.since or report.observed_at, p.admitted_at):
             seen = None  # an earlier run's
-        policy = select_policy(inp.policies, job) or default
+        policy = (select_policy(inp.policies, job) or default if job is not None
+                  else by_ref.get(p.policy or ""))
         failover = policy.failover if policy is not None else None
         if seen is not None and seen.phase in (ObservedPhase.RUNNING, ObservedPhase.SUCCEEDED) \
                 and p.kept_on and _purge(failover) != NEVER_PURGE:
             del out.kept_on[key]  # the new placement runs: the old copies go
             p = out.prior[key] = evolve(p, kept_on=())
             out.changed = True
+        now = p if job is None else evolve(p, blob=job.blob, path=job.path)
         if seen is not None and seen.phase is ObservedPhase.SUCCEEDED:
             when = seen.since or report.observed_at
-            out.ended[key] = _ended(p, Phase.FINISHED, when, (
+            out.ended[key] = _ended(now, Phase.FINISHED, when, (
                 f"succeeded on {p.cluster} at {when}; its quota and room are free again; "
                 f"delete its file to remove it from the cluster"), out)
         elif seen is not None and seen.phase is ObservedPhase.FAILED and failover is None:
             when = seen.since or report.observed_at
-            out.ended[key] = _ended(p, Phase.FAILED, when, (
+            out.ended[key] = _ended(now, Phase.FAILED, when, (
                 f"failed on {p.cluster} at {when}{_said(seen.message)}; it is not run again: "
                 f"fix the cause and push it under a new name (a policy with "
                 f"failover.application would place it on another cluster)"),
@@ -170,30 +176,30 @@ def cycle_input_with(inp: CycleInput, outcomes: Outcomes) -> CycleInput:
     that fail over back in their queues, and no job a candidate of a cluster
     it failed on. When jobs fail over, none is settled (``CycleInput.settled``):
     the state the previous reconcile ended on is not the one they leave."""
-    jobs = inp.jobs
-    if outcomes.ended:
-        ended = outcomes.ended
+    jobs, invalid = inp.jobs, inp.invalid
+    ended = frozenset(outcomes.ended)
+    if ended:
         jobs = tuple(j for j in jobs if j.key not in ended)
-    return replace(inp, jobs=jobs, prior=outcomes.prior, excluded=outcomes.failed_on,
+        invalid = tuple(bad for bad in invalid if bad.key not in ended)
+    return replace(inp, jobs=jobs, invalid=invalid, prior=outcomes.prior,
+                   excluded=outcomes.failed_on, ended=ended,
                    settled=frozenset() if outcomes.failovers else inp.settled)
 
 
 def finish(decisions: list[Decision], outcomes: Outcomes
            ) -> tuple[list[Decision], frozenset[JobKey]]:
     """The cycle's ``decisions`` with the ended jobs' in their place (by key),
-    each job's ``failedOn`` and ``keptOn``, and a job that fails over saying
-    why; and the keys of the decisions this changed (or added)."""
+    and each job's ``failedOn`` and ``keptOn``; and the keys of the decisions
+    this changed (or added). (Why a job failed over is in ``notes``, for the
+    commit message: a decision says only what the next reconcile would say.)"""
     out, changed = [], []
     for d in decisions:
         key = d.key
         failed_on = outcomes.failed_on.get(key, ())
         kept_on = outcomes.kept_on.get(key, ())
-        note = outcomes.notes.get(key)
-        if failed_on or kept_on or note or d.failed_on or d.kept_on:
+        if failed_on or kept_on or d.failed_on or d.kept_on:
             reason = d.reason
-            if note is not None:
-                reason = f"{note}; failing over: {reason}"
-            elif failed_on and d.phase is not Phase.ADMITTED:
+            if failed_on and d.phase is not Phase.ADMITTED:
                 told = f" (it failed on {', '.join(failed_on)}: never placed there again)"
                 reason = reason if reason.endswith(told) else reason + told
             new = evolve(d, failed_on=failed_on, kept_on=kept_on, reason=reason)

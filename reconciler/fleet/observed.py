@@ -11,6 +11,7 @@ through the API, or ``report`` reads from ``kubectl get -o yaml``
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -125,6 +126,13 @@ def cluster_report(cluster: str, observed_at: str, objects: Iterable[Mapping[str
             continue
         key = JobKey(_group(api_version), kind, str(meta.get("namespace") or "default"), name)
         phase, since, message = job_kind.observed_phase(dict(obj))
+        if since is not None:
+            when = parse_time(since)
+            if when is None:
+                report.problems.append(Problem(where or cluster, 0, (
+                    f"{kind} {key.namespace}/{name}: its time {since!r} is not an RFC 3339 "
+                    f"time; it is recorded without one"), "warning"))
+            since = rfc3339_utc(when) if when is not None else None
         report.jobs.append(ObservedJob(key, phase, since, message, api_version))
     if nodes or nodes_read:
         report.nodes = nodes
@@ -180,8 +188,8 @@ def _report_document(path: str, data: bytes, kind: str
     if value.get("kind") != kind or value.get("apiVersion") != API_VERSION:
         return None, "", [Problem(path, doc.line, (
             f"not a {API_VERSION} {kind}; write it with fleetq observe or fleetq report"))]
-    observed_at = value.get("observedAt")
-    if not isinstance(observed_at, str) or parse_time(observed_at) is None:
+    observed_at = _time_text(value.get("observedAt"))
+    if observed_at is None:
         return None, "", [Problem(path, doc.line_of("observedAt"), (
             "observedAt must be an RFC 3339 time (2026-12-04T10:00:00Z)"))]
     return doc, observed_at, []
@@ -205,10 +213,10 @@ def read_status(path: str, data: bytes) -> tuple[ClusterObservation | None, list
             key = JobKey(_group(str(item["apiVersion"])), str(item["kind"]),
                          str(item.get("namespace") or "default"), str(item["name"]))
             since = item.get("since")
-            if since is not None and parse_time(str(since)) is None:
+            if since is not None and _time_text(since) is None:
                 raise ValueError(f"since {since!r} is not an RFC 3339 time")
             jobs[key] = ObservedJob(key, ObservedPhase(item["phase"]),
-                                    str(since) if since is not None else None,
+                                    _time_text(since) if since is not None else None,
                                     str(item.get("message") or ""), str(item["apiVersion"]))
         except (KeyError, TypeError, ValueError) as exc:
             problems.append(Problem(path, doc.line_of(f"jobs[{i}]"), (
@@ -216,6 +224,21 @@ def read_status(path: str, data: bytes) -> tuple[ClusterObservation | None, list
                 f"apiVersion, kind, namespace, name and phase (Pending, Running, Succeeded "
                 f"or Failed)")))
     return ClusterObservation(cluster, observed_at, jobs, value.get("complete") is True), problems
+
+
+def rfc3339_utc(when: dt.datetime) -> str:
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _time_text(value: Any) -> str | None:
+    """A report's time as written (YAML reads an unquoted one as a datetime:
+    written back in RFC 3339), or None when it is not a time with a date and
+    a time of day."""
+    if isinstance(value, dt.datetime):
+        return rfc3339_utc(value if value.tzinfo else value.replace(tzinfo=dt.UTC))
+    if not isinstance(value, str) or "T" not in value.upper() or parse_time(value) is None:
+        return None
+    return value
 
 
 def _what(exc: Exception) -> str:

@@ -38,11 +38,16 @@ class BatchJobKind:
         return None
 
     def observed_phase(self, obj: Manifest) -> Observed:
-        """Complete or Failed ends it; pods active run it (since its startTime)."""
+        """Complete or Failed ends it; pods ready run it (since its startTime).
+        (Pods still pending count as ``active``; where ``ready`` is not said,
+        an older cluster, ``active`` is taken.)"""
         phase = conditions_phase(obj, succeeded="Complete")
         status = obj.get("status")
-        if phase[0] is ObservedPhase.PENDING and isinstance(status, dict) \
-                and isinstance(status.get("active"), int) and status["active"] > 0:
+        running = status.get("ready", status.get("active")) if isinstance(status, dict) \
+            else None
+        if phase[0] is ObservedPhase.PENDING and isinstance(running, int) \
+                and not isinstance(running, bool) and running > 0:
+            assert isinstance(status, dict)
             started = status.get("startTime")
             return ObservedPhase.RUNNING, str(started) if started else None, ""
         return phase

@@ -32,13 +32,16 @@ def read_cluster(context: str, kubeconfig: str | None = None
     serve). Raises ``ObserveError`` when the cluster cannot be read."""
     from kubernetes import client, config  # (imported by this command alone: 0.5 s)
     from kubernetes.client.exceptions import ApiException
-    from kubernetes.config.config_exception import ConfigException
 
+    settings = client.Configuration()
+    settings.retries = 0  # (urllib3 would try each request 4 times: minutes on a hung server)
     try:
-        api = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig, context=context)
-    except (ConfigException, OSError, ValueError) as exc:
-        raise ObserveError(f"no usable kubeconfig context {context!r}: {exc}") from exc
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig, context=context, client_configuration=settings)
+    except Exception as exc:  # (ConfigException, OSError, a kubeconfig YAML cannot read)
+        what = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ObserveError(f"no usable kubeconfig context {context!r}: {what}") from exc
+    api = client.ApiClient(settings)
     objects: list[dict[str, Any]] = []
     notes: list[str] = []
     selector = f"{MANAGED_LABEL}=fleetq"
@@ -68,6 +71,8 @@ def read_cluster(context: str, kubeconfig: str | None = None
                         continue
                     raise
                 objects.extend(_typed(o, kind.api_version, kind.kind) for o in _items(got))
+    except ObserveError:
+        raise
     except ApiException as exc:
         raise ObserveError(f"the API refused: {exc.status} {exc.reason}") from exc
     except Exception as exc:  # (urllib3's errors: no server, TLS, a timeout)
@@ -79,7 +84,11 @@ def read_cluster(context: str, kubeconfig: str | None = None
 
 
 def _items(response: Any) -> list[dict[str, Any]]:
-    body = json.loads(response.data)
+    try:
+        body = json.loads(response.data)
+    except ValueError as exc:  # (a proxy's or a login page's HTML)
+        raise ObserveError(f"its API server answered with something other than JSON "
+                           f"({response.data[:60]!r}...)") from exc
     items = body.get("items") if isinstance(body, dict) else None
     return [i for i in items or () if isinstance(i, dict)]
 

@@ -244,6 +244,8 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
     source = inputs.jobs.get(d.key)
     if source is None or d.kept or d.phase is not Phase.ADMITTED or cluster.name in d.kept_on:
         _copy_previous(previous, d, cluster.name, files)  # (as it ran there)
+        if source is not None:  # (its volumes, config and secrets stay with it)
+            _render_deps(d, source, inputs, policies, files)
         return
     job_rel = f"{d.key.namespace}/{d.key.kind.lower()}-{d.key.name}.yaml"
     group_rel = f"{d.key.namespace}/podgroup-{d.key.name}.yaml"
@@ -272,6 +274,13 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
         for group_obj in groups:
             files[group_rel] = dump(group_obj)
             out.inputs[base + group_rel] = made_of
+    _render_deps(d, source, inputs, policies, files)
+
+
+def _render_deps(d: Decision, source: JobSource, inputs: FleetInputs,
+                 policies: Mapping[str, Policy], files: dict[str, bytes | str]) -> None:
+    """The ConfigMaps, Secrets, volume claims and service accounts the job
+    names, when its policy propagates them."""
     policy = policies.get(d.policy or "")
     if policy is not None and policy.propagate_deps:
         for kind, name in source.deps:

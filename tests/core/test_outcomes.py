@@ -45,6 +45,12 @@ def decide(inp: CycleInput, *reports: ClusterObservation) -> dict[str, Decision]
     return {d.key.name: d for d in decisions}
 
 
+def why_failed_over(inp: CycleInput, *reports: ClusterObservation) -> dict[str, str]:
+    """Why each job fails over (for the commit message), by job name."""
+    outcomes = apply_observations(inp, {r.cluster: r for r in reports})
+    return {key.name: why for key, why in outcomes.notes.items()}
+
+
 def report(cluster: str, *jobs: tuple[Job, ObservedPhase, str | None], at: str = LATER,
            complete: bool = False) -> ClusterObservation:
     return ClusterObservation(cluster, at, {
@@ -125,7 +131,8 @@ def test_a_failed_job_fails_over_to_another_cluster_and_never_back() -> None:
                  report("c2", (filler, ObservedPhase.SUCCEEDED, LATER)))
     assert got["a"].phase is Phase.ADMITTED and got["a"].cluster == "c2"
     assert got["a"].failed_on == ("c1",) and got["a"].kept_on == ("c1",)
-    assert got["a"].reason.startswith("failed on c1")
+    assert why_failed_over(inp, report("c1", (a, ObservedPhase.FAILED, LATER))) == {
+        "a": f"failed on c1 at {LATER} (exit code 1)"}
     assert got["b"].cluster == "c1"
 
 
@@ -135,7 +142,8 @@ def test_a_job_that_fails_over_with_no_room_elsewhere_waits_keeping_its_place() 
     assert got["a"].phase is Phase.QUEUED and got["a"].position == 1
     assert got["a"].enqueued_at == inp.prior[a.key].enqueued_at
     assert got["b"].phase is Phase.ADMITTED and got["b"].cluster == "c1"  # c1 is free for b
-    assert "failing over" in got["a"].reason and "c2" in got["a"].reason
+    assert "c2" in got["a"].reason
+    assert got["a"].reason.endswith("(it failed on c1: never placed there again)")
     # the next reconcile keeps the exclusion, and says it
     again = decide(cycle_input(jobs=inp.jobs, clusters=inp.clusters, policies=inp.policies,
                                prior=prior_of(got.values())))
@@ -176,7 +184,8 @@ def test_a_job_not_running_toleration_seconds_after_admission_fails_over() -> No
     # 30 minutes after admission, still pending: it fails over
     got = decide(inp, report("c1", pending), freed)
     assert got["a"].cluster == "c2" and got["a"].failed_on == ("c1",)
-    assert "not running on c1 600 s after its admission" in got["a"].reason
+    assert "not running on c1 600 s after its admission" in why_failed_over(
+        inp, report("c1", pending), freed)["a"]
     # 5 minutes after: not yet
     soon = decide(inp, report("c1", pending, at="2026-01-01T10:05:00Z"), freed)
     assert soon["a"].cluster == "c1" and not soon["a"].failed_on
@@ -194,7 +203,8 @@ def test_a_job_missing_from_a_report_counts_as_not_running_only_when_the_report_
     assert partial["a"].cluster == "c1"
     complete = decide(inp, report("c1", complete=True), freed)
     assert complete["a"].cluster == "c2"
-    assert "not there when observed" in complete["a"].reason
+    assert "not there when observed" in why_failed_over(
+        inp, report("c1", complete=True), freed)["a"]
 
 
 def test_reports_of_other_clusters_or_unknown_jobs_change_nothing() -> None:
@@ -252,3 +262,51 @@ def test_capacity_drift_names_missing_or_unready_nodes_and_resources_short() -> 
                for i, n in enumerate(declared.nodes)]
     assert capacity_drift(declared, renamed) == []
     assert capacity_drift(gpu_cluster("c2"), []) == []  # declares no nodes
+
+
+def test_a_report_without_times_counts_only_when_observed_after_the_admission() -> None:
+    inp, a, _ = two_clusters()
+    old = decide(inp, report("c1", (a, ObservedPhase.SUCCEEDED, None), at=EARLIER))
+    assert old["a"].phase is Phase.ADMITTED
+    new = decide(inp, report("c1", (a, ObservedPhase.SUCCEEDED, None), at=LATER))
+    assert new["a"].phase is Phase.FINISHED and new["a"].ended_at == LATER
+
+
+def test_an_ended_or_failed_over_job_whose_file_breaks_stays_as_it_was() -> None:
+    """Its file invalid (or not parsing) now: a Finished job stays Finished
+    (its files stay on its cluster); a job that failed over keeps failedOn
+    and keptOn, and still never goes back where it failed."""
+    from reconciler.core.cycle import InvalidJob
+
+    inp, a, _ = two_clusters(failover_policy())
+    filler = next(j for j in inp.jobs if j.key.name == "filler")
+    done = decide(inp, report("c2", (filler, ObservedPhase.SUCCEEDED, LATER)),
+                  report("c1", (a, ObservedPhase.FAILED, LATER)))
+    assert done["filler"].phase is Phase.FINISHED and done["a"].cluster == "c2"
+    broken = [j for j in inp.jobs if j.key.name not in ("a", "filler")]
+    bad = [InvalidJob(j.key, j.api_version, j.path, j.line, j.blob, "broken")
+           for j in inp.jobs if j.key.name == "a"]
+    nxt = cycle_input(jobs=broken, clusters=inp.clusters, policies=inp.policies,
+                      prior=prior_of(done.values()), invalid=bad,
+                      broken_paths={filler.path: "not valid YAML"})
+    got = decide(nxt)
+    assert got["filler"].phase is Phase.FINISHED and got["filler"].cluster == "c2"
+    assert (got["a"].cluster, got["a"].failed_on, got["a"].kept_on) == ("c2", ("c1",),
+                                                                         ("c1",))
+
+
+def test_an_ended_job_records_the_file_it_is_read_from_now() -> None:
+    """A job whose file changed or moved in the reconcile that ends it, or
+    after: its item names the file and blob there are (``plan`` and the
+    next reconcile agree)."""
+    inp, a, _ = two_clusters()
+    moved = [evolve(j, blob="new", path="jobs/elsewhere.yaml") if j.key == a.key else j
+             for j in inp.jobs]
+    now = cycle_input(jobs=moved, clusters=inp.clusters, policies=inp.policies,
+                      prior=list(inp.prior.values()))
+    got = decide(now, report("c1", (a, ObservedPhase.SUCCEEDED, LATER)))
+    assert (got["a"].phase, got["a"].blob, got["a"].path) == (Phase.FINISHED, "new",
+                                                              "jobs/elsewhere.yaml")
+    again = decide(cycle_input(jobs=moved, clusters=inp.clusters, policies=inp.policies,
+                               prior=prior_of(got.values())))
+    assert again["a"] == got["a"]

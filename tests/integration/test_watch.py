@@ -401,6 +401,44 @@ def test_watch_with_a_remote_pushes_each_pushed_commit(
     w.close()
 
 
+def test_watch_with_a_remote_acts_on_a_report_pushed_there_from_elsewhere(
+        tmp_path: Path, watching: list[Watching]) -> None:
+    """A cluster's report pushed to the remote's state branch by another clone
+    (a CronJob in the cluster) wakes the watch, which acts on it: job ``a``
+    finished, and ``b``, waiting for its room, runs."""
+    from reconciler.fleet.observed import cluster_report
+    from reconciler.pipeline import record_reports
+
+    origin, dev = origin_and_dev(tmp_path)
+    write_files(dev, {"jobs/b.yaml": pytorchjob("b", cpu="3")})  # 4 + 6 > 8 cpu: it waits
+    commit_all(dev, "job b")
+    git(dev, "push", "-q", "origin", "main")
+    runner = tmp_path / "runner"
+    w = Watching(runner, source_rev="origin/main", remote="origin", interval=0.3)
+    watching.append(w)
+    state = committed(w.next())
+    items = placements(origin)
+    assert items["default/a"]["phase"] == "Admitted" and items["default/b"]["phase"] == "Queued"
+    reporter = tmp_path / "reporter"
+    git(tmp_path, "clone", "-q", "-b", "main", str(origin), str(reporter))
+    git(reporter, "fetch", "-q", "origin", f"{STATE}:{STATE}")
+    done = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+            "metadata": {"name": "a", "namespace": "default",
+                         "labels": {"fleetq.io/managed-by": "fleetq"}},
+            "status": {"conditions": [{"type": "Succeeded", "status": "True",
+                                       "lastTransitionTime": "2026-11-29T12:00:00Z"}]}}
+    _, reported, _ = record_reports(
+        FleetRepo(reporter), [cluster_report("c1", "2026-11-29T12:01:00Z", [done])],
+        remote="origin", now=when("2026-11-29T12:01:00Z"))
+    assert reported is not None and git(origin, "rev-parse", STATE).strip() == reported
+    after = committed(w.next())
+    assert after not in (state, reported)
+    items = placements(origin)
+    assert items["default/a"]["phase"] == "Finished" and items["default/b"]["phase"] == "Admitted"
+    w.quiet()
+    w.close()
+
+
 def test_watch_on_the_bare_repository_people_push_to(
         tmp_path: Path, watching: list[Watching]) -> None:
     """Run beside the server's repository: each push is reconciled into it."""
