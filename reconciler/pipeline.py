@@ -12,6 +12,7 @@ import contextlib
 import datetime as dt
 import functools
 import gc
+import hashlib
 import os
 import threading
 import time
@@ -351,15 +352,21 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     overlays = Overlays(inputs.templates)
     rendered = render_state(result.decisions, inputs, _manifest_of, previous, overlays, reuse)
     out.update(rendered.files)
+    members = {c.name for c in inputs.clusters}
+    reports: dict[str, str] = {}  # status/ as this state holds it: name -> blob
     for path, sha in previous_entries.items():
-        if path.startswith(CARRIED_OVER):
+        folder, _, name = path.partition("/")
+        # (the reports of a cluster no longer in the fleet go with it)
+        if path.startswith(CARRIED_OVER) and name.rsplit(".", 1)[0] in members:
             out[path] = sha
+            if folder == STATUS_DIR.rstrip("/"):
+                reports[name] = sha
     problems = sorted(set(problems + inputs.problems + inputs.unknown + result.problems
                           + rendered.problems + cache_problems(cache)))
     computed = Computed(source=info, inputs=inputs, result=result, prior=prior, files=out,
                         problems=problems, state_base=state_base, state_tree=state_tree,
                         rendered_from=rendered.inputs, written=written,
-                        observed=observed_tree(repo, state_base) if state_base else None)
+                        observed=folder_id(reports) if reports else NO_OBSERVATIONS)
     computed.changes = describe_changes(prior, result.decisions,
                                         outcomes.notes if outcomes is not None else None)
     return computed
@@ -820,6 +827,14 @@ def up_to_date(repo: FleetRepo, source_rev: str, base: str | None) -> CommitInfo
 
 
 NO_OBSERVATIONS = "none"
+
+
+def folder_id(files: Mapping[str, str]) -> str:
+    """The id git gives a folder of these files (name -> blob id), as
+    ``git mktree`` would write it."""
+    entries = sorted((name.encode(), sha) for name, sha in files.items())
+    body = b"".join(b"100644 " + name + b"\0" + bytes.fromhex(sha) for name, sha in entries)
+    return hashlib.sha1(b"tree %d\0" % len(body) + body).hexdigest()
 
 
 def observed_tree(repo: FleetRepo, state: str) -> str:

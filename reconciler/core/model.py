@@ -246,6 +246,9 @@ class Job:
     workload_priority_class: str | None = None
     preemptible: bool = True
     created_at: str | None = None
+    # its kind deletes it some time after it ends (``ttlSecondsAfterFinished``):
+    # once it has, a manifest still declared would create it, and run it, again
+    deleted_when_ended: bool = False
 
     @property
     def label_map(self) -> dict[str, str]:

@@ -34,7 +34,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from reconciler.core.cycle import CycleInput
-from reconciler.core.model import Decision, Failover, JobKey, MemberCluster, Phase, evolve
+from reconciler.core.model import (
+    Decision,
+    Failover,
+    Job,
+    JobKey,
+    MemberCluster,
+    Phase,
+    evolve,
+)
 from reconciler.core.policy import find_policy, select_policy
 from reconciler.core.resources import Resources, add_into, format_quantity
 
@@ -145,7 +153,7 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
             when = seen.since or report.observed_at
             out.ended[key] = _ended(now, Phase.FINISHED, when, (
                 f"succeeded on {p.cluster} at {when}; its quota and room are free again; "
-                f"delete its file to remove it from the cluster"), out)
+                + _stays(job)), out)
         elif seen is not None and seen.phase is ObservedPhase.FAILED and failover is None:
             when = seen.since or report.observed_at
             out.ended[key] = _ended(now, Phase.FAILED, when, (
@@ -212,6 +220,13 @@ def finish(decisions: list[Decision], outcomes: Outcomes
         out.sort(key=_by_key)
         changed.extend(outcomes.ended)
     return out, frozenset(changed)
+
+
+def _stays(job: Job | None) -> str:
+    if job is not None and job.deleted_when_ended:
+        return ("its manifest leaves the cluster (its ttlSecondsAfterFinished deletes it there; "
+                "declared, it would run again)")
+    return "delete its file to remove it from the cluster"
 
 
 def _by_key(d: Decision) -> JobKey:

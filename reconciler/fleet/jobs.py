@@ -209,7 +209,8 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
         priority_class=priority_class,
         workload_priority_class=label_map.get(WORKLOAD_PRIORITY_LABEL),
         preemptible=preemptible_raw != "false",
-        created_at=rfc3339(meta.get("creationTimestamp")))
+        created_at=rfc3339(meta.get("creationTimestamp")),
+        deleted_when_ended=kind.deleted_when_ended(obj))
     return JobSource(job=job, deps=SHARED(tuple(sorted(deps))), index=index,
                      manifest=zlib.compress(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), 1))
 

@@ -55,6 +55,10 @@ class JobKind(Protocol):
         """Where a job read from a member cluster is, by its ``status``."""
         ...
 
+    def deleted_when_ended(self, obj: Manifest) -> bool:
+        """Whether the job's operator deletes it some time after it ends."""
+        ...
+
 
 # (phase, since when, message): a job as its member cluster shows it
 Observed = tuple[ObservedPhase, str | None, str]
@@ -264,3 +268,9 @@ def conditions_phase(obj: Manifest, *, succeeded: str = "Succeeded", failed: str
 def _time(condition: Mapping[str, Any]) -> str | None:
     value = condition.get("lastTransitionTime") or condition.get("lastUpdateTime")
     return str(value) if value else None
+
+
+def run_policy_ttl(obj: Manifest) -> bool:
+    """Kubeflow's ``spec.runPolicy.ttlSecondsAfterFinished`` is set."""
+    policy = mapping_at(obj, "spec", "runPolicy")
+    return policy is not None and policy.get("ttlSecondsAfterFinished") is not None

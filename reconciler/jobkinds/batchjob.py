@@ -51,3 +51,7 @@ class BatchJobKind:
             started = status.get("startTime")
             return ObservedPhase.RUNNING, str(started) if started else None, ""
         return phase
+
+    def deleted_when_ended(self, obj: Manifest) -> bool:
+        spec = mapping_at(obj, "spec")
+        return spec is not None and spec.get("ttlSecondsAfterFinished") is not None

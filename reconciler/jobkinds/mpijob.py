@@ -13,6 +13,7 @@ from reconciler.jobkinds.base import (
     conditions_phase,
     replica_specs,
     run_policy_priority_class,
+    run_policy_ttl,
     set_run_policy_suspend,
 )
 
@@ -34,3 +35,6 @@ class MPIJobKind:
 
     def observed_phase(self, obj: Manifest) -> Observed:
         return conditions_phase(obj)
+
+    def deleted_when_ended(self, obj: Manifest) -> bool:
+        return run_policy_ttl(obj)

@@ -9,6 +9,7 @@ from reconciler.jobkinds.base import (
     conditions_phase,
     replica_specs,
     run_policy_priority_class,
+    run_policy_ttl,
     set_run_policy_suspend,
 )
 
@@ -28,3 +29,6 @@ class PyTorchJobKind:
 
     def observed_phase(self, obj: Manifest) -> Observed:
         return conditions_phase(obj)
+
+    def deleted_when_ended(self, obj: Manifest) -> bool:
+        return run_policy_ttl(obj)

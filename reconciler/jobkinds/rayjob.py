@@ -79,3 +79,15 @@ class RayJobKind:
             started = status.get("startTime")
             return ObservedPhase.RUNNING, str(started) if started else None, message
         return ObservedPhase.PENDING, None, message
+
+    def deleted_when_ended(self, obj: Manifest) -> bool:
+        """KubeRay's ``deletionStrategy`` with a ``DeleteSelf`` policy (on
+        success, on failure, or in a rule) deletes the RayJob; its
+        ``ttlSecondsAfterFinished`` deletes only the RayCluster it made."""
+        strategy = mapping_at(obj, "spec", "deletionStrategy")
+        if strategy is None:
+            return False
+        policies = [mapping_at(strategy, side) for side in ("onSuccess", "onFailure")]
+        rules = strategy.get("deletionRules")
+        policies += [r for r in rules if isinstance(r, dict)] if isinstance(rules, list) else []
+        return any(p is not None and p.get("policy") == "DeleteSelf" for p in policies)

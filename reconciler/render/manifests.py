@@ -169,8 +169,9 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
         reuse = None
     clusters = {c.name: c for c in inputs.clusters}
     placed: dict[str, list[Decision]] = {name: [] for name in sorted(clusters)}
+    jobs = inputs.jobs
     for d in decisions:
-        for where in _held_on(d):
+        for where in _held_on(d, jobs.get(d.key)):
             if where in placed:
                 placed[where].append(d)
     work = [(clusters[name], ds) for name, ds in placed.items() if ds]
@@ -223,15 +224,19 @@ def _render_clusters(work: Sequence[tuple[MemberCluster, list[Decision]]], *,
     return out
 
 
-def _held_on(d: Decision) -> tuple[str, ...]:
+def _held_on(d: Decision, source: JobSource | None) -> tuple[str, ...]:
     """The clusters whose folders hold the job of ``d``: where it is admitted
     (and its copies); where a Finished or Failed job ran (its object stays for
-    its logs and history); and those keeping an old copy (failover)."""
+    its logs and history), unless its operator deletes it once it ended (its
+    manifest would create it, and run it, again); and those keeping an old
+    copy (failover)."""
     if d.cluster is None:
         return d.kept_on
     if d.phase is Phase.ADMITTED:
         return (d.cluster, *d.copies, *d.kept_on)
     if d.phase in (Phase.FINISHED, Phase.FAILED):
+        if source is not None and source.job.deleted_when_ended:
+            return d.kept_on
         return (d.cluster, *d.copies, *d.kept_on)
     return d.kept_on
 

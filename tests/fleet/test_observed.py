@@ -856,3 +856,25 @@ def test_unquoted_times_in_a_hand_written_report_are_read_as_times() -> None:
     assert [j.since for j in observation.jobs.values()] == [T1]
     date_only = STATUS_HEAD.replace(f'observedAt: "{OBSERVED_AT}"', "observedAt: '2026-12-04'")
     assert read_status("status/gpu-b.yaml", date_only.encode())[0] is None
+
+
+@pytest.mark.parametrize(("api_version", "kind", "spec", "deleted"), [
+    ("batch/v1", "Job", {"ttlSecondsAfterFinished": 0}, True),
+    ("batch/v1", "Job", {}, False),
+    ("kubeflow.org/v1", "PyTorchJob", {"runPolicy": {"ttlSecondsAfterFinished": 60}}, True),
+    ("kubeflow.org/v1", "PyTorchJob", {"runPolicy": {"cleanPodPolicy": "None"}}, False),
+    ("kubeflow.org/v2beta1", "MPIJob", {"runPolicy": {"ttlSecondsAfterFinished": 60}}, True),
+    ("ray.io/v1", "RayJob", {"ttlSecondsAfterFinished": 600}, False),  # (its RayCluster only)
+    ("ray.io/v1", "RayJob", {"deletionStrategy": {"onSuccess": {"policy": "DeleteSelf"},
+                                                  "onFailure": {"policy": "DeleteNone"}}}, True),
+    ("ray.io/v1", "RayJob", {"deletionStrategy": {"deletionRules": [
+        {"condition": {"jobStatus": "SUCCEEDED"}, "policy": "DeleteSelf"}]}}, True),
+    ("ray.io/v1", "RayJob", {"deletionStrategy": {"onSuccess": {"policy": "DeleteCluster"}}},
+     False),
+])
+def test_a_kind_says_whether_its_operator_deletes_an_ended_job(
+        api_version: str, kind: str, spec: dict[str, Any], deleted: bool) -> None:
+    job_kind = kind_for(api_version, kind)
+    assert job_kind is not None
+    assert job_kind.deleted_when_ended({"apiVersion": api_version, "kind": kind,
+                                        "spec": spec}) is deleted

@@ -385,3 +385,42 @@ def test_a_finished_job_keeps_its_files_and_dependencies_while_its_file_is_broke
     commit_all(fleet, "fixed")
     reconcile(fleet, "2026-12-04T11:00:00Z")
     assert placements(fleet)[key]["phase"] == "Finished"
+
+
+def test_a_job_its_operator_deletes_once_ended_leaves_the_cluster_when_it_finishes(
+        fleet: Path) -> None:
+    """``dataset-shard-index`` (a batch Job with ttlSecondsAfterFinished) and
+    ``llm-sft-hotfix`` (none) finish on gpu-bj-b: the first one's manifest
+    leaves the cluster (once Kubernetes deletes the Job, a manifest still
+    declared would create it and run it again), the second one's stays."""
+    items = placements(fleet)
+    shard = items["platform/dataset-shard-index"]
+    assert shard["cluster"] == "gpu-bj-b"
+    shard_file = "clusters/gpu-bj-b/platform/job-dataset-shard-index.yaml"
+    hotfix_file = "clusters/gpu-bj-b/text/pytorchjob-llm-sft-hotfix.yaml"
+    assert {shard_file, hotfix_file} <= set(state_files(fleet))
+    proc = report(fleet, "gpu-bj-b", kubectl_list(succeeded(shard["job"]),
+                                                  succeeded(items[HOTFIX]["job"])))
+    assert proc.returncode == 0, proc.stderr
+    reconcile(fleet)
+    after = placements(fleet)
+    assert after["platform/dataset-shard-index"]["phase"] == "Finished"
+    assert "ttlSecondsAfterFinished" in after["platform/dataset-shard-index"]["reason"]
+    files = state_files(fleet)
+    assert shard_file not in files and hotfix_file in files
+    assert "up to date" in reconcile(fleet, "2026-12-04T10:33:00Z").stdout
+
+
+def test_the_reports_of_a_cluster_leave_with_it(fleet: Path) -> None:
+    assert report(fleet, "cpu-sh-c", kubectl_list()).returncode == 0
+    assert report(fleet, "gpu-hz-a", kubectl_list()).returncode == 0
+    reconcile(fleet)
+    assert "status/cpu-sh-c.yaml" in state_files(fleet)
+    git(fleet, "rm", "-q", "clusters/cpu-sh-c.yaml")
+    commit_all(fleet, "cpu-sh-c leaves")
+    reconcile(fleet, "2026-12-04T10:40:00Z")
+    files = state_files(fleet)
+    assert "status/cpu-sh-c.yaml" not in files and "status/gpu-hz-a.yaml" in files
+    head = rev(fleet, "fleetq/state")
+    assert "up to date" in reconcile(fleet, "2026-12-04T10:41:00Z").stdout
+    assert rev(fleet, "fleetq/state") == head
