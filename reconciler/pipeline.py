@@ -348,7 +348,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     previous_bytes = repo.read_blobs(previous_entries[p] for p in kept_paths)
     previous: dict[str, bytes | str] = {p: previous_bytes[previous_entries[p]]
                                         for p in kept_paths}
-    previous.update(_left_in_place(result.decisions, previous_entries))
+    if outcomes is not None and (outcomes.ended or outcomes.kept_on):
+        previous.update(_left_in_place(result.decisions, previous_entries))
     overlays = Overlays(inputs.templates)
     rendered = render_state(result.decisions, inputs, _manifest_of, previous, overlays, reuse)
     out.update(rendered.files)

@@ -46,6 +46,7 @@ from reconciler.core.model import (
 from reconciler.core.policy import find_policy, select_policy
 from reconciler.core.resources import Resources, add_into, format_quantity
 
+_ENDED = frozenset((Phase.FINISHED, Phase.FAILED))  # (a set: hashed at once, not compared)
 IMMEDIATE_PURGE = ("Immediately", "Directly")  # purge modes: the old copy goes at once
 NEVER_PURGE = "Never"
 
@@ -108,7 +109,18 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
     clusters' reports (see the module's docstring); a job's failover is its
     policy's, as the cycle selects it from ``inp.policies``."""
     prior = inp.prior
-    jobs = {j.key: j for j in inp.jobs}
+    # (most reconciles have nothing to do here: the fleet's jobs are looked at once)
+    if observations:
+        admitted = Phase.ADMITTED
+        concerned = [p for p in prior.values() if p.phase in _ENDED or p.failed_on
+                     or p.kept_on or (p.phase is admitted and p.cluster in observations)]
+    else:
+        concerned = [p for p in prior.values() if p.phase in _ENDED or p.failed_on
+                     or p.kept_on]
+    if not concerned:
+        return Outcomes(ended={}, prior=prior, failed_on={}, kept_on={})
+    keys = {p.key for p in concerned}
+    jobs = {j.key: j for j in inp.jobs if j.key in keys}
     invalid = {bad.key for bad in inp.invalid}
     broken = inp.broken_paths
     by_ref = {p.ref: p for p in inp.policies}
@@ -116,7 +128,8 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
     default = find_policy(inp.policies, default_ref) if default_ref is not None else None
     out = Outcomes(ended={}, prior=dict(prior), failed_on={}, kept_on={})
     failovers = []
-    for key, p in prior.items():
+    for p in concerned:
+        key = p.key
         job = jobs.get(key)
         if job is None and key not in invalid and p.path not in broken:
             continue  # deleted: the cycle drops it
@@ -125,7 +138,7 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
             out.failed_on[key] = p.failed_on
         if p.kept_on:
             out.kept_on[key] = p.kept_on
-        if p.phase in (Phase.FINISHED, Phase.FAILED):
+        if p.phase in _ENDED:
             # it ran: its object on the cluster has ended, and a changed manifest
             # applied to it would not run it again; a new name would
             out.ended[key] = p if job is None or (job.blob, job.path) == (p.blob, p.path) \
@@ -200,6 +213,8 @@ def finish(decisions: list[Decision], outcomes: Outcomes
     and each job's ``failedOn`` and ``keptOn``; and the keys of the decisions
     this changed (or added). (Why a job failed over is in ``notes``, for the
     commit message: a decision says only what the next reconcile would say.)"""
+    if not (outcomes.failed_on or outcomes.kept_on or outcomes.ended):
+        return decisions, frozenset()  # (no decision has either: each job's came from here)
     out, changed = [], []
     for d in decisions:
         key = d.key
