@@ -175,7 +175,7 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
                 f"failover.application would place it on another cluster)"),
                 out)
         elif failover is not None:
-            why = _fails_over(seen, failover, p, report)
+            why = _fails_over(seen, failover, p, report, inp.now)
             if why is not None:
                 failovers.append(key)
                 out.notes[key] = why
@@ -254,8 +254,10 @@ def _ended(p: Decision, phase: Phase, when: str, reason: str, out: Outcomes) -> 
 
 
 def _fails_over(seen: ObservedJob | None, failover: Failover, p: Decision,
-                report: ClusterObservation) -> str | None:
-    """Why the job placed by ``p`` fails over by ``report``, if it does."""
+                report: ClusterObservation, now: str) -> str | None:
+    """Why the job placed by ``p`` fails over by ``report``, if it does. (A
+    report's clock ahead of the reconcile's counts as observed now: a wrong
+    clock must not fail jobs over before their time.)"""
     if seen is not None and seen.phase is ObservedPhase.FAILED:
         return (f"failed on {p.cluster} at {seen.since or report.observed_at}"
                 f"{_said(seen.message)}")
@@ -266,6 +268,9 @@ def _fails_over(seen: ObservedJob | None, failover: Failover, p: Decision,
             seen is None and not report.complete):
         return None
     waited = _seconds_between(p.admitted_at, report.observed_at)
+    by_now = _seconds_between(p.admitted_at, now)
+    if waited is not None and by_now is not None:
+        waited = min(waited, by_now)
     if waited is None or waited < limit:
         return None
     state = "pending" if seen is not None else "not there"

@@ -310,3 +310,25 @@ def test_an_ended_job_records_the_file_it_is_read_from_now() -> None:
     again = decide(cycle_input(jobs=moved, clusters=inp.clusters, policies=inp.policies,
                                prior=prior_of(got.values())))
     assert again["a"] == got["a"]
+
+
+def test_a_report_from_a_clock_ahead_of_the_reconciles_fails_nothing_over_early() -> None:
+    """Admitted at 10:00 with tolerationSeconds 600, reported pending by a
+    cluster whose clock says 11:00 while the reconcile's says 10:05: 5 minutes
+    have passed, not 60."""
+    inp, a, _ = two_clusters(failover_policy(toleration=600))
+    filler = next(j for j in inp.jobs if j.key.name == "filler")
+    freed = report("c2", (filler, ObservedPhase.SUCCEEDED, LATER))
+    early = evolve_now(inp, "2026-01-01T10:05:00Z")
+    got = decide(early, report("c1", (a, ObservedPhase.PENDING, None),
+                               at="2026-01-01T11:00:00Z"), freed)
+    assert got["a"].cluster == "c1" and not got["a"].failed_on
+    late = evolve_now(inp, "2026-01-01T10:20:00Z")
+    moved = decide(late, report("c1", (a, ObservedPhase.PENDING, None),
+                                at="2026-01-01T11:00:00Z"), freed)
+    assert moved["a"].cluster == "c2"
+
+
+def evolve_now(inp: CycleInput, now: str) -> CycleInput:
+    from dataclasses import replace
+    return replace(inp, now=now)
