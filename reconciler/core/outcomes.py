@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -161,7 +162,8 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
             del out.kept_on[key]  # the new placement runs: the old copies go
             p = out.prior[key] = evolve(p, kept_on=())
             out.changed = True
-        now = p if job is None else evolve(p, blob=job.blob, path=job.path)
+        now = p if job is None or (job.blob, job.path) == (p.blob, p.path) \
+            else evolve(p, blob=job.blob, path=job.path)
         if seen is not None and seen.phase is ObservedPhase.SUCCEEDED:
             when = seen.since or report.observed_at
             out.ended[key] = _ended(now, Phase.FINISHED, when, (
@@ -286,6 +288,7 @@ def _said(message: str) -> str:
     return f" ({message})" if message else ""
 
 
+@functools.lru_cache(maxsize=1 << 16)  # (a fleet's times repeat: admissions share a clock)
 def parse_time(text: str) -> dt.datetime | None:
     """An RFC 3339 time (``Z`` or an offset), as UTC; None when it is not one."""
     try:
