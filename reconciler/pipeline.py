@@ -889,17 +889,29 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             message = commit_message(computed, Overlays(computed.inputs.templates))
             sha = repo.write_commit(tree=tree, parents=[base] if base else [], message=message,
                                     identity=identity(computed.inputs), when=when)
-            if remote:
-                if not repo.push_with_lease(remote, branch, sha, base):
-                    progress(f"state branch moved on {remote}; recomputing")
-                    continue
-                repo.run("update-ref", state_ref(branch), sha)
-            elif not repo.update_ref(state_ref(branch), sha, base):
-                progress("state branch moved; recomputing")
+            if not publish(repo, remote, branch, sha, base, progress, "recomputing"):
                 continue
             _save_cache(cache, computed, sha, later)
             return Outcome(computed, sha, attempt, source=computed.source, state=sha)
     raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
+
+
+def publish(repo: FleetRepo, remote: str | None, branch: str, sha: str, base: str | None,
+            progress: Progress, then: str) -> bool:
+    """Move the state branch from ``base`` to commit ``sha``: with a ``remote``,
+    a push with a lease on ``base`` (then the local branch follows); else a
+    compare-and-swap of the local branch. False when another writer moved it
+    first (said, with what is done ``then``)."""
+    if remote:
+        if not repo.push_with_lease(remote, branch, sha, base):
+            progress(f"state branch moved on {remote}; {then}")
+            return False
+        repo.run("update-ref", state_ref(branch), sha)
+        return True
+    if not repo.update_ref(state_ref(branch), sha, base):
+        progress(f"state branch moved; {then}")
+        return False
+    return True
 
 
 def _observed_anew(repo: FleetRepo, computed: Computed) -> bool:
@@ -951,13 +963,7 @@ def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
         message = f"Report {title}\n\n{carried}"
         sha = repo.write_commit(tree=tree, parents=[base], message=message,
                                 identity=identity(fleet_git(repo, source_rev)), when=when)
-        if remote:
-            if not repo.push_with_lease(remote, branch, sha, base):
-                progress(f"state branch moved on {remote}; trying again")
-                continue
-            repo.run("update-ref", state_ref(branch), sha)
-        elif not repo.update_ref(state_ref(branch), sha, base):
-            progress("state branch moved; trying again")
+        if not publish(repo, remote, branch, sha, base, progress, "trying again"):
             continue
         return branch, sha, older
     raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")

@@ -136,9 +136,7 @@ def _item_text(d: Decision, s: Any = yamltext.scalar, f: Any = yamltext.flow_sca
     out.append(f"  phase: {d.phase.value}")
     if d.cluster is not None:
         out.append(f"  cluster: {s(d.cluster)}")
-    if d.copies:
-        out.append("  copies:")
-        out.extend(f"    - {s(c)}" for c in d.copies)
+    _listed(out, "copies", d.copies, s)
     if d.pod_sets:
         out.append("  podSets:")
         out.extend(f"    - {{name: {f(p.name)}, replicas: {p.replicas}}}" for p in d.pod_sets)
@@ -178,14 +176,17 @@ def _item_text(d: Decision, s: Any = yamltext.scalar, f: Any = yamltext.flow_sca
         out.append(f"  policy: {s(d.policy)}")
     if d.ended_at is not None:
         out.append(f"  endedAt: {s(d.ended_at)}")
-    if d.failed_on:
-        out.append("  failedOn:")
-        out.extend(f"    - {s(c)}" for c in d.failed_on)
-    if d.kept_on:
-        out.append("  keptOn:")
-        out.extend(f"    - {s(c)}" for c in d.kept_on)
+    _listed(out, "failedOn", d.failed_on, s)
+    _listed(out, "keptOn", d.kept_on, s)
     out.append(f"  reason: {s(d.reason)}")
     return "\n".join(out)
+
+
+def _listed(out: list[str], name: str, names: tuple[str, ...], s: Any) -> None:
+    """A field listing cluster names, when there are any."""
+    if names:
+        out.append(f"  {name}:")
+        out.extend(f"    - {s(c)}" for c in names)
 
 
 def render_placements(decisions: Iterable[Decision]) -> bytes:
