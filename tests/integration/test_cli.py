@@ -386,7 +386,8 @@ def test_a_reconcile_stopped_while_two_processes_parse_ends_at_once_and_writes_n
     from benchmarks.generate import generate_fleet
 
     repo = tmp_path / "fleet"
-    generate_fleet(repo, jobs=4000, clusters=4, nodes_per_cluster=4, leaf_quotas=8, seed=5)
+    # (enough files that the parse outlasts a loaded machine's delays before the signal)
+    generate_fleet(repo, jobs=8000, clusters=4, nodes_per_cluster=4, leaf_quotas=8, seed=5)
     child = subprocess.Popen([sys.executable, "-m", "reconciler.cli", "reconcile", "--repo",
                               str(repo), "-q"], cwd=REPO_ROOT, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
