@@ -59,6 +59,9 @@ class ObservedPhase(enum.StrEnum):
     FAILED = "Failed"
 
 
+_ENDED_SEEN = (ObservedPhase.SUCCEEDED, ObservedPhase.FAILED)
+
+
 @dataclass(frozen=True, slots=True)
 class ObservedJob:
     """One job as its member cluster reported it."""
@@ -139,6 +142,9 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
             out.failed_on[key] = p.failed_on
         if p.kept_on:
             out.kept_on[key] = p.kept_on
+        if job is None and p.phase is not Phase.ADMITTED and (p.failed_on or p.kept_on):
+            out.ended[key] = p  # (its file broke while it fails over: as it was, apart)
+            continue
         if p.phase in _ENDED:
             # it ran: its object on the cluster has ended, and a changed manifest
             # applied to it would not run it again; a new name would
@@ -146,14 +152,15 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
                 else evolve(p, blob=job.blob, path=job.path)
             continue
         cluster = p.cluster
-        if p.phase is not Phase.ADMITTED or cluster is None:
-            continue
+        if p.phase is not Phase.ADMITTED or cluster is None or p.copies:
+            continue  # (a Duplicated job runs on several clusters: no one report ends it)
         report = observations.get(cluster)
         if report is None:
             continue  # nothing said of it
         seen = report.jobs.get(key)
-        if seen is not None and not _after(seen.since or report.observed_at, p.admitted_at):
-            seen = None  # an earlier run's
+        if seen is not None and seen.phase in _ENDED_SEEN and not _after(
+                seen.since or report.observed_at, p.admitted_at):
+            seen = None  # an earlier run's (a running one runs still, where it was placed)
         policy = (select_policy(inp.policies, job) or default if job is not None
                   else by_ref.get(p.policy or ""))
         failover = policy.failover if policy is not None else None
@@ -176,7 +183,7 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
                 f"fix the cause and push it under a new name (a policy with "
                 f"failover.application would place it on another cluster)"),
                 out)
-        elif failover is not None:
+        elif failover is not None and job is not None:  # (else: kept as it last was)
             why = _fails_over(seen, failover, p, report, inp.now)
             if why is not None:
                 failovers.append(key)

@@ -155,19 +155,23 @@ def _node(obj: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
     status = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
     spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
     assert isinstance(status, Mapping) and isinstance(spec, Mapping)
-    ready = any(isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True"
-                for c in status.get("conditions") or ())
+    conditions = status.get("conditions")
+    ready = isinstance(conditions, list) and any(
+        isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True"
+        for c in conditions)
+    allocatable = status.get("allocatable")
     node: dict[str, Any] = {
         "name": str(meta.get("name") or ""),
-        "allocatable": {str(k): str(v) for k, v in sorted((status.get("allocatable")
-                                                            or {}).items())},
+        "allocatable": {str(k): str(v) for k, v in sorted(allocatable.items())}
+        if isinstance(allocatable, Mapping) else {},
         "ready": ready and not spec.get("unschedulable"),
     }
     labels = meta.get("labels")
     if isinstance(labels, Mapping) and labels:
         node["labels"] = {str(k): str(v) for k, v in sorted(labels.items())}
+    listed = spec.get("taints")
     taints = [{k: str(t[k]) for k in ("key", "value", "effect") if t.get(k) is not None}
-              for t in spec.get("taints") or () if isinstance(t, Mapping)]
+              for t in (listed if isinstance(listed, list) else ()) if isinstance(t, Mapping)]
     if taints:
         node["taints"] = taints
     return node

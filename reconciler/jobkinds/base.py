@@ -259,8 +259,8 @@ def conditions_phase(obj: Manifest, *, succeeded: str = "Succeeded", failed: str
         last = max(ended, key=lambda c: str(c.get("lastTransitionTime") or ""))
         return (ObservedPhase.SUCCEEDED if last.get("type") == succeeded
                 else ObservedPhase.FAILED, _time(last), str(last.get("message") or ""))
-    for c in true:
-        if c.get("type") == running:
+    for c in true:  # (restarting pods: it ran, and runs on)
+        if c.get("type") in (running, "Restarting"):
             return ObservedPhase.RUNNING, _time(c), ""
     return ObservedPhase.PENDING, None, ""
 

@@ -90,7 +90,10 @@ def _items(response: Any) -> list[dict[str, Any]]:
         raise ObserveError(f"its API server answered with something other than JSON "
                            f"({response.data[:60]!r}...)") from exc
     items = body.get("items") if isinstance(body, dict) else None
-    return [i for i in items or () if isinstance(i, dict)]
+    if not isinstance(items, list):  # (an empty answer must not read as "none there")
+        raise ObserveError(f"its API server answered with no list of items "
+                           f"({response.data[:60]!r}...)")
+    return [i for i in items if isinstance(i, dict)]
 
 
 def _typed(obj: dict[str, Any], api_version: str, kind: str) -> dict[str, Any]:

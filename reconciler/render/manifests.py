@@ -230,15 +230,15 @@ def _held_on(d: Decision, source: JobSource | None) -> tuple[str, ...]:
     its logs and history), unless its operator deletes it once it ended (its
     manifest would create it, and run it, again); and those keeping an old
     copy (failover)."""
+    deleted = source is not None and source.job.deleted_when_ended
+    kept_on = () if deleted else d.kept_on  # (a failed copy, deleted, would run again)
     if d.cluster is None:
-        return d.kept_on
+        return kept_on
     if d.phase is Phase.ADMITTED:
-        return (d.cluster, *d.copies, *d.kept_on)
+        return (d.cluster, *d.copies, *kept_on)
     if d.phase in (Phase.FINISHED, Phase.FAILED):
-        if source is not None and source.job.deleted_when_ended:
-            return d.kept_on
-        return (d.cluster, *d.copies, *d.kept_on)
-    return d.kept_on
+        return kept_on if deleted else (d.cluster, *d.copies, *kept_on)
+    return kept_on
 
 
 def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,

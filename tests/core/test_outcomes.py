@@ -332,3 +332,42 @@ def test_a_report_from_a_clock_ahead_of_the_reconciles_fails_nothing_over_early(
 def evolve_now(inp: CycleInput, now: str) -> CycleInput:
     from dataclasses import replace
     return replace(inp, now=now)
+
+
+def test_a_running_job_listed_since_before_its_admission_runs_on_and_copies_are_not_judged(
+        ) -> None:
+    """Preempted and placed again on the same cluster before its object was
+    deleted, a job is listed running since before its admission: it runs, it
+    is not "not there". A Duplicated job (copies) is judged by no one report."""
+    inp, a, _ = two_clusters(failover_policy(toleration=600))
+    filler = next(j for j in inp.jobs if j.key.name == "filler")
+    freed = report("c2", (filler, ObservedPhase.SUCCEEDED, LATER))
+    got = decide(inp, report("c1", (a, ObservedPhase.RUNNING, EARLIER), complete=True), freed)
+    assert got["a"].cluster == "c1" and not got["a"].failed_on
+    copied = cycle_input(jobs=inp.jobs, clusters=inp.clusters, policies=inp.policies,
+                         prior=[evolve(p, copies=("c2",)) if p.key == a.key else p
+                                for p in inp.prior.values()])
+    same = decide(copied, report("c1", (a, ObservedPhase.SUCCEEDED, LATER)))
+    assert same["a"].phase is Phase.ADMITTED
+
+
+def test_a_job_failing_over_whose_file_breaks_keeps_its_place_in_the_state() -> None:
+    """It waits for a new cluster, its old copy kept, when its file breaks:
+    it stays as it was (not deleted: its copy and failedOn stay); a running job
+    whose file broke and that its cluster reports failed stays where it runs."""
+    from reconciler.core.cycle import InvalidJob
+
+    inp, a, _ = two_clusters(failover_policy())
+    waiting = decide(inp, report("c1", (a, ObservedPhase.FAILED, LATER)))
+    assert waiting["a"].phase is Phase.QUEUED and waiting["a"].kept_on == ("c1",)
+    others = [j for j in inp.jobs if j.key != a.key]
+    broken = cycle_input(jobs=others, clusters=inp.clusters, policies=inp.policies,
+                         prior=prior_of(waiting.values()), broken_paths={a.path: "bad YAML"})
+    got = decide(broken)
+    assert (got["a"].phase, got["a"].failed_on, got["a"].kept_on) == (Phase.QUEUED, ("c1",),
+                                                                      ("c1",))
+    bad = [InvalidJob(a.key, a.api_version, a.path, a.line, a.blob, "broken")]
+    running = cycle_input(jobs=others, clusters=inp.clusters, policies=inp.policies,
+                          prior=list(inp.prior.values()), invalid=bad)
+    kept = decide(running, report("c1", (a, ObservedPhase.FAILED, LATER)))
+    assert kept["a"].phase is Phase.ADMITTED and kept["a"].cluster == "c1"

@@ -174,9 +174,9 @@ KUBEFLOW_CASES: dict[str, tuple[dict[str, Any] | None, tuple[ObservedPhase, str 
         (PENDING, None, "")),
     "suspended: pending": (
         {"conditions": [cond("Created", T0), cond("Suspended", T1)]}, (PENDING, None, "")),
-    "restarting: pending": (
+    "restarting pods: it runs on (a restart must not fail it over)": (
         {"conditions": [cond("Created", T0), cond("Running", T1, status="False"),
-                        cond("Restarting", T2)]}, (PENDING, None, "")),
+                        cond("Restarting", T2)]}, (RUNNING, T2, "")),
     "succeeded, with its time and message": (
         {"conditions": [cond("Created", T0), cond("Running", T1, status="False"),
                         cond("Succeeded", T2, message="job succeeded")],
@@ -878,3 +878,13 @@ def test_a_kind_says_whether_its_operator_deletes_an_ended_job(
     assert job_kind is not None
     assert job_kind.deleted_when_ended({"apiVersion": api_version, "kind": kind,
                                         "spec": spec}) is deleted
+
+
+def test_a_node_with_fields_of_the_wrong_shape_is_read_without_them() -> None:
+    """A node whose allocatable, conditions or taints are not what the API says
+    is read with none of them (not ready), not a crash of the whole report."""
+    odd = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+           "spec": {"taints": "none"},
+           "status": {"allocatable": ["cpu"], "conditions": "Ready"}}
+    report = cluster_report("gpu-b", T0, [odd])
+    assert report.nodes == [{"name": "n1", "allocatable": {}, "ready": False}]

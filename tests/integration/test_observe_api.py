@@ -649,6 +649,21 @@ def test_a_cluster_that_answers_what_is_not_json_fails_observe_alone(
     assert "status/gpu-bj-b.yaml" in state_files(fleet)
 
 
+def test_a_cluster_that_answers_json_with_no_items_fails_observe_alone(
+        tmp_path: Path, fleet: Path, serve: Serve, capsys: pytest.CaptureFixture[str]) -> None:
+    """``200 {}`` from a proxy is not "no jobs there" (a complete, empty report
+    would fail every job there over): that cluster fails, the others are recorded."""
+    proxy = FakeCluster(body=b"{}")
+    kubeconfig = kubeconfig_for(tmp_path, {"gpu-bj-b": serve(bj_cluster(fleet)),
+                                           "gpu-hz-a": serve(proxy)})
+    code, _, err = observe(capsys, fleet, kubeconfig, "--cluster", "gpu-bj-b",
+                           "--cluster", "gpu-hz-a")
+    assert code == 1
+    assert "fleetq: gpu-hz-a: its API server answered with no list of items" in err
+    files = state_files(fleet)
+    assert "status/gpu-bj-b.yaml" in files and "status/gpu-hz-a.yaml" not in files
+
+
 def test_cluster_options_choose_the_clusters_read(
         tmp_path: Path, fleet: Path, serve: Serve, capsys: pytest.CaptureFixture[str]) -> None:
     """``--cluster NAME`` reads that cluster alone (the others' servers are not
