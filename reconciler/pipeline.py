@@ -93,7 +93,7 @@ from reconciler.render.overlays import Overlays
 TRAILER = "Fleet-Source-Commit"
 TREE_TRAILER = "Fleet-Source-Tree"
 FORMAT_TRAILER = "Fleet-Format"
-OBSERVED_TRAILER = "Fleet-Observed"  # the status/ folder the decisions read ("none")
+OBSERVED_TRAILER = "Fleet-Observed"  # the id of the state's status/ folder ("none")
 STATE_FORMAT = f"1 fleetq/{__version__}"  # a state made by another format is recomputed
 DEFAULT_IDENTITY = Identity("fleetq", "fleetq@localhost")
 CARRIED_OVER = ("inventory/", "status/")
@@ -120,7 +120,7 @@ class Computed:
     state_base: str | None
     state_tree: str | None
     rendered_from: dict[str, str] = field(default_factory=dict)  # RenderedTree.inputs
-    observed: str | None = None  # the status/ folder of the state it was decided from
+    observed: str | None = None  # the id of the status/ folder of the state it makes
     changes: list[str] = field(default_factory=list)
     written: Written = field(default_factory=dict)  # each decision read back, its item
 
