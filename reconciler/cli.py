@@ -418,7 +418,7 @@ def _fleet_clusters(repo: FleetRepo, args: argparse.Namespace, names: Sequence[s
     """The fleet's member clusters at ``args.source``; a usage error when one
     of ``names`` is none of them (a report is filed under its cluster's name)."""
     check_source(repo, args.source)
-    cache = _cache(repo, args) if hasattr(args, "no_cache") else Cache(repo.git_dir)
+    cache = _cache(repo, args)
     _, inputs = read_inputs(repo, args.source, cache if cache is not None else ParsedJobs(),
                             cache)
     clusters = {c.name: c for c in inputs.clusters}
@@ -640,6 +640,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--remote", default=None, help="push the report to this remote "
                    "(default: fleet.yaml's spec.remote; '' for none)")
     p.add_argument("--now", default=None, help="the time of the report (RFC 3339)")
+    no_cache(p)
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("observe", help="read the member clusters through the Kubernetes API "

@@ -320,16 +320,19 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
             if state_problems:
                 raise GitError(damaged_state(state_base, state_problems[0]))
     settled = _settled(repo, store, info, state_info, prior, read_before, inputs)
-    observations = read_observations(repo, previous_entries, problems)
-    problems.extend(capacity_problems(repo, previous_entries, inputs))
+    # the clusters' reports the state holds: those of the fleet's clusters stay
+    members = {c.name for c in inputs.clusters}
+    reports = {path: sha for path, sha in previous_entries.items()
+               if path.startswith(CARRIED_OVER)
+               and path.partition("/")[2].rsplit(".", 1)[0] in members}
+    observations = read_observations(repo, reports, problems)
+    problems.extend(capacity_problems(repo, reports, inputs))
     cycle_input = _cycle_input(inputs, prior, info, now, settled)
     outcomes = apply_observations(cycle_input, observations) if prior else None
     if outcomes is not None:
         cycle_input = cycle_input_with(cycle_input, outcomes)
     progress("scheduling")
     ahead = cache.take_ahead(state_base) if cache is not None and state_base else None
-    if ahead is not None and outcomes is not None and outcomes.changed:
-        ahead = None  # (done ahead for the state as it was)
     result = reconcile_cycle(cycle_input, ahead, progress)
     del ahead
     if outcomes is not None:
@@ -343,33 +346,21 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     # its blob (the largest of the state by far) is compressed while the rest is done
     out: dict[str, bytes | str] = {PLACEMENTS: repo.write_blob(placements)}
     del placements
-    kept_paths = [p for d in result.decisions if d.kept
-                  for p in previous_entries if p.startswith(f"clusters/{d.cluster}/")]
-    previous_bytes = repo.read_blobs(previous_entries[p] for p in kept_paths)
-    previous: dict[str, bytes | str] = {p: previous_bytes[previous_entries[p]]
-                                        for p in kept_paths}
-    if outcomes is not None and (outcomes.ended or outcomes.kept_on):
-        previous.update(_left_in_place(result.decisions, previous_entries))
     overlays = Overlays(inputs.templates)
-    rendered = render_state(result.decisions, inputs, _manifest_of, previous, overlays, reuse)
+    # (files kept as they were, by their blob ids: a job kept on its last good
+    # version, an ended job, an old copy of a job that fails over)
+    rendered = render_state(result.decisions, inputs, _manifest_of, previous_entries,
+                            overlays, reuse)
     out.update(rendered.files)
-    members = {c.name for c in inputs.clusters}
-    reports: dict[str, str] = {}  # status/ as this state holds it: name -> blob
-    for path, sha in previous_entries.items():
-        folder, _, name = path.partition("/")
-        # (the reports of a cluster no longer in the fleet go with it)
-        if path.startswith(CARRIED_OVER) and name.rsplit(".", 1)[0] in members:
-            out[path] = sha
-            if folder == STATUS_DIR.rstrip("/"):
-                reports[name] = sha
+    out.update(reports)
     problems = sorted(set(problems + inputs.problems + inputs.unknown + result.problems
                           + rendered.problems + cache_problems(cache)))
     computed = Computed(source=info, inputs=inputs, result=result, prior=prior, files=out,
                         problems=problems, state_base=state_base, state_tree=state_tree,
                         rendered_from=rendered.inputs, written=written,
-                        observed=folder_id(reports) if reports else NO_OBSERVATIONS)
+                        observed=observed_id(reports))
     computed.changes = describe_changes(prior, result.decisions,
-                                        outcomes.notes if outcomes is not None else None)
+                                        outcomes.failovers if outcomes is not None else None)
     return computed
 
 
@@ -398,9 +389,9 @@ def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info:
 
 def read_observations(repo: FleetRepo, entries: dict[str, str], problems: list[Problem]
                       ) -> dict[str, ClusterObservation]:
-    """The member clusters' reports in the state tree (``entries``: its files),
-    by cluster; a report that cannot be read is left out, and said (a warning:
-    the jobs it would have told of stay as they are)."""
+    """The member clusters' reports of their jobs among ``entries`` (path ->
+    blob id), by cluster; a report that cannot be read is left out, and said
+    (a warning: the jobs it would have told of stay as they are)."""
     paths = sorted(p for p in entries if p.startswith(STATUS_DIR) and p.count("/") == 1
                    and p.endswith(".yaml"))
     if not paths:
@@ -421,8 +412,8 @@ def read_observations(repo: FleetRepo, entries: dict[str, str], problems: list[P
 def capacity_problems(repo: FleetRepo, entries: dict[str, str], inputs: FleetInputs
                       ) -> list[Problem]:
     """Warnings where a member cluster declares capacity its reported nodes
-    (``inventory/<cluster>.yaml``) do not have: jobs would be placed on room
-    that is not there, and wait on the cluster."""
+    (``inventory/<cluster>.yaml`` among ``entries``, path -> blob id) do not
+    have: jobs would be placed on room that is not there, and wait there."""
     clusters = {c.name: c for c in inputs.clusters}
     paths = sorted(p for p in entries if p.startswith(INVENTORY_DIR) and p.count("/") == 1
                    and p.endswith(".yaml") and p[len(INVENTORY_DIR):-5] in clusters)
@@ -440,25 +431,6 @@ def capacity_problems(repo: FleetRepo, entries: dict[str, str], inputs: FleetInp
             out.append(Problem(path, 0, (
                 f"MemberCluster {cluster.name}: {drift} (observed at {observed_at}); fix its "
                 f"spec.nodes or spec.nodeGroups, or the cluster"), "warning"))
-    return out
-
-
-def _left_in_place(decisions: list[Decision], entries: dict[str, str]) -> dict[str, str]:
-    """The files (path -> blob id) of the previous state that stay where they
-    are: a Finished or Failed job's on its cluster, and the old copies of a
-    job that fails over (``keptOn``)."""
-    out = {}
-    for d in decisions:
-        where = d.kept_on
-        if d.phase in (Phase.FINISHED, Phase.FAILED) and d.cluster is not None:
-            where = (d.cluster, *d.copies, *where)
-        for cluster in where:
-            prefix = f"clusters/{cluster}/{d.key.namespace}/"
-            for suffix in (f"{d.key.kind.lower()}-{d.key.name}.yaml",
-                           f"podgroup-{d.key.name}.yaml"):
-                sha = entries.get(prefix + suffix)
-                if sha is not None:
-                    out[prefix + suffix] = sha
     return out
 
 
@@ -830,10 +802,13 @@ def up_to_date(repo: FleetRepo, source_rev: str, base: str | None) -> CommitInfo
 NO_OBSERVATIONS = "none"
 
 
-def folder_id(files: Mapping[str, str]) -> str:
-    """The id git gives a folder of these files (name -> blob id), as
-    ``git mktree`` would write it."""
-    entries = sorted((name.encode(), sha) for name, sha in files.items())
+def observed_id(reports: Mapping[str, str]) -> str:
+    """The id git gives the ``status/`` folder of these reports (path -> blob
+    id; a flat folder of files, as the state tree is written), or ``none``."""
+    entries = sorted((path[len(STATUS_DIR):].encode(), sha) for path, sha in reports.items()
+                     if path.startswith(STATUS_DIR))
+    if not entries:
+        return NO_OBSERVATIONS
     body = b"".join(b"100644 " + name + b"\0" + bytes.fromhex(sha) for name, sha in entries)
     return hashlib.sha1(b"tree %d\0" % len(body) + body).hexdigest()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import heapq
 import operator
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field, fields, replace
 
 from reconciler.core.gang import ClusterState, Fit, Ranking, job_cluster_total
@@ -108,9 +108,6 @@ class CycleInput:
     # the limits it meets now, so it is not tried again until something that
     # could help it happens (see step 2).
     settled: frozenset[JobKey] = frozenset()
-    # Per job, the member clusters it failed on (failover, ``core.outcomes``):
-    # never among its candidates again.
-    excluded: Mapping[JobKey, tuple[str, ...]] = field(default_factory=dict)
     # Jobs that ended (``core.outcomes``): decided apart; those ``prior``
     # admitted free what they held, as deleted jobs do.
     ended: frozenset[JobKey] = frozenset()
@@ -426,8 +423,9 @@ class Ahead:
                 and was.default_priority == inp.default_priority
                 and was.workload_priority_classes == inp.workload_priority_classes
                 and was.invalid == inp.invalid and was.broken_paths == inp.broken_paths
-                and was.excluded == inp.excluded and was.ended == inp.ended):
-            return False
+                and was.ended.intersection(self._admitted)
+                == inp.ended.intersection(self._admitted)):
+            return False  # (an admitted job that ended is freed, not put back)
         if (self._needs_source_time and was.source_time != inp.source_time) or \
                 (self._needs_now and was.now != inp.now):
             return False
@@ -687,8 +685,8 @@ class _Cycle:
                     f"{job.api_version} {key.kind} {key.namespace}/{key.name}; {fix}"))
                 continue
             groups, notes = self._groups(policy, key.kind_ref)
-            excluded = inp.excluded.get(key)
-            if excluded:  # failover: never again where it failed
+            excluded = prior.failed_on if prior is not None else ()
+            if excluded:  # failover: never again where it failed (``core.outcomes``)
                 groups = [[n for n in g if n not in excluded] for g in groups]
                 notes = [*notes, *(f"{n}: it failed there" for n in excluded)]
             self.decisions[key] = base

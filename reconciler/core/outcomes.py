@@ -94,17 +94,15 @@ class Outcomes:
     that fails over is back in its queue; a job that ended is as it was, so
     the cycle frees its quota and room as for a deleted job). ``failed_on``
     and ``kept_on``: per job, the clusters it failed on and those keeping an
-    old copy. ``failovers``: the jobs that fail over in this reconcile.
-    ``changed``: whether any of it differs from the previous state.
+    old copy. ``failovers``: the jobs that fail over in this reconcile, and
+    why (for the commit message).
     """
 
     ended: dict[JobKey, Decision]
     prior: dict[JobKey, Decision]
     failed_on: dict[JobKey, tuple[str, ...]]
     kept_on: dict[JobKey, tuple[str, ...]]
-    failovers: frozenset[JobKey] = frozenset()
-    changed: bool = False
-    notes: dict[JobKey, str] = field(default_factory=dict)  # why a job failed over
+    failovers: dict[JobKey, str] = field(default_factory=dict)
 
 
 def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObservation]
@@ -131,7 +129,6 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
     default_ref = inp.settings.default_policy
     default = find_policy(inp.policies, default_ref) if default_ref is not None else None
     out = Outcomes(ended={}, prior=dict(prior), failed_on={}, kept_on={})
-    failovers = []
     for p in concerned:
         key = p.key
         job = jobs.get(key)
@@ -148,8 +145,7 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
         if p.phase in _ENDED:
             # it ran: its object on the cluster has ended, and a changed manifest
             # applied to it would not run it again; a new name would
-            out.ended[key] = p if job is None or (job.blob, job.path) == (p.blob, p.path) \
-                else evolve(p, blob=job.blob, path=job.path)
+            out.ended[key] = _read_from(p, job)
             continue
         cluster = p.cluster
         if p.phase is not Phase.ADMITTED or cluster is None or p.copies:
@@ -168,26 +164,22 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
                 and p.kept_on and _purge(failover) != NEVER_PURGE:
             del out.kept_on[key]  # the new placement runs: the old copies go
             p = out.prior[key] = evolve(p, kept_on=())
-            out.changed = True
-        now = p if job is None or (job.blob, job.path) == (p.blob, p.path) \
-            else evolve(p, blob=job.blob, path=job.path)
+        now = _read_from(p, job)
         if seen is not None and seen.phase is ObservedPhase.SUCCEEDED:
             when = seen.since or report.observed_at
             out.ended[key] = _ended(now, Phase.FINISHED, when, (
                 f"succeeded on {p.cluster} at {when}; its quota and room are free again; "
-                + _stays(job)), out)
+                + _stays(job)))
         elif seen is not None and seen.phase is ObservedPhase.FAILED and failover is None:
             when = seen.since or report.observed_at
             out.ended[key] = _ended(now, Phase.FAILED, when, (
                 f"failed on {p.cluster} at {when}{_said(seen.message)}; it is not run again: "
                 f"fix the cause and push it under a new name (a policy with "
-                f"failover.application would place it on another cluster)"),
-                out)
+                f"failover.application would place it on another cluster)"))
         elif failover is not None and job is not None:  # (else: kept as it last was)
             why = _fails_over(seen, failover, p, report, inp.now)
             if why is not None:
-                failovers.append(key)
-                out.notes[key] = why
+                out.failovers[key] = why
                 out.failed_on[key] = tuple(sorted({*p.failed_on, cluster}))
                 if _purge(failover) not in IMMEDIATE_PURGE:
                     out.kept_on[key] = tuple(sorted({*out.kept_on.get(key, ()), cluster}))
@@ -195,24 +187,22 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
                                         copies=(), admitted_at=None, position=None,
                                         failed_on=out.failed_on[key],
                                         kept_on=out.kept_on.get(key, ()))
-                out.changed = True
-    out.failovers = frozenset(failovers)
     return out
 
 
 def cycle_input_with(inp: CycleInput, outcomes: Outcomes) -> CycleInput:
     """``inp`` as the clusters' reports leave it: the jobs that ended left out
     (they hold nothing, as deleted jobs do), the previous state with the jobs
-    that fail over back in their queues, and no job a candidate of a cluster
-    it failed on. When jobs fail over, none is settled (``CycleInput.settled``):
-    the state the previous reconcile ended on is not the one they leave."""
+    that fail over back in their queues (with the clusters they failed on,
+    which the cycle never gives them as candidates). When jobs fail over,
+    none is settled (``CycleInput.settled``): the state the previous
+    reconcile ended on is not the one they leave."""
     jobs, invalid = inp.jobs, inp.invalid
     ended = frozenset(outcomes.ended)
     if ended:
         jobs = tuple(j for j in jobs if j.key not in ended)
         invalid = tuple(bad for bad in invalid if bad.key not in ended)
-    return replace(inp, jobs=jobs, invalid=invalid, prior=outcomes.prior,
-                   excluded=outcomes.failed_on, ended=ended,
+    return replace(inp, jobs=jobs, invalid=invalid, prior=outcomes.prior, ended=ended,
                    settled=frozenset() if outcomes.failovers else inp.settled)
 
 
@@ -220,7 +210,7 @@ def finish(decisions: list[Decision], outcomes: Outcomes
            ) -> tuple[list[Decision], frozenset[JobKey]]:
     """The cycle's ``decisions`` with the ended jobs' in their place (by key),
     and each job's ``failedOn`` and ``keptOn``; and the keys of the decisions
-    this changed (or added). (Why a job failed over is in ``notes``, for the
+    this changed (or added). (Why a job failed over is in ``failovers``, for the
     commit message: a decision says only what the next reconcile would say.)"""
     if not (outcomes.failed_on or outcomes.kept_on or outcomes.ended):
         return decisions, frozenset()  # (no decision has either: each job's came from here)
@@ -257,9 +247,16 @@ def _by_key(d: Decision) -> JobKey:
     return d.key
 
 
-def _ended(p: Decision, phase: Phase, when: str, reason: str, out: Outcomes) -> Decision:
-    out.changed = True
+def _ended(p: Decision, phase: Phase, when: str, reason: str) -> Decision:
     return evolve(p, phase=phase, ended_at=when, reason=reason, position=None)
+
+
+def _read_from(p: Decision, job: Job | None) -> Decision:
+    """``p`` naming the file and blob its job is read from now (its file may
+    have changed or moved; none: it broke, and ``p`` is as it last was)."""
+    if job is None or (job.blob, job.path) == (p.blob, p.path):
+        return p
+    return evolve(p, blob=job.blob, path=job.path)
 
 
 def _fails_over(seen: ObservedJob | None, failover: Failover, p: Decision,

@@ -155,9 +155,11 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
     """Every cluster folder of the state tree (placements.yaml is written apart).
 
     ``manifest_of`` gives a job's source manifest; ``previous`` maps paths of
-    the previous state tree to their bytes (for jobs kept on their last good
-    version, whose source cannot be rendered now). ``reuse`` maps paths of the
-    previous state tree to (inputs, blob id) as ``RenderedTree.inputs`` said:
+    the previous state tree to their bytes or blob ids (for files kept as
+    they are: a job kept on its last good version, whose source cannot be
+    rendered now; a Finished or Failed job; a job's old copy, ``keptOn``).
+    ``reuse`` maps paths of the previous state tree to (inputs, blob id) as
+    ``RenderedTree.inputs`` said:
     a job file made from the same inputs is that blob again, not rendered.
     Not with overlays: they may read any field of a decision.
 

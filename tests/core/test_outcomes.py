@@ -48,7 +48,7 @@ def decide(inp: CycleInput, *reports: ClusterObservation) -> dict[str, Decision]
 def why_failed_over(inp: CycleInput, *reports: ClusterObservation) -> dict[str, str]:
     """Why each job fails over (for the commit message), by job name."""
     outcomes = apply_observations(inp, {r.cluster: r for r in reports})
-    return {key.name: why for key, why in outcomes.notes.items()}
+    return {key.name: why for key, why in outcomes.failovers.items()}
 
 
 def report(cluster: str, *jobs: tuple[Job, ObservedPhase, str | None], at: str = LATER,
