@@ -17,7 +17,7 @@ import os
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -350,7 +350,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     # (files kept as they were, by their blob ids: a job kept on its last good
     # version, an ended job, an old copy of a job that fails over)
     rendered = render_state(result.decisions, inputs, _manifest_of, previous_entries,
-                            overlays, reuse)
+                            overlays, reuse, held_sources(repo, result.decisions, inputs, store))
     out.update(rendered.files)
     out.update(reports)
     problems = sorted(set(problems + inputs.problems + inputs.unknown + result.problems
@@ -691,6 +691,41 @@ def _max_changed(before: dict[str, Any], now: FleetInputs, files: set[str]
     if any(before.get(name) != getattr(now, name) for name in _CYCLE_INPUTS):
         return None
     return max_changed(old, new)
+
+
+def held_sources(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInputs,
+                 store: JobStore) -> dict[JobKey, JobSource]:
+    """The last good version (the blob its decision names) of each job held on
+    a cluster as it was whose source is not read now: a job kept on its last
+    good placement, an ended job or an old copy, whose file breaks. Parsed
+    jobs are taken from ``store``; the others are read from git."""
+    want = [d for d in decisions if (d.cluster is not None or d.kept_on) and d.blob
+            and (d.kept or d.key not in inputs.jobs)]
+    if not want:
+        return {}
+    out: dict[JobKey, JobSource] = {}
+    files: dict[tuple[str, str], list[JobSource | InvalidJob]] = {}
+    for d in want:
+        entry = store.job_entry(d.blob, d.path)
+        if entry is None and (d.blob, d.path) not in files:
+            files[(d.blob, d.path)] = []
+        for outcome in entry or ():
+            if isinstance(outcome, JobSource) and outcome.job.key == d.key:
+                out[d.key] = outcome
+    if files:
+        blobs: dict[str, bytes] = {}
+        for blob in sorted({blob for blob, _ in files}):
+            with contextlib.suppress(GitError):  # (not in this clone: it keeps what it has)
+                blobs.update(repo.read_blobs([blob]))
+        for (blob, path), record in files.items():
+            if blob in blobs:
+                scratch = FleetInputs()
+                read_file(SourceFile(path, blob, blobs[blob]), scratch, [], record)
+        for d in want:
+            for outcome in files.get((d.blob, d.path), ()):
+                if isinstance(outcome, JobSource) and outcome.job.key == d.key:
+                    out[d.key] = outcome
+    return out
 
 
 def _manifest_of(source: JobSource) -> Manifest | None:

@@ -151,13 +151,17 @@ def _dependency_manifest(dep: Dependency) -> Manifest:
 def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
                  manifest_of: Callable[[JobSource], Manifest | None],
                  previous: Mapping[str, bytes | str], overlays: Overlays,
-                 reuse: Mapping[str, tuple[str, str]] | None = None) -> RenderedTree:
+                 reuse: Mapping[str, tuple[str, str]] | None = None,
+                 held: Mapping[JobKey, JobSource] | None = None) -> RenderedTree:
     """Every cluster folder of the state tree (placements.yaml is written apart).
 
     ``manifest_of`` gives a job's source manifest; ``previous`` maps paths of
     the previous state tree to their bytes or blob ids (for files kept as
     they are: a job kept on its last good version, whose source cannot be
     rendered now; a Finished or Failed job; a job's old copy, ``keptOn``).
+    ``held``: the last good version of a job kept as it was whose source is
+    not read now (its file breaks): what it was sent with (ConfigMaps,
+    Secrets, volume claims) stays with it, as it was when not in the fleet now.
     ``reuse`` maps paths of the previous state tree to (inputs, blob id) as
     ``RenderedTree.inputs`` said:
     a job file made from the same inputs is that blob again, not rendered.
@@ -173,12 +177,13 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
     placed: dict[str, list[Decision]] = {name: [] for name in sorted(clusters)}
     jobs = inputs.jobs
     for d in decisions:
-        for where in _held_on(d, jobs.get(d.key)):
+        for where in _held_on(d, jobs.get(d.key) or (held or {}).get(d.key)):
             if where in placed:
                 placed[where].append(d)
     work = [(clusters[name], ds) for name, ds in placed.items() if ds]
     render = functools.partial(_render_clusters, inputs=inputs, manifest_of=manifest_of,
-                               previous=previous, overlays=overlays, reuse=reuse)
+                               previous=previous, overlays=overlays, reuse=reuse,
+                               held=held or {})
     # the jobs of each cluster to render (not reused): the halves split where they balance
     to_render = [sum(1 for d in ds if reuse is None or job_file(d.key, cluster.name) not in reuse)
                  for cluster, ds in work]
@@ -202,7 +207,8 @@ PARALLEL_MIN_JOBS = 2000  # fewer jobs to render than this are rendered in one p
 def _render_clusters(work: Sequence[tuple[MemberCluster, list[Decision]]], *,
                      inputs: FleetInputs, manifest_of: Callable[[JobSource], Manifest | None],
                      previous: Mapping[str, bytes | str], overlays: Overlays,
-                     reuse: Mapping[str, tuple[str, str]] | None) -> RenderedTree:
+                     reuse: Mapping[str, tuple[str, str]] | None,
+                     held: Mapping[JobKey, JobSource]) -> RenderedTree:
     """The folders of the clusters of ``work``, each with its decisions, in order."""
     out = RenderedTree()
     policies: dict[str, Policy] = {p.ref: p for p in inputs.policies}
@@ -211,7 +217,7 @@ def _render_clusters(work: Sequence[tuple[MemberCluster, list[Decision]]], *,
         namespaces: set[str] = set()
         for d in placed:
             _render_one(d, cluster, inputs, manifest_of, previous, overlays, policies,
-                        files, out, reuse)
+                        files, out, reuse, held)
             namespaces.add(d.key.namespace)
         if not files:
             continue
@@ -247,11 +253,16 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
                 manifest_of: Callable[[JobSource], Manifest | None],
                 previous: Mapping[str, bytes | str], overlays: Overlays,
                 policies: Mapping[str, Policy], files: dict[str, bytes | str],
-                out: RenderedTree, reuse: Mapping[str, tuple[str, str]] | None) -> None:
+                out: RenderedTree, reuse: Mapping[str, tuple[str, str]] | None,
+                held: Mapping[JobKey, JobSource]) -> None:
     source = inputs.jobs.get(d.key)
     if source is None or d.kept or d.phase is not Phase.ADMITTED or cluster.name in d.kept_on:
         _copy_previous(previous, d, cluster.name, files)  # (as it ran there)
-        if source is not None:  # (its volumes, config and secrets stay with it)
+        last_good = held.get(d.key) if source is None or d.kept else None
+        # (its volumes, config and secrets stay with it)
+        if last_good is not None:
+            _render_deps(d, last_good, inputs, policies, files, (previous, cluster.name))
+        elif source is not None:
             _render_deps(d, source, inputs, policies, files)
         return
     job_rel = f"{d.key.namespace}/{d.key.kind.lower()}-{d.key.name}.yaml"
@@ -285,16 +296,23 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
 
 
 def _render_deps(d: Decision, source: JobSource, inputs: FleetInputs,
-                 policies: Mapping[str, Policy], files: dict[str, bytes | str]) -> None:
+                 policies: Mapping[str, Policy], files: dict[str, bytes | str],
+                 as_it_was: tuple[Mapping[str, bytes | str], str] | None = None) -> None:
     """The ConfigMaps, Secrets, volume claims and service accounts the job
-    names, when its policy propagates them."""
+    names, when its policy propagates them. ``as_it_was`` (the previous state
+    tree's files, the cluster): one the fleet no longer defines is kept as
+    the cluster has it (a job kept as it was)."""
     policy = policies.get(d.policy or "")
     if policy is not None and policy.propagate_deps:
         for kind, name in source.deps:
+            rel = f"{d.key.namespace}/{kind.lower()}-{name}.yaml"
             dep = inputs.dependencies.get((kind, d.key.namespace, name))
             if dep is not None:
-                files[f"{d.key.namespace}/{kind.lower()}-{name}.yaml"] = dump(
-                    _dependency_manifest(dep))
+                files[rel] = dump(_dependency_manifest(dep))
+            elif as_it_was is not None:
+                data = as_it_was[0].get(f"clusters/{as_it_was[1]}/{rel}")
+                if data is not None:
+                    files[rel] = data
 
 
 def _copy_previous(previous: Mapping[str, bytes | str], d: Decision, cluster: str,

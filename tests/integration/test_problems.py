@@ -488,3 +488,53 @@ def test_a_new_file_defining_a_running_job_again_takes_nothing_over(tmp_path: Pa
     assert again["text/llama-lora-sft"]["cluster"] == before["cluster"]
     assert "sourceInvalid" not in again["text/llama-lora-sft"]
     assert "text/lora-2" in again and again["text/tokenizer-ablation"]["phase"] == "Queued"
+
+
+@pytest.mark.parametrize("cache", ["cache", "no cache"])
+def test_a_running_job_whose_file_turns_invalid_keeps_what_it_was_sent_with(
+        tmp_path: Path, cache: str) -> None:
+    """The template's RayJob ``video-frame-stats`` runs with the ConfigMap of
+    its code (same file, ``propagateDeps``). A request that is no quantity
+    makes the job invalid while the file still parses: the job keeps its
+    placement, and its ConfigMap stays on the cluster with it, read from the
+    job's last good version (the cache's, or git's without a cache), even once
+    the ConfigMap's document is deleted too; fixing the file renders it again."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    flags = ["--no-cache"] if cache == "no cache" else []
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, *flags).returncode == 0
+    (key, item), = [(k, i) for k, i in placements(path).items()
+                    if k.startswith("video/video-frame-stats")]
+    folder = f"clusters/{item['cluster']}/video/"
+    config = folder + "configmap-video-frame-stats-code.yaml"
+    sent = {f: state_show(path, f) for f in git(path, "ls-tree", "-r", "--name-only",
+                                                 "fleetq/state").split()
+            if f.startswith(folder)}
+    assert config in sent and len(sent) >= 4, sent  # the job, its PodGroup, ConfigMap, Namespace
+
+    source = path / "jobs/video/video-frame-stats.yaml"
+    good = source.read_text()
+    bad = good.replace('requests: {cpu: "2"', 'requests: {cpu: "1x2"', 1)
+    assert bad != good
+    source.write_text(bad)
+    commit_all(path, "a request that is no quantity")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T11:10:00Z", *flags)
+    assert proc.returncode == 0 and "jobs/video/video-frame-stats.yaml:" in proc.stderr
+    assert placements(path)[key]["sourceInvalid"] is True
+    assert {f: state_show(path, f) for f in sent} == sent
+    assert fleetq("plan", "--repo", str(path), "--exit-code",
+                  "--now", "2026-11-29T11:10:00Z", *flags).returncode == 0
+
+    source.write_text(bad.split("\n---\n")[0] + "\n")  # (the ConfigMap's document goes too)
+    assert "kind: ConfigMap" in bad and "kind: ConfigMap" not in source.read_text()
+    commit_all(path, "and no ConfigMap")
+    assert fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T11:20:00Z",
+                  *flags).returncode == 0
+    assert {f: state_show(path, f) for f in sent} == sent
+
+    source.write_text(good)
+    commit_all(path, "fixed")
+    assert fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T11:30:00Z",
+                  *flags).returncode == 0
+    assert "sourceInvalid" not in placements(path)[key]
+    assert {f: state_show(path, f) for f in sent} == sent
