@@ -360,7 +360,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                         rendered_from=rendered.inputs, written=written,
                         observed=observed_id(reports))
     computed.changes = describe_changes(prior, result.decisions,
-                                        outcomes.failovers if outcomes is not None else None)
+                                        outcomes.failovers if outcomes is not None else None,
+                                        result.moved)
     return computed
 
 
@@ -733,9 +734,11 @@ def _manifest_of(source: JobSource) -> Manifest | None:
 
 
 def describe_changes(prior: dict[JobKey, PriorPlacement], decisions: list[Decision],
-                     failovers: Mapping[JobKey, str] | None = None) -> list[str]:
+                     failovers: Mapping[JobKey, str] | None = None,
+                     moved: Mapping[JobKey, str] | None = None) -> list[str]:
     """One line per job whose phase or cluster changed, for the commit message;
-    ``failovers``: why each job that fails over does."""
+    ``failovers``: why each job that fails over does; ``moved``: why a job
+    that ran left its place (``CycleResult.moved``)."""
     lines = []
     found = 0  # decisions of jobs the prior has (all of them: none was deleted)
     for d in decisions:
@@ -763,11 +766,14 @@ def describe_changes(prior: dict[JobKey, PriorPlacement], decisions: list[Decisi
                          + (f": {why}" if why else ""))
         elif d.phase is Phase.ADMITTED:
             pods = ", ".join(f"{p.name} {p.replicas}" for p in d.pod_sets)
-            lines.append(f"admit {name} -> {d.cluster} ({pods})")
+            why = (moved or {}).get(d.key)
+            lines.append(f"admit {name} -> {d.cluster} ({pods})" + (f": {why}" if why else ""))
         elif d.preempted_by and before is not None and before.phase is Phase.ADMITTED:
             lines.append(f"preempt {name} from {before.cluster} (by {d.preempted_by})")
         elif before is not None and before.phase is Phase.ADMITTED:
-            lines.append(f"remove {name} from {before.cluster}: {d.phase.value.lower()}")
+            why = (moved or {}).get(d.key)
+            lines.append(f"remove {name} from {before.cluster}: {d.phase.value.lower()}"
+                         + (f"; {why}" if why else ""))
         else:
             lines.append(f"{d.phase.value.lower()} {name}")
     if found < len(prior):

@@ -128,6 +128,10 @@ class CycleResult:
     # Whether it took up the steps ``prepare`` did ahead (what took place, for
     # progress; no part of equality).
     ahead: bool = field(default=False, compare=False)
+    # Why a job that ran left its place by no decision of the queue (its cluster
+    # left the fleet; its requests changed and no longer fit there): an event of
+    # this reconcile, for the commit message, not a reason the next one restates.
+    moved: dict[JobKey, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -746,8 +750,7 @@ class _Cycle:
             if pending is not None:
                 if cluster is None:
                     self._as_before = False
-                    self.requeue_notes[key] = (f"its cluster {prior.cluster} left the fleet; "
-                                               f"placed again")
+                    self.requeue_notes[key] = f"its cluster {prior.cluster} left the fleet"
                     continue
                 sets = pending.job.pod_sets  # (compared as counts, none made)
                 same = prior.requests == pending.job.requests and \
@@ -785,7 +788,7 @@ class _Cycle:
             else:
                 why = fit if isinstance(fit, str) else (short or "")
                 self.requeue_notes[key] = (f"its requests changed and no longer fit where it ran "
-                                           f"({why}); queued again")
+                                           f"({why})")
 
     def seed_settled(self) -> None:
         """Count the ``settled`` jobs as failed on the snapshot (see step 2)."""
@@ -1408,13 +1411,10 @@ class _Cycle:
         if self.parked is not None:
             self.parked.discard(key)
             self.parked.admitted(admitted)
-        note = self.requeue_notes.pop(key, "")
         placed = ", ".join(f"{ps.name} {ps.replicas}" for ps in job.pod_sets) or "no pods"
         reason = f"admitted to {cluster.name} ({placed})"
         if extra:
             reason += f"; a copy also on {', '.join(sorted(extra))} (Duplicated)"
-        if note:
-            reason += f"; {note}"
         d = self.decisions[key]
         if d.preempted_by is not None and not d.preemptions:
             self._spared_before_it_ran.add(key)  # (see _record_preemptions)
@@ -1570,9 +1570,6 @@ class _Cycle:
                        f"queue keeping its place; {why}" if d.preemptions else
                        f"its place was reclaimed by {d.preempted_by} before it ran "
                        f"({d.preemption_reason}); {why}")
-            note = self.requeue_notes.get(key)
-            if note:
-                why += f"; {note}"
             self.decisions[key] = evolve(d, reason=why)
             if p.policy.queued:
                 order = (-d.priority, d.enqueued_at, key.order)
@@ -1628,7 +1625,8 @@ class _Cycle:
         cluster_free = {n: dict(sorted(c.free.items())) for n, c in sorted(self.clusters.items())}
         return CycleResult(decisions=result, problems=sorted(self.problems),
                            quota_used=quota_used, cluster_free=cluster_free,
-                           from_prior=frozenset(from_prior), ahead=self.ahead)
+                           from_prior=frozenset(from_prior), ahead=self.ahead,
+                           moved=dict(sorted(self.requeue_notes.items())))
 
 
 _job_key: Callable[[Job], JobKey] = operator.attrgetter("key")

@@ -470,3 +470,44 @@ def test_step_5_tells_its_progress_and_decides_the_same(monkeypatch) -> None:
     assert evicted == sorted(evicted)  # evictions only add up
     assert all(s[3] > 0 for s in seen)  # team-b's jobs run from the start
     assert any(d.preempted_by for d in result.decisions) and evicted[-1] > 0
+
+
+# -- a running job that leaves its place by no decision of the queue --------------------
+
+
+def test_a_job_whose_requests_outgrow_its_cluster_moves_and_says_why_once() -> None:
+    """``a`` (4 GPUs) and ``b`` (4 GPUs) run on c1 (8 GPUs). ``a`` grows to 6 GPUs:
+    it no longer fits there, and moves to c2. Why is an event of this cycle
+    (``CycleResult.moved``, for the commit message), not part of its reason: the
+    next cycle, from this one's decisions, decides the same (a fixed point)."""
+    clusters = (gpu_cluster("c1", 8), gpu_cluster("c2", 8))
+    first = reconcile_cycle(cycle_input(jobs=[gpu_job("a", 4), gpu_job("b", 4)],
+                                        clusters=clusters))
+    assert {d.key.name: d.cluster for d in first.decisions} == {"a": "c1", "b": "c1"}
+    assert first.moved == {}
+    grown = replace(gpu_job("a", 6).obj(), blob="blob-grown")
+    inp = cycle_input(jobs=[grown, gpu_job("b", 4)], clusters=clusters,
+                      prior=prior_of(first.decisions))
+    second = reconcile_cycle(inp)
+    a = by_name(second)["a"]
+    assert (a.phase, a.cluster) == (Phase.ADMITTED, "c2")
+    assert second.moved == {grown.key: (
+        "its requests changed and no longer fit where it ran (c1: free nvidia.com/gpu 4 < 6 "
+        "requested)")}
+    assert "requests changed" not in a.reason
+    third = reconcile_cycle(replace(inp, prior={p.key: p for p in prior_of(second.decisions)}))
+    assert third.decisions == second.decisions and third.moved == {}
+
+
+def test_a_job_whose_cluster_leaves_the_fleet_is_placed_again_and_says_why_once() -> None:
+    clusters = (gpu_cluster("c1", 8), gpu_cluster("c2", 8))
+    first = reconcile_cycle(cycle_input(jobs=[gpu_job("a", 4)], clusters=clusters))
+    assert by_name(first)["a"].cluster == "c1"
+    inp = cycle_input(jobs=[gpu_job("a", 4)], clusters=clusters[1:],
+                      prior=prior_of(first.decisions))
+    second = reconcile_cycle(inp)
+    assert by_name(second)["a"].cluster == "c2"
+    assert second.moved == {gpu_job("a", 4).key(): "its cluster c1 left the fleet"}
+    assert "left the fleet" not in by_name(second)["a"].reason
+    third = reconcile_cycle(replace(inp, prior={p.key: p for p in prior_of(second.decisions)}))
+    assert third.decisions == second.decisions and third.moved == {}

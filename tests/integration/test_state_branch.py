@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -260,3 +261,34 @@ def test_a_branch_fleetq_did_not_write_or_a_state_commit_as_source_is_refused(
     proc = fleetq("reconcile", "--repo", str(path), "--source", "main")
     assert proc.returncode == 2 and f"is checked out in {tmp_path / 'state'}" in proc.stderr
     assert git(path, "for-each-ref").splitlines() == refs
+
+
+def test_a_job_whose_requests_outgrow_its_cluster_moves_and_the_state_is_a_fixed_point(
+        tmp_path: Path) -> None:
+    """The template's ``llm-sft-hotfix`` runs on gpu-bj-b with 2 GPUs per pod. At
+    7 it no longer fits there: it moves (preempting a lower-priority job of its
+    quota) and the commit message says why; ``plan --exit-code`` right after
+    finds nothing to do. At 40 no quota takes it: it leaves its cluster, and
+    again the state is a fixed point."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", "2026-12-04T10:00:00Z").returncode == 0
+    assert placements(path)["text/llm-sft-hotfix"]["cluster"] == "gpu-bj-b"
+    source = path / "jobs/text/llm-sft-hotfix.yaml"
+    for gpus, now, line in (
+            ("7", "2026-12-04T10:05:00Z",
+             "admit PyTorchJob text/llm-sft-hotfix -> gpu-hz-a (master 1, worker 1): its "
+             "requests changed and no longer fit where it ran (gpu-bj-b: free nvidia.com/gpu "
+             "4 < 14 requested)"),
+            ("40", "2026-12-04T10:10:00Z",
+             "remove PyTorchJob text/llm-sft-hotfix from gpu-hz-a: inadmissible; its requests "
+             "changed and no longer fit where it ran (gpu-hz-a: free nvidia.com/gpu 24 < 80 "
+             "requested)")):
+        text = source.read_text()
+        source.write_text(re.sub(r'nvidia.com/gpu: "\d+"', f'nvidia.com/gpu: "{gpus}"', text))
+        commit_all(path, f"{gpus} GPUs")
+        assert fleetq("reconcile", "--repo", str(path), "--now", now).returncode == 0
+        assert line in git(path, "log", "-1", "--format=%B", "fleetq/state")
+        assert "requests changed" not in placements(path)["text/llm-sft-hotfix"]["reason"]
+        proc = fleetq("plan", "--repo", str(path), "--exit-code", "--now", now)
+        assert proc.returncode == 0, proc.stdout
