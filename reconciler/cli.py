@@ -410,6 +410,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     _fleet_clusters(repo, args, [args.cluster])
     report = cluster_report(args.cluster, rfc3339(now), [d.value for d in docs], where=where,
                             complete=args.complete)
+    wrong = report.not_its_own()
+    if wrong is not None:
+        print(f"{where}: error: {wrong}; give --cluster the cluster kubectl read "
+              f"(kubectl config current-context names it)", file=sys.stderr)
+        print("fleetq: nothing recorded", file=sys.stderr)
+        return EXIT_USAGE
     return _record(repo, args, [report], now)
 
 
@@ -453,8 +459,16 @@ def cmd_observe(args: argparse.Namespace) -> int:
             continue
         for note in notes:
             print(f"{name}: {note}", file=sys.stderr)
-        reports.append(cluster_report(name, rfc3339(now), objects, where=f"context {context}",
-                                      nodes_read=True, complete=True))
+        report = cluster_report(name, rfc3339(now), objects, where=f"context {context}",
+                                nodes_read=True, complete=True)
+        wrong = report.not_its_own()
+        if wrong is not None:
+            print(f"fleetq: {name}: the context {context!r} reads another cluster: {wrong}; "
+                  f"point spec.kubeconfigContext at {name}; its last report stays",
+                  file=sys.stderr)
+            failed += 1
+            continue
+        reports.append(report)
     code = _record(repo, args, reports, now) if reports else EXIT_OK
     return EXIT_PROBLEMS if failed else code
 

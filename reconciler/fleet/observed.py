@@ -29,11 +29,12 @@ from reconciler.fleet.documents import Document, parse_documents
 from reconciler.jobkinds import kind_for
 from reconciler.jobkinds.base import ManifestError, parse_resources
 from reconciler.render import yamltext
+from reconciler.render.manifests import CLUSTER, MANAGED_BY
 
 API_VERSION = "fleetq.io/v1alpha1"
 STATUS_DIR = "status/"
 INVENTORY_DIR = "inventory/"
-MANAGED_LABEL = "fleetq.io/managed-by"
+MANAGED_LABEL = MANAGED_BY
 
 
 def status_path(cluster: str) -> str:
@@ -55,6 +56,20 @@ class ClusterReport:
     complete: bool = False  # every job kind was listed (``ClusterObservation.complete``)
     skipped: int = 0  # objects fleetq does not manage, or of no kind it knows
     problems: list[Problem] = field(default_factory=list)
+    # the jobs by the cluster they were rendered for (label fleetq.io/cluster)
+    rendered_for: dict[str, int] = field(default_factory=dict)
+
+    def not_its_own(self) -> str | None:
+        """Why the objects are another cluster's (the jobs were rendered for
+        another cluster: the wrong input, or a context that names the wrong
+        cluster), or ``None``."""
+        others = {name: n for name, n in self.rendered_for.items() if name != self.cluster}
+        if not others:
+            return None
+        total = sum(self.rendered_for.values())
+        where = ", ".join(f"{name} ({n} of {total})" for name, n in sorted(others.items()))
+        return (f"these are another cluster's jobs: their label {CLUSTER} says {where}, "
+                f"not {self.cluster}")
 
     def files(self) -> dict[str, bytes]:
         """``status/<cluster>.yaml`` and, when nodes were read, ``inventory/...``."""
@@ -125,6 +140,9 @@ def cluster_report(cluster: str, observed_at: str, objects: Iterable[Mapping[str
                 f"object {i + 1} ({kind}) has no metadata.name; it is left out")))
             continue
         key = JobKey(_group(api_version), kind, str(meta.get("namespace") or "default"), name)
+        placed_on = str(labels.get(CLUSTER) or "")
+        if placed_on:
+            report.rendered_for[placed_on] = report.rendered_for.get(placed_on, 0) + 1
         phase, since, message = job_kind.observed_phase(dict(obj))
         if since is not None:
             when = parse_time(since)

@@ -745,3 +745,24 @@ def test_observe_before_any_reconcile_is_refused(
     assert code == 2
     assert "run fleetq reconcile first" in err
     assert rev(path, "fleetq/state") is None
+
+
+def test_a_context_that_reads_another_cluster_fails_that_cluster_alone(
+        tmp_path: Path, fleet: Path, serve: Serve, capsys: pytest.CaptureFixture[str]) -> None:
+    """gpu-hz-a's context points at gpu-bj-b's API server (a kubeconfig mix-up):
+    the jobs served carry ``fleetq.io/cluster: gpu-bj-b``. Recorded as gpu-hz-a's,
+    they would fail video-mae-pretrain over (not listed in a complete report);
+    that cluster fails instead (exit 1, named), and the others are recorded."""
+    bj = serve(bj_cluster(fleet))
+    kubeconfig = kubeconfig_for(tmp_path, {"gpu-bj-b": bj, "gpu-hz-a": bj})
+    jobs = len(applied(fleet, "gpu-bj-b", BJ_STATUSES))
+
+    code, _, err = observe(capsys, fleet, kubeconfig, "--cluster", "gpu-bj-b",
+                           "--cluster", "gpu-hz-a")
+
+    assert code == 1
+    assert (f"fleetq: gpu-hz-a: the context {context('gpu-hz-a')!r} reads another cluster: "
+            f"these are another cluster's jobs: their label fleetq.io/cluster says gpu-bj-b "
+            f"({jobs} of {jobs}), not gpu-hz-a") in err
+    files = state_files(fleet)
+    assert "status/gpu-bj-b.yaml" in files and "status/gpu-hz-a.yaml" not in files

@@ -424,3 +424,22 @@ def test_the_reports_of_a_cluster_leave_with_it(fleet: Path) -> None:
     head = rev(fleet, "fleetq/state")
     assert "up to date" in reconcile(fleet, "2026-12-04T10:41:00Z").stdout
     assert rev(fleet, "fleetq/state") == head
+
+
+def test_a_report_of_another_clusters_jobs_is_refused(fleet: Path) -> None:
+    """``kubectl`` read gpu-hz-a while ``--cluster gpu-bj-b`` was given: the jobs'
+    ``fleetq.io/cluster`` label says so, and nothing is recorded (a complete
+    report of gpu-bj-b without its jobs would fail them all over)."""
+    head = rev(fleet, "fleetq/state")
+    mae = pytorchjob_status("video-mae-pretrain", "video", "Running", START).replace(
+        "{fleetq.io/managed-by: fleetq}",
+        "{fleetq.io/managed-by: fleetq, fleetq.io/cluster: gpu-hz-a}")
+    proc = report(fleet, "gpu-bj-b", kubectl_list(mae), "--complete")
+    assert proc.returncode == 2
+    assert ("<stdin>: error: these are another cluster's jobs: their label fleetq.io/cluster "
+            "says gpu-hz-a (1 of 1), not gpu-bj-b; give --cluster the cluster kubectl read"
+            ) in proc.stderr
+    assert rev(fleet, "fleetq/state") == head
+    proc = report(fleet, "gpu-hz-a", kubectl_list(mae), "--complete")
+    assert proc.returncode == 0, proc.stderr
+    assert state_yaml(fleet, "status/gpu-hz-a.yaml")["jobs"][0]["phase"] == "Running"
