@@ -32,6 +32,7 @@ from reconciler.core.cycle import (
 from reconciler.core.model import Decision, JobKey, Phase, PriorPlacement
 from reconciler.core.outcomes import (
     ClusterObservation,
+    Outcomes,
     apply_observations,
     capacity_drift,
     cycle_input_with,
@@ -359,9 +360,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                         problems=problems, state_base=state_base, state_tree=state_tree,
                         rendered_from=rendered.inputs, written=written,
                         observed=observed_id(reports))
-    computed.changes = describe_changes(prior, result.decisions,
-                                        outcomes.failovers if outcomes is not None else None,
-                                        result.moved)
+    computed.changes = describe_changes(prior, result.decisions, outcomes, result.moved)
     return computed
 
 
@@ -734,11 +733,14 @@ def _manifest_of(source: JobSource) -> Manifest | None:
 
 
 def describe_changes(prior: dict[JobKey, PriorPlacement], decisions: list[Decision],
-                     failovers: Mapping[JobKey, str] | None = None,
+                     outcomes: Outcomes | None = None,
                      moved: Mapping[JobKey, str] | None = None) -> list[str]:
     """One line per job whose phase or cluster changed, for the commit message;
-    ``failovers``: why each job that fails over does; ``moved``: why a job
-    that ran left its place (``CycleResult.moved``)."""
+    ``outcomes``: why each job that fails over does, and what becomes of the
+    objects of those that end; ``moved``: why a job that ran left its place
+    (``CycleResult.moved``)."""
+    failovers = outcomes.failovers if outcomes is not None else {}
+    ended_here = outcomes.ended_here if outcomes is not None else {}
     lines = []
     found = 0  # decisions of jobs the prior has (all of them: none was deleted)
     for d in decisions:
@@ -755,14 +757,14 @@ def describe_changes(prior: dict[JobKey, PriorPlacement], decisions: list[Decisi
             if before.phase is d.phase and before.cluster == d.cluster:
                 continue
         if d.phase in (Phase.FINISHED, Phase.FAILED):
-            lines.append(f"{d.phase.value.lower()} {name} on {d.cluster} (it stays there)")
+            stays = ended_here.get(d.key)
+            lines.append(f"{d.phase.value.lower()} {name} on {d.cluster}"
+                         + (f" ({stays})" if stays else ""))
         elif d.failed_on and before is not None and before.phase is Phase.ADMITTED \
                 and before.cluster in d.failed_on:
-            kept = " (its copy stays there until the new placement runs)" \
-                if before.cluster in d.kept_on else ""
             to = f" -> {d.cluster}" if d.phase is Phase.ADMITTED else f": {d.phase.value.lower()}"
-            why = (failovers or {}).get(d.key)
-            lines.append(f"fail over {name} from {before.cluster}{to}{kept}"
+            why = failovers.get(d.key)
+            lines.append(f"fail over {name} from {before.cluster}{to}"
                          + (f": {why}" if why else ""))
         elif d.phase is Phase.ADMITTED:
             pods = ", ".join(f"{p.name} {p.replicas}" for p in d.pod_sets)

@@ -95,7 +95,9 @@ class Outcomes:
     the cycle frees its quota and room as for a deleted job). ``failed_on``
     and ``kept_on``: per job, the clusters it failed on and those keeping an
     old copy. ``failovers``: the jobs that fail over in this reconcile, and
-    why (for the commit message).
+    why and what becomes of the old copy (for the commit message).
+    ``ended_here``: the jobs that end in this reconcile, each with what becomes
+    of its object on the cluster (for the commit message).
     """
 
     ended: dict[JobKey, Decision]
@@ -103,6 +105,7 @@ class Outcomes:
     failed_on: dict[JobKey, tuple[str, ...]]
     kept_on: dict[JobKey, tuple[str, ...]]
     failovers: dict[JobKey, str] = field(default_factory=dict)
+    ended_here: dict[JobKey, str] = field(default_factory=dict)
 
 
 def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObservation]
@@ -170,16 +173,18 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
             out.ended[key] = _ended(now, Phase.FINISHED, when, (
                 f"succeeded on {p.cluster} at {when}; its quota and room are free again; "
                 + _stays(job)))
+            out.ended_here[key] = _where_it_stays(job)
         elif seen is not None and seen.phase is ObservedPhase.FAILED and failover is None:
             when = seen.since or report.observed_at
             out.ended[key] = _ended(now, Phase.FAILED, when, (
                 f"failed on {p.cluster} at {when}{_said(seen.message)}; it is not run again: "
                 f"fix the cause and push it under a new name (a policy with "
                 f"failover.application would place it on another cluster)"))
+            out.ended_here[key] = _where_it_stays(job)
         elif failover is not None and job is not None:  # (else: kept as it last was)
             why = _fails_over(seen, failover, p, report, inp.now)
             if why is not None:
-                out.failovers[key] = why
+                out.failovers[key] = f"{why}; {_old_copy(failover)}"
                 out.failed_on[key] = tuple(sorted({*p.failed_on, cluster}))
                 if _purge(failover) not in IMMEDIATE_PURGE:
                     out.kept_on[key] = tuple(sorted({*out.kept_on.get(key, ()), cluster}))
@@ -234,6 +239,21 @@ def finish(decisions: list[Decision], outcomes: Outcomes
         out.sort(key=_by_key)
         changed.extend(outcomes.ended)
     return out, frozenset(changed)
+
+
+def _where_it_stays(job: Job | None) -> str:
+    if job is not None and job.deleted_when_ended:
+        return "its manifest leaves the cluster: its operator deletes it once it ended"
+    return "it stays there until its file is deleted"
+
+
+def _old_copy(failover: Failover) -> str:
+    mode = _purge(failover)
+    if mode in IMMEDIATE_PURGE:
+        return f"its copy there is removed at once (purgeMode {mode})"
+    if mode == NEVER_PURGE:
+        return f"its copy stays there (purgeMode {mode})"
+    return f"its copy stays there until the new placement runs (purgeMode {mode})"
 
 
 def _stays(job: Job | None) -> str:

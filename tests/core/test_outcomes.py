@@ -132,7 +132,8 @@ def test_a_failed_job_fails_over_to_another_cluster_and_never_back() -> None:
     assert got["a"].phase is Phase.ADMITTED and got["a"].cluster == "c2"
     assert got["a"].failed_on == ("c1",) and got["a"].kept_on == ("c1",)
     assert why_failed_over(inp, report("c1", (a, ObservedPhase.FAILED, LATER))) == {
-        "a": f"failed on c1 at {LATER} (exit code 1)"}
+        "a": f"failed on c1 at {LATER} (exit code 1); its copy stays there until the new "
+             f"placement runs (purgeMode Gracefully)"}
     assert got["b"].cluster == "c1"
 
 
@@ -162,13 +163,20 @@ def test_a_job_that_failed_on_every_candidate_is_inadmissible_and_says_where() -
 
 
 def test_purge_modes_keep_the_old_copy_until_the_new_placement_runs_or_never() -> None:
-    for purge, kept in (("Immediately", ()), ("Directly", ()), ("Graciously", ("c1",)),
-                        ("Gracefully", ("c1",)), ("Never", ("c1",))):
+    for purge, kept, said in (
+            ("Immediately", (), "is removed at once"), ("Directly", (), "is removed at once"),
+            ("Graciously", ("c1",), "stays there until the new placement runs"),
+            ("Gracefully", ("c1",), "stays there until the new placement runs"),
+            ("Never", ("c1",), "stays there")):
         inp, a, _ = two_clusters(failover_policy(purge=purge), waiting=False)
         filler = next(j for j in inp.jobs if j.key.name == "filler")
-        got = decide(inp, report("c1", (a, ObservedPhase.FAILED, LATER)),
-                     report("c2", (filler, ObservedPhase.SUCCEEDED, LATER)))
+        reports = (report("c1", (a, ObservedPhase.FAILED, LATER)),
+                   report("c2", (filler, ObservedPhase.SUCCEEDED, LATER)))
+        got = decide(inp, *reports)
         assert got["a"].cluster == "c2" and got["a"].kept_on == kept, purge
+        assert why_failed_over(inp, *reports)["a"].endswith(
+            f"; its copy there {said} (purgeMode {purge})"
+            if said.startswith("is") else f"; its copy {said} (purgeMode {purge})"), purge
         nxt = cycle_input(jobs=inp.jobs, clusters=inp.clusters, policies=inp.policies,
                           prior=prior_of(got.values()))
         running = decide(nxt, report("c2", (a, ObservedPhase.RUNNING, "2026-01-02T00:00:00Z")))

@@ -185,9 +185,9 @@ def test_a_failed_job_fails_over_its_old_copy_kept_until_the_new_one_runs(
     assert item.get("cluster") != "gpu-hz-a"
     assert old_copy in state_files(fleet)
     message = git(fleet, "log", "-1", "--format=%B", "fleetq/state")
-    assert ("fail over PyTorchJob video/video-mae-pretrain from gpu-hz-a: queued (its copy "
-            "stays there until the new placement runs): failed on gpu-hz-a at "
-            "2026-12-04T10:30:00Z (worker-0 OOMKilled)") in message
+    assert ("fail over PyTorchJob video/video-mae-pretrain from gpu-hz-a: queued: failed on "
+            "gpu-hz-a at 2026-12-04T10:30:00Z (worker-0 OOMKilled); its copy stays there until "
+            "the new placement runs (purgeMode Graciously)") in message
     # a fixed point: the next reconcile changes nothing, and plan says so
     assert "up to date" in reconcile(fleet, "2026-12-04T10:32:30Z").stdout
     assert fleetq("plan", "--repo", str(fleet), "--now", "2026-12-04T10:32:40Z",
@@ -408,6 +408,11 @@ def test_a_job_its_operator_deletes_once_ended_leaves_the_cluster_when_it_finish
     assert "ttlSecondsAfterFinished" in after["platform/dataset-shard-index"]["reason"]
     files = state_files(fleet)
     assert shard_file not in files and hotfix_file in files
+    message = git(fleet, "log", "-1", "--format=%B", "fleetq/state")
+    assert ("finished Job platform/dataset-shard-index on gpu-bj-b (its manifest leaves the "
+            "cluster: its operator deletes it once it ended)") in message
+    assert ("finished PyTorchJob text/llm-sft-hotfix on gpu-bj-b (it stays there until its "
+            "file is deleted)") in message
     assert "up to date" in reconcile(fleet, "2026-12-04T10:33:00Z").stdout
 
 
