@@ -24,6 +24,7 @@ from typing import Any, NoReturn, TextIO
 from reconciler import __version__
 from reconciler.core.explain import explain_decision
 from reconciler.core.model import MemberCluster, Phase, PreemptionPolicy
+from reconciler.core.policy import candidate_groups
 from reconciler.core.problems import Problem
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
@@ -372,13 +373,21 @@ def cmd_explain(args: argparse.Namespace) -> int:
     d = matches[0]
     inputs = computed.inputs
     source = inputs.jobs.get(d.key)
+    # the clusters its policy selects for it, but those it failed on
+    job_policy = next((p for p in inputs.policies if p.ref == d.policy), None)
+    candidates = None if job_policy is None else [
+        n for group in candidate_groups(job_policy, d.key.kind_ref, inputs.clusters)[0]
+        for n in group if n not in d.failed_on]
+    failover = job_policy.failover if job_policy is not None else None
     lines = explain_decision(d, decisions=computed.result.decisions, tree=inputs.tree,
                              quota_used=computed.result.quota_used,
                              cluster_free=computed.result.cluster_free,
                              clusters={c.name: c for c in inputs.clusters},
                              policy=inputs.settings.for_quota(d.quota).preemption
                              if d.quota else PreemptionPolicy.LOWER_PRIORITY,
-                             preemptible=source is None or source.job.preemptible)
+                             preemptible=source is None or source.job.preemptible,
+                             candidates=candidates,
+                             purge_mode=failover.purge_mode if failover is not None else None)
     if args.output in ("json", "yaml"):
         _print_value({"job": decision_item(d), "explanation": lines}, args.output)
     else:

@@ -88,7 +88,7 @@ from reconciler.gitops.repo import (
 from reconciler.gitops.watch import RefWatcher, Revisions
 from reconciler.halves import in_two, two_cores
 from reconciler.jobkinds.base import Manifest
-from reconciler.render.manifests import render_state
+from reconciler.render.manifests import AsItWas, job_file, render_state, sent_with
 from reconciler.render.overlays import Overlays
 
 TRAILER = "Fleet-Source-Commit"
@@ -351,7 +351,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     # (files kept as they were, by their blob ids: a job kept on its last good
     # version, an ended job, an old copy of a job that fails over)
     rendered = render_state(result.decisions, inputs, _manifest_of, previous_entries,
-                            overlays, reuse, held_sources(repo, result.decisions, inputs, store))
+                            overlays, reuse, as_it_was(repo, result.decisions, inputs,
+                                                       previous_entries))
     out.update(rendered.files)
     out.update(reports)
     problems = sorted(set(problems + inputs.problems + inputs.unknown + result.problems
@@ -693,38 +694,28 @@ def _max_changed(before: dict[str, Any], now: FleetInputs, files: set[str]
     return max_changed(old, new)
 
 
-def held_sources(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInputs,
-                 store: JobStore) -> dict[JobKey, JobSource]:
-    """The last good version (the blob its decision names) of each job held on
-    a cluster as it was whose source is not read now: a job kept on its last
-    good placement, an ended job or an old copy, whose file breaks. Parsed
-    jobs are taken from ``store``; the others are read from git."""
-    want = [d for d in decisions if (d.cluster is not None or d.kept_on) and d.blob
-            and (d.kept or d.key not in inputs.jobs)]
-    if not want:
+def as_it_was(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInputs,
+              previous: Mapping[str, str]) -> dict[JobKey, AsItWas]:
+    """What each job held on a cluster as it was, whose source is not read now
+    (kept on its last good placement; an ended job or an old copy whose file
+    broke), was sent with: read from its manifest as the state rendered it
+    (``previous``: the state's paths and blob ids)."""
+    rendered: dict[JobKey, str] = {}
+    for d in decisions:
+        if (d.cluster is not None or d.kept_on) and (d.kept or d.key not in inputs.jobs):
+            for where in (d.cluster, *d.copies, *d.kept_on):
+                blob = previous.get(job_file(d.key, where)) if where is not None else None
+                if blob is not None:
+                    rendered[d.key] = blob
+                    break
+    if not rendered:
         return {}
-    out: dict[JobKey, JobSource] = {}
-    files: dict[tuple[str, str], list[JobSource | InvalidJob]] = {}
-    for d in want:
-        entry = store.job_entry(d.blob, d.path)
-        if entry is None and (d.blob, d.path) not in files:
-            files[(d.blob, d.path)] = []
-        for outcome in entry or ():
-            if isinstance(outcome, JobSource) and outcome.job.key == d.key:
-                out[d.key] = outcome
-    if files:
-        blobs: dict[str, bytes] = {}
-        for blob in sorted({blob for blob, _ in files}):
-            with contextlib.suppress(GitError):  # (not in this clone: it keeps what it has)
-                blobs.update(repo.read_blobs([blob]))
-        for (blob, path), record in files.items():
-            if blob in blobs:
-                scratch = FleetInputs()
-                read_file(SourceFile(path, blob, blobs[blob]), scratch, [], record)
-        for d in want:
-            for outcome in files.get((d.blob, d.path), ()):
-                if isinstance(outcome, JobSource) and outcome.job.key == d.key:
-                    out[d.key] = outcome
+    out: dict[JobKey, AsItWas] = {}
+    blobs = repo.read_blobs(rendered.values())
+    for key, blob in rendered.items():
+        was = sent_with(blobs[blob])
+        if was is not None:
+            out[key] = was
     return out
 
 

@@ -691,8 +691,10 @@ class _Cycle:
             groups, notes = self._groups(policy, key.kind_ref)
             excluded = prior.failed_on if prior is not None else ()
             if excluded:  # failover: never again where it failed (``core.outcomes``)
+                were = any(groups)
                 groups = [[n for n in g if n not in excluded] for g in groups]
-                notes = [*notes, *(f"{n}: it failed there" for n in excluded)]
+                if were and not any(groups):  # (the clusters are named with failedOn)
+                    notes = [*notes, "it failed on every cluster its policy selects"]
             self.decisions[key] = base
             p = self.pending[key] = _Pending(
                 job=job, policy=policy, quota=quota, priority=priority, enqueued_at=enqueued,

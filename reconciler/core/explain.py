@@ -6,7 +6,7 @@ free capacity, and returns sentences a person can act on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from reconciler.core.model import Decision, MemberCluster, Phase, PreemptionPolicy
 from reconciler.core.preemption import RECLAIMING, would_retake
@@ -21,10 +21,14 @@ def _q(name: str, milli: int) -> str:
 def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[str, Resources],
             cluster_free: Mapping[str, Resources], clusters: Mapping[str, MemberCluster],
             admitted_in_quota: list[Decision],
-            sparing_in_quota: list[Decision] | None = None) -> list[str]:
+            sparing_in_quota: list[Decision] | None = None,
+            candidates: Collection[str] | None = None,
+            purge_mode: str | None = None) -> list[str]:
     """Sentences: the state, the blocking limits, and what would unblock the job.
     ``sparing_in_quota``: the jobs of its quota that wait sparing the job that
-    reclaimed their place and could evict it in turn (see ``find_victims``)."""
+    reclaimed their place and could evict it in turn (see ``find_victims``).
+    ``candidates``: the clusters its policy selects for it (all of ``clusters``
+    when not given); ``purge_mode``: its policy's failover purgeMode."""
     d = decision
     lines = [f"{d.key.kind} {d.key.namespace}/{d.key.name} is {d.phase.value}"
              + (f" on {d.cluster}" if d.cluster else "")
@@ -34,9 +38,10 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         lines.append(f"It failed on {', '.join(d.failed_on)} and fails over: it is never "
                      f"placed there again.")
     if d.kept_on:
-        lines.append(f"Its earlier copy stays on {', '.join(d.kept_on)}, as its policy's "
-                     f"failover purgeMode says: until its new placement is reported running "
-                     f"(Graciously, Gracefully), or for good (Never).")
+        until = ("for good" if purge_mode == "Never" else
+                 "until its new placement is reported running")
+        lines.append(f"Its earlier copy stays on {', '.join(d.kept_on)} {until}, as its "
+                     f"policy's failover purgeMode ({purge_mode or 'Gracefully'}) says.")
     if d.phase is Phase.ADMITTED:
         return lines
     if d.phase is Phase.FINISHED:
@@ -95,7 +100,8 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                       f"would let it preempt the lower ones")
     if not advice:
         cluster_total = {k: v for k, v in req.items() if k != MAX_JOBS}
-        for name in sorted(clusters):
+        for name in sorted(clusters if candidates is None else
+                           {n for n in candidates if n in clusters}):
             free = cluster_free.get(name, {})
             short = [f"{r} {_q(r, free.get(r, 0))} free of {_q(r, v)} needed"
                      for r, v in sorted(cluster_total.items())
@@ -124,7 +130,8 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                      quota_used: Mapping[str, Resources], cluster_free: Mapping[str, Resources],
                      clusters: Mapping[str, MemberCluster],
                      policy: PreemptionPolicy = PreemptionPolicy.LOWER_PRIORITY,
-                     preemptible: bool = True) -> list[str]:
+                     preemptible: bool = True, candidates: Collection[str] | None = None,
+                     purge_mode: str | None = None) -> list[str]:
     """``explain`` for one of a cycle's ``decisions``, the jobs its quota admitted
     found among them, and those that wait sparing a reclaimer and could evict it
     (by its quota's preemption ``policy``; never when it is not ``preemptible``),
@@ -145,4 +152,5 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                                     enqueued_at=d.enqueued_at,
                                     waiting=(x.priority, x.enqueued_at, x.requests))]
     return explain(d, tree=tree, quota_used=quota_used, cluster_free=cluster_free,
-                   clusters=clusters, admitted_in_quota=holders, sparing_in_quota=sparing)
+                   clusters=clusters, admitted_in_quota=holders, sparing_in_quota=sparing,
+                   candidates=candidates, purge_mode=purge_mode)

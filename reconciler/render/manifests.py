@@ -14,14 +14,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from reconciler.core.model import Decision, JobKey, MemberCluster, Phase, Policy
 from reconciler.core.problems import Problem
 from reconciler.core.quota import QUOTA_LABEL, QuotaTree
 from reconciler.fleet.inputs import Dependency, FleetInputs
-from reconciler.fleet.jobs import JobSource
+from reconciler.fleet.jobs import JobSource, pod_dependencies
 from reconciler.halves import in_two, two_cores
 from reconciler.jobkinds import kind_for
-from reconciler.jobkinds.base import Manifest
+from reconciler.jobkinds.base import Manifest, ManifestError
 from reconciler.render import yamltext
 from reconciler.render.overlays import Overlays
 
@@ -152,16 +154,17 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
                  manifest_of: Callable[[JobSource], Manifest | None],
                  previous: Mapping[str, bytes | str], overlays: Overlays,
                  reuse: Mapping[str, tuple[str, str]] | None = None,
-                 held: Mapping[JobKey, JobSource] | None = None) -> RenderedTree:
+                 held: Mapping[JobKey, AsItWas] | None = None) -> RenderedTree:
     """Every cluster folder of the state tree (placements.yaml is written apart).
 
     ``manifest_of`` gives a job's source manifest; ``previous`` maps paths of
     the previous state tree to their bytes or blob ids (for files kept as
     they are: a job kept on its last good version, whose source cannot be
     rendered now; a Finished or Failed job; a job's old copy, ``keptOn``).
-    ``held``: the last good version of a job kept as it was whose source is
-    not read now (its file breaks): what it was sent with (ConfigMaps,
-    Secrets, volume claims) stays with it, as it was when not in the fleet now.
+    ``held``: what a job kept as it was whose source is not read now (its
+    file breaks) was sent with (``sent_with`` its rendered manifest): its
+    ConfigMaps, Secrets and volume claims stay with it, as the cluster has
+    them when the fleet no longer defines them.
     ``reuse`` maps paths of the previous state tree to (inputs, blob id) as
     ``RenderedTree.inputs`` said:
     a job file made from the same inputs is that blob again, not rendered.
@@ -177,7 +180,10 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
     placed: dict[str, list[Decision]] = {name: [] for name in sorted(clusters)}
     jobs = inputs.jobs
     for d in decisions:
-        for where in _held_on(d, jobs.get(d.key) or (held or {}).get(d.key)):
+        source = jobs.get(d.key)
+        was = (held or {}).get(d.key)
+        for where in _held_on(d, source.job.deleted_when_ended if source is not None else
+                              was is not None and was.deleted_when_ended):
             if where in placed:
                 placed[where].append(d)
     work = [(clusters[name], ds) for name, ds in placed.items() if ds]
@@ -208,7 +214,7 @@ def _render_clusters(work: Sequence[tuple[MemberCluster, list[Decision]]], *,
                      inputs: FleetInputs, manifest_of: Callable[[JobSource], Manifest | None],
                      previous: Mapping[str, bytes | str], overlays: Overlays,
                      reuse: Mapping[str, tuple[str, str]] | None,
-                     held: Mapping[JobKey, JobSource]) -> RenderedTree:
+                     held: Mapping[JobKey, AsItWas]) -> RenderedTree:
     """The folders of the clusters of ``work``, each with its decisions, in order."""
     out = RenderedTree()
     policies: dict[str, Policy] = {p.ref: p for p in inputs.policies}
@@ -232,13 +238,12 @@ def _render_clusters(work: Sequence[tuple[MemberCluster, list[Decision]]], *,
     return out
 
 
-def _held_on(d: Decision, source: JobSource | None) -> tuple[str, ...]:
+def _held_on(d: Decision, deleted: bool) -> tuple[str, ...]:
     """The clusters whose folders hold the job of ``d``: where it is admitted
     (and its copies); where a Finished or Failed job ran (its object stays for
-    its logs and history), unless its operator deletes it once it ended (its
-    manifest would create it, and run it, again); and those keeping an old
-    copy (failover)."""
-    deleted = source is not None and source.job.deleted_when_ended
+    its logs and history), unless its operator deletes it once it ended
+    (``deleted``: its manifest would create it, and run it, again); and those
+    keeping an old copy (failover)."""
     kept_on = () if deleted else d.kept_on  # (a failed copy, deleted, would run again)
     if d.cluster is None:
         return kept_on
@@ -254,16 +259,16 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
                 previous: Mapping[str, bytes | str], overlays: Overlays,
                 policies: Mapping[str, Policy], files: dict[str, bytes | str],
                 out: RenderedTree, reuse: Mapping[str, tuple[str, str]] | None,
-                held: Mapping[JobKey, JobSource]) -> None:
+                held: Mapping[JobKey, AsItWas]) -> None:
     source = inputs.jobs.get(d.key)
     if source is None or d.kept or d.phase is not Phase.ADMITTED or cluster.name in d.kept_on:
         _copy_previous(previous, d, cluster.name, files)  # (as it ran there)
-        last_good = held.get(d.key) if source is None or d.kept else None
+        as_it_was = held.get(d.key) if source is None or d.kept else None
         # (its volumes, config and secrets stay with it)
-        if last_good is not None:
-            _render_deps(d, last_good, inputs, policies, files, (previous, cluster.name))
+        if as_it_was is not None:
+            _render_deps(d, as_it_was.deps, inputs, policies, files, (previous, cluster.name))
         elif source is not None:
-            _render_deps(d, source, inputs, policies, files)
+            _render_deps(d, source.deps, inputs, policies, files)
         return
     job_rel = f"{d.key.namespace}/{d.key.kind.lower()}-{d.key.name}.yaml"
     group_rel = f"{d.key.namespace}/podgroup-{d.key.name}.yaml"
@@ -292,10 +297,10 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
         for group_obj in groups:
             files[group_rel] = dump(group_obj)
             out.inputs[base + group_rel] = made_of
-    _render_deps(d, source, inputs, policies, files)
+    _render_deps(d, source.deps, inputs, policies, files)
 
 
-def _render_deps(d: Decision, source: JobSource, inputs: FleetInputs,
+def _render_deps(d: Decision, deps: Iterable[tuple[str, str]], inputs: FleetInputs,
                  policies: Mapping[str, Policy], files: dict[str, bytes | str],
                  as_it_was: tuple[Mapping[str, bytes | str], str] | None = None) -> None:
     """The ConfigMaps, Secrets, volume claims and service accounts the job
@@ -304,7 +309,7 @@ def _render_deps(d: Decision, source: JobSource, inputs: FleetInputs,
     the cluster has it (a job kept as it was)."""
     policy = policies.get(d.policy or "")
     if policy is not None and policy.propagate_deps:
-        for kind, name in source.deps:
+        for kind, name in deps:
             rel = f"{d.key.namespace}/{kind.lower()}-{name}.yaml"
             dep = inputs.dependencies.get((kind, d.key.namespace, name))
             if dep is not None:
@@ -313,6 +318,30 @@ def _render_deps(d: Decision, source: JobSource, inputs: FleetInputs,
                 data = as_it_was[0].get(f"clusters/{as_it_was[1]}/{rel}")
                 if data is not None:
                     files[rel] = data
+
+
+@dataclass(frozen=True)
+class AsItWas:
+    """What a job's manifest, as the state rendered it, says of it."""
+
+    deps: tuple[tuple[str, str], ...]  # (kind, name) it was sent with
+    deleted_when_ended: bool
+
+
+def sent_with(rendered: bytes) -> AsItWas | None:
+    """``AsItWas`` of a rendered job manifest; ``None`` when it is none."""
+    try:
+        obj = yaml.load(rendered, Loader=yaml.CSafeLoader)
+        kind = kind_for(str(obj["apiVersion"]), str(obj["kind"])) if isinstance(obj, dict) \
+            else None
+        if kind is None:
+            return None
+        deps: set[tuple[str, str]] = set()
+        for ref in kind.pod_templates(obj):
+            deps.update(pod_dependencies(ref.template.get("spec") or {}))
+        return AsItWas(tuple(sorted(deps)), kind.deleted_when_ended(obj))
+    except (yaml.YAMLError, ManifestError, KeyError, TypeError, AttributeError):
+        return None  # (not fleetq's rendering: it keeps what the state has, no more)
 
 
 def _copy_previous(previous: Mapping[str, bytes | str], d: Decision, cluster: str,

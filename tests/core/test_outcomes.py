@@ -10,6 +10,7 @@ fail over away from the cluster they failed on, old copies are kept by
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from reconciler.core.cycle import CycleInput, reconcile_cycle
 from reconciler.core.model import Decision, Job, Phase, Policy, evolve
@@ -159,7 +160,17 @@ def test_a_job_that_failed_on_every_candidate_is_inadmissible_and_says_where() -
                                             admitted_at=ADMITTED_AT)])
     got = decide(inp, report("c1", (a, ObservedPhase.FAILED, LATER)))
     assert got["a"].phase is Phase.INADMISSIBLE
-    assert "c1: it failed there" in got["a"].reason
+    assert got["a"].reason == (
+        "no member cluster is a candidate for it under ClusterPropagationPolicy gang-queued: "
+        "it failed on every cluster its policy selects (it failed on c1: never placed there "
+        "again)")
+    # a cluster it failed on that its policy no longer selects is not named as a candidate
+    gone = replace(inp.prior[a.key], failed_on=("c0",))
+    got = decide(replace(inp, prior={a.key: gone}), report("c1", (a, ObservedPhase.FAILED, LATER)))
+    assert got["a"].reason == (
+        "no member cluster is a candidate for it under ClusterPropagationPolicy gang-queued: "
+        "it failed on every cluster its policy selects (it failed on c0, c1: never placed "
+        "there again)")
 
 
 def test_purge_modes_keep_the_old_copy_until_the_new_placement_runs_or_never() -> None:

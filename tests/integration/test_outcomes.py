@@ -188,6 +188,13 @@ def test_a_failed_job_fails_over_its_old_copy_kept_until_the_new_one_runs(
     assert ("fail over PyTorchJob video/video-mae-pretrain from gpu-hz-a: queued: failed on "
             "gpu-hz-a at 2026-12-04T10:30:00Z (worker-0 OOMKilled); its copy stays there until "
             "the new placement runs (purgeMode Graciously)") in message
+    # explain names the clusters its policy selects (GPU ones), but the one it failed on
+    told = fleetq("explain", "--repo", str(fleet), MAE, "--now", NEXT)
+    assert told.returncode == 0, told.stderr
+    assert ("Its earlier copy stays on gpu-hz-a until its new placement is reported running, "
+            "as its policy's failover purgeMode (Graciously) says.") in told.stdout
+    listed = [line for line in told.stdout.splitlines() if line.startswith("- cluster ")]
+    assert listed and all(line.startswith("- cluster gpu-bj-b:") for line in listed), told.stdout
     # a fixed point: the next reconcile changes nothing, and plan says so
     assert "up to date" in reconcile(fleet, "2026-12-04T10:32:30Z").stdout
     assert fleetq("plan", "--repo", str(fleet), "--now", "2026-12-04T10:32:40Z",

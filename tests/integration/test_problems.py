@@ -496,9 +496,10 @@ def test_a_running_job_whose_file_turns_invalid_keeps_what_it_was_sent_with(
     """The template's RayJob ``video-frame-stats`` runs with the ConfigMap of
     its code (same file, ``propagateDeps``). A request that is no quantity
     makes the job invalid while the file still parses: the job keeps its
-    placement, and its ConfigMap stays on the cluster with it, read from the
-    job's last good version (the cache's, or git's without a cache), even once
-    the ConfigMap's document is deleted too; fixing the file renders it again."""
+    placement, and its ConfigMap stays on the cluster with it (the job's
+    manifest as the state rendered it names it), with a cache or without, even
+    once the ConfigMap's document is deleted too; fixing the file renders it
+    again."""
     path = tmp_path / "fleet"
     assert fleetq("init", str(path)).returncode == 0
     flags = ["--no-cache"] if cache == "no cache" else []
