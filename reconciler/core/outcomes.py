@@ -164,7 +164,8 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
                   else by_ref.get(p.policy or ""))
         failover = policy.failover if policy is not None else None
         if seen is not None and seen.phase in (ObservedPhase.RUNNING, ObservedPhase.SUCCEEDED) \
-                and p.kept_on and _purge(failover) != NEVER_PURGE:
+                and p.kept_on and _purge(failover) != NEVER_PURGE \
+                and _after(report.observed_at, p.admitted_at):  # (not a report from before it)
             del out.kept_on[key]  # the new placement runs: the old copies go
             p = out.prior[key] = evolve(p, kept_on=())
         now = _read_from(p, job)

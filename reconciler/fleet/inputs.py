@@ -740,12 +740,7 @@ def _policy(doc: Document) -> Policy:
         affinity = _affinity(placement["clusterAffinity"], "spec.placement.clusterAffinity")
     affinities = tuple(_affinity(a, f"spec.placement.clusterAffinities[{i}]")
                        for i, a in enumerate(placement.get("clusterAffinities") or ()))
-    failover = None
-    app = (spec.get("failover") or {}).get("application")
-    if isinstance(app, dict):
-        seconds = (app.get("decisionConditions") or {}).get("tolerationSeconds")
-        failover = Failover(toleration_seconds=int(seconds) if seconds is not None else None,
-                            purge_mode=str(app.get("purgeMode") or "Gracefully"))
+    failover = _failover(spec.get("failover"))
     strategy = None
     annotations = meta.get("annotations") or {}
     if annotations.get("fleetq.io/placement-strategy"):
@@ -765,6 +760,44 @@ def _policy(doc: Document) -> Policy:
         affinity=affinity, affinities=affinities,
         cluster_tolerations=_tolerations(placement.get("clusterTolerations")),
         failover=failover, propagate_deps=bool(spec.get("propagateDeps")), strategy=strategy)
+
+
+PURGE_MODES = ("Immediately", "Directly", "Graciously", "Gracefully", "Never")
+DEFAULT_TOLERATION_SECONDS = 300  # Karmada's default for decisionConditions.tolerationSeconds
+
+
+def _failover(raw: Any) -> Failover | None:
+    """``spec.failover.application``, checked as Karmada's API checks it
+    (ACK One's older purge modes Immediately and Graciously too)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ManifestError("spec.failover must be a mapping", "spec.failover")
+    app = raw.get("application")
+    if app is None:
+        return None
+    where = "spec.failover.application"
+    if not isinstance(app, dict):
+        raise ManifestError(f"{where} must be a mapping", where)
+    conditions = app.get("decisionConditions")
+    if conditions is not None and not isinstance(conditions, dict):
+        raise ManifestError(f"{where}.decisionConditions must be a mapping",
+                            f"{where}.decisionConditions")
+    seconds = (conditions or {}).get("tolerationSeconds")
+    if seconds is None:
+        seconds = DEFAULT_TOLERATION_SECONDS
+    elif isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 0:
+        field = f"{where}.decisionConditions.tolerationSeconds"
+        raise ManifestError(f"{field} must be a whole number of seconds, 0 or more (0: fail "
+                            f"over at once; unset: {DEFAULT_TOLERATION_SECONDS}), not "
+                            f"{seconds!r}", field)
+    mode = app.get("purgeMode")
+    if mode is None:
+        mode = "Gracefully"
+    elif mode not in PURGE_MODES:
+        raise ManifestError(f"{where}.purgeMode {mode!r} is not one of "
+                            f"{', '.join(PURGE_MODES)}", f"{where}.purgeMode")
+    return Failover(toleration_seconds=seconds, purge_mode=str(mode))
 
 
 def _strategy(text: str, field: str) -> PlacementStrategy:

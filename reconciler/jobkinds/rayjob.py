@@ -6,6 +6,9 @@ sets of its own.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from reconciler.core.outcomes import ObservedPhase
 from reconciler.jobkinds.base import (
     Manifest,
@@ -15,6 +18,8 @@ from reconciler.jobkinds.base import (
     mapping_at,
     replicas_of,
 )
+
+RETRYING = ("Retrying", "New", "Initializing", "Waiting")  # a deployment on its way
 
 
 class RayJobKind:
@@ -61,7 +66,10 @@ class RayJobKind:
 
     def observed_phase(self, obj: Manifest) -> Observed:
         """By KubeRay's ``status.jobDeploymentStatus`` (Complete, Failed,
-        Running, ...) and ``status.jobStatus`` (SUCCEEDED, FAILED, STOPPED, ...)."""
+        Running, ...) and ``status.jobStatus`` (SUCCEEDED, FAILED, STOPPED, ...).
+        A RayJob with ``backoffLimit`` left is retried by KubeRay on its cluster:
+        ``Retrying``, then ``New`` and ``Initializing`` again, its jobStatus
+        still the failed attempt's; it has not ended."""
         status = obj.get("status")
         if not isinstance(status, dict):
             return ObservedPhase.PENDING, None, ""
@@ -69,6 +77,12 @@ class RayJobKind:
         job = str(status.get("jobStatus") or "")
         message = str(status.get("message") or "")
         ended = str(status["endTime"]) if status.get("endTime") else None
+        if deployment in RETRYING and job in ("FAILED", "STOPPED"):  # (the failed attempt's)
+            if deployment == "Retrying":  # (as a Kubeflow job Restarting: it runs on)
+                return ObservedPhase.RUNNING, None, message or "retrying (backoffLimit)"
+            return ObservedPhase.PENDING, None, message
+        if job == "FAILED" and deployment == "Running" and _retries_left(obj, status):
+            return ObservedPhase.RUNNING, None, message or "retrying (backoffLimit)"
         if deployment == "Complete" or job in ("SUCCEEDED", "FAILED", "STOPPED"):
             if job == "SUCCEEDED":
                 return ObservedPhase.SUCCEEDED, ended, message
@@ -91,3 +105,15 @@ class RayJobKind:
         rules = strategy.get("deletionRules")
         policies += [r for r in rules if isinstance(r, dict)] if isinstance(rules, list) else []
         return any(p is not None and p.get("policy") == "DeleteSelf" for p in policies)
+
+
+def _retries_left(obj: Manifest, status: Mapping[str, Any]) -> bool:
+    """Whether KubeRay runs a failed attempt again: fewer attempts failed
+    (``status.failed``, the one just failed perhaps not counted yet) than
+    ``spec.backoffLimit`` + 1."""
+    spec = obj.get("spec")
+    limit = spec.get("backoffLimit") if isinstance(spec, dict) else None
+    failed = status.get("failed") or 0
+    if not isinstance(limit, int) or isinstance(limit, bool) or not isinstance(failed, int):
+        return False
+    return max(failed, 1) < limit + 1

@@ -190,7 +190,8 @@ def test_purge_modes_keep_the_old_copy_until_the_new_placement_runs_or_never() -
             if said.startswith("is") else f"; its copy {said} (purgeMode {purge})"), purge
         nxt = cycle_input(jobs=inp.jobs, clusters=inp.clusters, policies=inp.policies,
                           prior=prior_of(got.values()))
-        running = decide(nxt, report("c2", (a, ObservedPhase.RUNNING, "2026-01-02T00:00:00Z")))
+        running = decide(nxt, report("c2", (a, ObservedPhase.RUNNING, "2026-01-02T00:00:00Z"),
+                                     at="2026-01-02T00:00:00Z"))
         assert running["a"].kept_on == (("c1",) if purge == "Never" else ()), purge
         assert running["a"].failed_on == ("c1",)
 
@@ -390,3 +391,25 @@ def test_a_job_failing_over_whose_file_breaks_keeps_its_place_in_the_state() -> 
                           prior=list(inp.prior.values()), invalid=bad)
     kept = decide(running, report("c1", (a, ObservedPhase.FAILED, LATER)))
     assert kept["a"].phase is Phase.ADMITTED and kept["a"].cluster == "c1"
+
+
+def test_a_report_from_before_the_new_placement_does_not_purge_the_old_copy() -> None:
+    """``a`` fails over from c1 to c2 (its copy kept on c1, Gracefully). A report
+    of c2 observed before that admission (listing ``a`` running, from an earlier
+    run there) says nothing of the new placement: the copy stays, and the
+    decision is a fixed point; one observed after it purges the copy."""
+    inp, a, _ = two_clusters(failover_policy(), waiting=False)
+    filler = next(j for j in inp.jobs if j.key.name == "filler")
+    got = decide(inp, report("c1", (a, ObservedPhase.FAILED, LATER)),
+                 report("c2", (filler, ObservedPhase.SUCCEEDED, LATER)))
+    assert got["a"].cluster == "c2" and got["a"].kept_on == ("c1",)
+    admitted = got["a"].admitted_at
+    assert admitted is not None and admitted > EARLIER
+    nxt = cycle_input(jobs=inp.jobs, clusters=inp.clusters, policies=inp.policies,
+                      prior=prior_of(got.values()))
+    stale = report("c2", (a, ObservedPhase.RUNNING, EARLIER), at=EARLIER)
+    again = decide(nxt, stale)
+    assert again["a"].kept_on == ("c1",) and again == decide(nxt, stale)
+    assert again["a"] == got["a"]
+    fresh = report("c2", (a, ObservedPhase.RUNNING, admitted), at="2026-12-31T00:00:00Z")
+    assert decide(nxt, fresh)["a"].kept_on == ()

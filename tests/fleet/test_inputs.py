@@ -213,3 +213,35 @@ def test_a_state_branch_that_is_not_a_string_is_an_error() -> None:
     text = FLEET.replace("spec:\n", "spec:\n  stateBranch: 5\n")
     assert told(read({"fleet.yaml": text, "policy.yaml": POLICY})) == [
         "fleet.yaml:5: spec.stateBranch must be a branch name (a string)"]
+
+
+@pytest.mark.parametrize(("application", "error"), [
+    ("{purgeMode: Immediate}",
+     "policy.yaml:8: spec.failover.application.purgeMode 'Immediate' is not one of "
+     "Immediately, Directly, Graciously, Gracefully, Never"),
+    ("\n      decisionConditions: {tolerationSeconds: -30}",
+     "policy.yaml:9: spec.failover.application.decisionConditions.tolerationSeconds must be "
+     "a whole number of seconds, 0 or more (0: fail over at once; unset: 300), not -30"),
+    ("\n      decisionConditions: {tolerationSeconds: abc}",
+     "policy.yaml:9: spec.failover.application.decisionConditions.tolerationSeconds must be "
+     "a whole number of seconds, 0 or more (0: fail over at once; unset: 300), not 'abc'"),
+    ("\n      decisionConditions: {tolerationSeconds: true}",
+     "policy.yaml:9: spec.failover.application.decisionConditions.tolerationSeconds must be "
+     "a whole number of seconds, 0 or more (0: fail over at once; unset: 300), not True"),
+])
+def test_a_failover_karmada_would_refuse_is_an_error_at_its_line(application: str,
+                                                                 error: str) -> None:
+    text = POLICY + f"  failover:\n    application: {application}\n"
+    assert told(read({"policy.yaml": text})) == [error]
+
+
+def test_a_failover_without_conditions_tolerates_300_seconds_as_karmada() -> None:
+    """Karmada's default tolerationSeconds (its CRD: "Defaults to 300s"), and its
+    default purgeMode, Gracefully."""
+    text = POLICY + "  failover:\n    application: {}\n"
+    policy, = read({"policy.yaml": text}).policies
+    assert policy.failover is not None
+    assert (policy.failover.toleration_seconds, policy.failover.purge_mode) == (300, "Gracefully")
+    text = POLICY + "  failover:\n    application: {decisionConditions: {tolerationSeconds: 0}}\n"
+    policy, = read({"policy.yaml": text}).policies
+    assert policy.failover is not None and policy.failover.toleration_seconds == 0

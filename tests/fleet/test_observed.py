@@ -320,7 +320,31 @@ RAY_CASES: dict[str, tuple[dict[str, Any] | None, tuple[ObservedPhase, str | Non
     "deployment failed before the job ran": (
         {"jobDeploymentStatus": "Failed", "endTime": T3},
         (FAILED, T3, "jobDeploymentStatus Failed")),
+    # spec.backoffLimit: KubeRay runs a failed attempt again on its cluster, its jobStatus
+    # still the failed attempt's: Retrying (it runs on), then New, Initializing (pending)
+    "retrying after a failed attempt: running": (
+        {"jobDeploymentStatus": "Retrying", "jobStatus": "FAILED", "failed": 1,
+         "endTime": T2, "message": "exit code 1"}, (RUNNING, None, "exit code 1")),
+    "a new attempt after a failed one: pending": (
+        {"jobDeploymentStatus": "New", "jobStatus": "FAILED", "failed": 1}, (PENDING, None, "")),
+    "initializing a new attempt: pending": (
+        {"jobDeploymentStatus": "Initializing", "jobStatus": "FAILED", "failed": 1},
+        (PENDING, None, "")),
 }
+
+
+@pytest.mark.parametrize(("limit", "failed", "expected"), [
+    (2, 0, RUNNING), (2, 2, RUNNING), (2, 3, FAILED), (0, 0, FAILED), (None, 0, FAILED)])
+def test_a_rayjob_whose_attempt_failed_with_retries_left_runs_on(
+        limit: int | None, failed: int, expected: ObservedPhase) -> None:
+    """An attempt just failed (jobStatus FAILED, the deployment still Running):
+    KubeRay runs it again while fewer than ``backoffLimit`` + 1 attempts failed."""
+    obj = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "r"},
+           "spec": {} if limit is None else {"backoffLimit": limit},
+           "status": {"jobDeploymentStatus": "Running", "jobStatus": "FAILED",
+                      "failed": failed, "endTime": T2}}
+    ray = kind_for("ray.io/v1", "RayJob")
+    assert ray is not None and ray.observed_phase(obj)[0] is expected
 
 
 @pytest.mark.parametrize("case", list(RAY_CASES))
