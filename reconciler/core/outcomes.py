@@ -60,6 +60,7 @@ class ObservedPhase(enum.StrEnum):
 
 
 _ENDED_SEEN = (ObservedPhase.SUCCEEDED, ObservedPhase.FAILED)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,8 +152,13 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
             out.ended[key] = _read_from(p, job)
             continue
         cluster = p.cluster
-        if p.phase is not Phase.ADMITTED or cluster is None or p.copies:
-            continue  # (a Duplicated job runs on several clusters: no one report ends it)
+        if p.phase is not Phase.ADMITTED or cluster is None:
+            continue
+        if p.copies:  # (a Duplicated job runs on several clusters: no one report ends it)
+            ended = _ended_everywhere(p, job, observations)
+            if ended is not None:
+                out.ended[key], out.ended_here[key] = ended, _where_it_stays(job)
+            continue
         report = observations.get(cluster)
         if report is None:
             continue  # nothing said of it
@@ -194,6 +200,32 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
                                         failed_on=out.failed_on[key],
                                         kept_on=out.kept_on.get(key, ()))
     return out
+
+
+def _ended_everywhere(p: Decision, job: Job | None,
+                      observations: Mapping[str, ClusterObservation]) -> Decision | None:
+    """A Duplicated job's decision once every cluster running a copy reported it
+    ended since its admission: Finished when each succeeded, else Failed (it
+    is not failed over: its other copies ran); ``None`` while one runs on."""
+    seen: list[tuple[str, ObservedJob, str]] = []
+    for where in (p.cluster or "", *p.copies):
+        report = observations.get(where)
+        one = report.jobs.get(p.key) if report is not None else None
+        if report is None or one is None or one.phase not in _ENDED_SEEN or not _after(
+                one.since or report.observed_at, p.admitted_at):
+            return None
+        seen.append((where, one, one.since or report.observed_at))
+    when = max((at for _, _, at in seen), key=lambda at: parse_time(at) or _EPOCH)
+    failed = [(where, one) for where, one, _ in seen if one.phase is ObservedPhase.FAILED]
+    now = _read_from(p, job)
+    if not failed:
+        return _ended(now, Phase.FINISHED, when, (
+            f"succeeded on each of {', '.join(w for w, _, _ in seen)} by {when}; its quota "
+            f"and room are free again; " + _stays(job)))
+    said = "; ".join(f"{where}{_said(one.message)}" for where, one in failed)
+    return _ended(now, Phase.FAILED, when, (
+        f"ended on each of {', '.join(w for w, _, _ in seen)} by {when}, and failed on "
+        f"{said}; it is not run again: fix the cause and push it under a new name"))
 
 
 def cycle_input_with(inp: CycleInput, outcomes: Outcomes) -> CycleInput:

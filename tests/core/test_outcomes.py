@@ -413,3 +413,25 @@ def test_a_report_from_before_the_new_placement_does_not_purge_the_old_copy() ->
     assert again["a"] == got["a"]
     fresh = report("c2", (a, ObservedPhase.RUNNING, admitted), at="2026-12-31T00:00:00Z")
     assert decide(nxt, fresh)["a"].kept_on == ()
+
+
+def test_a_duplicated_job_ends_once_every_cluster_running_a_copy_reported_it_ended() -> None:
+    """``a`` runs on c1 with a copy on c2 (Duplicated). One cluster's report ends
+    nothing; both reporting it succeeded make it Finished (its room on both
+    free again); one of them failed makes it Failed, saying where; a report
+    from before its admission counts for nothing."""
+    inp, a, _ = two_clusters()
+    copied = cycle_input(jobs=inp.jobs, clusters=inp.clusters, policies=inp.policies,
+                         prior=[evolve(p, copies=("c2",)) if p.key == a.key else p
+                                for p in inp.prior.values()])
+    c1_done = report("c1", (a, ObservedPhase.SUCCEEDED, LATER))
+    assert decide(copied, c1_done)["a"].phase is Phase.ADMITTED
+    both = decide(copied, c1_done, report("c2", (a, ObservedPhase.SUCCEEDED, LATER)))
+    assert both["a"].phase is Phase.FINISHED and both["a"].ended_at == LATER
+    assert both["a"].reason.startswith(f"succeeded on each of c1, c2 by {LATER}")
+    assert both["b"].phase is Phase.ADMITTED  # (the room a held is free)
+    failed = decide(copied, c1_done, report("c2", (a, ObservedPhase.FAILED, LATER)))
+    assert failed["a"].phase is Phase.FAILED
+    assert "failed on c2 (exit code 1)" in failed["a"].reason
+    stale = decide(copied, c1_done, report("c2", (a, ObservedPhase.SUCCEEDED, EARLIER)))
+    assert stale["a"].phase is Phase.ADMITTED
