@@ -732,6 +732,7 @@ def describe_changes(prior: dict[JobKey, PriorPlacement], decisions: list[Decisi
     (``CycleResult.moved``)."""
     failovers = outcomes.failovers if outcomes is not None else {}
     ended_here = outcomes.ended_here if outcomes is not None else {}
+    purged = outcomes.purged if outcomes is not None else {}
     lines = []
     found = 0  # decisions of jobs the prior has (all of them: none was deleted)
     for d in decisions:
@@ -743,8 +744,8 @@ def describe_changes(prior: dict[JobKey, PriorPlacement], decisions: list[Decisi
                 continue
         name = f"{d.key.kind} {d.key.namespace}/{d.key.name}"
         if before is not None and before.kept_on and not d.kept_on:
-            lines.append(f"purge {name} from {', '.join(before.kept_on)}: its new placement "
-                         f"runs")
+            lines.append(f"purge {name} from {', '.join(before.kept_on)}: "
+                         f"{purged.get(d.key, 'its new placement runs')}")
             if before.phase is d.phase and before.cluster == d.cluster:
                 continue
         if d.phase in (Phase.FINISHED, Phase.FAILED):
@@ -772,7 +773,11 @@ def describe_changes(prior: dict[JobKey, PriorPlacement], decisions: list[Decisi
     if found < len(prior):
         seen = {d.key for d in decisions}
         for key in sorted(k for k in prior if k not in seen):
-            where = f" from {prior[key].cluster}" if prior[key].cluster else ""
+            was = prior[key]
+            where = f" from {was.cluster}" if was.cluster else ""
+            if was.kept_on:
+                where += (f" (and its old copy on {', '.join(was.kept_on)})" if was.cluster
+                          else f" from {', '.join(was.kept_on)} (its old copy)")
             lines.append(f"delete {key.kind} {key.namespace}/{key.name}{where}")
     return lines
 

@@ -98,7 +98,8 @@ class Outcomes:
     old copy. ``failovers``: the jobs that fail over in this reconcile, and
     why and what becomes of the old copy (for the commit message).
     ``ended_here``: the jobs that end in this reconcile, each with what becomes
-    of its object on the cluster (for the commit message).
+    of its object on the cluster (for the commit message). ``purged``: the
+    jobs whose old copies leave their clusters, and why (the same).
     """
 
     ended: dict[JobKey, Decision]
@@ -107,6 +108,8 @@ class Outcomes:
     kept_on: dict[JobKey, tuple[str, ...]]
     failovers: dict[JobKey, str] = field(default_factory=dict)
     ended_here: dict[JobKey, str] = field(default_factory=dict)
+    # the old copies that leave in this reconcile, and why (for the commit message)
+    purged: dict[JobKey, str] = field(default_factory=dict)
 
 
 def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObservation]
@@ -133,6 +136,7 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
     default_ref = inp.settings.default_policy
     default = find_policy(inp.policies, default_ref) if default_ref is not None else None
     out = Outcomes(ended={}, prior=dict(prior), failed_on={}, kept_on={})
+    members = {c.name for c in inp.clusters}
     for p in concerned:
         key = p.key
         job = jobs.get(key)
@@ -142,7 +146,13 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
         if p.failed_on:
             out.failed_on[key] = p.failed_on
         if p.kept_on:
-            out.kept_on[key] = p.kept_on
+            kept = tuple(c for c in p.kept_on if c in members)
+            if kept != p.kept_on:  # (a copy leaves the state with its cluster's folder)
+                left = ", ".join(c for c in p.kept_on if c not in members)
+                out.purged[key] = f"{left} left the fleet"
+                p = out.prior[key] = evolve(p, kept_on=kept)
+            if kept:
+                out.kept_on[key] = kept
         if job is None and p.phase is not Phase.ADMITTED and (p.failed_on or p.kept_on):
             out.ended[key] = p  # (its file broke while it fails over: as it was, apart)
             continue
@@ -173,6 +183,7 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
                 and p.kept_on and _purge(failover) != NEVER_PURGE \
                 and _after(report.observed_at, p.admitted_at):  # (not a report from before it)
             del out.kept_on[key]  # the new placement runs: the old copies go
+            out.purged[key] = "its new placement runs"
             p = out.prior[key] = evolve(p, kept_on=())
         now = _read_from(p, job)
         if seen is not None and seen.phase is ObservedPhase.SUCCEEDED:

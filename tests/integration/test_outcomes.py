@@ -455,3 +455,38 @@ def test_a_report_of_another_clusters_jobs_is_refused(fleet: Path) -> None:
     proc = report(fleet, "gpu-hz-a", kubectl_list(mae), "--complete")
     assert proc.returncode == 0, proc.stderr
     assert state_yaml(fleet, "status/gpu-hz-a.yaml")["jobs"][0]["phase"] == "Running"
+
+
+def _failed_over(fleet: Path) -> None:
+    """video-mae-pretrain fails on gpu-hz-a and waits, its old copy kept there."""
+    proc = report(fleet, "gpu-hz-a", kubectl_list(
+        pytorchjob_status("video-mae-pretrain", "video", "Failed", DONE, "OOMKilled")))
+    assert proc.returncode == 0, proc.stderr
+    reconcile(fleet)
+    assert placements(fleet)[MAE]["keptOn"] == ["gpu-hz-a"]
+
+
+def test_an_old_copy_leaves_with_its_cluster(fleet: Path) -> None:
+    _failed_over(fleet)
+    git(fleet, "rm", "-q", "clusters/gpu-hz-a.yaml")
+    commit_all(fleet, "gpu-hz-a leaves")
+    reconcile(fleet, "2026-12-04T10:40:00Z")
+    item = placements(fleet)[MAE]
+    assert "keptOn" not in item and item["failedOn"] == ["gpu-hz-a"]
+    message = git(fleet, "log", "-1", "--format=%B", "fleetq/state")
+    assert ("purge PyTorchJob video/video-mae-pretrain from gpu-hz-a: gpu-hz-a left the fleet"
+            in message)
+    told = fleetq("explain", "--repo", str(fleet), MAE, "--now", "2026-12-04T10:40:00Z")
+    assert "earlier copy" not in told.stdout
+    assert fleetq("plan", "--repo", str(fleet), "--exit-code",
+                  "--now", "2026-12-04T10:40:00Z").returncode == 0
+
+
+def test_deleting_a_job_that_fails_over_says_its_old_copy_goes_too(fleet: Path) -> None:
+    _failed_over(fleet)
+    git(fleet, "rm", "-q", "jobs/video/video-mae-pretrain.yaml")
+    commit_all(fleet, "no more mae")
+    reconcile(fleet, "2026-12-04T10:40:00Z")
+    message = git(fleet, "log", "-1", "--format=%B", "fleetq/state")
+    assert "delete PyTorchJob video/video-mae-pretrain from gpu-hz-a (its old copy)" in message
+    assert not [f for f in state_files(fleet) if "video-mae-pretrain" in f]
