@@ -351,6 +351,26 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if changed and args.exit_code else EXIT_OK
 
 
+def _phase(text: str) -> str:
+    """``--phase``: a phase of DESIGN §4, in any case."""
+    for phase in Phase:
+        if phase.value.lower() == text.lower():
+            return phase.value
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is no phase: one of {', '.join(p.value for p in Phase)}")
+
+
+def _job_name(text: str) -> tuple[str, str, str]:
+    """(kind, namespace, name) of NAME, NAMESPACE/NAME or KIND/NAMESPACE/NAME
+    (the kind in any case); empty parts match any."""
+    parts = text.split("/")
+    if len(parts) > 3:
+        raise GitError(f"{text!r} is no job name: give NAME, NAMESPACE/NAME or "
+                       f"KIND/NAMESPACE/NAME")
+    parts = [""] * (3 - len(parts)) + parts
+    return parts[0], parts[1], parts[2]
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     branch = _branch(repo, args)
@@ -358,17 +378,18 @@ def cmd_explain(args: argparse.Namespace) -> int:
     base = repo.resolve(state_ref(branch))
     computed = _computed(repo, args, state_base=base, now=args.now)
     wanted = args.job
-    namespace, _, name = wanted.rpartition("/")
+    kind, namespace, name = _job_name(wanted)
     matches = [d for d in computed.result.decisions if d.key.name == name
-               and (not namespace or d.key.namespace == namespace)]
+               and (not namespace or d.key.namespace == namespace)
+               and (not kind or d.key.kind.lower() == kind.lower())]
     if not matches:
         print(f"fleetq: no job named {wanted!r} in {computed.source.sha[:12]}; "
               f"`fleetq status` lists them", file=sys.stderr)
         return EXIT_USAGE
     if len(matches) > 1:
-        names = ", ".join(f"{d.key.kind} {d.key.namespace}/{d.key.name}" for d in matches)
-        print(f"fleetq: {wanted!r} is ambiguous ({names}); name it as namespace/name",
-              file=sys.stderr)
+        names = ", ".join(f"{d.key.kind}/{d.key.namespace}/{d.key.name}" for d in matches)
+        print(f"fleetq: {wanted!r} is ambiguous ({names}); name it as one of these "
+              f"(KIND/NAMESPACE/NAME)", file=sys.stderr)
         return EXIT_USAGE
     d = matches[0]
     inputs = computed.inputs
@@ -611,7 +632,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="show the decisions on the state branch")
     common(p)
     p.add_argument("--state-branch", default=None)
-    p.add_argument("--phase", default=None, help="only jobs in this phase")
+    p.add_argument("--phase", default=None, type=_phase,
+                   help="only jobs in this phase (" + ", ".join(p.value for p in Phase) + ")")
     p.add_argument("-n", "--namespace", default=None)
     no_cache(p)
     p.set_defaults(func=cmd_status, wide=False)
@@ -642,7 +664,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("explain", help="why a job waits and what would let it run")
     common(p)
-    p.add_argument("job", help="NAME or NAMESPACE/NAME")
+    p.add_argument("job", help="NAME, NAMESPACE/NAME or KIND/NAMESPACE/NAME")
     p.add_argument("--source", default="HEAD")
     p.add_argument("--state-branch", default=None)
     p.add_argument("--now", default=None)

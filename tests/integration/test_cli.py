@@ -114,6 +114,10 @@ def test_status_json_and_yaml(seed_fleet: SeedFleet) -> None:
 
     proc = fleetq("status", "--repo", str(seed_fleet.path), "--phase", "queued", "-o", "json")
     assert [i["job"]["name"] for i in json.loads(proc.stdout)] == ["pytorch-second"]
+    proc = fleetq("status", "--repo", str(seed_fleet.path), "--phase", "queud")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert ("'queud' is no phase: one of Admitted, Queued, Inadmissible, Invalid, Finished, "
+            "Failed") in proc.stderr
 
 
 def test_reconcile_output_json_matches_status(seed_fleet: SeedFleet) -> None:
@@ -363,10 +367,32 @@ def test_explain_names_an_unknown_or_ambiguous_job_as_a_usage_error(
     commit_all(seed_fleet.path, "the same name in another namespace")
     proc = fleetq("explain", "pytorch-test", "--repo", repo, "--now", NOW)
     assert proc.returncode == 2, proc.stdout
-    assert "'pytorch-test' is ambiguous" in proc.stderr and "namespace/name" in proc.stderr
+    assert ("'pytorch-test' is ambiguous (PyTorchJob/default/pytorch-test, "
+            "PyTorchJob/other/pytorch-test); name it as one of these (KIND/NAMESPACE/NAME)"
+            ) in proc.stderr
     proc = fleetq("explain", "default/pytorch-test", "--repo", repo, "--now", NOW)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("PyTorchJob default/pytorch-test is Admitted on cf-hz-a.")
+    # a Job of the same name and namespace: the kind tells them apart (in any case)
+    write_files(seed_fleet.path, {"jobs/default/batch.yaml": """\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: pytorch-test, namespace: default}
+spec:
+  template:
+    spec:
+      containers: [{name: main, image: busybox, resources: {requests: {cpu: "1"}}}]
+"""})
+    commit_all(seed_fleet.path, "a Job named as the PyTorchJob")
+    proc = fleetq("explain", "default/pytorch-test", "--repo", repo, "--now", NOW)
+    assert proc.returncode == 2 and "Job/default/pytorch-test" in proc.stderr
+    for name, kind in (("pytorchjob/default/pytorch-test", "PyTorchJob"),
+                       ("Job/default/pytorch-test", "Job")):
+        proc = fleetq("explain", name, "--repo", repo, "--now", NOW)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith(f"{kind} default/pytorch-test is "), proc.stdout
+    proc = fleetq("explain", "a/b/c/d", "--repo", repo, "--now", NOW)
+    assert proc.returncode == 2 and "KIND/NAMESPACE/NAME" in proc.stderr
 
 
 def _forked(pid: int) -> list[int]:
