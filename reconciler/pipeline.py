@@ -8,11 +8,13 @@ first (compare-and-swap locally, a push lease on a remote).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import datetime as dt
 import functools
 import gc
 import hashlib
+import operator
 import os
 import threading
 import time
@@ -29,7 +31,7 @@ from reconciler.core.cycle import (
     prepare,
     reconcile_cycle,
 )
-from reconciler.core.model import Decision, JobKey, Phase, PriorPlacement
+from reconciler.core.model import Decision, Job, JobKey, Phase, PriorPlacement
 from reconciler.core.outcomes import (
     ClusterObservation,
     Outcomes,
@@ -329,6 +331,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     observations = read_observations(repo, reports, problems)
     problems.extend(capacity_problems(repo, reports, inputs))
     cycle_input = _cycle_input(inputs, prior, info, now, settled)
+    problems.extend(Problem(bad.path, bad.line, bad.message) for bad in cycle_input.invalid
+                    if bad.key in inputs.jobs and bad.key not in inputs.twice)
     outcomes = apply_observations(cycle_input, observations) if prior else None
     if outcomes is not None:
         cycle_input = cycle_input_with(cycle_input, outcomes)
@@ -372,6 +376,11 @@ def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info:
     take a running job over (one that ran keeps its place, flagged)."""
     jobs = tuple(s.job for s in inputs.jobs.values())
     invalid = tuple(inputs.invalid)
+    shared = shared_names(jobs)
+    if shared:
+        invalid += tuple(InvalidJob(j.key, j.api_version, j.path, j.line, j.blob, shared[j.key])
+                         for j in jobs if j.key in shared)
+        jobs = tuple(j for j in jobs if j.key not in shared)
     if inputs.twice:
         twice = inputs.twice
         invalid += tuple(InvalidJob(
@@ -386,6 +395,44 @@ def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info:
         workload_priority_classes=inputs.workload_priority_classes, prior=prior,
         source_time=info.committed_at, now=rfc3339(now), invalid=invalid,
         broken_paths=inputs.broken_paths, settings=inputs.settings, settled=settled)
+
+
+_NAME = operator.attrgetter("key.name")
+
+
+def shared_names(jobs: Sequence[Job]) -> dict[JobKey, str]:
+    """Jobs of different kinds with one namespace and name, each with why it
+    is not used: their gangs would be one (a gang's PodGroup and labels are
+    named by the job's name), as would their dependencies' owner. Like a job
+    defined twice, none is used, and one that ran keeps its place."""
+    names = list(map(_NAME, jobs))  # (by name first, in C: most often all unique)
+    if len(set(names)) == len(names):
+        return {}
+    again = {name for name, n in collections.Counter(names).items() if n > 1}
+    first: dict[tuple[str, str], JobKey] = {}
+    clash: set[tuple[str, str]] = set()
+    for j in jobs:
+        key = j.key
+        if key.name in again:
+            named = (key.namespace, key.name)
+            if first.setdefault(named, key) is not key:
+                clash.add(named)
+    if not clash:
+        return {}
+    by_name: dict[tuple[str, str], list[Job]] = {named: [] for named in clash}
+    for j in jobs:
+        group = by_name.get((j.key.namespace, j.key.name))
+        if group is not None:
+            group.append(j)
+    out: dict[JobKey, str] = {}
+    for group in by_name.values():
+        for j in group:
+            others = sorted(f"{o.key.kind} at {o.path}:{o.line}" for o in group if o is not j)
+            out[j.key] = (f"{j.key.kind} {j.key.namespace}/{j.key.name} shares its namespace "
+                          f"and name with the {', '.join(others)}: their gangs would be one "
+                          f"(PodGroup {j.key.name}); none of them is used (where one ran, it "
+                          f"keeps its place): rename all but one")
+    return out
 
 
 def read_observations(repo: FleetRepo, entries: dict[str, str], problems: list[Problem]

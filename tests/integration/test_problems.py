@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from .conftest import (
     NOW,
@@ -539,3 +540,48 @@ def test_a_running_job_whose_file_turns_invalid_keeps_what_it_was_sent_with(
                   *flags).returncode == 0
     assert "sourceInvalid" not in placements(path)[key]
     assert {f: state_show(path, f) for f in sent} == sent
+
+
+def test_jobs_of_two_kinds_with_one_name_share_no_gang(tmp_path: Path) -> None:
+    """A PyTorchJob ``mnist`` runs; a batch Job ``mnist`` in the same namespace
+    would share its gang (the PodGroup and gang labels are named by the job's
+    name). Both are errors; the PyTorchJob keeps its place and its files, the
+    Job is not placed, and the state is a fixed point."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    write_files(path, {"jobs/interns/mnist.yaml": pytorchjob("mnist", namespace="interns")})
+    commit_all(path, "mnist")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    item = placements(path)["interns/mnist"]
+    assert item["phase"] == "Admitted"
+    folder = f"clusters/{item['cluster']}/interns/"
+    before = {f: state_show(path, f) for f in git(path, "ls-tree", "-r", "--name-only",
+                                                   "fleetq/state").split() if "mnist" in f}
+    assert folder + "pytorchjob-mnist.yaml" in before
+
+    write_files(path, {"jobs/interns/mnist-job.yaml": """\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: mnist, namespace: interns}
+spec:
+  template:
+    spec:
+      containers: [{name: main, image: busybox, resources: {requests: {cpu: "1"}}}]
+"""})
+    commit_all(path, "a Job named mnist too")
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 1
+    assert ("jobs/interns/mnist-job.yaml:1: error: Job interns/mnist shares its namespace and "
+            "name with the PyTorchJob at jobs/interns/mnist.yaml:") in proc.stdout
+    assert "jobs/interns/mnist.yaml:1: error: PyTorchJob interns/mnist shares" in proc.stdout
+    assert fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T11:10:00Z"
+                  ).returncode == 0
+    phases = {i["job"]["kind"]: (i["phase"], i.get("sourceInvalid", False))
+              for i in yaml.safe_load(state_show(path, "placements.yaml") or "")["items"]
+              if i["job"]["name"] == "mnist"}
+    assert phases == {"PyTorchJob": ("Admitted", True), "Job": ("Invalid", False)}
+    after = {f: state_show(path, f) for f in git(path, "ls-tree", "-r", "--name-only",
+                                                  "fleetq/state").split() if "mnist" in f}
+    assert after == before
+    assert fleetq("plan", "--repo", str(path), "--exit-code",
+                  "--now", "2026-11-29T11:10:00Z").returncode == 0
