@@ -61,7 +61,7 @@ from reconciler.fleet.inputs import (
     read_fleet,
     read_fleet_settings,
 )
-from reconciler.fleet.jobs import JobSource
+from reconciler.fleet.jobs import JobSource, stable_name
 from reconciler.fleet.observed import (
     INVENTORY_DIR,
     STATUS_DIR,
@@ -333,6 +333,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     cycle_input = _cycle_input(inputs, prior, info, now, settled)
     problems.extend(Problem(bad.path, bad.line, bad.message) for bad in cycle_input.invalid
                     if bad.key in inputs.jobs and bad.key not in inputs.twice)
+    problems.extend(named_by_order(inputs))
     outcomes = apply_observations(cycle_input, observations) if prior else None
     if outcomes is not None:
         cycle_input = cycle_input_with(cycle_input, outcomes)
@@ -395,6 +396,25 @@ def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info:
         workload_priority_classes=inputs.workload_priority_classes, prior=prior,
         source_time=info.committed_at, now=rfc3339(now), invalid=invalid,
         broken_paths=inputs.broken_paths, settings=inputs.settings, settled=settled)
+
+
+def named_by_order(inputs: FleetInputs) -> list[Problem]:
+    """A warning on each job named by ``generateName`` in a file of several
+    jobs: its name hashes its place in the file (DESIGN §2), so deleting or
+    moving a document before it renames it: it would be deleted and run again."""
+    several = {s.job.path for s in inputs.jobs.values() if s.index > 0}
+    if not several:
+        return []
+    out = []
+    for source in inputs.jobs.values():
+        job = source.job
+        if job.path in several and job.key.name == stable_name(
+                job.key.name[:-5], job.path, source.index):
+            out.append(Problem(job.path, job.line, (
+                f"{job.key} is named by its metadata.generateName and its place in a file of "
+                f"several jobs: deleting or moving a document before it renames it, and a "
+                f"renamed job is deleted and run again; give it a metadata.name"), "warning"))
+    return out
 
 
 _NAME = operator.attrgetter("key.name")

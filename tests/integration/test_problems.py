@@ -585,3 +585,32 @@ spec:
     assert after == before
     assert fleetq("plan", "--repo", str(path), "--exit-code",
                   "--now", "2026-11-29T11:10:00Z").returncode == 0
+
+
+def test_jobs_named_by_generate_name_in_a_file_of_several_are_warned_of(
+        tmp_path: Path) -> None:
+    """Two batch Jobs with ``generateName: sweep-`` in one file: each is named
+    by its place in the file, so each is warned of (deleting the first would
+    give the second the first's name); a file of one such job is not."""
+    doc = """\
+apiVersion: batch/v1
+kind: Job
+metadata: {generateName: sweep-, namespace: platform}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - {name: c, image: busybox, args: ["--lr=%s"], resources: {requests: {cpu: "1"}}}
+"""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    write_files(path, {"jobs/platform/sweep.yaml": doc % "0.1" + "---\n" + doc % "0.01",
+                       "jobs/platform/one.yaml": doc % "0.5"})
+    commit_all(path, "a sweep")
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 0, proc.stdout
+    warned = [line for line in proc.stdout.splitlines() if "generateName" in line]
+    assert [line.split(": warning: ")[0] for line in warned] == [
+        "jobs/platform/sweep.yaml:1", "jobs/platform/sweep.yaml:11"], proc.stdout
+    assert all("give it a metadata.name" in line for line in warned)
