@@ -633,24 +633,45 @@ LAST_GOOD_DEPTH = 32  # state commits searched for a file's last good version
 
 def earlier_versions(repo: FleetRepo, state: str | None,
                      source_rev: str | None = None) -> LastGood | None:
-    """``read_fleet``'s ``last_good``: a file's versions in the source trees
-    the state commits were made from (``Fleet-Source-Tree``), from the state
-    ``state`` back along its first parents (at most ``LAST_GOOD_DEPTH``), newest
-    first, each once and none the same as the file's blob now; followed back
-    across renames (each tree against the next newer one, the newest against
+    """``read_fleet``'s ``last_good``: a file's versions, newest first, each
+    once and none the same as the file's blob now: first those of the source
+    commits since the one the state was made from (on ``source_rev``'s first
+    parents, ``git log --follow``: a commit that changed no decision made no
+    state commit, and its version is newer than any the state knows), then
+    those of the source trees the state commits were made from
+    (``Fleet-Source-Tree``), from the state ``state`` back along its first
+    parents (at most ``LAST_GOOD_DEPTH`` each); followed back across renames
+    (each tree against the next newer one, the newest against
     ``source_rev``'s, as ``git diff -M`` finds them). Read as they are asked for."""
     if state is None:
         return None
     trees: list[str] = []  # (read when first asked)
     newest: list[str | None] = []  # the source's tree
+    since: list[str] = []  # the source commit the state was made from
 
     def look() -> None:
         out = repo.run("log", "--first-parent", f"--max-count={LAST_GOOD_DEPTH}",
                        "--format=%x1e%B", state).decode("utf-8", "replace")
-        trees.extend(t for t in (trailers(m).get(TREE_TRAILER) for m in out.split("\x1e")[1:])
-                     if t)
+        messages = out.split("\x1e")[1:]
+        trees.extend(t for t in (trailers(m).get(TREE_TRAILER) for m in messages) if t)
+        made_from = trailers(messages[0]).get(TRAILER) if messages else None
+        since.extend([made_from] if made_from and repo.resolve(made_from) else [])
         source = repo.resolve(source_rev) if source_rev else None
         newest.append(repo.commit_info(source).tree if source is not None else None)
+
+    def unreconciled(path: str) -> Iterator[str]:
+        """The blobs of ``path`` in the source commits since the state's, newest first."""
+        if not source_rev or not since:
+            return
+        out = repo.run("log", "--first-parent", "--follow", f"--max-count={LAST_GOOD_DEPTH}",
+                       "--format=%x1e%H", "--name-only", source_rev, f"^{since[0]}", "--",
+                       path, check=False).decode("utf-8", "surrogateescape")
+        for entry in out.split("\x1e")[1:]:
+            commit, _, names = entry.partition("\n")
+            name = names.strip().split("\n")[0] if names.strip() else path
+            got = repo.blob_of(commit.strip(), name)
+            if got is not None:
+                yield got
 
     def renamed_from(tree: str, newer: str, name: str) -> str | None:
         fields = repo.run("diff-tree", "-r", "-M", "--diff-filter=R", "--name-status", "-z",
@@ -664,6 +685,10 @@ def earlier_versions(repo: FleetRepo, state: str | None,
         if not newest:
             look()
         seen, name, newer = {blob}, path, newest[0]
+        for recent in unreconciled(path):
+            if recent not in seen:
+                seen.add(recent)
+                yield SourceFile(path, recent, repo.read_blobs([recent])[recent])
         for tree in trees:
             got = repo.blob_of(tree, name)
             if got is None and newer is not None:

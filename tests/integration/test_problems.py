@@ -614,3 +614,26 @@ spec:
     assert [line.split(": warning: ")[0] for line in warned] == [
         "jobs/platform/sweep.yaml:1", "jobs/platform/sweep.yaml:11"], proc.stdout
     assert all("give it a metadata.name" in line for line in warned)
+
+
+def test_a_broken_file_goes_on_in_its_newest_good_version_not_the_states(
+        tmp_path: Path) -> None:
+    """gpu-hz-a shrinks to one node in a commit that changes no decision (no
+    state commit); its file then breaks. The fleet goes on with the one-node
+    version, the newest good one, not the four-node one the state was made from."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    file = path / "clusters/gpu-hz-a.yaml"
+    text = file.read_text()
+    file.write_text(text[:text.index("  - name: hz-a-gpu-1")])
+    commit_all(path, "gpu-hz-a keeps one node")
+    one_node = git(path, "rev-parse", "HEAD:clusters/gpu-hz-a.yaml").strip()
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and "no change" in proc.stdout, proc.stdout
+    file.write_text(file.read_text().replace("  gangDialect: ack\n",
+                                             "  gangDialect: ack\n  gangDialect: ack\n"))
+    commit_all(path, "a key twice")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert (f"clusters/gpu-hz-a.yaml: warning: the fleet goes on with this file's last good "
+            f"version (blob {one_node[:12]})") in proc.stderr, proc.stderr
