@@ -513,8 +513,13 @@ def _record(repo: FleetRepo, args: argparse.Namespace, reports: list[ClusterRepo
                   f"manage (no label fleetq.io/managed-by: fleetq, or not a job kind)",
                   file=sys.stderr)
     remote = _remote(repo, args, args.source)
-    branch, sha, older = record_reports(repo, reports, source_rev=args.source,
-                                        state_branch=args.state_branch, remote=remote, now=now)
+    branch, sha, replaced, older = record_reports(
+        repo, reports, source_rev=args.source, state_branch=args.state_branch, remote=remote,
+        now=now)
+    for report, ahead in replaced:
+        print(f"warning: {report.cluster}: the report there was dated {ahead}, ahead of this "
+              f"machine's clock (the clock of whoever sent it was wrong): this one replaces it",
+              file=sys.stderr)
     for report, newer in older:
         print(f"warning: {report.cluster}: not recorded: the report there was observed at "
               f"{newer}, after this one ({report.observed_at})", file=sys.stderr)

@@ -1033,11 +1033,13 @@ def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
                    source_rev: str = "HEAD", state_branch: str | None = None,
                    remote: str | None = None, now: dt.datetime | None = None,
                    progress: Progress = _quiet
-                   ) -> tuple[str, str | None, list[tuple[ClusterReport, str]]]:
+                   ) -> tuple[str, str | None, list[tuple[ClusterReport, str]],
+                              list[tuple[ClusterReport, str]]]:
     """Commit the member clusters' ``reports`` (``status/`` and ``inventory/``
     files) onto the state branch, beside the state: (the branch, the new
-    commit, or None when they said nothing new, and the reports not recorded
-    because the branch has a newer one of their cluster, with its time: a
+    commit, or None when they said nothing new, the reports recorded over one
+    dated ahead of this machine's clock, with its time, and the reports not
+    recorded because the branch has a newer one of their cluster, with its time: a
     late report must not undo what a newer one said). The commit keeps the state's
     trailers, so the next reconcile finds the state made from the same source
     but not from these reports, and decides again. Retried, as a reconcile is,
@@ -1053,14 +1055,14 @@ def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
         info = repo.commit_info(base)
         files: dict[str, bytes | str] = {e.path: e.sha for e in repo.list_tree(base)
                                          if e.type == "blob"}
-        older = _older_reports(repo, reports, files)
+        older, replaced = _older_reports(repo, reports, files)
         for report in reports:
             if all(report is not o for o, _ in older):
                 files.update(report.files())
         tree = repo.write_tree(files)
         if tree == info.tree:
             _follow_remote(repo, remote, branch, base)
-            return branch, None, older
+            return branch, None, replaced, older
         kept = trailers(info.message)
         carried = "".join(f"{name}: {kept[name]}\n" for name in
                           (TREE_TRAILER, FORMAT_TRAILER, OBSERVED_TRAILER, TRAILER)
@@ -1071,15 +1073,23 @@ def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
                                 identity=identity(fleet_git(repo, source_rev)), when=when)
         if not publish(repo, remote, branch, sha, base, progress, "trying again"):
             continue
-        return branch, sha, older
+        return branch, sha, replaced, older
     raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
 
 
+CLOCK_SKEW = dt.timedelta(minutes=5)  # a report dated further ahead of the clock: from the future
+
+
 def _older_reports(repo: FleetRepo, reports: Sequence[ClusterReport],
-                   files: Mapping[str, bytes | str]) -> list[tuple[ClusterReport, str]]:
+                   files: Mapping[str, bytes | str]
+                   ) -> tuple[list[tuple[ClusterReport, str]], list[tuple[ClusterReport, str]]]:
     """The ``reports`` observed before the report of their cluster in ``files``
-    (path -> blob id), each with that report's time."""
-    out = []
+    (path -> blob id), each with that report's time. A report there dated
+    ahead of this machine's clock (by more than ``CLOCK_SKEW``: the clock of
+    whoever sent it was wrong) orders nothing: it would block every later
+    report of its cluster; it is replaced: the second list, with its times."""
+    out, replaced = [], []
+    ahead = dt.datetime.now(dt.UTC) + CLOCK_SKEW
     for report in reports:
         path = status_path(report.cluster)
         sha = files.get(path)
@@ -1089,8 +1099,12 @@ def _older_reports(repo: FleetRepo, reports: Sequence[ClusterReport],
         was, now = (parse_time(there.observed_at) if there is not None else None,
                     parse_time(report.observed_at))
         if there is not None and was is not None and now is not None and was > now:
-            out.append((report, there.observed_at))
-    return out
+            if was <= ahead:
+                out.append((report, there.observed_at))
+            else:
+                replaced.append((report, there.observed_at))
+    return out, replaced
+
 
 
 def newer_source(repo: FleetRepo, remote: str | None, source_rev: str,

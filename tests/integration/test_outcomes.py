@@ -490,3 +490,19 @@ def test_deleting_a_job_that_fails_over_says_its_old_copy_goes_too(fleet: Path) 
     message = git(fleet, "log", "-1", "--format=%B", "fleetq/state")
     assert "delete PyTorchJob video/video-mae-pretrain from gpu-hz-a (its old copy)" in message
     assert not [f for f in state_files(fleet) if "video-mae-pretrain" in f]
+
+
+def test_a_report_dated_ahead_of_the_clock_does_not_block_the_next(fleet: Path) -> None:
+    """A report sent from a machine whose clock was a day ahead would make every
+    later report of its cluster "older": the next one, dated by a right clock,
+    replaces it, and says so."""
+    import datetime as dt
+
+    tomorrow = (dt.datetime.now(dt.UTC) + dt.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert report(fleet, "cpu-sh-c", kubectl_list(), now=tomorrow).returncode == 0
+    right = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    proc = report(fleet, "cpu-sh-c", kubectl_list(NODE), now=right)
+    assert proc.returncode == 0, proc.stderr
+    assert (f"warning: cpu-sh-c: the report there was dated {tomorrow}, ahead of this "
+            f"machine's clock") in proc.stderr
+    assert state_yaml(fleet, "status/cpu-sh-c.yaml")["observedAt"] == right

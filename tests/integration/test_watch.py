@@ -427,7 +427,7 @@ def test_watch_with_a_remote_acts_on_a_report_pushed_there_from_elsewhere(
                          "labels": {"fleetq.io/managed-by": "fleetq"}},
             "status": {"conditions": [{"type": "Succeeded", "status": "True",
                                        "lastTransitionTime": "2026-11-29T12:00:00Z"}]}}
-    _, reported, _ = record_reports(
+    _, reported, _, _ = record_reports(
         FleetRepo(reporter), [cluster_report("c1", "2026-11-29T12:01:00Z", [done])],
         remote="origin", now=when("2026-11-29T12:01:00Z"))
     assert reported is not None and git(origin, "rev-parse", STATE).strip() == reported
