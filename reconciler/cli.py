@@ -28,7 +28,7 @@ from reconciler.core.policy import candidate_groups
 from reconciler.core.problems import Problem
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
-from reconciler.fleet.observed import ClusterReport, cluster_report
+from reconciler.fleet.observed import INVENTORY_DIR, ClusterReport, cluster_report
 from reconciler.fleet.state import decision_item
 from reconciler.gitops.repo import FleetRepo, GitError
 from reconciler.pipeline import (
@@ -36,6 +36,7 @@ from reconciler.pipeline import (
     Outcome,
     ParsedJobs,
     Round,
+    capacity_problems,
     check_source,
     compute,
     damaged_state,
@@ -279,6 +280,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     computed = _computed(repo, args, state_base=None, now=None)
     problems = computed.problems
+    # the clusters' reported nodes, when the state branch has them: declared
+    # capacity that is not there is a warning (see ``capacity_problems``)
+    state = repo.resolve(state_ref(settings_branch(repo, args.source)))
+    if state is not None:
+        entries = {e.path: e.sha for e in repo.list_tree(state) if e.type == "blob"
+                   and e.path.startswith(INVENTORY_DIR)}
+        problems = sorted(set(problems + capacity_problems(repo, entries, computed.inputs)))
     errors = [p for p in problems if p.severity == "error"]
     if args.output in ("json", "yaml"):
         _print_value([{"path": p.path, "line": p.line, "severity": p.severity,

@@ -387,14 +387,15 @@ class ObservedNode:
     name: str
     allocatable: Resources
     ready: bool = True
+    cordoned: bool = False  # spec.unschedulable: no new pods
 
 
 def capacity_drift(cluster: MemberCluster, nodes: Iterable[ObservedNode]) -> list[str]:
     """How the capacity ``cluster`` declares (its nodes and node groups) differs
     from the nodes its cluster reports, where jobs would be placed on room
-    that is not there: a declared node not reported or not ready (when the
-    declared names are the cluster's own), and each resource whose declared
-    total is more than the ready nodes' total. Nothing for a cluster that
+    that is not there: a declared node not reported, not ready or cordoned
+    (when the declared names are the cluster's own), and each resource whose
+    declared total is more than the ready, schedulable nodes' total. Nothing for a cluster that
     declares no nodes."""
     if not cluster.nodes:
         return []
@@ -407,15 +408,19 @@ def capacity_drift(cluster: MemberCluster, nodes: Iterable[ObservedNode]) -> lis
                 out.append(f"node {node.name} is declared but not reported")
             elif not seen.ready:
                 out.append(f"node {node.name} is declared but reported not ready")
+            elif seen.cordoned:
+                out.append(f"node {node.name} is declared but reported cordoned "
+                           f"(unschedulable)")
     declared: Resources = {}
     for node in cluster.nodes:
         add_into(declared, node.allocatable)
     ready: Resources = {}
     for seen in observed.values():
-        if seen.ready:
+        if seen.ready and not seen.cordoned:
             add_into(ready, seen.allocatable)
     for name in sorted(declared):
         if ready.get(name, 0) < declared[name]:
             out.append(f"{format_quantity(name, declared[name])} {name} declared in all, "
-                       f"{format_quantity(name, ready.get(name, 0))} on its ready nodes")
+                       f"{format_quantity(name, ready.get(name, 0))} on its ready, "
+                       f"schedulable nodes")
     return out

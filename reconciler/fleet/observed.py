@@ -182,8 +182,10 @@ def _node(obj: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
         "name": str(meta.get("name") or ""),
         "allocatable": {str(k): str(v) for k, v in sorted(allocatable.items())}
         if isinstance(allocatable, Mapping) else {},
-        "ready": ready and not spec.get("unschedulable"),
+        "ready": ready,
     }
+    if spec.get("unschedulable") is True:
+        node["unschedulable"] = True  # cordoned
     labels = meta.get("labels")
     if isinstance(labels, Mapping) and labels:
         node["labels"] = {str(k): str(v) for k, v in sorted(labels.items())}
@@ -283,7 +285,8 @@ def read_inventory(path: str, data: bytes) -> tuple[list[ObservedNode] | None, s
     for i, item in enumerate(listed):
         try:
             nodes.append(ObservedNode(str(item["name"]), parse_resources(
-                item.get("allocatable"), f"nodes[{i}].allocatable"), item.get("ready") is True))
+                item.get("allocatable"), f"nodes[{i}].allocatable"), item.get("ready") is True,
+                item.get("unschedulable") is True))
         except (KeyError, TypeError, ValueError, AttributeError, ManifestError) as exc:
             problems.append(Problem(path, doc.line_of(f"nodes[{i}]"), (
                 f"node entry {i + 1} cannot be read ({_what(exc)}); it is left out")))

@@ -35,6 +35,9 @@ def placements_table(items: Sequence[Mapping[str, Any]], *, wide: bool = False) 
     headers = ["NAMESPACE", "NAME", "KIND", "PHASE", "QUOTA", "PRIORITY", "CLUSTER", "POS"]
     if preempted:
         headers.append("PREEMPTED-BY")
+    # wide: the clusters a job failed on, and those keeping its old copy (failover)
+    failover = [f for f in ("failedOn", "keptOn") if wide and any(i.get(f) for i in items)]
+    headers.extend({"failedOn": "FAILED-ON", "keptOn": "KEPT-ON"}[f] for f in failover)
     headers.append("REASON")
     rows = []
     for i in items:
@@ -46,6 +49,7 @@ def placements_table(items: Sequence[Mapping[str, Any]], *, wide: bool = False) 
             by = i.get("preemptedBy")
             count = i.get("preemptions")  # (none: reclaimed before it ran)
             row.append((f"{by} (x{count})" if count else str(by)) if by else None)
+        row.extend(",".join(map(str, i.get(f) or ())) or None for f in failover)
         row.append(i.get("reason", "") if wide else short(str(i.get("reason", ""))))
         rows.append(row)
     return table(headers, rows)

@@ -273,8 +273,13 @@ def test_capacity_drift_names_missing_or_unready_nodes_and_resources_short() -> 
     half = [whole[0], ObservedNode(names[1], dict(declared.nodes[1].allocatable), ready=False)]
     said = capacity_drift(declared, half)
     assert said[0] == f"node {names[1]} is declared but reported not ready"
-    assert any(s.startswith("16 nvidia.com/gpu declared in all, 8 on its ready nodes")
-               for s in said), said
+    assert any(s.startswith("16 nvidia.com/gpu declared in all, 8 on its ready, schedulable "
+                            "nodes") for s in said), said
+    cordoned = [whole[0], ObservedNode(names[1], dict(declared.nodes[1].allocatable),
+                                       cordoned=True)]
+    said = capacity_drift(declared, cordoned)
+    assert said[0] == f"node {names[1]} is declared but reported cordoned (unschedulable)"
+    assert any(s.startswith("16 nvidia.com/gpu declared in all, 8") for s in said), said
     missing = capacity_drift(declared, [whole[0]])
     assert missing[0] == f"node {names[1]} is declared but not reported"
     # other names: the totals alone are compared

@@ -542,8 +542,8 @@ def test_an_empty_list_adds_nothing() -> None:
 
 def test_nodes_make_the_inventory() -> None:
     """Each Node: its name, allocatable (as strings, by name), labels, taints
-    (key, value, effect), and whether it is ready: a true Ready condition and
-    not cordoned."""
+    (key, value, effect), whether it is ready (a true Ready condition), and
+    ``unschedulable`` when it is cordoned."""
     nodes = [
         node("gpu-1", labels={"zone": "h", "gpu": "a100"},
              taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
@@ -567,10 +567,10 @@ def test_nodes_make_the_inventory() -> None:
         "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
                    {"key": "maintenance", "effect": "NoExecute"}]}
     assert list(by_name["gpu-1"]["allocatable"]) == ["cpu", "memory", "nvidia.com/gpu", "pods"]
-    assert by_name["cordoned"] == {"name": "cordoned", "ready": False,
+    assert by_name["cordoned"] == {"name": "cordoned", "ready": True, "unschedulable": True,
                                    "allocatable": {"cpu": "4", "memory": "16Gi"}}
     assert {name: n["ready"] for name, n in by_name.items()} == {
-        "gpu-1": True, "cordoned": False, "not-ready": False, "unknown": False,
+        "gpu-1": True, "cordoned": True, "not-ready": False, "unknown": False,
         "no-ready-condition": False}
     # no labels, no taints: the keys are left out
     assert "labels" not in by_name["not-ready"] and "taints" not in by_name["not-ready"]

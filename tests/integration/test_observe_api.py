@@ -519,7 +519,8 @@ def test_a_job_reported_succeeded_finishes_and_frees_its_quota_for_the_next(
     # the reports are kept beside the new state
     assert state_yaml(fleet, "status/gpu-bj-b.yaml")["observedAt"] == OBSERVED
     # capacity: gpu-hz-a's declared node hz-a-gpu-3 is cordoned; gpu-bj-b is as declared
-    assert "MemberCluster gpu-hz-a: node hz-a-gpu-3 is declared but reported not ready" in err
+    assert ("MemberCluster gpu-hz-a: node hz-a-gpu-3 is declared but reported cordoned "
+            "(unschedulable)") in err
     assert "MemberCluster gpu-bj-b" not in err and "MemberCluster cpu-sh-c" not in err
 
 

@@ -141,12 +141,17 @@ def test_a_job_reported_succeeded_is_finished_and_the_next_one_in_its_queue_runs
         "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}]
     before = placements(fleet)
     assert before[HOTFIX]["phase"] == "Admitted"  # a report decides nothing by itself
+    # validate shows the capacity the cluster declares and does not have
+    checked = fleetq("validate", "--repo", str(fleet))
+    assert checked.returncode == 0, checked.stdout
+    assert ("inventory/gpu-bj-b.yaml: warning: MemberCluster gpu-bj-b: 16 nvidia.com/gpu "
+            "declared in all, 8 on its ready, schedulable nodes") in checked.stdout
 
     proc = reconcile(fleet)
     assert "1 finished" in proc.stdout
     # the cluster declares two A100 nodes of 8 GPUs; it reports one
     assert ("inventory/gpu-bj-b.yaml: warning: MemberCluster gpu-bj-b: 16 nvidia.com/gpu "
-            "declared in all, 8 on its ready nodes (observed at 2026-12-04T10:31:00Z)"
+            "declared in all, 8 on its ready, schedulable nodes (observed at 2026-12-04T10:31:00Z)"
             ) in proc.stderr
     items = placements(fleet)
     assert items[HOTFIX]["phase"] == "Finished" and items[HOTFIX]["cluster"] == "gpu-bj-b"

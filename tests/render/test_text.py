@@ -1,4 +1,4 @@
-"""The status table: its preemption column."""
+"""The status table: its preemption and failover columns."""
 
 from __future__ import annotations
 
@@ -23,6 +23,16 @@ def test_the_preempted_by_column_counts_preemptions_only_when_there_were_some() 
     assert "Job team-b/big (x2)" in rows[1]
     assert "Job team-b/other" in rows[2] and "(x" not in rows[2]
     assert rows[3].split()[8] == "-"
+
+
+def test_wide_shows_where_a_job_failed_and_kept_copies_when_any_job_has_them() -> None:
+    items = [_item("moved", failedOn=["c1", "c2"], keptOn=["c2"]), _item("untouched")]
+    wide = placements_table(items, wide=True).splitlines()
+    assert wide[0].split()[8:11] == ["FAILED-ON", "KEPT-ON", "REASON"]
+    assert wide[1].split()[8:10] == ["c1,c2", "c2"]
+    assert wide[2].split()[8:10] == ["-", "-"]
+    assert "FAILED-ON" not in placements_table(items)
+    assert "FAILED-ON" not in placements_table([_item("untouched")], wide=True)
 
 
 def test_json_and_yaml_are_written_in_parts_as_whole_texts_would_be() -> None:
