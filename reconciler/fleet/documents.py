@@ -280,6 +280,9 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
     return docs, None
 
 
+_LINK = re.compile(r"[^\s:]*/[^\s:]*|[^\s:/]+\.ya?ml")  # a path, as a link's blob holds
+
+
 def iter_mapping_docs(docs: list[Document], problems: list[Problem],
                       broken: dict[str, str] | None = None) -> Iterator[Document]:
     """Documents that are mappings with apiVersion and kind; others become
@@ -288,7 +291,12 @@ def iter_mapping_docs(docs: list[Document], problems: list[Problem],
     not go with it."""
     for doc in docs:
         value = doc.value
-        if not isinstance(value, dict):
+        if isinstance(value, str) and len(docs) == 1 and _LINK.fullmatch(value):
+            problem = Problem(doc.path, doc.line, (
+                f"it holds only the path {value!r}: is it a symbolic link? fleetq reads what "
+                f"git stores for a link, the path it points to, not the file there: copy the "
+                f"file here, or exclude the link in fleet.yaml"))
+        elif not isinstance(value, dict):
             problem = Problem(doc.path, doc.line, (
                 f"document {doc.index + 1} is a {type(value).__name__}, not a Kubernetes "
                 f"object; every document needs apiVersion, kind and metadata"))

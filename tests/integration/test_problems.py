@@ -637,3 +637,17 @@ def test_a_broken_file_goes_on_in_its_newest_good_version_not_the_states(
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
     assert (f"clusters/gpu-hz-a.yaml: warning: the fleet goes on with this file's last good "
             f"version (blob {one_node[:12]})") in proc.stderr, proc.stderr
+
+
+def test_a_symbolic_link_is_told_as_one(tmp_path: Path) -> None:
+    """git stores a link as the path it points to: the error says so, not that
+    the file is a string."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    (path / "jobs/text/linked.yaml").symlink_to("../video/video-mae-pretrain.yaml")
+    commit_all(path, "a link")
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 1
+    assert ("jobs/text/linked.yaml:1: error: it holds only the path "
+            "'../video/video-mae-pretrain.yaml': is it a symbolic link? fleetq reads what git "
+            "stores for a link, the path it points to, not the file there") in proc.stdout
