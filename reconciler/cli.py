@@ -41,6 +41,7 @@ from reconciler.pipeline import (
     compute,
     damaged_state,
     diff_trees,
+    observed_anew,
     parse_now,
     read_inputs,
     reconcile,
@@ -344,7 +345,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         if computed.problems:
             print("\nProblems:")
             print(problems_text(computed.problems))
-        if not changed:
+        if not changed and observed_anew(repo, computed):
+            print("\nNo changes to the state's files. A reconcile would commit once, to record "
+                  "that it took in the clusters' latest reports (Fleet-Observed).")
+        elif not changed:
             print("\nNo changes. The state branch is up to date.")
         else:
             print("\nJobs:")

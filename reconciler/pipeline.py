@@ -988,7 +988,7 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
                                progress=progress, cache=cache, save_behind=later is None)
             progress("writing the state tree")
             tree = repo.write_tree(computed.files)
-            if tree == computed.state_tree and not _observed_anew(repo, computed):
+            if tree == computed.state_tree and not observed_anew(repo, computed):
                 _follow_remote(repo, remote, branch, base)
                 _save_cache(cache, computed, base, later)
                 return Outcome(computed, None, attempt, source=computed.source, state=base)
@@ -1020,7 +1020,7 @@ def publish(repo: FleetRepo, remote: str | None, branch: str, sha: str, base: st
     return True
 
 
-def _observed_anew(repo: FleetRepo, computed: Computed) -> bool:
+def observed_anew(repo: FleetRepo, computed: Computed) -> bool:
     """Whether the state was decided without the clusters' reports it now has:
     then its commit says it has taken them in, though no decision changed, so
     that the next reconcile finds it up to date."""

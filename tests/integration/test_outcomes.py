@@ -358,6 +358,12 @@ def test_reports_that_say_nothing_name_no_cluster_or_come_late_are_not_recorded(
     proc = report(fleet, "cpu-sh-c", kubectl_list())
     assert proc.returncode == 0 and "cpu-sh-c: jobs none" in proc.stdout
     assert "warning" not in proc.stderr
+    planned = fleetq("plan", "--repo", str(fleet), "--now", REPORTED)
+    assert ("No changes to the state's files. A reconcile would commit once, to record that "
+            "it took in the clusters' latest reports") in planned.stdout, planned.stdout
+    reconcile(fleet, REPORTED)
+    planned = fleetq("plan", "--repo", str(fleet), "--now", REPORTED)
+    assert "No changes. The state branch is up to date." in planned.stdout, planned.stdout
 
     failed = kubectl_list(pytorchjob_status("llm-sft-hotfix", "text", "Failed", DONE, "oom"))
     assert report(fleet, "gpu-bj-b", failed, now="2026-12-04T10:40:00Z").returncode == 0
