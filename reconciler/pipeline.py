@@ -14,6 +14,7 @@ import datetime as dt
 import functools
 import gc
 import hashlib
+import itertools
 import operator
 import os
 import threading
@@ -49,6 +50,7 @@ from reconciler.fleet.inputs import (
     TEMPLATES_DIR,
     FleetInputs,
     GitSettings,
+    History,
     JobEntry,
     LastGood,
     SourceFile,
@@ -535,11 +537,12 @@ def read_inputs(repo: FleetRepo, rev: str, store: JobStore, cache: Cache | None,
     is patched with the files that changed since (see ``_patched_inputs``),
     unless fleet.yaml did; else the commit is read whole. What is read is
     kept for the next time. ``last_good``: see ``read_fleet`` (a fleet kept
-    that was read without it, with a file that does not build, is not
-    patched: read whole, that file is read in its last good version)."""
+    that was read without it, with a file that does not build or an object
+    defined twice, is not patched: read whole, that file is read in its last
+    good version)."""
     kept = cache.kept_inputs() if cache is not None else None
     if kept is not None and last_good is not None and not kept[1].with_last_good and (
-            kept[1].broken_paths or kept[1].unbuilt):
+            kept[1].broken_paths or kept[1].unbuilt or kept[1].conflicts):
         kept = None
     if cache is not None and kept is not None:
         sha = repo.resolve(rev)
@@ -632,7 +635,7 @@ LAST_GOOD_DEPTH = 32  # state commits searched for a file's last good version
 
 
 def earlier_versions(repo: FleetRepo, state: str | None,
-                     source_rev: str | None = None) -> LastGood | None:
+                     source_rev: str | None = None) -> History | None:
     """``read_fleet``'s ``last_good``: a file's versions, newest first, each
     once and none the same as the file's blob now: first those of the source
     commits since the one the state was made from (on ``source_rev``'s first
@@ -645,62 +648,78 @@ def earlier_versions(repo: FleetRepo, state: str | None,
     ``source_rev``'s, as ``git diff -M`` finds them). Read as they are asked for."""
     if state is None:
         return None
-    trees: list[str] = []  # (read when first asked)
-    newest: list[str | None] = []  # the source's tree
-    since: list[str] = []  # the source commit the state was made from
+    return _EarlierVersions(repo, state, source_rev)
 
-    def look() -> None:
-        out = repo.run("log", "--first-parent", f"--max-count={LAST_GOOD_DEPTH}",
-                       "--format=%x1e%B", state).decode("utf-8", "replace")
-        messages = out.split("\x1e")[1:]
-        trees.extend(t for t in (trailers(m).get(TREE_TRAILER) for m in messages) if t)
-        made_from = trailers(messages[0]).get(TRAILER) if messages else None
-        since.extend([made_from] if made_from and repo.resolve(made_from) else [])
-        source = repo.resolve(source_rev) if source_rev else None
-        newest.append(repo.commit_info(source).tree if source is not None else None)
 
-    def unreconciled(path: str) -> Iterator[str]:
+class _EarlierVersions:
+    """``earlier_versions``: a ``History`` of the state's source trees."""
+
+    def __init__(self, repo: FleetRepo, state: str, source_rev: str | None) -> None:
+        self.repo, self.state, self.source_rev = repo, state, source_rev
+        self.trees: list[str] | None = None  # (read when first asked)
+        self.newest: str | None = None  # the source's tree
+        self.since: str | None = None  # the source commit the state was made from
+
+    def _look(self) -> list[str]:
+        if self.trees is None:
+            repo = self.repo
+            out = repo.run("log", "--first-parent", f"--max-count={LAST_GOOD_DEPTH}",
+                           "--format=%x1e%B", self.state).decode("utf-8", "replace")
+            messages = out.split("\x1e")[1:]
+            self.trees = [t for t in (trailers(m).get(TREE_TRAILER) for m in messages) if t]
+            made_from = trailers(messages[0]).get(TRAILER) if messages else None
+            self.since = made_from if made_from and repo.resolve(made_from) else None
+            source = repo.resolve(self.source_rev) if self.source_rev else None
+            self.newest = repo.commit_info(source).tree if source is not None else None
+        return self.trees
+
+    def _unreconciled(self, path: str) -> Iterator[str]:
         """The blobs of ``path`` in the source commits since the state's, newest first."""
-        if not source_rev or not since:
+        self._look()
+        if not self.source_rev or not self.since:
             return
-        out = repo.run("log", "--first-parent", "--follow", f"--max-count={LAST_GOOD_DEPTH}",
-                       "--format=%x1e%H", "--name-only", source_rev, f"^{since[0]}", "--",
-                       path, check=False).decode("utf-8", "surrogateescape")
+        out = self.repo.run("log", "--first-parent", "--follow",
+                            f"--max-count={LAST_GOOD_DEPTH}", "--format=%x1e%H", "--name-only",
+                            self.source_rev, f"^{self.since}", "--", path, check=False
+                            ).decode("utf-8", "surrogateescape")
         for entry in out.split("\x1e")[1:]:
             commit, _, names = entry.partition("\n")
             name = names.strip().split("\n")[0] if names.strip() else path
-            got = repo.blob_of(commit.strip(), name)
+            got = self.repo.blob_of(commit.strip(), name)
             if got is not None:
                 yield got
 
-    def renamed_from(tree: str, newer: str, name: str) -> str | None:
-        fields = repo.run("diff-tree", "-r", "-M", "--diff-filter=R", "--name-status", "-z",
-                          tree, newer, check=False).decode("utf-8", "surrogateescape").split("\0")
+    def _renamed_from(self, tree: str, newer: str, name: str) -> str | None:
+        fields = self.repo.run("diff-tree", "-r", "-M", "--diff-filter=R", "--name-status",
+                               "-z", tree, newer, check=False
+                               ).decode("utf-8", "surrogateescape").split("\0")
         for i in range(0, len(fields) - 2, 3):
             if fields[i].startswith("R") and fields[i + 2] == name:
                 return fields[i + 1]
         return None
 
-    def versions(path: str, blob: str) -> Iterator[SourceFile]:
-        if not newest:
-            look()
-        seen, name, newer = {blob}, path, newest[0]
-        for recent in unreconciled(path):
-            if recent not in seen:
-                seen.add(recent)
-                yield SourceFile(path, recent, repo.read_blobs([recent])[recent])
+    def _each(self, path: str) -> Iterator[str | None]:
+        """``path``'s blob in each tree, newest first, followed across renames."""
+        trees = self._look()
+        name, newer = path, self.newest
         for tree in trees:
-            got = repo.blob_of(tree, name)
+            got = self.repo.blob_of(tree, name)
             if got is None and newer is not None:
-                old = renamed_from(tree, newer, name)
+                old = self._renamed_from(tree, newer, name)
                 if old is not None:
-                    name, got = old, repo.blob_of(tree, old)
+                    name, got = old, self.repo.blob_of(tree, old)
             newer = tree
+            yield got
+
+    def blobs(self, path: str, /) -> list[str | None]:
+        return list(self._each(path))
+
+    def __call__(self, path: str, blob: str, /) -> Iterator[SourceFile]:
+        seen = {blob}
+        for got in itertools.chain(self._unreconciled(path), self._each(path)):
             if got is not None and got not in seen:
                 seen.add(got)
-                yield SourceFile(path, got, repo.read_blobs([got])[got])
-
-    return versions
+                yield SourceFile(path, got, self.repo.read_blobs([got])[got])
 
 
 def _moved(files: dict[str, str], path: str, blob: str) -> None:

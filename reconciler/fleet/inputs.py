@@ -11,10 +11,10 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from reconciler.core.cycle import InvalidJob
 from reconciler.core.model import (
@@ -67,6 +67,10 @@ QUEUE_STRATEGY_NAMES = {
     "StrictFIFO": QueueStrategy.STRICT_FIFO, "Block": QueueStrategy.STRICT_FIFO,
     "BestEffortFIFO": QueueStrategy.BEST_EFFORT_FIFO, "NonBlock": QueueStrategy.BEST_EFFORT_FIFO,
 }
+
+
+Place = tuple[str, int, str]  # where an object is defined: path, line, and what it is
+GLOBAL_DEFAULT = "the globalDefault PriorityClass"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +132,12 @@ class FleetInputs:
     # path -> blob of every other file read: fleet.yaml, templates, and the YAML
     # files holding anything but jobs (or not parsing); see ``patch_fleet_others``
     other_files: dict[str, str] = field(default_factory=dict)
+    # every ConfigMap, MemberCluster, policy, PriorityClass, ... by what it is
+    # ("ConfigMap video/code"; ``GLOBAL_DEFAULT`` for the globalDefault
+    # PriorityClasses), where it is defined (path, line, what)
+    defined: dict[str, list[Place]] = field(default_factory=dict)
+    # those of ``defined`` in more than one place: left out (see ``read_fleet``)
+    conflicts: dict[str, list[Place]] = field(default_factory=dict)
 
     def error_count(self) -> int:
         return sum(1 for p in self.problems if p.severity == "error")
@@ -181,6 +191,19 @@ T = TypeVar("T")
 LastGood = Callable[[str, str], Iterable["SourceFile"]]
 
 
+@runtime_checkable
+class History(Protocol):
+    """A ``LastGood`` that also tells which version of a file each source tree
+    the state was made from held: what decides which of two files that define
+    the same object keeps it (see ``read_fleet``)."""
+
+    def __call__(self, path: str, blob: str, /) -> Iterable[SourceFile]: ...
+
+    def blobs(self, path: str, /) -> Sequence[str | None]:
+        """``path``'s blob in each of those trees, newest first (``None``: not there)."""
+        ...
+
+
 def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None,
                last_good: LastGood | None = None) -> FleetInputs:
     """Classify and build every document of the commit.
@@ -198,6 +221,16 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None,
     evicted by a typo. A file whose last version holds only jobs is read as
     it is (a job whose file breaks keeps its last good placement: see
     ``CycleInput.broken_paths``).
+
+    An object (ConfigMap, MemberCluster, policy, PriorityClass, ...) defined
+    in two files, or a second globalDefault PriorityClass, is no file's by the
+    order of their names: when ``last_good`` is a ``History``, the file that
+    defined it in the fleet the state was made from keeps it, and the other
+    is read as a file that does not build: in its last good version that does
+    not define it, or, when it has none (a new file), left out (its jobs that
+    ran keep their places, as those of a broken file). Either way an error on
+    it names both places. When that is not known (no state: the first
+    reconcile, ``fleetq validate``), neither counts: see ``_leave_out_conflicts``.
     """
     by_path = {f.path: f for f in files}
     if isinstance(files, list):
@@ -205,10 +238,11 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None,
     read: dict[str, SourceFile | Blobbed] | None = {} if last_good is not None else None
     inputs = _read_all(by_path, cache, read)
     inputs.with_last_good = last_good is not None
-    if last_good is None or read is None or not (inputs.broken_paths or inputs.unbuilt):
+    if last_good is None or read is None or not (
+            inputs.broken_paths or inputs.unbuilt or inputs.conflicts):
         return inputs
     good: dict[str, SourceFile] = {}
-    now: dict[str, str] = {}  # path -> its blob now, for those read in a good version
+    now: dict[str, str] = {}  # path -> its blob now, for those read in another version
     for path in sorted(set(inputs.broken_paths) | inputs.unbuilt):
         src = read.get(path)
         if not isinstance(src, SourceFile) or (
@@ -217,20 +251,149 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None,
         was = _newest_good(last_good(path, src.blob))
         if was is not None:
             good[path], now[path] = was, src.blob
-    if not good:
+    again = _read_again(read, good, set(), cache) if good else inputs
+    held: dict[str, str] = {}  # path -> why: files left out, defining what another file does
+    told: list[Problem] = []  # those files' errors
+    if isinstance(last_good, History) and again.conflicts:
+        taken = _intruders(again, read, good, last_good)
+        for path, (was, errors) in sorted(taken.items()):
+            src = read[path]
+            assert isinstance(src, SourceFile)
+            now[path] = src.blob
+            if was is not None:
+                good[path] = was
+            else:
+                good.pop(path, None)
+                held[path] = errors[0].message
+            told.extend(errors)
+        if taken:
+            again = _read_again(read, good, set(held), cache)
+    if again is inputs:
         return inputs
-    errors = [p for p in inputs.problems if p.path in good and p.severity == "error"]
-    again = _read_all({path: good.get(path) or (src if isinstance(src, SourceFile) else
-                                                 SourceFile(path, src[0], b"", src[1]))
-                       for path, src in read.items()}, cache, None)
+    settled = {p for label, places in inputs.conflicts.items()  # (told again, or otherwise)
+               if len({path for path, _, _ in places}) > 1
+               for p in conflict_problems(label, places)}
+    kept = [p for p in inputs.problems if (p.path in good or p.path in held)
+            and p.severity == "error" and p not in settled]
     again.with_last_good = True
+    for path, why in held.items():
+        again.other_files[path] = now[path]
+        again.broken_paths[path] = why  # (its jobs that ran keep their places)
     for path, was in good.items():
         again.other_files[path] = now[path]  # (the file read is the one there now)
         again.problems.append(Problem(path, 0, (
             f"the fleet goes on with this file's last good version (blob {was.blob[:12]}) "
             f"until it is fixed"), "warning"))
-    again.problems = sorted(set(again.problems + errors))
+    again.problems = sorted(set(again.problems + kept + told))
     return again
+
+
+def _read_again(read: dict[str, SourceFile | Blobbed], good: dict[str, SourceFile],
+                left_out: set[str], cache: JobCache | None) -> FleetInputs:
+    """``read_fleet``'s second pass: the files ``read`` as they were read, but
+    those of ``good`` in that version, and without those ``left_out``."""
+    return _read_all({path: good.get(path) or (src if isinstance(src, SourceFile) else
+                                               SourceFile(path, src[0], b"", src[1]))
+                      for path, src in read.items() if path not in left_out}, cache, None)
+
+
+def _intruders(inputs: FleetInputs, read: Mapping[str, SourceFile | Blobbed],
+               good: Mapping[str, SourceFile], history: History
+               ) -> dict[str, tuple[SourceFile | None, list[Problem]]]:
+    """The files that define an object (``FleetInputs.conflicts``) another file
+    defined before them, each with the version to read instead (``None``:
+    none, it is left out) and its errors. The file that defined it before is
+    the one that alone defined it in the newest source tree the state was made
+    from where one of them did (where both did, the one before: it is the one
+    that counted there); where none did, or the state holds no tree, nothing is
+    known, and the conflict stays. A file that defined it before too is read
+    in its newest version that builds and defines none of the objects it may
+    not (one that holds only jobs will not do: a job file's jobs that ran keep
+    their places)."""
+    versions: dict[str, dict[str, SourceFile]] = {}  # path -> blob -> that version
+
+    def version(path: str, blob: str) -> SourceFile | None:
+        src = good.get(path) or read.get(path)
+        if isinstance(src, SourceFile) and src.blob == blob:
+            return src
+        if path not in versions:
+            now = read[path]
+            versions[path] = {v.blob: v for v in history(
+                path, now.blob if isinstance(now, SourceFile) else now[0])}
+        return versions[path].get(blob)
+
+    defines: dict[tuple[str, str], dict[str, list[Place]]] = {}
+
+    def defined(path: str, blob: str) -> dict[str, list[Place]]:
+        if (path, blob) not in defines:
+            src = version(path, blob)
+            scratch = FleetInputs()
+            if src is not None:
+                _read_alone(src, scratch)
+            defines[path, blob] = scratch.defined
+        return defines[path, blob]
+
+    owners: dict[str, Place] = {}  # label -> the place that keeps it
+    for label, places in sorted(inputs.conflicts.items()):
+        paths = sorted({path for path, _, _ in places})
+        if len(paths) < 2:
+            continue
+        trees = {path: history.blobs(path) for path in paths}
+        for depth in range(max(len(t) for t in trees.values())):
+            there = [path for path in paths if depth < len(trees[path])
+                     and (blob := trees[path][depth]) is not None
+                     and label in defined(path, blob)]
+            if len(there) == 1:
+                owners[label] = next(p for p in places if p[0] == there[0])
+                break
+            if not there:
+                break
+    out: dict[str, tuple[SourceFile | None, list[Problem]]] = {}
+    for path in sorted({p for label, owner in owners.items()
+                        for p, _, _ in inputs.conflicts[label] if p != owner[0]}):
+        labels = {label for label, owner in owners.items() if owner[0] != path
+                  and any(p == path for p, _, _ in inputs.conflicts[label])}
+        now = read[path]
+        assert isinstance(now, SourceFile)
+        was = next((v for v in history(path, now.blob) if _fits(v, labels)), None)
+        ran = any(s.job.path == path for s in inputs.jobs.values())
+        then = (f"with this file as it last was without it (blob {was.blob[:12]})"
+                if was is not None else "without this file"
+                + (" (its jobs that ran keep their places)" if ran else ""))
+        why: list[Problem] = []
+        for label in sorted(labels):
+            first, line_first, what_first = owners[label]
+            for where, line, what in inputs.conflicts[label]:
+                if where != path:
+                    continue
+                said = (f"{what} is globalDefault, as {what_first} at {first}:{line_first} is, "
+                        f"which was before this file was: Kubernetes admits one globalDefault "
+                        f"PriorityClass" if label == GLOBAL_DEFAULT else
+                        f"{what} is also defined at {first}:{line_first}, which defined it "
+                        f"before this file did")
+                why.append(Problem(where, line, (
+                    f"{said}; the fleet goes on with that one, and {then}, until one of "
+                    f"the two is removed or renamed")))
+        out[path] = (was, why)
+    return out
+
+
+def _read_alone(src: SourceFile, scratch: FleetInputs) -> bool:
+    """Read one file (not fleet.yaml) into ``scratch``, as if it were the whole
+    fleet; does it hold only jobs?"""
+    trees: list[Document] = []
+    if read_file(src, scratch, trees):
+        return True
+    _finish(scratch, trees)
+    return False
+
+
+def _fits(src: SourceFile, labels: set[str]) -> bool:
+    """Does this version of a file build, hold more than jobs, and define none
+    of ``labels``?"""
+    scratch = FleetInputs()
+    return not _read_alone(src, scratch) and not scratch.broken_paths and \
+        not scratch.unbuilt and not labels & set(scratch.defined)
 
 
 _KIND_LINE = re.compile(rb"^\s*(?:-\s+)?kind:\s*[\"']?([A-Za-z]+)", re.MULTILINE)
@@ -251,13 +414,10 @@ def _newest_good(versions: Iterable[SourceFile]) -> SourceFile | None:
     does, or the newest that parses holds only jobs (a job file)."""
     for src in versions:
         scratch = FleetInputs()
-        trees: list[Document] = []
         if src.path in FLEET_FILES:
             read_fleet_settings({src.path: src}, scratch)
-        elif read_file(src, scratch, trees):
+        elif _read_alone(src, scratch):
             return None  # jobs only
-        else:
-            _finish(scratch, trees)
         if not scratch.broken_paths and not scratch.unbuilt:
             return src
     return None
@@ -446,7 +606,7 @@ def read_file(src: SourceFile, inputs: FleetInputs, trees: list[Document],
             trees.append(doc)
         elif kind in ("PropagationPolicy", "ClusterPropagationPolicy") and (
                 api_version in POLICY_API_VERSIONS):
-            _guard(inputs, doc, lambda d: inputs.policies.append(_policy(d)))
+            _guard(inputs, doc, lambda d: _add_policy(d, inputs))
         elif (api_version, kind) == ("scheduling.k8s.io/v1", "PriorityClass"):
             _guard(inputs, doc, lambda d: _priority_class(d, inputs))
         elif (api_version, kind) == ("kueue.x-k8s.io/v1beta1", "WorkloadPriorityClass"):
@@ -616,16 +776,8 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
         except ManifestError as exc:
             inputs.problems.append(Problem(doc.path, doc.line_of(exc.field), str(exc)))
             inputs.broken_paths[doc.path] = str(exc)
+    _leave_out_conflicts(inputs)
     inputs.policies.sort(key=lambda p: (p.namespace or "", p.name))
-    seen: dict[tuple[str | None, str], Policy] = {}
-    for p in inputs.policies:
-        k = (p.namespace, p.name)
-        if k in seen:
-            inputs.problems.append(Problem(p.path, p.line, (
-                f"{p.ref} is defined twice (also at {seen[k].path}:{seen[k].line}); "
-                f"keep one")))
-        seen.setdefault(k, p)
-    inputs.policies = list(seen.values())
     inputs.clusters.sort(key=lambda c: c.name)  # (each name once: see _add_cluster)
     ref = inputs.settings.default_policy
     if ref is not None and find_policy(inputs.policies, ref) is None:
@@ -636,6 +788,54 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
             f"(namespace/name for a PropagationPolicy) or remove it")))
     inputs.problems.sort()
     inputs.unknown.sort()
+
+
+def _leave_out_conflicts(inputs: FleetInputs) -> None:
+    """Leave out every object defined more than once (``_define``), each place
+    told, naming the others: which one counted would depend on the files'
+    names, and a new file could take over what running jobs depend on. A file
+    that defines one object twice is a file that does not build (its last
+    good version is read: see ``read_fleet``)."""
+    conflicts = {label: places for label, places in inputs.defined.items() if len(places) > 1}
+    inputs.conflicts = conflicts
+    if not conflicts:
+        return
+    for label, places in conflicts.items():
+        inputs.problems.extend(conflict_problems(label, places))
+        if len({path for path, _, _ in places}) == 1:
+            inputs.unbuilt.add(places[0][0])
+    inputs.dependencies = {key: dep for key, dep in inputs.dependencies.items()
+                           if _dependency_label(key) not in conflicts}
+    inputs.clusters = [c for c in inputs.clusters if f"MemberCluster {c.name}" not in conflicts]
+    inputs.policies = [p for p in inputs.policies if p.ref not in conflicts]
+    inputs.priority_classes = {name: value for name, value in inputs.priority_classes.items()
+                               if f"PriorityClass {name}" not in conflicts}
+    inputs.workload_priority_classes = {
+        name: value for name, value in inputs.workload_priority_classes.items()
+        if f"WorkloadPriorityClass {name}" not in conflicts}
+    default = inputs.defined.get(GLOBAL_DEFAULT)
+    if default and (GLOBAL_DEFAULT in conflicts or default[0][2] in conflicts):
+        inputs.default_priority = 0
+
+
+def conflict_problems(label: str, places: list[Place]) -> list[Problem]:
+    """The errors of ``label`` defined at each of ``places`` when none of them
+    counts: one at each place, naming the others and the files to fix."""
+    files = ", ".join(sorted({path for path, _, _ in places}))
+    out = []
+    for path, line, what in places:
+        others = ", ".join(f"{p}:{n}" if w == what else f"{w} at {p}:{n}"
+                           for p, n, w in places if (p, n) != (path, line))
+        if label == GLOBAL_DEFAULT:
+            message = (f"{what} is globalDefault, as is {others}: Kubernetes admits one "
+                       f"globalDefault PriorityClass, so none gives the default priority "
+                       f"until all but one say globalDefault: false (in {files})")
+        else:
+            message = (f"{what} is also defined at {others}: which one counts would depend on "
+                       f"the files' names, so none does until all but one are removed or "
+                       f"renamed (in {files})")
+        out.append(Problem(path, line, message))
+    return out
 
 
 # -- builders ----------------------------------------------------------------
@@ -809,12 +1009,17 @@ def _strategy(text: str, field: str) -> PlacementStrategy:
 
 
 def _priority_class(doc: Document, inputs: FleetInputs) -> None:
+    """A PriorityClass; the one with ``globalDefault: true`` gives the default
+    priority (Kubernetes admits one such class: a second is a conflict, see
+    ``_leave_out_conflicts``)."""
     meta = _meta(doc)
     value = doc.value.get("value")
     if isinstance(value, bool) or not isinstance(value, int):
         raise ManifestError("PriorityClass value must be a whole number", "value")
-    inputs.priority_classes[str(meta["name"])] = value
-    if doc.value.get("globalDefault") is True:
+    what = f"PriorityClass {meta['name']}"
+    if _define(inputs, what, doc):
+        inputs.priority_classes[str(meta["name"])] = value
+    if doc.value.get("globalDefault") is True and _define(inputs, GLOBAL_DEFAULT, doc, what):
         inputs.default_priority = value
 
 
@@ -823,7 +1028,24 @@ def _workload_priority_class(doc: Document, inputs: FleetInputs) -> None:
     value = doc.value.get("value")
     if isinstance(value, bool) or not isinstance(value, int):
         raise ManifestError("WorkloadPriorityClass value must be a whole number", "value")
-    inputs.workload_priority_classes[str(meta["name"])] = value
+    if _define(inputs, f"WorkloadPriorityClass {meta['name']}", doc):
+        inputs.workload_priority_classes[str(meta["name"])] = value
+
+
+def _add_policy(doc: Document, inputs: FleetInputs) -> None:
+    policy = _policy(doc)
+    if _define(inputs, policy.ref, doc):
+        inputs.policies.append(policy)
+
+
+def _define(inputs: FleetInputs, label: str, doc: Document, what: str | None = None) -> bool:
+    """Note that ``doc`` defines ``label`` (what it is: ``label`` unless said);
+    is it the first to? A second definition is a conflict, whichever file
+    it is in: none of them counts (``_leave_out_conflicts``), unless
+    ``read_fleet`` knows which the fleet had before."""
+    places = inputs.defined.setdefault(label, [])
+    places.append((doc.path, doc.line, what or label))
+    return len(places) == 1
 
 
 _TOP_FIELDS = ("apiVersion", "kind", "metadata", "spec")
@@ -915,15 +1137,11 @@ GANG_DIALECTS = ("ack", "scheduler-plugins", "volcano", "kueue")
 
 
 def _add_cluster(doc: Document, inputs: FleetInputs) -> None:
-    """A MemberCluster, once (the first of a name counts), with a warning for
+    """A MemberCluster (one defined twice is a conflict), with a warning for
     each capability that names no job kind fleetq reads (a typo would keep
     that kind off the cluster)."""
     cluster = _cluster(doc)
-    first = inputs.cluster_at.get(cluster.name)
-    if first is not None:
-        inputs.problems.append(Problem(doc.path, doc.line, (
-            f"MemberCluster {cluster.name} is defined twice (also at {first[0]}:{first[1]}); "
-            f"keep one")))
+    if not _define(inputs, f"MemberCluster {cluster.name}", doc):
         return
     inputs.cluster_at[cluster.name] = (doc.path, doc.line)
     inputs.clusters.append(cluster)
@@ -945,11 +1163,12 @@ def _dependency(doc: Document, inputs: FleetInputs) -> None:
     key = (kind, ns, str(meta["name"]))
     check_namespace(ns)
     check_name(key[2], most=min(253, 255 - len(f"{kind.lower()}-.yaml")))  # (its file's name)
-    if key in inputs.dependencies:
-        other = inputs.dependencies[key]
-        raise ManifestError(f"{kind} {ns}/{meta['name']} is also defined in {other.path}; "
-                            f"keep one")
-    inputs.dependencies[key] = Dependency(kind, ns, str(meta["name"]), doc.path, doc.value)
+    if _define(inputs, _dependency_label(key), doc):
+        inputs.dependencies[key] = Dependency(kind, ns, str(meta["name"]), doc.path, doc.value)
+
+
+def _dependency_label(key: tuple[str, str, str]) -> str:
+    return f"{key[0]} {key[1]}/{key[2]}"
 
 
 def _namespace(doc: Document, inputs: FleetInputs) -> None:

@@ -117,12 +117,161 @@ def test_a_default_policy_that_names_no_policy_is_an_error_at_its_line() -> None
                    "(namespace/name for a PropagationPolicy) or remove it"]
 
 
-def test_a_member_cluster_defined_twice_names_both_places_and_the_first_counts() -> None:
-    inputs = read({"clusters/a.yaml": CLUSTER, "clusters/b.yaml": CLUSTER.replace(
-        'cpu: "8"', 'cpu: "4"')})
-    assert told(inputs) == ["clusters/b.yaml:1: MemberCluster c1 is defined twice (also at "
-                            "clusters/a.yaml:1); keep one"]
-    assert [n.allocatable["cpu"] for c in inputs.clusters for n in c.nodes] == [8000, 8000]
+DEFINITIONS = {  # kind -> (a document of it, how ``FleetInputs`` holds it)
+    "ConfigMap": ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: code, namespace: ml}\n"
+                  "data: {run.py: X}\n", lambda i: {k: d.manifest["data"]["run.py"]
+                                                     for k, d in i.dependencies.items()}),
+    "Secret": ("apiVersion: v1\nkind: Secret\nmetadata: {name: token, namespace: ml}\n"
+               "stringData: {token: X}\n", lambda i: {k: d.manifest["stringData"]["token"]
+                                                       for k, d in i.dependencies.items()}),
+    "PersistentVolumeClaim": (
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: ml}\n"
+        "spec: {storageClassName: X}\n", lambda i: {
+            k: d.manifest["spec"]["storageClassName"] for k, d in i.dependencies.items()}),
+    "ServiceAccount": ("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: runner, "
+                       "namespace: ml, labels: {v: X}}\n", lambda i: {
+                           k: d.manifest["metadata"]["labels"]["v"]
+                           for k, d in i.dependencies.items()}),
+    "MemberCluster": (CLUSTER.replace("gangDialect: ack", "gangDialect: X"),
+                      lambda i: {c.name: c.gang_dialect for c in i.clusters}),
+    "PropagationPolicy": (POLICY.replace("ClusterPropagationPolicy", "PropagationPolicy")
+                          .replace("spec:\n", "spec:\n  priority: X\n"),
+                          lambda i: {p.ref: p.priority for p in i.policies}),
+    "ClusterPropagationPolicy": (POLICY.replace("spec:\n", "spec:\n  priority: X\n"),
+                                 lambda i: {p.ref: p.priority for p in i.policies}),
+    "PriorityClass": ("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+                      "metadata: {name: high}\nvalue: X\n", lambda i: i.priority_classes),
+    "WorkloadPriorityClass": ("apiVersion: kueue.x-k8s.io/v1beta1\nkind: WorkloadPriorityClass"
+                              "\nmetadata: {name: urgent}\nvalue: X\n",
+                              lambda i: i.workload_priority_classes),
+}
+DIALECTS = {"1": "volcano", "2": "kueue"}  # (X, for a MemberCluster: one of its dialects)
+
+
+def definition(kind: str, x: str) -> str:
+    return DEFINITIONS[kind][0].replace("X", DIALECTS[x] if kind == "MemberCluster" else x)
+
+
+def held(kind: str, inputs: FleetInputs) -> list[str]:
+    back = {dialect: x for x, dialect in DIALECTS.items()}
+    return [back.get(str(v), str(v)) for v in DEFINITIONS[kind][1](inputs).values()]
+
+
+class Trees:
+    """A ``History``: the source trees the state was made from, newest first."""
+
+    def __init__(self, *trees: dict[str, str]) -> None:
+        self.trees = trees
+
+    def blobs(self, path: str, /) -> list[str | None]:
+        return [source(path, t[path]).blob if path in t else None for t in self.trees]
+
+    def __call__(self, path: str, blob: str, /) -> Iterator[SourceFile]:
+        seen = {blob}
+        for tree in self.trees:
+            if path in tree and (got := source(path, tree[path])).blob not in seen:
+                seen.add(got.blob)
+                yield got
+
+
+def read_after(files: dict[str, str], *trees: dict[str, str]) -> FleetInputs:
+    return read_fleet([source(p, t) for p, t in files.items()], last_good=Trees(*trees))
+
+
+@pytest.mark.parametrize("kind", list(DEFINITIONS))
+def test_an_object_defined_in_two_files_counts_in_neither_when_nothing_is_known_before(
+        kind: str) -> None:
+    """No state (the first reconcile, ``fleetq validate``): which file's names
+    sort first must not decide; each place is an error naming the other, and
+    the object is left out."""
+    files = {"defs/b.yaml": definition(kind, "1"), "defs/a.yaml": definition(kind, "2")}
+    for inputs in (read(files), read_after(files)):
+        got = told(inputs)
+        assert len(got) == 2, got
+        assert got[0].startswith("defs/a.yaml:1: ") and "also defined at defs/b.yaml:1" in got[0]
+        assert got[1].startswith("defs/b.yaml:1: ") and "also defined at defs/a.yaml:1" in got[1]
+        assert all("none does until all but one are removed or renamed (in defs/a.yaml, "
+                   "defs/b.yaml)" in g for g in got)
+        assert held(kind, inputs) == []
+
+
+@pytest.mark.parametrize("kind", list(DEFINITIONS))
+def test_a_new_file_defining_an_object_again_takes_nothing_over(kind: str) -> None:
+    """The file that defined it in the state's source keeps it; the new one
+    (sorting first) is left out, the error on it naming both places. And so
+    on the next reconcile, where both were in the state's source."""
+    before = {"defs/b.yaml": definition(kind, "1"), "jobs/j1.yaml": JOB}
+    files = {**before, "defs/a.yaml": definition(kind, "2")}
+    for inputs in (read_after(files, before), read_after(files, files, before)):
+        got = told(inputs)
+        assert got == [f"defs/a.yaml:1: {got[0].split(': ', 1)[1].split(' is also')[0]} is "
+                       f"also defined at defs/b.yaml:1, which defined it before this file did; "
+                       f"the fleet goes on with that one, and without this file, until one of "
+                       f"the two is removed or renamed"], got
+        assert held(kind, inputs) == ["1"]
+        assert "defs/a.yaml" in inputs.broken_paths and "defs/a.yaml" in inputs.other_files
+        assert [str(k) for k in inputs.jobs] == ["Job default/j1"]
+    # Nothing earlier knows either: none counts.
+    assert held(kind, read_after(files, files)) == []
+
+
+def test_a_changed_file_defining_an_object_again_is_read_as_it_last_was() -> None:
+    """A file that held something else defines the ConfigMap of another: it is
+    read in its last version that does not (its jobs as they were too)."""
+    code = definition("ConfigMap", "1")
+    mine = JOB + "---\n" + definition("ConfigMap", "1").replace("name: code", "name: mine")
+    before = {"jobs/code.yaml": code, "jobs/aa.yaml": mine}
+    changed = mine.replace("name: mine", "name: code").replace(": 1}", ": 2}").replace(
+        'cpu: "1"', 'cpu: "2"')
+    files = {**before, "jobs/aa.yaml": changed}
+    inputs = read_after(files, before)
+    assert sorted((k[2], d.path) for k, d in inputs.dependencies.items()) == [
+        ("code", "jobs/code.yaml"), ("mine", "jobs/aa.yaml")]
+    assert held("ConfigMap", inputs) == ["1", "1"]
+    was = source("jobs/aa.yaml", mine).blob
+    assert told(inputs) == [
+        f"jobs/aa.yaml:{changed.splitlines().index('kind: ConfigMap')}: ConfigMap ml/code is "
+        f"also defined at jobs/code.yaml:1, which defined it before this file did; the fleet "
+        f"goes on with that one, and with this file as it last was without it (blob "
+        f"{was[:12]}), until one of the two is removed or renamed"]
+    job, = inputs.jobs.values()
+    assert job.job.requests["cpu"] == 1000  # (as it last was)
+
+
+def test_a_second_global_default_priority_class_is_an_error_and_the_first_stays() -> None:
+    """Kubernetes admits one globalDefault PriorityClass: a second (another
+    name) is an error on the new file; the default priority stays; with
+    nothing known before, neither gives it."""
+    normal = ("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: normal}"
+              "\nvalue: 10\nglobalDefault: true\n")
+    before = {"zz/normal.yaml": normal}
+    files = {**before, "aa/team.yaml": normal.replace("normal", "team").replace("10", "500")}
+    inputs = read_after(files, before)
+    assert inputs.default_priority == 10 and inputs.priority_classes == {"normal": 10}
+    assert told(inputs) == [
+        "aa/team.yaml:1: PriorityClass team is globalDefault, as PriorityClass normal at "
+        "zz/normal.yaml:1 is, which was before this file was: Kubernetes admits one "
+        "globalDefault PriorityClass; the fleet goes on with that one, and without this file, "
+        "until one of the two is removed or renamed"]
+    alone = read(files)
+    assert alone.default_priority == 0 and alone.priority_classes == {"normal": 10, "team": 500}
+    assert told(alone) == [
+        "aa/team.yaml:1: PriorityClass team is globalDefault, as is PriorityClass normal at "
+        "zz/normal.yaml:1: Kubernetes admits one globalDefault PriorityClass, so none gives the "
+        "default priority until all but one say globalDefault: false (in aa/team.yaml, "
+        "zz/normal.yaml)",
+        "zz/normal.yaml:1: PriorityClass normal is globalDefault, as is PriorityClass team at "
+        "aa/team.yaml:1: Kubernetes admits one globalDefault PriorityClass, so none gives the "
+        "default priority until all but one say globalDefault: false (in aa/team.yaml, "
+        "zz/normal.yaml)"]
+
+
+def test_an_object_defined_twice_in_one_file_is_a_file_that_does_not_build() -> None:
+    twice = CLUSTER + "---\n" + CLUSTER.replace("n1", "m1")
+    inputs = read({"clusters/c1.yaml": twice}, {"clusters/c1.yaml": [CLUSTER]})
+    assert [c.name for c in inputs.clusters] == ["c1"]
+    assert [n.name for n in inputs.clusters[0].nodes] == ["n1", "n2"]
+    assert len(told(inputs)) == 2 and len(told(inputs, "warning")) == 1
 
 
 def test_a_capability_that_names_no_job_kind_is_a_warning_at_its_line() -> None:

@@ -305,3 +305,19 @@ def test_random_pushes_of_job_files_read_as_a_whole_read_has_them(
         ways[how] = ways.get(how, 0) + 1
     # (each seed draws enough pushes of job files alone, and of other files)
     assert ways.get(JOBS, 0) >= 5 and ways.get(OTHERS, 0) >= 3, ways
+
+
+def test_an_object_defined_in_two_files_is_read_again_as_a_whole_read_has_it(
+        fleet: Kept) -> None:
+    """A ConfigMap, a member cluster defined in a second file: neither counts
+    (no state: nothing tells which came first), patched as read whole; a job
+    file changed meanwhile is patched in; removing the second file restores it."""
+    step(fleet, {"deps/settings.yaml": CONFIG}, how=OTHERS)
+    got = step(fleet, {"deps/a-copy.yaml": CONFIG.replace('"1"', '"2"'),
+                       "clusters/a-c1.yaml": member_cluster("c1")}, how=OTHERS)
+    assert got.dependencies == {} and got.clusters == []
+    assert sorted(got.conflicts) == ["ConfigMap default/settings", "MemberCluster c1"]
+    step(fleet, {"jobs/c.yaml": pytorchjob("c")}, how=JOBS)
+    got = step(fleet, {}, remove=("deps/a-copy.yaml", "clusters/a-c1.yaml"), how=OTHERS)
+    assert [d.manifest["data"]["a"] for d in got.dependencies.values()] == ["1"]
+    assert [c.name for c in got.clusters] == ["c1"]

@@ -651,3 +651,97 @@ def test_a_symbolic_link_is_told_as_one(tmp_path: Path) -> None:
     assert ("jobs/text/linked.yaml:1: error: it holds only the path "
             "'../video/video-mae-pretrain.yaml': is it a symbolic link? fleetq reads what git "
             "stores for a link, the path it points to, not the file there") in proc.stdout
+
+
+INTRUDERS = {  # a new file, sorting first, that defines again what the fleet has
+    "configmap": ("jobs/aaa/dup-cm.yaml", """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: video-frame-stats-code, namespace: video}
+data: {frame_stats.py: "print('not the real code')"}
+""", "ConfigMap video/video-frame-stats-code is also defined at "
+         "jobs/video/video-frame-stats.yaml:"),
+    "member cluster": ("clusters/a-dup.yaml", """\
+apiVersion: fleetq.io/v1alpha1
+kind: MemberCluster
+metadata: {name: gpu-bj-b}
+spec:
+  resourceReservation: false
+  gangDialect: ack
+  nodeGroups:
+  - {name: big, count: 10, allocatable: {cpu: "128", memory: 1024Gi, nvidia.com/gpu: "8"}}
+""", "MemberCluster gpu-bj-b is also defined at clusters/gpu-bj-b.yaml:"),
+    "priority class": ("aa-team.yaml", """\
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low}
+value: 100000
+globalDefault: true
+""", "PriorityClass low is also defined at priorityclasses.yaml:"),
+    "global default": ("aa-team.yaml", """\
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: team}
+value: 100000
+globalDefault: true
+""", "PriorityClass team is globalDefault, as PriorityClass normal at priorityclasses.yaml:"),
+}
+
+
+@pytest.mark.parametrize("cache", ["cache", "no cache"])
+@pytest.mark.parametrize("what", list(INTRUDERS))
+def test_a_new_file_defining_what_the_fleet_has_again_takes_nothing_over(
+        tmp_path: Path, what: str, cache: str) -> None:
+    """A new file (its name sorting first) defines a running job's ConfigMap, a
+    member cluster, a PriorityClass, or a second globalDefault PriorityClass:
+    ``validate`` names both places and exits 1; ``reconcile`` says so on the new
+    file, leaves it out and renders every cluster as it was (the running jobs'
+    files, their ConfigMaps, PodGroups); ``plan --exit-code`` is 0 right after,
+    and so on the next commit. Removing the file changes nothing."""
+    path = _template(tmp_path)
+    flags = ["--no-cache"] if cache == "no cache" else []
+    was = _cluster_files(path)
+    items = placements(path)
+    name, text, said = INTRUDERS[what]
+    write_files(path, {name: text})
+    commit_all(path, f"a new file: {what}")
+    proc = fleetq("validate", "--repo", str(path), *flags)
+    assert proc.returncode == 1, proc.stdout
+    assert f"{name}:1: error: " in proc.stdout and said.split(" at ")[-1] in proc.stdout
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, *flags)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{name}:1: error: {said}" in proc.stderr
+    assert "the fleet goes on with that one, and without this file" in proc.stderr
+    assert _cluster_files(path) == was
+    assert placements(path) == items
+    assert fleetq("plan", "--repo", str(path), "--exit-code", "--now", NOW,
+                  *flags).returncode == 0
+    write_files(path, {"README.md": "another commit\n"})
+    commit_all(path, "unrelated")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, *flags).returncode == 0
+    assert _cluster_files(path) == was and placements(path) == items
+    git(path, "rm", "-q", name)
+    commit_all(path, "removed")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, *flags)
+    assert proc.returncode == 0 and "error" not in proc.stderr, proc.stderr
+    assert _cluster_files(path) == was
+
+
+def test_an_object_defined_in_two_files_from_the_start_counts_in_neither(
+        tmp_path: Path) -> None:
+    """The first reconcile knows no earlier fleet: neither MemberCluster
+    counts (which would depend on the files' names); both places are errors
+    saying which files to fix; the rest of the fleet reconciles."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    name, text, _ = INTRUDERS["member cluster"]
+    write_files(path, {name: text})
+    commit_all(path, "two of gpu-bj-b")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q")
+    assert proc.returncode == 0, proc.stderr
+    for here, there in ((name, "clusters/gpu-bj-b.yaml"), ("clusters/gpu-bj-b.yaml", name)):
+        assert f"{here}:" in proc.stderr and f"MemberCluster gpu-bj-b is also defined at {there}:" \
+            in proc.stderr
+    assert "(in clusters/a-dup.yaml, clusters/gpu-bj-b.yaml)" in proc.stderr
+    clusters = {i.get("cluster") for i in placements(path).values()}
+    assert "gpu-bj-b" not in clusters and clusters - {None}
