@@ -739,7 +739,7 @@ def _guard(inputs: FleetInputs, doc: Document, action: Callable[[Document], obje
         for one in exc.errors if isinstance(exc, ManifestErrors) else [exc]:
             inputs.problems.append(Problem(doc.path, doc.line_of(one.field), str(one)))
         inputs.unbuilt.add(doc.path)
-    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+    except (TypeError, ValueError, AttributeError, KeyError, ArithmeticError) as exc:
         inputs.problems.append(Problem(doc.path, doc.line, (
             f"{doc.value.get('kind')} is malformed ({exc}); check it against DESIGN §2")))
         inputs.unbuilt.add(doc.path)
@@ -1243,6 +1243,11 @@ def branch_name_ok(name: str) -> bool:
 _GIT_NAMES = re.compile(r"[A-Z_]*HEAD")  # HEAD, FETCH_HEAD, ORIG_HEAD, ...: git's own
 
 
+# A weight is kept in thousandths (``QuotaSettings.weight``): one below MIN_WEIGHT
+# would be 0; MAX_WEIGHT keeps it, and a share divided by it, within a float's range.
+MIN_WEIGHT, MAX_WEIGHT = 0.001, 1_000_000
+
+
 def _quota_settings(where: str, raw: Any) -> QuotaSettings:
     """One quota's settings in fleet.yaml (``spec.quotas.<quota>``), each mistake told."""
     if not isinstance(raw, dict):
@@ -1263,12 +1268,17 @@ def _quota_settings(where: str, raw: Any) -> QuotaSettings:
             f"{where}.preemption {preemption!r} is not one of "
             f"{', '.join(p.value for p in PreemptionPolicy)}", f"{where}.preemption"))
     weight = raw.get("weight", 1)
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
-        errors.found.append(ManifestError(f"{where}.weight must be a number > 0",
-                                          f"{where}.weight"))
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or \
+            not MIN_WEIGHT <= weight <= MAX_WEIGHT:  # (False for nan too)
+        errors.found.append(ManifestError(
+            f"{where}.weight must be a finite number > 0, from {MIN_WEIGHT} to {MAX_WEIGHT:,} "
+            f"(a queue's share of borrowed quota; 1 when unset), not {weight!r}",
+            f"{where}.weight"))
+        weight = 1
     errors.done()
     return QuotaSettings(strategy=QUEUE_STRATEGY_NAMES[strategy_name], preemption=policy,
-                         weight=int(weight * 1000))
+                         weight=round(weight * 1000))
+
 
 
 def resolve_quota_settings(inputs: FleetInputs) -> None:

@@ -394,3 +394,27 @@ def test_a_failover_without_conditions_tolerates_300_seconds_as_karmada() -> Non
     text = POLICY + "  failover:\n    application: {decisionConditions: {tolerationSeconds: 0}}\n"
     policy, = read({"policy.yaml": text}).policies
     assert policy.failover is not None and policy.failover.toleration_seconds == 0
+
+
+@pytest.mark.parametrize(("weight", "said"), [
+    (".inf", "inf"), ("-.inf", "-inf"), (".nan", "nan"), ("1.0e+400", "inf"), ("0.0001", "0.0001"),
+    ("0", "0"), ("-2", "-2"), ("2000000", "2000000"), ("'2'", "'2'"), ("true", "True"),
+    (str(10 ** 400), str(10 ** 400)),
+])
+def test_a_quota_weight_that_is_no_usable_number_is_an_error_at_its_line(weight: str,
+                                                                          said: str) -> None:
+    """``.inf`` crashed every command (OverflowError), ``.nan`` was a Fleet
+    "malformed" at its first line, and 0.0001 was a weight of 0, unseen."""
+    text = FLEET.replace("preemption: Never}", f"preemption: Never,\n      weight: {weight}}}")
+    got = told(read({"fleet.yaml": text, "policy.yaml": POLICY}))
+    assert got == [
+        f"fleet.yaml:9: spec.quotas.root/a.weight must be a finite number > 0, from 0.001 to "
+        f"1,000,000 (a queue's share of borrowed quota; 1 when unset), not {said}"]
+
+
+@pytest.mark.parametrize(("weight", "milli"), [("0.001", 1), ("0.5", 500), ("0.57", 570),
+                                               ("1000000", 10 ** 9)])
+def test_a_quota_weight_is_kept_in_thousandths(weight: str, milli: int) -> None:
+    text = FLEET.replace("preemption: Never}", f"preemption: Never, weight: {weight}}}")
+    inputs = read({"fleet.yaml": text, "policy.yaml": POLICY})
+    assert told(inputs) == [] and inputs.settings.quotas["root/a"].weight == milli

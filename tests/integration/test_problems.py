@@ -745,3 +745,34 @@ def test_an_object_defined_in_two_files_from_the_start_counts_in_neither(
     assert "(in clusters/a-dup.yaml, clusters/gpu-bj-b.yaml)" in proc.stderr
     clusters = {i.get("cluster") for i in placements(path).values()}
     assert "gpu-bj-b" not in clusters and clusters - {None}
+
+
+@pytest.mark.parametrize("weight", [".inf", ".nan", "0.0001"])
+def test_a_quota_weight_that_is_no_usable_number_is_told_and_the_fleet_goes_on(
+        tmp_path: Path, weight: str) -> None:
+    """``weight: .inf`` crashed every command with an OverflowError, ``.nan``
+    made the whole Fleet "malformed" at its first line, and ``0.0001`` was a
+    weight of 0. Each is an error at its line; fleet.yaml is read as it last
+    was, and reading older versions of it (where the state goes) cannot crash
+    on one either."""
+    path = _template(tmp_path)
+    before = placements(path)
+    said = _break(path, "fleet.yaml", "      weight: 2", f"      weight: {weight}")
+    line = line_of((path / "fleet.yaml").read_text(), f"weight: {weight}")
+    error = (f"fleet.yaml:{line}: error: spec.quotas.root/algorithm/video.weight must be a "
+             f"finite number > 0")
+    assert error in said and "Traceback" not in said, said
+    assert placements(path) == before
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 1 and error in proc.stdout, proc.stdout + proc.stderr
+    for command in (["status"], ["queue"], ["plan", "--now", NOW],
+                    ["explain", "tokenizer-ablation", "--now", NOW]):
+        proc = fleetq(*command, "--repo", str(path))
+        assert proc.returncode == 0, (command, proc.stderr)
+    # fleet.yaml that does not parse: where the state goes is read from its history,
+    # through the version with the bad weight, to the one before
+    write_files(path, {"fleet.yaml": "spec: [\n"})
+    commit_all(path, "broken")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert placements(path) == before
