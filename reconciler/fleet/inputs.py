@@ -911,6 +911,19 @@ def _taints(raw: Any) -> tuple[Taint, ...]:
 
 
 def _policy(doc: Document) -> Policy:
+    """A (Cluster)PropagationPolicy, with every mistake told: a field Karmada's
+    API does not have (``_POLICY_FIELDS``; a misspelt ``suspension`` would take
+    the fleet's jobs out of their queues, unseen), and what does not build."""
+    errors = Errors()
+    _fields_not_in(doc, doc.value, _POLICY_FIELDS, errors)
+    none: Policy | None = None
+    policy = errors.take(partial(_build_policy, doc), none)
+    errors.done()
+    assert policy is not None  # (else done raised)
+    return policy
+
+
+def _build_policy(doc: Document) -> Policy:
     value = doc.value
     meta = _meta(doc)
     spec = value.get("spec")
@@ -1054,19 +1067,81 @@ _CLUSTER_FIELDS = ("resourceReservation", "gangDialect", "capabilities", "taints
 _FLEET_FIELDS = ("stateBranch", "remote", "committer", "exclude", "quotas", "defaultPolicy",
                  "placementStrategy")
 
+# The fields of a (Cluster)PropagationPolicy, as Karmada's CRD has them
+# (policy.karmada.io/v1alpha1), with ACK One's own (suspension.scheduling,
+# replicaScheduling.customSchedulingType), where they are checked (as
+# ``_fields_not_in`` takes them; ``[]``: each item of a list). A field fleetq
+# does not use is known all the same: a policy written for Karmada reads.
+_SELECTOR_FIELDS = ("matchExpressions", "matchLabels")
+_REQUIREMENT_FIELDS = ("key", "operator", "values")
+_AFFINITY_FIELDS = ("clusterNames", "exclude", "fieldSelector", "labelSelector")
+_POLICY_FIELDS: dict[str, tuple[str, ...]] = {
+    "": _TOP_FIELDS,
+    "spec": ("activationPreference", "association", "conflictResolution", "dependentOverrides",
+             "failover", "placement", "preemption", "preserveResourcesOnDeletion", "priority",
+             "propagateDeps", "resourceSelectors", "schedulePriority", "schedulerName",
+             "suspension"),
+    "spec.resourceSelectors[]": ("apiVersion", "kind", "labelSelector", "name", "namespace"),
+    "spec.resourceSelectors[].labelSelector": _SELECTOR_FIELDS,
+    "spec.resourceSelectors[].labelSelector.matchExpressions[]": _REQUIREMENT_FIELDS,
+    "spec.placement": ("clusterAffinities", "clusterAffinity", "clusterTolerations",
+                       "replicaScheduling", "spreadConstraints", "workloadAffinity"),
+    "spec.placement.clusterAffinity": _AFFINITY_FIELDS,
+    "spec.placement.clusterAffinity.labelSelector": _SELECTOR_FIELDS,
+    "spec.placement.clusterAffinity.labelSelector.matchExpressions[]": _REQUIREMENT_FIELDS,
+    "spec.placement.clusterAffinities[]": ("affinityName", *_AFFINITY_FIELDS,
+                                           "overflowAffinities"),
+    "spec.placement.clusterAffinities[].labelSelector": _SELECTOR_FIELDS,
+    "spec.placement.clusterAffinities[].labelSelector.matchExpressions[]": _REQUIREMENT_FIELDS,
+    "spec.placement.clusterTolerations[]": ("effect", "key", "operator", "tolerationSeconds",
+                                            "value"),
+    "spec.placement.replicaScheduling": ("customSchedulingType", "replicaDivisionPreference",
+                                         "replicaSchedulingType", "weightPreference"),
+    "spec.failover": ("application", "cluster"),
+    "spec.failover.application": ("decisionConditions", "gracePeriodSeconds", "purgeMode",
+                                  "statePreservation"),
+    "spec.failover.application.decisionConditions": ("tolerationSeconds",),
+    "spec.failover.cluster": ("purgeMode", "statePreservation"),
+    "spec.suspension": ("dispatching", "dispatchingOnClusters", "scheduling"),
+    "spec.suspension.dispatchingOnClusters": ("clusterNames",),
+    "spec.schedulePriority": ("priorityClassName", "priorityClassSource"),
+}
+
 
 def _unknown_fields(doc: Document, spec: Any, known: tuple[str, ...], errors: Errors) -> None:
     """Fields fleetq's own kinds do not have, as errors (as strict decoding in
     Kubernetes refuses them): a misspelt field would be left out unseen, and
     what it said taken as its default."""
-    for where, value, names in (("", doc.value, _TOP_FIELDS), ("spec.", spec, known)):
-        for key in value if isinstance(value, dict) else ():
-            if key not in names:
-                close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.6)
-                errors.found.append(ManifestError(
-                    f"{where}{key} is not a field of {doc.value.get('kind')}"
-                    + (f": did you mean {where}{close[0]}?" if close else
-                       f" (its fields: {', '.join(names)})"), f"{where}{key}"))
+    _fields_not_in(doc, doc.value, {"": _TOP_FIELDS, "spec": known}, errors)
+
+
+def _fields_not_in(doc: Document, value: Any, known: Mapping[str, tuple[str, ...]],
+                   errors: Errors, field: str = "", where: str = "") -> None:
+    """Each key of ``value`` (the document's ``field``, at ``where``: the
+    field with its list indexes) that ``known`` does not name, as an error
+    with the closest known name; then the same in each of its values that
+    ``known`` has fields for (``field.key``, or ``field.key[]`` for each item
+    of a list)."""
+    if not isinstance(value, dict):
+        return  # (its builder says what it must be)
+    names = known[field]
+    for key, inner in value.items():
+        at = f"{where}.{key}" if where else str(key)
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.6)
+            there = f"{where}." if where else ""
+            errors.found.append(ManifestError(
+                f"{at} is not a field of {doc.value.get('kind')}"
+                + (f": did you mean {there}{close[0]}?" if close else
+                   f" (the fields of {where}: {', '.join(names)})" if where else
+                   f" (its fields: {', '.join(names)})"), at))
+            continue
+        inner_field = f"{field}.{key}" if field else str(key)
+        if inner_field in known:
+            _fields_not_in(doc, inner, known, errors, inner_field, at)
+        elif f"{inner_field}[]" in known and isinstance(inner, list):
+            for i, item in enumerate(inner):
+                _fields_not_in(doc, item, known, errors, f"{inner_field}[]", f"{at}[{i}]")
 
 
 def _cluster(doc: Document) -> MemberCluster:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -418,3 +419,99 @@ def test_a_quota_weight_is_kept_in_thousandths(weight: str, milli: int) -> None:
     text = FLEET.replace("preemption: Never}", f"preemption: Never, weight: {weight}}}")
     inputs = read({"fleet.yaml": text, "policy.yaml": POLICY})
     assert told(inputs) == [] and inputs.settings.quotas["root/a"].weight == milli
+
+
+@pytest.mark.parametrize(("old", "new", "error"), [
+    ("spec:\n", "spec:\n  suspention: {scheduling: true}\n",
+     "policy.yaml:5: spec.suspention is not a field of ClusterPropagationPolicy: did you mean "
+     "spec.suspension?"),
+    ("spec:\n", "spec:\n  suspension: {schedulling: true}\n",
+     "policy.yaml:5: spec.suspension.schedulling is not a field of ClusterPropagationPolicy: "
+     "did you mean spec.suspension.scheduling?"),
+    ("  placement:", "  placment:",
+     "policy.yaml:6: spec.placment is not a field of ClusterPropagationPolicy: did you mean "
+     "spec.placement?"),
+    ("  placement: {", "  placement: {clusterToleration: [{operator: Exists}], ",
+     "policy.yaml:6: spec.placement.clusterToleration is not a field of "
+     "ClusterPropagationPolicy: did you mean spec.placement.clusterTolerations?"),
+    ("  placement: {", "  placement: {clusterTolerations: [{operater: Exists}], ",
+     "policy.yaml:6: spec.placement.clusterTolerations[0].operater is not a field of "
+     "ClusterPropagationPolicy: did you mean spec.placement.clusterTolerations[0].operator?"),
+    ("customSchedulingType", "customSchedullingType",
+     "policy.yaml:6: spec.placement.replicaScheduling.customSchedullingType is not a field of "
+     "ClusterPropagationPolicy: did you mean "
+     "spec.placement.replicaScheduling.customSchedulingType?"),
+    ("kind: Job}]", "kind: Job}, {apiVersion: batch/v1, kind: Job, nmae: j1}]",
+     "policy.yaml:5: spec.resourceSelectors[1].nmae is not a field of "
+     "ClusterPropagationPolicy: did you mean spec.resourceSelectors[1].name?"),
+    ("kind: Job}]", "kind: Job, labelSelector: {matchLabel: {a: b}}}]",
+     "policy.yaml:5: spec.resourceSelectors[0].labelSelector.matchLabel is not a field of "
+     "ClusterPropagationPolicy: did you mean spec.resourceSelectors[0].labelSelector."
+     "matchLabels?"),
+    ("spec:\n", "spec:\n  failover: {aplication: {purgeMode: Never}}\n",
+     "policy.yaml:5: spec.failover.aplication is not a field of ClusterPropagationPolicy: "
+     "did you mean spec.failover.application?"),
+    ("spec:\n", "spec:\n  failover:\n    application: {purgMode: Never}\n",
+     "policy.yaml:6: spec.failover.application.purgMode is not a field of "
+     "ClusterPropagationPolicy: did you mean spec.failover.application.purgeMode?"),
+    ("spec:\n", "spec:\n  gang: true\n",
+     "policy.yaml:5: spec.gang is not a field of ClusterPropagationPolicy (the fields of "
+     "spec: activationPreference, association, conflictResolution, dependentOverrides, "
+     "failover, placement, preemption, preserveResourcesOnDeletion, priority, propagateDeps, "
+     "resourceSelectors, schedulePriority, schedulerName, suspension)"),
+    ("spec:\n", "spek: {}\nspec:\n",
+     "policy.yaml:4: spek is not a field of ClusterPropagationPolicy: did you mean spec?"),
+])
+def test_a_field_a_policy_does_not_have_is_an_error_at_its_line(old: str, new: str,
+                                                                 error: str) -> None:
+    """Karmada's fields (and ACK One's), as its API would refuse another: a
+    misspelt ``suspension`` took the fleet's jobs out of their queues, unseen."""
+    assert old in POLICY
+    inputs = read({"policy.yaml": POLICY.replace(old, new, 1)})
+    assert told(inputs) == [error]
+    assert inputs.policies == [] and inputs.unbuilt == {"policy.yaml"}
+
+
+def test_every_mistake_of_a_policy_is_told_at_once() -> None:
+    text = POLICY.replace("spec:\n", "spec:\n  suspention: {}\n  failover:\n"
+                          "    application: {purgeMode: Soon}\n")
+    assert told(read({"policy.yaml": text})) == [
+        "policy.yaml:5: spec.suspention is not a field of ClusterPropagationPolicy: did you "
+        "mean spec.suspension?",
+        "policy.yaml:7: spec.failover.application.purgeMode 'Soon' is not one of Immediately, "
+        "Directly, Graciously, Gracefully, Never",
+    ]
+
+
+def test_a_policy_with_a_misspelt_field_is_read_in_its_last_good_version() -> None:
+    queued = POLICY.replace("spec:\n", "spec:\n  suspension: {scheduling: true}\n")
+    typo = queued.replace("suspension", "suspention")
+    inputs = read({"policy.yaml": typo, "jobs/j1.yaml": JOB}, {"policy.yaml": [queued]})
+    policy, = inputs.policies
+    assert policy.queued and policy.gang
+    assert told(inputs) == ["policy.yaml:5: spec.suspention is not a field of "
+                            "ClusterPropagationPolicy: did you mean spec.suspension?"]
+    assert told(inputs, "warning") == [
+        f"policy.yaml:0: the fleet goes on with this file's last good version "
+        f"(blob {source('policy.yaml', queued).blob[:12]}) until it is fixed"]
+
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+TEMPLATE = Path(__file__).resolve().parents[2] / "fleet-repo-template"
+
+
+@pytest.mark.parametrize("path", [
+    *(f"shared/seed-manifests/{name}" for name in (
+        "ack-fleet-policy-gang.yaml", "ack-fleet-policy-gang-queued.yaml")),
+    *(f"shared/upstream/karmada/{name}" for name in (
+        "samples/nginx/propagationpolicy.yaml", "artifacts/example/propagationpolicy_simple.yaml",
+        "artifacts/example/propagationpolicy_taintToleration.yaml")),
+    *(f"template/policies/{p.name}" for p in sorted((TEMPLATE / "policies").glob("*.yaml"))),
+])
+def test_the_seed_template_and_karmada_policies_read_with_no_mistake(path: str) -> None:
+    where, _, rest = path.partition("/")
+    file = (SHARED if where == "shared" else TEMPLATE) / rest
+    if not file.exists():
+        pytest.skip(f"{file} is not present")
+    inputs = read({"policy.yaml": file.read_text(encoding="utf-8")})
+    assert told(inputs) == [] and len(inputs.policies) == 1
