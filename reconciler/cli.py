@@ -36,6 +36,7 @@ from reconciler.pipeline import (
     Outcome,
     ParsedJobs,
     Round,
+    branch_in_use,
     capacity_problems,
     check_source,
     compute,
@@ -50,6 +51,7 @@ from reconciler.pipeline import (
     save_read,
     settings_branch,
     settings_remote,
+    state_branch_problems,
     state_items,
     state_ref,
     watch,
@@ -239,6 +241,7 @@ def _state_items(repo: FleetRepo, branch: str, cache: Cache | None
         raise GitError(f"no state branch {branch!r} yet; run `fleetq reconcile` first")
     items, texts, problem = state_items(repo, sha, cache)
     if problem is not None:
+        _refused(repo, branch, "HEAD")
         raise GitError(damaged_state(sha, problem))
     return items, {} if texts is None else {
         id(i): t for i, t in zip(items, texts, strict=True)}
@@ -262,6 +265,28 @@ def _computed(repo: FleetRepo, args: argparse.Namespace, *, state_base: str | No
     return computed
 
 
+def _computed_on(repo: FleetRepo, args: argparse.Namespace, branch: str, *,
+                 state_base: str | None, now: str | None) -> Computed:
+    """``_computed`` from the state on ``branch`` (plan, explain): when it
+    stops (a state that does not read back, ...), reconcile's refusal of the
+    branch comes first, when it refuses it (see ``_refused``)."""
+    try:
+        return _computed(repo, args, state_base=state_base, now=now)
+    except GitError:
+        _refused(repo, branch, args.source)
+        raise
+
+
+def _refused(repo: FleetRepo, branch: str, source: str) -> None:
+    """Raise reconcile's refusal of the state ``branch`` when people work on
+    it (the source branch, a branch checked out): a read command that finds
+    no state there says so, not that the state is damaged, whose fix (point
+    the branch back at an earlier commit) would reset their work."""
+    in_use = branch_in_use(repo, branch, source)
+    if in_use is not None:
+        raise GitError(f"the state branch {in_use}")
+
+
 def _branch(repo: FleetRepo, args: argparse.Namespace) -> str:
     return str(args.state_branch or settings_branch(repo, getattr(args, "source", "HEAD")))
 
@@ -280,10 +305,12 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     computed = _computed(repo, args, state_base=None, now=None)
-    problems = computed.problems
+    branch_problems = state_branch_problems(repo, computed.inputs, args.source)
+    problems = sorted(computed.problems + branch_problems)
     # the clusters' reported nodes, when the state branch has them: declared
     # capacity that is not there is a warning (see ``capacity_problems``)
-    state = repo.resolve(state_ref(settings_branch(repo, args.source)))
+    state = None if branch_problems else repo.resolve(
+        state_ref(settings_branch(repo, args.source)))
     if state is not None:
         entries = {e.path: e.sha for e in repo.list_tree(state) if e.type == "blob"
                    and e.path.startswith(INVENTORY_DIR)}
@@ -330,7 +357,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     branch = _branch(repo, args)
     check_source(repo, args.source)
     base = repo.fetch(args.remote, branch) if args.remote else repo.resolve(state_ref(branch))
-    computed = _computed(repo, args, state_base=base, now=args.now)
+    computed = _computed_on(repo, args, branch, state_base=base, now=args.now)
     tree = repo.write_tree(computed.files)
     files = diff_trees(repo, base, computed.files) if tree != computed.state_tree else []
     changed = bool(files)
@@ -388,7 +415,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     branch = _branch(repo, args)
     check_source(repo, args.source)
     base = repo.resolve(state_ref(branch))
-    computed = _computed(repo, args, state_base=base, now=args.now)
+    computed = _computed_on(repo, args, branch, state_base=base, now=args.now)
     wanted = args.job
     kind, namespace, name = _job_name(wanted)
     matches = [d for d in computed.result.decisions if d.key.name == name

@@ -1151,20 +1151,15 @@ def check_state_branch(repo: FleetRepo, branch: str, source_rev: str) -> None:
     source branch (its files would be replaced by the rendered state), a
     branch checked out, one in the way of another, one fleetq did not write;
     and a state commit as the source."""
-    fix = ("set spec.stateBranch in fleet.yaml or --state-branch to a branch of fleetq's "
-           "own, e.g. fleetq/state")
+    fix = STATE_BRANCH_FIX
     if not branch_name_ok(branch):
         raise GitError(f"the state branch {branch!r} is not a valid branch name; {fix}")
     ref = state_ref(branch)
-    if repo.full_name(source_rev) == ref:
-        raise GitError(f"the state branch {branch!r} is the source branch ({source_rev}): "
-                       f"fleetq would replace its files with the rendered state; {fix}")
     branches = repo.branches()
-    head, where = branches.get(ref, (None, ""))
-    if where:
-        raise GitError(f"the state branch {branch!r} is checked out in {where}: fleetq writes "
-                       f"it (people edit the source branch); check out another branch there, "
-                       f"or {fix}")
+    in_use = branch_in_use(repo, branch, source_rev, branches)
+    if in_use is not None:
+        raise GitError(f"the state branch {in_use}")
+    head, _ = branches.get(ref, (None, ""))
     clash = next((other for other in branches
                   if ref.startswith(other + "/") or other.startswith(ref + "/")), None)
     if clash is not None:  # (a/b and a cannot both be branches)
@@ -1182,6 +1177,42 @@ def check_state_branch(repo: FleetRepo, branch: str, source_rev: str) -> None:
         raise GitError(f"the state branch {branch!r} reads as a branch of the remote "
                        f"{remote!r} (git would find two of that name); {fix}")
     check_source(repo, source_rev)
+
+
+STATE_BRANCH_FIX = ("set spec.stateBranch in fleet.yaml or --state-branch to a branch of "
+                    "fleetq's own, e.g. fleetq/state")
+
+
+def branch_in_use(repo: FleetRepo, branch: str, source_rev: str,
+                  branches: Mapping[str, tuple[str, str]] | None = None) -> str | None:
+    """Why people's work is on ``branch`` (the source branch, or a branch
+    checked out), which fleetq may then not take as its state branch: the
+    end of a sentence that starts with the branch (``'main' is the source
+    branch ...; set spec.stateBranch ...``); ``None`` when none is."""
+    ref = state_ref(branch)
+    if repo.full_name(source_rev) == ref:
+        return (f"{branch!r} is the source branch ({source_rev}): fleetq would replace its "
+                f"files with the rendered state; {STATE_BRANCH_FIX}")
+    _, where = (repo.branches() if branches is None else branches).get(ref, (None, ""))
+    if where:
+        return (f"{branch!r} is checked out in {where}: fleetq writes it (people edit the "
+                f"source branch); check out another branch there, or {STATE_BRANCH_FIX}")
+    return None
+
+
+def state_branch_problems(repo: FleetRepo, inputs: FleetInputs, source_rev: str
+                          ) -> list[Problem]:
+    """``fleetq validate``'s word on fleet.yaml's ``spec.stateBranch``, at its
+    line, when reconcile would refuse it for people's work being on it (a
+    name git refuses is told by the fleet read)."""
+    branch = inputs.git.state_branch
+    if not branch_name_ok(branch):
+        return []
+    in_use = branch_in_use(repo, branch, source_rev)
+    if in_use is None:
+        return []
+    path, line = inputs.setting_at.get("spec.stateBranch", (FLEET_FILES[0], 0))
+    return [Problem(path, line, f"spec.stateBranch {in_use}")]
 
 
 def check_source(repo: FleetRepo, source_rev: str) -> None:

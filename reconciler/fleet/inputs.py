@@ -1263,6 +1263,7 @@ def _fleet(doc: Document, inputs: FleetInputs) -> None:
         errors.found.append(ManifestError("spec.stateBranch must be a branch name (a string)",
                                           "spec.stateBranch"))
     git.state_branch = str(spec.get("stateBranch") or git.state_branch)
+    inputs.setting_at["spec.stateBranch"] = (doc.path, doc.line_of("spec.stateBranch"))
     if not branch_name_ok(git.state_branch):
         errors.found.append(ManifestError(
             f"spec.stateBranch {git.state_branch!r} is not a valid branch name "

@@ -440,3 +440,52 @@ def test_a_reconcile_stopped_while_two_processes_parse_ends_at_once_and_writes_n
             time.sleep(0.05)
         assert not os.path.exists(f"/proc/{pid}"), f"its forked process {pid} is still there"
     assert rev(repo, STATE) is None
+
+
+def test_a_state_branch_people_work_on_is_told_by_validate_and_refused_by_every_command(
+        tmp_path: Path) -> None:
+    """``stateBranch: main`` (the source branch) passed validate; reconcile
+    refused it, but status, queue, plan and explain said the state "cannot be
+    read back" and advised ``git update-ref`` of it: a reset of the source
+    branch. Validate tells it at its line; each command gives reconcile's
+    refusal. A branch checked out in another work tree likewise."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    fleet_yaml = (path / "fleet.yaml").read_text()
+    write_files(path, {"fleet.yaml": fleet_yaml.replace("stateBranch: fleetq/state",
+                                                        "stateBranch: main")})
+    commit_all(path, "the state on the source branch")
+    head = rev(path, "main")
+    line = next(n for n, text in enumerate(fleet_yaml.splitlines(), 1) if "stateBranch:" in text)
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 1, proc.stdout
+    assert (f"fleet.yaml:{line}: error: spec.stateBranch 'main' is the source branch (HEAD): "
+            f"fleetq would replace its files with the rendered state; set spec.stateBranch "
+            f"in fleet.yaml") in proc.stdout, proc.stdout
+    refusal = "the state branch 'main' is the source branch (HEAD)"
+    for command in (["reconcile", "--now", NOW], ["status"], ["queue"], ["plan", "--now", NOW],
+                    ["explain", "tokenizer-ablation", "--now", NOW]):
+        proc = fleetq(*command, "--repo", str(path))
+        assert proc.returncode == 2 and refusal in proc.stderr, (command, proc.stderr)
+        assert "update-ref" not in proc.stderr and "cannot be read back" not in proc.stderr
+    assert rev(path, "main") == head
+
+    git(path, "worktree", "add", "-q", "-b", "ops", str(tmp_path / "ops"))
+    write_files(path, {"fleet.yaml": fleet_yaml.replace("stateBranch: fleetq/state",
+                                                        "stateBranch: ops")})
+    commit_all(path, "the state on a branch checked out")
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 1 and (
+        f"fleet.yaml:{line}: error: spec.stateBranch 'ops' is checked out in "
+        f"{tmp_path / 'ops'}: fleetq writes it") in proc.stdout, proc.stdout
+    for command in (["status"], ["plan", "--now", NOW]):
+        proc = fleetq(*command, "--repo", str(path))
+        assert proc.returncode == 2 and "'ops' is checked out in" in proc.stderr, proc.stderr
+        assert "update-ref" not in proc.stderr
+
+    # fleetq's own branch again: valid
+    write_files(path, {"fleet.yaml": fleet_yaml})
+    commit_all(path, "back to fleetq/state")
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 0, proc.stdout
