@@ -100,6 +100,7 @@ class JobBuilder:
         self._created_at: str | None = None
         self._path: str | None = None
         self._line = 1
+        self._field_lines: list[tuple[str, int]] = []
 
     def kind(self, api_version: str, kind: str) -> JobBuilder:
         self._api_version, self._kind = api_version, kind
@@ -144,6 +145,11 @@ class JobBuilder:
         self._path, self._line = path, line
         return self
 
+    def field_at(self, field: str, line: int) -> JobBuilder:
+        """The line of one of its fields (``Job.field_lines``)."""
+        self._field_lines.append((field, line))
+        return self
+
     def key(self) -> JobKey:
         group = self._api_version.rsplit("/", 1)[0] if "/" in self._api_version else ""
         return JobKey(group, self._kind, self._ns, self._name)
@@ -165,7 +171,7 @@ class JobBuilder:
             priority_class=self._priority_class,
             workload_priority_class=self._labels.get(WORKLOAD_PRIORITY_LABEL),
             preemptible=self._labels.get(PREEMPTIBLE_LABEL) != "false",
-            created_at=self._created_at)
+            created_at=self._created_at, field_lines=tuple(self._field_lines))
 
 
 def job(name: str, ns: str = "default", **kw: str) -> JobBuilder:

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field, fields, replace
 
 from reconciler.core.gang import ClusterState, Fit, Ranking, job_cluster_total
 from reconciler.core.model import (
+    PRIORITY_CLASS_AT,
+    QUOTA_AT,
+    WORKLOAD_PRIORITY_CLASS_AT,
     Decision,
     FleetSettings,
     Job,
@@ -640,29 +643,34 @@ class _Cycle:
             key = job.key
             prior = inp.prior.get(key)
             enqueued = self._enqueued(job, key)
-            problem = None
+            problems: list[tuple[int, str]] = []  # (line, what is wrong there): each told
             priority = inp.default_priority
             if job.priority_class is not None:
                 if job.priority_class in inp.priority_classes:
                     priority = inp.priority_classes[job.priority_class]
                 else:
-                    problem = (f"PriorityClass {job.priority_class!r} does not exist; create it "
-                               f"or fix priorityClassName")
+                    problems.append((job.line_of(PRIORITY_CLASS_AT), (
+                        f"PriorityClass {job.priority_class!r} does not exist; create it "
+                        f"or fix priorityClassName")))
             if job.workload_priority_class is not None:  # Kueue: it wins over the pods' class
                 if job.workload_priority_class in inp.workload_priority_classes:
                     priority = inp.workload_priority_classes[job.workload_priority_class]
                 else:
-                    problem = (f"WorkloadPriorityClass {job.workload_priority_class!r} does not "
-                               f"exist; create it or fix label kueue.x-k8s.io/priority-class")
+                    problems.append((job.line_of(WORKLOAD_PRIORITY_CLASS_AT), (
+                        f"WorkloadPriorityClass {job.workload_priority_class!r} does not "
+                        f"exist; create it or fix label kueue.x-k8s.io/priority-class")))
             policy = select_policy(policies, job) or default_policy
             quota: str | None = None
-            if problem is None and self.tree is not None:
+            if self.tree is not None:
                 quota, why = self.tree.bind(key.namespace, job.quota_name)
                 if quota is None:
-                    problem = why
-            elif problem is None and policy is not None and policy.queued:
-                problem = ("no ElasticQuotaTree in the fleet, but its policy "
-                           f"{policy.ref} queues jobs; add an ElasticQuotaTree")
+                    problems.append((job.line_of(QUOTA_AT), why))
+            elif policy is not None and policy.queued:
+                problems.append((job.line, (
+                    "no ElasticQuotaTree in the fleet, but its policy "
+                    f"{policy.ref} queues jobs; add an ElasticQuotaTree")))
+            if problems:
+                quota = None  # (an Invalid job holds no quota)
             base = Decision(key=key, api_version=job.api_version, path=job.path,
                             blob=job.blob, phase=Phase.INVALID, reason="",
                             enqueued_at=enqueued, quota=quota, priority=priority,
@@ -673,9 +681,10 @@ class _Cycle:
                             preemptions=prior.preemptions if prior else 0,
                             preemption_reason=prior.preemption_reason if prior else None,
                             policy=policy.ref if policy else None)
-            if problem is not None:
-                self.problems.append(Problem(job.path, job.line, problem))
-                reason = f"{job.path}:{job.line}: {problem}"
+            if problems:
+                self.problems.extend(Problem(job.path, line, problem)
+                                     for line, problem in problems)
+                reason = "; ".join(f"{job.path}:{line}: {problem}" for line, problem in problems)
                 self.decisions[key] = evolve(base, reason=reason)
                 self.unresolved[key] = reason  # (admitted before: kept where it runs, step 2)
                 continue

@@ -249,10 +249,28 @@ class Job:
     # its kind deletes it some time after it ends (``ttlSecondsAfterFinished``):
     # once it has, a manifest still declared would create it, and run it, again
     deleted_when_ended: bool = False
+    # (field, line) of each field the cycle may find at fault (``PRIORITY_CLASS_AT``,
+    # ...) whose line is not ``line``, as the fleet layer measured them
+    field_lines: tuple[tuple[str, int], ...] = ()
 
     @property
     def label_map(self) -> dict[str, str]:
         return dict(self.labels)
+
+    def line_of(self, field: str) -> int:
+        """The line of ``field`` (one of ``field_lines``'), else the job's own."""
+        for name, line in self.field_lines:
+            if name == field:
+                return line
+        return self.line
+
+
+# The fields of a job the cycle may find at fault (``Job.field_lines``): the
+# PriorityClass it names, its WorkloadPriorityClass label, and what binds it to a
+# quota (its quota label, else its namespace).
+PRIORITY_CLASS_AT = "priorityClass"
+WORKLOAD_PRIORITY_CLASS_AT = "workloadPriorityClass"
+QUOTA_AT = "quota"
 
 
 @plain_state

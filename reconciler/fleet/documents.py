@@ -205,14 +205,17 @@ class Document:
     value: Any
     node: yaml.Node | None = None
 
-    def line_of(self, field: str) -> int:
-        """The line of a dotted field (``spec.root.children[0].max``), or the
-        nearest enclosing one that exists."""
+    def line_of(self, field: str, *keys: str) -> int:
+        """The line of a dotted field (``spec.root.children[0].max``), then of
+        each of ``keys`` in it, taken whole (a label's key has dots:
+        ``line_of("metadata.labels", "kueue.x-k8s.io/priority-class")``), or
+        of the nearest enclosing one that exists."""
         node = self.node
         line = self.line
-        if node is None or not field:
+        if node is None or not (field or keys):
             return line
-        for name, index in _FIELD_PART.findall(field):
+        parts = [*_FIELD_PART.findall(field), *((key, "") for key in keys)]
+        for name, index in parts:
             if isinstance(node, yaml.MappingNode) and name:
                 for k, v in node.value:
                     if isinstance(k, yaml.ScalarNode) and k.value == name:

@@ -675,7 +675,7 @@ _FLEET_KINDS = {"ElasticQuotaTree", "PropagationPolicy", "ClusterPropagationPoli
 def _read_job(doc: Document, job_kind: Any, blob: str) -> JobSource | InvalidJob:
     try:
         return build_job(doc.value, job_kind, path=doc.path, index=doc.index, line=doc.line,
-                         blob=blob)
+                         blob=blob, line_of=doc.line_of)
     except ManifestError as exc:
         line = doc.line_of(exc.field)
         try:

@@ -12,11 +12,21 @@ import pickle
 import re
 import sys
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.core.model import Job, JobKey, OneEach, PodSet, Toleration, plain_state
+from reconciler.core.model import (
+    PRIORITY_CLASS_AT,
+    QUOTA_AT,
+    WORKLOAD_PRIORITY_CLASS_AT,
+    Job,
+    JobKey,
+    OneEach,
+    PodSet,
+    Toleration,
+    plain_state,
+)
 from reconciler.core.quota import PREEMPTIBLE_LABEL, QUOTA_LABEL
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, add_into
 from reconciler.jobkinds.base import JobKind, Manifest, ManifestError, pod_requests
@@ -149,8 +159,10 @@ JOB_NAME_MOST = 63  # a Job's pods carry its name in a label (job-name), as oper
 
 
 def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
-              blob: str) -> JobSource:
-    """The core ``Job`` of a manifest; raises ``ManifestError`` naming the field."""
+              blob: str, line_of: LineOf | None = None) -> JobSource:
+    """The core ``Job`` of a manifest; raises ``ManifestError`` naming the field.
+    ``line_of``: the line of a field of it (``Document.line_of``), for those
+    the cycle may find at fault (``Job.field_lines``)."""
     key = job_key(obj, path, index)
     check_namespace(key.namespace)
     if obj["metadata"].get("name"):
@@ -166,6 +178,7 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
     total: Resources = {}
     pods = 0
     priority_classes: set[str] = set()
+    priority_field = "spec.runPolicy.schedulingPolicy.priorityClass"  # (unless a pod's)
     deps: set[tuple[str, str]] = set()
     for ref in kind.pod_templates(obj):
         per_pod = pod_requests(ref.template, ref.field)
@@ -187,6 +200,8 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
         add_into(total, per_pod, ref.replicas)
         pods += ref.replicas
         if spec.get("priorityClassName"):
+            if not priority_classes:
+                priority_field = f"{ref.field}.spec.priorityClassName"
             priority_classes.add(str(spec["priorityClassName"]))
         deps.update(pod_dependencies(spec))
     if len(priority_classes) > 1:
@@ -210,9 +225,34 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
         workload_priority_class=label_map.get(WORKLOAD_PRIORITY_LABEL),
         preemptible=preemptible_raw != "false",
         created_at=rfc3339(meta.get("creationTimestamp")),
-        deleted_when_ended=kind.deleted_when_ended(obj))
+        deleted_when_ended=kind.deleted_when_ended(obj),
+        field_lines=() if line_of is None else _field_lines(
+            line_of, line, label_map, meta, priority_field if priority_class else None))
     return JobSource(job=job, deps=SHARED(tuple(sorted(deps))), index=index,
                      manifest=zlib.compress(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), 1))
+
+
+LineOf = Callable[..., int]  # (field, *keys) -> its line: ``Document.line_of``
+
+
+def _field_lines(line_of: LineOf, line: int, labels: Mapping[str, str],
+                 meta: Mapping[str, Any], priority_field: str | None
+                 ) -> tuple[tuple[str, int], ...]:
+    """``Job.field_lines``: the lines of the fields the cycle may find at
+    fault, but those on the document's first line (one tuple for all jobs
+    alike: most jobs of a file, or of a template, have theirs on the same
+    lines)."""
+    lines = []
+    if priority_field is not None:
+        lines.append((PRIORITY_CLASS_AT, line_of(priority_field)))
+    if WORKLOAD_PRIORITY_LABEL in labels:
+        lines.append((WORKLOAD_PRIORITY_CLASS_AT,
+                      line_of("metadata.labels", WORKLOAD_PRIORITY_LABEL)))
+    if QUOTA_LABEL in labels:
+        lines.append((QUOTA_AT, line_of("metadata.labels", QUOTA_LABEL)))
+    elif meta.get("namespace"):
+        lines.append((QUOTA_AT, line_of("metadata.namespace")))
+    return SHARED(tuple((name, at) for name, at in lines if at != line))
 
 
 def pod_dependencies(spec: Mapping[str, Any]) -> set[tuple[str, str]]:

@@ -9,7 +9,13 @@ from dataclasses import replace
 import pytest
 
 from reconciler.core.cycle import CycleInput, InvalidJob, reconcile_cycle
-from reconciler.core.model import FleetSettings, Phase
+from reconciler.core.model import (
+    PRIORITY_CLASS_AT,
+    QUOTA_AT,
+    WORKLOAD_PRIORITY_CLASS_AT,
+    FleetSettings,
+    Phase,
+)
 from tests.builders import (
     GPU,
     NOW,
@@ -88,6 +94,29 @@ def test_a_missing_priority_class_makes_the_job_invalid(builder: JobBuilder,
         assert word in d.reason
     assert [(p.path, p.line) for p in result.problems] == [("jobs/a.yaml", 12)]
     assert all(v == 0 for v in result.quota_used["root"].values())
+
+
+def test_each_binding_mistake_of_a_job_is_a_problem_at_its_field_line() -> None:
+    """A missing PriorityClass, a missing WorkloadPriorityClass and a quota
+    label naming no quota, each at the line the fleet layer measured
+    (``Job.field_lines``), all in one cycle; a field with no line measured is
+    at the job's own line."""
+    j = (gpu_job("a", 1).priority_class("missing").workload_priority_class("nope")
+         .quota("nosuch").path("jobs/a.yaml", line=3).field_at(PRIORITY_CLASS_AT, 20)
+         .field_at(WORKLOAD_PRIORITY_CLASS_AT, 7).field_at(QUOTA_AT, 8).obj())
+    result = reconcile_cycle(cycle_input(
+        jobs=[j], priority_classes=PRIORITIES, workload_priority_classes=WORKLOAD_PRIORITIES))
+    assert sorted((p.line, p.message.split(" ", 2)[:2]) for p in result.problems) == [
+        (7, ["WorkloadPriorityClass", "'nope'"]),
+        (8, ["label", "quota.scheduling.alibabacloud.com/name='nosuch'"]),
+        (20, ["PriorityClass", "'missing'"])]
+    d = by_name(result)["a"]
+    assert d.phase is Phase.INVALID and d.quota is None
+    assert [part.split(": ")[0] for part in d.reason.split("; jobs/")] == [
+        "jobs/a.yaml:20", "a.yaml:7", "a.yaml:8"]
+    bare = replace(j, field_lines=())
+    result = reconcile_cycle(cycle_input(jobs=[bare], priority_classes=PRIORITIES))
+    assert {p.line for p in result.problems} == {3}
 
 
 # -- quota -------------------------------------------------------------------------------

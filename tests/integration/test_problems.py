@@ -776,3 +776,46 @@ def test_a_quota_weight_that_is_no_usable_number_is_told_and_the_fleet_goes_on(
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert placements(path) == before
+
+
+def test_each_binding_mistake_of_a_job_is_told_at_its_field_line_in_one_run(
+        tmp_path: Path) -> None:
+    """A quota label naming no quota, a WorkloadPriorityClass label naming no
+    class and a priorityClassName naming none were told at the document's
+    first line, and one a job (the next only once that was fixed). Each is
+    told at its own line, at once; the same from the parsed-jobs cache."""
+    path = _template(tmp_path)
+    hotfix = "jobs/text/llm-sft-hotfix.yaml"
+    ablation = "jobs/text/tokenizer-ablation.yaml"
+    text = (path / hotfix).read_text()
+    assert "quota.scheduling.alibabacloud.com/name: text" in text
+    assert "kueue.x-k8s.io/priority-class: urgent" in text
+    write_files(path, {
+        hotfix: text.replace("quota.scheduling.alibabacloud.com/name: text",
+                             "quota.scheduling.alibabacloud.com/name: nosuch")
+                    .replace("priority-class: urgent", "priority-class: urgnet"),
+        ablation: (path / ablation).read_text().replace("priorityClassName: low",
+                                                        "priorityClassName: lwo")})
+    commit_all(path, "three typos")
+    hotfix_text, ablation_text = (path / hotfix).read_text(), (path / ablation).read_text()
+    expected = [
+        f"{hotfix}:{line_of(hotfix_text, 'priority-class: urgnet')}: error: "
+        f"WorkloadPriorityClass 'urgnet' does not exist; create it or fix label "
+        f"kueue.x-k8s.io/priority-class",
+        f"{hotfix}:{line_of(hotfix_text, 'name: nosuch')}: error: label "
+        f"quota.scheduling.alibabacloud.com/name='nosuch' names no quota of the "
+        f"ElasticQuotaTree",
+        f"{ablation}:{line_of(ablation_text, 'priorityClassName: lwo')}: error: PriorityClass "
+        f"'lwo' does not exist; create it or fix priorityClassName",
+    ]
+    for _ in range(2):  # (the second from the cache)
+        proc = fleetq("validate", "--repo", str(path))
+        assert proc.returncode == 1
+        for said in expected:
+            assert said in proc.stdout, proc.stdout
+        assert "3 error(s)" in proc.stdout, proc.stdout
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and all(said in proc.stderr for said in expected), proc.stderr
+    reason = placements(path)["text/tokenizer-ablation"]["reason"]
+    assert reason.startswith(f"{ablation}:{line_of(ablation_text, 'priorityClassName: lwo')}: "
+                             f"PriorityClass 'lwo'"), reason
