@@ -312,8 +312,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     state = None if branch_problems else repo.resolve(
         state_ref(settings_branch(repo, args.source)))
     if state is not None:
-        entries = {e.path: e.sha for e in repo.list_tree(state) if e.type == "blob"
-                   and e.path.startswith(INVENTORY_DIR)}
+        entries = {e.path: e.sha for e in repo.list_tree(state, INVENTORY_DIR)
+                   if e.type == "blob"}
         problems = sorted(set(problems + capacity_problems(repo, entries, computed.inputs)))
     errors = [p for p in problems if p.severity == "error"]
     if args.output in ("json", "yaml"):

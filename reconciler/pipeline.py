@@ -332,9 +332,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                and path.partition("/")[2].rsplit(".", 1)[0] in members}
     observations = read_observations(repo, reports, problems)
     problems.extend(capacity_problems(repo, reports, inputs))
-    cycle_input = _cycle_input(inputs, prior, info, now, settled)
-    problems.extend(Problem(bad.path, bad.line, bad.message) for bad in cycle_input.invalid
-                    if bad.key in inputs.jobs and bad.key not in inputs.twice)
+    cycle_input = _cycle_input(inputs, prior, info, now, settled, problems)
     problems.extend(named_by_order(inputs))
     outcomes = apply_observations(cycle_input, observations) if prior else None
     if outcomes is not None:
@@ -373,17 +371,23 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
 
 
 def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info: CommitInfo,
-                 now: dt.datetime, settled: frozenset[JobKey]) -> CycleInput:
+                 now: dt.datetime, settled: frozenset[JobKey],
+                 problems: list[Problem] | None = None) -> CycleInput:
     """The cycle's input. A job defined in more than one file is invalid: which
     file would count would depend on their names, and a new file must not
-    take a running job over (one that ran keeps its place, flagged)."""
+    take a running job over (one that ran keeps its place, flagged); so are
+    jobs of two kinds with one namespace and name (``shared_names``), each an
+    error added to ``problems``."""
     jobs = tuple(s.job for s in inputs.jobs.values())
     invalid = tuple(inputs.invalid)
     shared = shared_names(jobs)
     if shared:
-        invalid += tuple(InvalidJob(j.key, j.api_version, j.path, j.line, j.blob, shared[j.key])
-                         for j in jobs if j.key in shared)
+        clash = tuple(InvalidJob(j.key, j.api_version, j.path, j.line, j.blob, shared[j.key])
+                      for j in jobs if j.key in shared)
+        invalid += clash
         jobs = tuple(j for j in jobs if j.key not in shared)
+        if problems is not None:  # (told here: the fleet read found no fault in either file)
+            problems.extend(Problem(bad.path, bad.line, bad.message) for bad in clash)
     if inputs.twice:
         twice = inputs.twice
         invalid += tuple(InvalidJob(
@@ -1123,7 +1127,6 @@ def _older_reports(repo: FleetRepo, reports: Sequence[ClusterReport],
             else:
                 replaced.append((report, there.observed_at))
     return out, replaced
-
 
 
 def newer_source(repo: FleetRepo, remote: str | None, source_rev: str,

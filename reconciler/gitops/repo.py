@@ -191,11 +191,14 @@ class FleetRepo:
 
     # -- reading ---------------------------------------------------------------
 
-    def list_tree(self, rev: str) -> list[TreeEntry]:
-        """The files of a commit (or tree), as ``git ls-tree -r`` lists them."""
-        if self._commit_listing is not None and self._commit_listing[0] == rev:
+    def list_tree(self, rev: str, under: str | None = None) -> list[TreeEntry]:
+        """The files of a commit (or tree), as ``git ls-tree -r`` lists them;
+        ``under``: those in that folder (``inventory/``) alone."""
+        if under is None and self._commit_listing is not None and \
+                self._commit_listing[0] == rev:
             return list(self._commit_listing[1])  # a commit this wrote
-        out = self.run("ls-tree", "-r", "-z", "--full-tree", rev)
+        out = self.run("ls-tree", "-r", "-z", "--full-tree", rev,
+                       *(("--", under) if under is not None else ()))
         entries = []
         for record in out.split(b"\0"):
             if not record:

@@ -176,20 +176,24 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
     """
     if overlays.names:
         reuse = None
+    held = held or {}
     clusters = {c.name: c for c in inputs.clusters}
     placed: dict[str, list[Decision]] = {name: [] for name in sorted(clusters)}
     jobs = inputs.jobs
     for d in decisions:
         source = jobs.get(d.key)
-        was = (held or {}).get(d.key)
-        for where in _held_on(d, source.job.deleted_when_ended if source is not None else
-                              was is not None and was.deleted_when_ended):
+        if source is not None:
+            deleted = source.job.deleted_when_ended
+        else:  # (as its manifest on the cluster says)
+            was = held.get(d.key)
+            deleted = was is not None and was.deleted_when_ended
+        for where in _held_on(d, deleted):
             if where in placed:
                 placed[where].append(d)
     work = [(clusters[name], ds) for name, ds in placed.items() if ds]
     render = functools.partial(_render_clusters, inputs=inputs, manifest_of=manifest_of,
                                previous=previous, overlays=overlays, reuse=reuse,
-                               held=held or {})
+                               held=held)
     # the jobs of each cluster to render (not reused): the halves split where they balance
     to_render = [sum(1 for d in ds if reuse is None or job_file(d.key, cluster.name) not in reuse)
                  for cluster, ds in work]
