@@ -40,6 +40,7 @@ from reconciler.core.outcomes import (
     capacity_drift,
     cycle_input_with,
     finish,
+    not_placed,
     parse_time,
 )
 from reconciler.core.problems import Problem
@@ -871,6 +872,8 @@ def describe_changes(prior: dict[JobKey, PriorPlacement], decisions: list[Decisi
                 and before.cluster in d.failed_on:
             to = f" -> {d.cluster}" if d.phase is Phase.ADMITTED else f": {d.phase.value.lower()}"
             why = failovers.get(d.key)
+            if why and d.phase is not Phase.ADMITTED:
+                why = not_placed(why)
             lines.append(f"fail over {name} from {before.cluster}{to}"
                          + (f": {why}" if why else ""))
         elif d.phase is Phase.ADMITTED:

@@ -50,6 +50,7 @@ from reconciler.core.resources import Resources, add_into, format_quantity
 _ENDED = frozenset((Phase.FINISHED, Phase.FAILED))  # (a set: hashed at once, not compared)
 IMMEDIATE_PURGE = ("Immediately", "Directly")  # purge modes: the old copy goes at once
 NEVER_PURGE = "Never"
+UNTIL_PLACED = "until the new placement runs"  # (Graciously, Gracefully: see ``not_placed``)
 
 
 class ObservedPhase(enum.StrEnum):
@@ -297,7 +298,13 @@ def _old_copy(failover: Failover) -> str:
         return f"its copy there is removed at once (purgeMode {mode})"
     if mode == NEVER_PURGE:
         return f"its copy stays there (purgeMode {mode})"
-    return f"its copy stays there until the new placement runs (purgeMode {mode})"
+    return f"its copy stays there {UNTIL_PLACED} (purgeMode {mode})"
+
+
+def not_placed(why: str) -> str:
+    """Why a job failed over (``Outcomes.failovers``), told of a job the cycle
+    then placed nowhere: there is no new placement to wait for yet."""
+    return why.replace(UNTIL_PLACED, "until it is placed again and runs there")
 
 
 def _stays(job: Job | None) -> str:

@@ -196,6 +196,31 @@ def test_purge_modes_keep_the_old_copy_until_the_new_placement_runs_or_never() -
         assert running["a"].failed_on == ("c1",)
 
 
+def test_the_commit_line_of_a_failover_says_the_old_copy_waits_for_a_placement_to_come(
+        ) -> None:
+    """Graciously: placed at once on another cluster, the old copy stays "until
+    the new placement runs"; placed nowhere yet (c2 full), until it is placed
+    again and runs there: there is no new placement to wait for."""
+    from reconciler.pipeline import describe_changes
+    for freed, line in (
+            (True, "fail over PyTorchJob default/a from c1 -> c2: failed on c1 at "
+                   f"{LATER} (exit code 1); its copy stays there until the new placement "
+                   "runs (purgeMode Graciously)"),
+            (False, "fail over PyTorchJob default/a from c1: queued: failed on c1 at "
+                    f"{LATER} (exit code 1); its copy stays there until it is placed again "
+                    "and runs there (purgeMode Graciously)")):
+        inp, a, _ = two_clusters(failover_policy(purge="Graciously"), waiting=False)
+        filler = next(j for j in inp.jobs if j.key.name == "filler")
+        reports = {"c1": report("c1", (a, ObservedPhase.FAILED, LATER))}
+        if freed:
+            reports["c2"] = report("c2", (filler, ObservedPhase.SUCCEEDED, LATER))
+        outcomes = apply_observations(inp, reports)
+        result = reconcile_cycle(cycle_input_with(inp, outcomes))
+        decisions, _ = finish(result.decisions, outcomes)
+        lines = describe_changes(inp.prior, decisions, outcomes, result.moved)
+        assert [x for x in lines if x.startswith("fail over")] == [line], lines
+
+
 def test_a_job_not_running_toleration_seconds_after_admission_fails_over() -> None:
     inp, a, _ = two_clusters(failover_policy(toleration=600))
     filler = next(j for j in inp.jobs if j.key.name == "filler")

@@ -192,7 +192,7 @@ def test_a_failed_job_fails_over_its_old_copy_kept_until_the_new_one_runs(
     message = git(fleet, "log", "-1", "--format=%B", "fleetq/state")
     assert ("fail over PyTorchJob video/video-mae-pretrain from gpu-hz-a: queued: failed on "
             "gpu-hz-a at 2026-12-04T10:30:00Z (worker-0 OOMKilled); its copy stays there until "
-            "the new placement runs (purgeMode Graciously)") in message
+            "it is placed again and runs there (purgeMode Graciously)") in message
     # explain names the clusters its policy selects (GPU ones), but the one it failed on
     told = fleetq("explain", "--repo", str(fleet), MAE, "--now", NEXT)
     assert told.returncode == 0, told.stderr
