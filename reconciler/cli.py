@@ -477,7 +477,7 @@ def cmd_report(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_USAGE
     _fleet_clusters(repo, args, [args.cluster])
-    report = cluster_report(args.cluster, rfc3339(now), [d.value for d in docs], where=where,
+    report = cluster_report(args.cluster, rfc3339(now), docs, where=where,
                             complete=args.complete)
     wrong = report.not_its_own()
     if wrong is not None:

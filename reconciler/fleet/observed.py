@@ -12,7 +12,7 @@ through the API, or ``report`` reads from ``kubectl get -o yaml``
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,7 +109,8 @@ def _document(kind: str, cluster: str, observed_at: str, complete: bool | None,
     return yamltext.dump(doc).encode()
 
 
-def cluster_report(cluster: str, observed_at: str, objects: Iterable[Mapping[str, Any]],
+def cluster_report(cluster: str, observed_at: str,
+                   objects: Iterable[Mapping[str, Any] | Document],
                    *, where: str = "", nodes_read: bool | None = None,
                    complete: bool = False) -> ClusterReport:
     """The report of ``cluster`` made of Kubernetes ``objects`` (a ``List``'s
@@ -118,10 +119,11 @@ def cluster_report(cluster: str, observed_at: str, objects: Iterable[Mapping[str
     job kind was listed (a job not among them is not there). ``nodes_read``: whether
     the nodes were asked for (then none read means none there); by default,
     whether any Node is among the objects. ``where`` names the objects' origin
-    in problems."""
+    in problems, at each object's line when they are the ``Document``s read
+    from it."""
     report = ClusterReport(cluster, observed_at, complete=complete)
     nodes: list[dict[str, Any]] = []
-    for i, obj in enumerate(_flattened(objects)):
+    for i, (obj, line) in enumerate(_flattened(objects)):
         api_version, kind = str(obj.get("apiVersion") or ""), str(obj.get("kind") or "")
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
         assert isinstance(meta, Mapping)
@@ -136,7 +138,7 @@ def cluster_report(cluster: str, observed_at: str, objects: Iterable[Mapping[str
             continue
         name = meta.get("name")
         if not isinstance(name, str) or not name:
-            report.problems.append(Problem(where or cluster, 0, (
+            report.problems.append(Problem(where or cluster, line, (
                 f"object {i + 1} ({kind}) has no metadata.name; it is left out")))
             continue
         key = JobKey(_group(api_version), kind, str(meta.get("namespace") or "default"), name)
@@ -147,7 +149,7 @@ def cluster_report(cluster: str, observed_at: str, objects: Iterable[Mapping[str
         if since is not None:
             when = parse_time(since)
             if when is None:
-                report.problems.append(Problem(where or cluster, 0, (
+                report.problems.append(Problem(where or cluster, line, (
                     f"{kind} {key.namespace}/{name}: its time {since!r} is not an RFC 3339 "
                     f"time; it is recorded without one"), "warning"))
             since = rfc3339_utc(when) if when is not None else None
@@ -157,16 +159,21 @@ def cluster_report(cluster: str, observed_at: str, objects: Iterable[Mapping[str
     return report
 
 
-def _flattened(objects: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
-    for obj in objects:
+def _flattened(objects: Iterable[Mapping[str, Any] | Document]
+               ) -> Iterator[tuple[Mapping[str, Any], int]]:
+    """Each object, and its line (0 when not read from a ``Document``), with
+    a ``List``'s items taken one by one."""
+    for got in objects:
+        doc = got if isinstance(got, Document) else None
+        obj = doc.value if doc is not None else got
         if not isinstance(obj, Mapping):
             continue
         if str(obj.get("kind") or "").endswith("List") and isinstance(obj.get("items"), list):
-            for item in obj["items"]:
+            for j, item in enumerate(obj["items"]):
                 if isinstance(item, Mapping):
-                    yield item
+                    yield item, doc.line_of(f"items[{j}]") if doc is not None else 0
         else:
-            yield obj
+            yield obj, doc.line if doc is not None else 0
 
 
 def _node(obj: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from reconciler.core.model import JobKey
 from reconciler.core.outcomes import ClusterObservation, ObservedJob, ObservedPhase
+from reconciler.fleet.documents import parse_documents
 from reconciler.fleet.observed import (
     API_VERSION,
     ClusterReport,
@@ -610,6 +611,33 @@ def test_a_managed_job_without_a_name_is_a_problem_and_left_out() -> None:
     assert report.skipped == 1
     # without ``where``, the cluster is named
     assert cluster_report("c", OBSERVED_AT, [nameless]).problems[0].path == "c"
+
+
+def test_problems_of_objects_read_from_yaml_name_their_lines() -> None:
+    """Read from ``kubectl get -o yaml`` output (``Document``s), a problem
+    names the line of its object: a List's item, or a document of its own."""
+    text = (
+        "apiVersion: v1\nkind: List\nitems:\n"
+        "- apiVersion: batch/v1\n  kind: Job\n"
+        "  metadata: {name: ok, labels: {fleetq.io/managed-by: fleetq}}\n"
+        "- apiVersion: batch/v1\n  kind: Job\n"
+        "  metadata: {labels: {fleetq.io/managed-by: fleetq}}\n"
+        "- apiVersion: batch/v1\n  kind: Job\n"
+        "  metadata: {name: late, labels: {fleetq.io/managed-by: fleetq}}\n"
+        "  status: {conditions: [{type: Complete, status: 'True', "
+        "lastTransitionTime: 'soon'}]}\n"
+        "---\n"
+        "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\n"
+        "metadata: {labels: {fleetq.io/managed-by: fleetq}}\n")
+    docs, problem = parse_documents("<stdin>", text)
+    assert problem is None
+    report = cluster_report("c", OBSERVED_AT, docs, where="<stdin>")
+    assert [j.key.name for j in report.jobs] == ["ok", "late"]
+    assert [(p.line, p.message.split(":")[0]) for p in report.problems] == [
+        (7, "object 2 (Job) has no metadata.name; it is left out"),
+        (10, "Job default/late"),
+        (15, "object 4 (PyTorchJob) has no metadata.name; it is left out")]
+    assert "its time 'soon' is not an RFC 3339 time" in report.problems[1].message
 
 
 def test_a_job_without_a_namespace_is_in_default() -> None:
