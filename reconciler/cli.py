@@ -39,6 +39,7 @@ from reconciler.pipeline import (
     branch_in_use,
     capacity_problems,
     check_source,
+    check_state_branch,
     compute,
     damaged_state,
     diff_trees,
@@ -189,6 +190,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
     if source is None:
         current = repo.current_branch()
         source = f"{args.remote}/{current}" if args.remote and current else "HEAD"
+    if repo.resolve(source) is not None:
+        # (a watch of a source it could never reconcile stops at once, as reconcile
+        # does; one not there yet, a remote branch not fetched, is waited for)
+        check_state_branch(repo, args.state_branch or settings_branch(repo, source), source)
     show = sys.stderr.isatty() and not args.quiet
     stop = threading.Event()
 

@@ -1156,7 +1156,9 @@ def check_state_branch(repo: FleetRepo, branch: str, source_rev: str) -> None:
     """Refuse a state branch fleetq may not write: not a branch name, the
     source branch (its files would be replaced by the rendered state), a
     branch checked out, one in the way of another, one fleetq did not write;
-    and a state commit as the source."""
+    and a state commit as the source (told first: a source named wrong is
+    the state branch too)."""
+    check_source(repo, source_rev)
     fix = STATE_BRANCH_FIX
     if not branch_name_ok(branch):
         raise GitError(f"the state branch {branch!r} is not a valid branch name; {fix}")
@@ -1182,7 +1184,6 @@ def check_state_branch(repo: FleetRepo, branch: str, source_rev: str) -> None:
     if remote is not None:
         raise GitError(f"the state branch {branch!r} reads as a branch of the remote "
                        f"{remote!r} (git would find two of that name); {fix}")
-    check_source(repo, source_rev)
 
 
 STATE_BRANCH_FIX = ("set spec.stateBranch in fleet.yaml or --state-branch to a branch of "

@@ -223,9 +223,11 @@ def test_a_state_branch_fleetq_may_not_write_is_refused(
         commit_all(path, "the state on main")
     git(path, "remote", "add", "origin", str(tmp_path / "nowhere.git"))
     before = git(path, "for-each-ref").splitlines()
-    proc = fleetq("reconcile", "--repo", str(path), *([] if how == "fleet.yaml" else how))
-    assert proc.returncode == 2 and said in proc.stderr, proc.stderr
-    assert "spec.stateBranch" in proc.stderr and "Traceback" not in proc.stderr
+    for command in ("reconcile", "watch"):  # (a watch stops at once: it never could write)
+        proc = fleetq(command, "--repo", str(path), *([] if how == "fleet.yaml" else how),
+                      timeout=30)
+        assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+        assert "spec.stateBranch" in proc.stderr and "Traceback" not in proc.stderr
     assert git(path, "for-each-ref").splitlines() == before
     assert git(path, "status", "--porcelain") == ""
 
@@ -253,10 +255,13 @@ def test_a_branch_fleetq_did_not_write_or_a_state_commit_as_source_is_refused(
     proc = fleetq("reconcile", "--repo", str(path), "--state-branch", "main")
     assert proc.returncode == 2 and "the branch 'main' was not written by fleetq" in proc.stderr
     state = git(path, "rev-parse", STATE).strip()
-    for command in ("reconcile", "plan", "explain"):
+    for command in ("reconcile", "plan", "explain", "watch"):
         proc = fleetq(command, *(["later"] if command == "explain" else []), "--repo",
-                      str(path), "--source", state)
+                      str(path), "--source", state, timeout=30)
         assert proc.returncode == 2 and "is a state commit" in proc.stderr, proc.stderr
+    # the state branch named as the source: its commit is told, not the branch clash
+    proc = fleetq("reconcile", "--repo", str(path), "--source", STATE, "--state-branch", STATE)
+    assert proc.returncode == 2 and "is a state commit" in proc.stderr, proc.stderr
     git(path, "worktree", "add", "-q", str(tmp_path / "state"), STATE)
     proc = fleetq("reconcile", "--repo", str(path), "--source", "main")
     assert proc.returncode == 2 and f"is checked out in {tmp_path / 'state'}" in proc.stderr
