@@ -55,6 +55,7 @@ from reconciler.pipeline import (
     state_branch_problems,
     state_items,
     state_ref,
+    state_source,
     watch,
 )
 from reconciler.render.text import (
@@ -366,14 +367,22 @@ def cmd_plan(args: argparse.Namespace) -> int:
     tree = repo.write_tree(computed.files)
     files = diff_trees(repo, base, computed.files) if tree != computed.state_tree else []
     changed = bool(files)
+    made_from = state_source(repo, base, computed.source.sha)
     if args.output in ("json", "yaml"):
         _print_value({"source": computed.source.sha, "stateBase": base, "changed": changed,
+                      "stateSource": None if made_from is None else {
+                          "commit": made_from[0], "contained": made_from[1]},
                       "changes": computed.changes,
                       "files": [{"change": c, "path": p} for c, p in files],
                       "problems": [str(p) for p in computed.problems]}, args.output)
     else:
         print(f"fleetq plan: {computed.source.sha[:12]} onto {branch} "
               f"({(base or 'empty')[:12]})")
+        if made_from is not None and not made_from[1]:
+            print(f"\nNote: {args.source} lacks {made_from[0][:12]}, the commit the state was "
+                  f"made from: this is the plan of reconciling {args.source} as it is, which "
+                  f"would undo what the commits it lacks changed. Merge or rebase it onto the "
+                  f"source branch for the plan of the merge.")
         if computed.problems:
             print("\nProblems:")
             print(problems_text(computed.problems))

@@ -1222,6 +1222,19 @@ def state_branch_problems(repo: FleetRepo, inputs: FleetInputs, source_rev: str
     return [Problem(path, line, f"spec.stateBranch {in_use}")]
 
 
+def state_source(repo: FleetRepo, state: str | None, source: str) -> tuple[str, bool] | None:
+    """The source commit the state ``state`` was made from, and whether the
+    source commit ``source`` has it in its history; None when the state names
+    none that is here. A pull request's branch made before the state's source
+    lacks what was pushed since: reconciling its head as it is would undo it."""
+    if state is None:
+        return None
+    made_from = trailers(repo.commit_info(state).message).get(TRAILER)
+    if not made_from or repo.resolve(made_from) is None:
+        return None
+    return made_from, repo.is_ancestor(made_from, source)
+
+
 def check_source(repo: FleetRepo, source_rev: str) -> None:
     """Refuse a source that is a state commit: decided as a fleet, it holds no
     job, and every job would be evicted."""

@@ -167,6 +167,39 @@ def test_plan_shows_changes_without_committing(seed_fleet: SeedFleet) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_plan_of_a_branch_that_lacks_the_state_source_says_so(tmp_path: Path) -> None:
+    """A pull request's branch made before the commit the state was made from:
+    its plan is of reconciling it as it is (main's new job deleted), and says
+    so; rebased, it no longer does."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    git(path, "branch", "pr")
+    intern = (path / "jobs/interns/intern-mnist.yaml").read_text()
+    write_files(path, {"jobs/interns/intern-mnist-2.yaml":
+                       intern.replace("name: intern-mnist", "name: intern-mnist-2")})
+    commit_all(path, "a second intern job")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    made_from = rev(path, "main")
+    git(path, "checkout", "-q", "pr")
+    write_files(path, {"jobs/interns/intern-mnist-3.yaml":
+                       intern.replace("name: intern-mnist", "name: intern-mnist-3")})
+    commit_all(path, "a third one")
+    proc = fleetq("plan", "--repo", str(path), "--source", "pr", "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert f"Note: pr lacks {made_from[:12]}, the commit the state was made from" \
+        in proc.stdout
+    assert "delete PyTorchJob interns/intern-mnist-2" in proc.stdout, proc.stdout
+    got = json.loads(fleetq("plan", "--repo", str(path), "--source", "pr", "--now", NOW,
+                            "-o", "json").stdout)
+    assert got["stateSource"] == {"commit": made_from, "contained": False}
+    git(path, "rebase", "-q", "main")
+    proc = fleetq("plan", "--repo", str(path), "--source", "pr", "--now", NOW)
+    assert "Note:" not in proc.stdout and "delete" not in proc.stdout, proc.stdout
+    got = json.loads(fleetq("plan", "--repo", str(path), "--source", "pr", "--now", NOW,
+                            "-o", "json").stdout)
+    assert got["stateSource"] == {"commit": made_from, "contained": True}
+
+
 def test_queue_lists_waiting_jobs_in_order(seed_fleet: SeedFleet) -> None:
     """The template README's `fleetq queue`: what is waiting, in order."""
     _queued_seed(seed_fleet)
