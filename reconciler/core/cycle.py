@@ -43,6 +43,7 @@ from reconciler.core.preemption import (
     Admitted,
     Blocked,
     PreemptionContext,
+    could_reclaim_back,
     eligible_same_quota,
     find_victims,
     may_evict_priority,
@@ -581,6 +582,7 @@ class _Cycle:
                                   tuple[int, bool]] = {}
         # jobs admitted that waited sparing a reclaimer before they ever ran
         self._spared_before_it_ran: set[JobKey] = set()
+        self._key_by_name: dict[str, JobKey] | None = None  # (see _would_reclaim_back)
         # quota -> job -> (whom it spares (_spared), (its priority, enqueue time and
         # requests)), for its jobs that may wait: made at the first search for
         # victims, kept by _evict (see _spared_in)
@@ -1279,6 +1281,21 @@ class _Cycle:
             return str(by) if why.startswith(RECLAIMING) else None
         return _spares(p.prior) if p.prior is not None else None
 
+    def _would_reclaim_back(self, spared: str) -> bool:
+        """Could the job ``spared`` (``Kind namespace/name``), which reclaimed a
+        job's place, reclaim in return once evicted (``could_reclaim_back``)?
+        One not running spares nothing that matters: it is kept (as said)."""
+        if self._key_by_name is None:
+            self._key_by_name = {str(job.key): job.key for job in self.inp.jobs}
+        key = self._key_by_name.get(spared)
+        victim = self.admitted.get(key) if key is not None else None
+        if victim is None:
+            return True
+        if victim.quota is None or self.usage is None:
+            return True
+        policy = self.inp.settings.for_quota(victim.quota).preemption
+        return could_reclaim_back(self.preemption, self.usage, victim, policy)
+
     def _spared_in(self, p: _Pending) -> frozenset[str]:
         """The jobs ``p`` does not reclaim from (see ``find_victims``): the one it
         spares (``_spared``), and those that jobs of its quota waiting now spare
@@ -1286,6 +1303,8 @@ class _Cycle:
         take the place ``p`` reclaimed, its quota borrowing (above its min) with
         it: that place would be reclaimed again."""
         own = self._spared(p)
+        if own is not None and not self._would_reclaim_back(own):
+            own = None
         if p.quota is None:
             return frozenset((own,) if own else ())
         if self._sparing is None:
@@ -1316,7 +1335,7 @@ class _Cycle:
         for key, (by, waiting) in got.items():
             if key != me and key not in admitted and by not in out and would_retake(
                     usage, p.quota, policy, priority=p.priority, enqueued_at=p.enqueued_at,
-                    waiting=waiting):
+                    waiting=waiting) and self._would_reclaim_back(by):
                 out.add(by)
         if len(self._spared_memo) >= 4096:
             self._spared_memo.clear()

@@ -708,6 +708,22 @@ def may_reclaim(ctx: PreemptionContext, usage: QuotaUsage, quota: str,
     return within_min_after(usage, quota, request, own)
 
 
+def could_reclaim_back(ctx: PreemptionContext, usage: QuotaUsage, victim: Admitted,
+                       policy: PreemptionPolicy) -> bool:
+    """Could ``victim``, once evicted, reclaim in return: would its quota be
+    within its min with it back, once every job of its own it may evict is
+    gone (``may_reclaim``, with it out first)? Only then is it spared by the
+    job it evicted (see ``find_victims``): else that job may take its place
+    back, for good."""
+    if victim.quota is None:
+        return False
+    released = dict(victim.requests)
+    for prio, res in ctx.leaf_pool.get(victim.quota, {}).items():
+        if may_evict_priority(policy, prio, victim.priority):
+            add_into(released, res)  # (itself too, under equal priorities: spared the more)
+    return within_min_after(usage, victim.quota, victim.requests, released)
+
+
 @lru_cache(maxsize=1 << 16)
 def _common_depth(a: str, b: str) -> int:
     n = 0
@@ -787,7 +803,8 @@ def find_victims(ctx: PreemptionContext, *, job: Job, quota: str | None, priorit
 
     ``spared`` (each ``Kind namespace/name``): the jobs ``job`` does not
     reclaim from: the one whose reclaim sent it back to its queue, while it
-    waits, and those whose reclaims sent back a job of its quota that waits,
+    waits and that job could reclaim in return (``could_reclaim_back``), and
+    those whose reclaims sent back a job of its quota that waits,
     may evict ``job`` by priority, and would borrow (its quota above its min)
     in its place. Each of two quotas can be within its min once its own
     lower-priority jobs are out, and those come back on other member

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
 from reconciler.core.explain import explain_decision
 from reconciler.core.model import JobKey, Phase, PreemptionPolicy, QuotaSettings
-from reconciler.core.preemption import Ranked, _Run, most_recent_first
+from reconciler.core.preemption import RECLAIMING, Ranked, _Run, most_recent_first
 from tests.builders import (
     GPU,
     JobBuilder,
@@ -287,15 +287,20 @@ def test_two_quotas_at_their_min_do_not_evict_each_other() -> None:
     assert evicted(result) == set()
 
 
-def quota_mate_case(qa_min: int) -> tuple[CycleInput, CycleResult]:
+def quota_mate_case(qa_min: int, *, y_class: str = "low", w_class: str = "high",
+                    y_gpus: int = 8, w_pods: int = 1, z_gpus: int = 4
+                    ) -> tuple[CycleInput, CycleResult]:
     """qa and qb share a cluster of an 8-GPU and a 4-GPU node, 12 GPUs, qa's min
-    ``qa_min``, qb's the rest. qb borrows: ``y`` (8 GPUs, low) and ``w`` (4, not
-    preemptible) ran there. ``x`` (qa, high, 8 GPUs) waits, sparing ``y``, whose
-    reclaim sent it back; ``z`` (qa, low, 4 GPUs) is new: within qa's min alone."""
-    y = gpu_job("y", 8, "team-b").priority_class("low").obj()
-    w = gpu_job("w", 4, "team-b").priority_class("high").non_preemptible().obj()
+    ``qa_min``, qb's the rest. qb borrows: ``y`` (8 GPUs, low) and ``w`` (4 in
+    ``w_pods`` pods, high: not preemptible) ran there. ``x`` (qa, high, 8 GPUs)
+    waits, having spared ``y``, whose reclaim sent it back; ``z`` (qa, low, 4
+    GPUs) is new: within qa's min alone. ``w`` of a lower class than ``y`` is
+    preemptible: ``y`` may evict it."""
+    y = gpu_job("y", y_gpus, "team-b").priority_class(y_class).obj()
+    w = gpu_job("w", 4 // w_pods, "team-b", replicas=w_pods).priority_class(w_class)
+    w = (w.non_preemptible() if PRIORITIES[w_class] >= PRIORITIES[y_class] else w).obj()
     x = gpu_job("x", 8, "team-a").priority_class("high").obj()
-    z = gpu_job("z", 4, "team-a").priority_class("low").obj()
+    z = gpu_job("z", z_gpus, "team-a").priority_class("low").obj()
     waits = replace(admitted_prior(x, cluster="c1", quota="root/qa", priority=1000),
                     phase=Phase.QUEUED, cluster=None, admitted_at=None, position=1,
                     preempted_by=str(y.key), preemptions=1,
@@ -306,16 +311,26 @@ def quota_mate_case(qa_min: int) -> tuple[CycleInput, CycleResult]:
                          quota("qb", ns=["team-b"], min={"gpu": str(12 - qa_min)}),
                          total={"gpu": "12"}),
         clusters=[gpu_cluster("c1", 8, 4)], priority_classes=PRIORITIES,
-        prior=[admitted_prior(y, cluster="c1", quota="root/qb", priority=10),
-               admitted_prior(w, cluster="c1", quota="root/qb", priority=1000), waits])
+        prior=[admitted_prior(y, cluster="c1", quota="root/qb", priority=PRIORITIES[y_class]),
+               admitted_prior(w, cluster="c1", quota="root/qb", priority=PRIORITIES[w_class]),
+               waits])
     return inp, reconcile_cycle(inp)
 
 
-def test_a_job_reclaims_the_place_of_a_waiting_job_of_its_quota_that_would_hold_it_within_min(
+def test_a_job_reclaims_from_the_job_that_reclaimed_from_it_when_that_one_could_not_return(
         ) -> None:
-    """z reclaims y's node; x, which spares y, then evicts z (lower priority) and
-    takes it, qa within its min (8 of 8): y's quota has nothing more to reclaim."""
+    """x spared y, whose reclaim sent it back. But y, evicted, could not reclaim in
+    return: qb holds w (high, not preemptible by y) and would be above its min
+    with y back. So x, within qa's min (8 of 8), reclaims y's node at once: a
+    guaranteed min is not lost for good to the job that took it."""
     d = by_name(quota_mate_case(qa_min=8)[1])
+    assert {n: x.phase for n, x in d.items()} == {
+        "x": Phase.ADMITTED, "w": Phase.ADMITTED, "y": Phase.QUEUED, "z": Phase.QUEUED}
+    assert d["y"].preempted_by == "PyTorchJob team-a/x"
+    assert d["y"].preemption_reason.startswith(RECLAIMING)
+    # qa's min is 6: x cannot reclaim (8 > 6); z (within it) does, and x evicts z
+    # by priority and takes the node, borrowing: y still could not return (12 > 6)
+    d = by_name(quota_mate_case(qa_min=6)[1])
     assert {n: x.phase for n, x in d.items()} == {
         "x": Phase.ADMITTED, "w": Phase.ADMITTED, "y": Phase.QUEUED, "z": Phase.QUEUED}
     assert d["y"].preempted_by == "PyTorchJob team-a/z"  # (z never ran: no record)
@@ -323,10 +338,13 @@ def test_a_job_reclaims_the_place_of_a_waiting_job_of_its_quota_that_would_hold_
 
 def test_a_job_does_not_reclaim_a_place_a_waiting_job_of_its_quota_would_take_borrowing(
         ) -> None:
-    """qa's min is 6: x in z's place would borrow (8 of 6), so y would reclaim it
-    back and z the place again, round after round. z does not reclaim from y while
-    x waits: nobody is evicted."""
-    inp, result = quota_mate_case(qa_min=6)
+    """qa's min is 5, qb's 7; y (mid, 7 GPUs) may evict w (low, two pods of 2):
+    y, evicted, could reclaim back (qb within its min once w is out). z (5 GPUs,
+    within qa's min) fits only in y's place; x in it would borrow (8 of 5), so y
+    would reclaim it back and z the place again, round after round. z does not
+    reclaim from y while x waits: nobody is evicted."""
+    inp, result = quota_mate_case(qa_min=5, y_class="mid", w_class="low", y_gpus=7, w_pods=2,
+                                  z_gpus=5)
     d = by_name(result)
     assert {n: x.phase for n, x in d.items()} == {
         "x": Phase.QUEUED, "w": Phase.ADMITTED, "y": Phase.ADMITTED, "z": Phase.QUEUED}
