@@ -16,6 +16,7 @@ import struct
 import subprocess
 import tempfile
 import threading
+import time
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -78,6 +79,7 @@ PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3}
 PACK_NAMES = {v: k for k, v in PACK_TYPES.items()}
 PACK_MIN_OBJECTS = 500  # fewer new files than this are written as loose objects
 BEHIND_MIN_BYTES = 4 << 20  # a blob this large is compressed and written in the background
+LOCK_TRIES, LOCK_WAIT = 10, 0.2  # a ref locked by another git: tried again for 2 s
 MEMO_COMMITS = 4096  # commits remembered as such, and read (see resolve, commit_info)
 
 
@@ -457,12 +459,29 @@ class FleetRepo:
         return sha
 
     def update_ref(self, ref: str, new: str, old: str | None) -> bool:
-        """Move ``ref`` to ``new`` only if it still points at ``old`` (None: absent)."""
+        """Move ``ref`` to ``new`` only if it still points at ``old`` (None:
+        absent): False when it moved meanwhile (a race lost); a ``GitError``
+        when git could not move it for another reason (a lock file left by a
+        git that was killed, a full disk, ...)."""
         expected = old or "0" * 40
         self.settle()
-        proc = subprocess.run(["git", "update-ref", "-m", "fleetq reconcile", ref, new,
-                               expected], cwd=self.root, capture_output=True, check=False)
-        return proc.returncode == 0
+        for attempt in range(LOCK_TRIES):
+            proc = subprocess.run(["git", "update-ref", "-m", "fleetq reconcile", ref, new,
+                                   expected], cwd=self.root, capture_output=True, check=False)
+            if proc.returncode == 0:
+                return True
+            if self.resolve(ref) != old:
+                return False
+            err = proc.stderr.decode(errors="replace").strip()
+            locked = ".lock" in err
+            if not locked or attempt == LOCK_TRIES - 1:
+                break
+            time.sleep(LOCK_WAIT)  # (another writer holds the lock: it may be moving it)
+        said = err.splitlines()[0] if err else f"exit code {proc.returncode}"
+        fix = ("; if no git command runs in this repository, delete that lock file (left by "
+               "a git that was stopped) and run fleetq again" if locked else "")
+        raise GitError(f"git could not move {ref} (it is still at {(old or 'nothing')[:12]}: "
+                       f"no other writer moved it): {said}{fix}")
 
     # -- remotes ---------------------------------------------------------------
 
@@ -494,6 +513,12 @@ class FleetRepo:
                            cwd=self.root, capture_output=True, check=False)
             return True
         text = (proc.stdout + proc.stderr).decode(errors="replace")
+        if "[remote rejected]" in text and "declined" in text:
+            # (its hook or a branch protection: no race; two pushes at once may be
+            # "rejected" there too, failing to lock or update the ref: a race)
+            raise GitError(f"{remote} refused the push of the state branch {branch}: "
+                           f"{text.strip()}; let the account fleetq pushes with push to "
+                           f"{branch} (a protected branch's rules, a pre-receive hook)")
         if "stale info" in text or "rejected" in text or "fetch first" in text:
             return False
         raise GitError(f"git push {remote} {branch} failed: {text.strip()}")

@@ -241,3 +241,44 @@ def test_a_reconcile_of_an_older_commit_does_not_roll_the_state_back(tmp_path: P
                    "--source", "HEAD~1", "-q")
     assert again.returncode == 0 and "would roll it back" in again.stdout, again.stdout
     assert rev(origin, STATE) == state
+
+
+def test_a_remote_that_refuses_the_push_is_told_at_once_not_retried_as_a_race(
+        tmp_path: Path) -> None:
+    """A pre-receive hook (or a protected branch's rules) declines the state
+    branch: the push fails for that, said with the remote's words and the fix,
+    exit 2, after one try; the remote keeps no state branch."""
+    origin, clones = _origin_with_clones(tmp_path, ["ci"])
+    hook = origin / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'GH006: Protected branch update failed' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    proc = fleetq("reconcile", "--repo", str(clones["ci"]), "--remote", "origin",
+                  "--now", NOW)
+    assert proc.returncode == 2, proc.stderr
+    assert "origin refused the push of the state branch fleetq/state" in proc.stderr
+    assert "GH006: Protected branch update failed" in proc.stderr
+    assert "kept moving" not in proc.stderr and "Traceback" not in proc.stderr
+    assert rev(origin, STATE) is None
+
+
+def test_a_lock_left_by_a_stopped_git_is_told_with_the_fix(tmp_path: Path) -> None:
+    """``<ref>.lock`` left behind (a git killed while it moved the state branch):
+    git cannot move it, though no other writer did; fleetq says so and names the
+    lock file, exit 2, and nothing changes; once it is deleted, the reconcile runs."""
+    _, clones = _origin_with_clones(tmp_path, ["here"])
+    repo = clones["here"]
+    assert fleetq("reconcile", "--repo", str(repo), "--now", NOW).returncode == 0
+    before = rev(repo, STATE)
+    write_files(repo, {"jobs/another.yaml": pytorchjob("another")})
+    commit_all(repo, "another job")
+    lock = repo / ".git" / "refs" / "heads" / "fleetq" / "state.lock"
+    lock.write_text("")
+    proc = fleetq("reconcile", "--repo", str(repo), "--now", NOW)
+    assert proc.returncode == 2, proc.stderr
+    assert f"git could not move refs/heads/{STATE}" in proc.stderr
+    assert "no other writer moved it" in proc.stderr and "state.lock" in proc.stderr
+    assert "delete that lock file" in proc.stderr and "kept moving" not in proc.stderr
+    assert rev(repo, STATE) == before
+    lock.unlink()
+    assert fleetq("reconcile", "--repo", str(repo), "--now", NOW).returncode == 0
+    assert rev(repo, STATE) != before
