@@ -903,6 +903,7 @@ def _plan(ctx: PreemptionContext, usage: QuotaUsage, job: Job, quota: str, prior
 
 MAX_CLUSTERS_SEARCHED = 4
 MAX_VICTIMS = 32  # a plan that needs more evictions than this is not made
+MAX_SINGLE_TRIES = 64  # single victims tried for a plan of several (see _one_victim)
 
 
 def _missing(cs: ClusterState, total: ResourcesView, freed: ResourcesView) -> float:
@@ -1119,6 +1120,11 @@ class _Search:
                     fit = again
                 else:
                     self._take(victim)
+            if len(self.removed) > 1:  # (the smallest set: one victim, if one does)
+                one = self._one_victim(cluster)
+                if one is not None:
+                    victim, why, fit = one
+                    return PreemptionPlan(victims=(victim,), fit=fit, reasons={victim.key: why})
             victims = tuple(v for v, _ in self.removed)
             if not victims:
                 return None
@@ -1126,3 +1132,52 @@ class _Search:
                                   reasons={v.key: reasons[v.key] for v in victims})
         finally:
             self._restore_all()
+
+    def _one_victim(self, cluster: str) -> tuple[Admitted, str, Fit] | None:
+        """The best-ranked single victim that lets the job in on ``cluster``, if
+        any, taken (``removed`` holds it alone); else ``None``, with ``removed``
+        as it was. The victims taken one after the other in rank order, then
+        given back where the job can do without, are a set none of which is
+        needless, but not always the smallest: three jobs of 1, 4 and 5 cpu,
+        for a job of 5, give the first two. At most ``MAX_SINGLE_TRIES`` are
+        tried, those on the cluster first, then those below the quota that
+        blocks the job."""
+        kept = list(self.removed)
+        self._restore_all()
+        short = self._quota_short()
+        seen: set[int] = set()
+        tries = 0
+        for victim, why in self._each_candidate(cluster, short):
+            if id(victim) in seen or not self._helps(victim, short):
+                continue
+            seen.add(id(victim))
+            tries += 1
+            if tries > MAX_SINGLE_TRIES:
+                break
+            self._take(victim)
+            fit = self._fit_on(cluster)
+            if fit is not None:
+                return victim, why, fit
+            self._restore_all()
+        for victim, _ in kept:  # (none alone does: the set found, taken again)
+            self._take(victim)
+        return None
+
+    def _each_candidate(self, cluster: str, short: tuple[str, str, int | None] | None
+                        ) -> Iterator[tuple[Admitted, str]]:
+        """The candidates, in rank order: those on ``cluster``, then, when a
+        quota blocks the job, those below it on other clusters."""
+        for part in self.candidates:
+            for _, victim, why in part.on(cluster):
+                yield victim, why
+        if short is None:
+            return
+        blocking = short[0]
+        everyone = blocking == self.usage.tree.root
+        for part in self.candidates:
+            below = part if everyone else part.below(blocking)
+            i = 0
+            while (got := below.at(i)) is not None:
+                i += 1
+                if got[1].cluster != cluster:
+                    yield got[1], got[2]

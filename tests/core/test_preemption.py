@@ -65,6 +65,27 @@ def test_a_higher_priority_job_preempts_a_lower_one_of_its_quota() -> None:
     assert d["low"].position == 1
 
 
+def test_the_smallest_set_of_victims_is_taken_one_victim_where_one_does() -> None:
+    """Low jobs of 5, 4 and 1 GPUs fill the 10-GPU cluster, admitted in that
+    order; a high one of 5 GPUs comes. Taken in rank order (the most recently
+    admitted first), 1 and 4 free 5, and neither can be given back; but the
+    job of 5 alone frees as much: it alone is evicted."""
+    jobs = [gpu_job(name, gpus, "team-a").priority_class("low").created(t(i))
+            for i, (name, gpus) in enumerate((("five", 5), ("four", 4), ("one", 1)), 1)]
+    tree = simple_tree(quota("qa", ns=["team-a"]))
+    first = reconcile_cycle(cycle_input(jobs=jobs, tree=tree, clusters=[gpu_cluster("c1", 10)],
+                                        priority_classes=PRIORITIES))
+    assert all(d.phase is Phase.ADMITTED for d in first.decisions)
+    high = gpu_job("high", 5, "team-a").priority_class("high").created(t(9))
+    result = reconcile_cycle(cycle_input(
+        jobs=[*jobs, high], tree=tree, clusters=[gpu_cluster("c1", 10)],
+        priority_classes=PRIORITIES, prior=prior_of(first.decisions)))
+    d = by_name(result)
+    assert (d["high"].phase, d["high"].cluster) == (Phase.ADMITTED, "c1")
+    assert evicted(result) == {"five"}
+    assert d["five"].preempted_by == "PyTorchJob team-a/high"
+
+
 @pytest.mark.parametrize(("preemption", "newer_equal_preempted"), [
     (None, False),  # LowerPriority, the default
     (PreemptionPolicy.LOWER_PRIORITY, False),
