@@ -43,6 +43,7 @@ from reconciler.pipeline import (
     compute,
     damaged_state,
     diff_trees,
+    made_off_branch,
     observed_anew,
     parse_now,
     read_inputs,
@@ -161,7 +162,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     branch = _branch(repo, args)
     if outcome.computed is not None and outcome.computed.problems:
         print(problems_text(outcome.computed.problems), file=sys.stderr)
-    print(_outcome_line(outcome, branch), file=_say(args.output))
+    print(_outcome_line(outcome, branch, repo), file=_say(args.output))
     if args.output != "none":
         items, texts = (([decision_item(d) for d in outcome.decisions], {})
                         if outcome.computed else _state_items(repo, branch, cache))
@@ -169,9 +170,16 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _outcome_line(outcome: Outcome, branch: str) -> str:
+def _outcome_line(outcome: Outcome, branch: str, repo: FleetRepo | None = None) -> str:
     source = (outcome.source.sha if outcome.source else "")[:12]
     if outcome.newer is not None:
+        off = made_off_branch(repo, outcome.newer, outcome.source.sha) \
+            if repo is not None and outcome.source is not None else None
+        if off is not None:
+            return (f"no change: {branch} is made from {outcome.newer[:12]}, a later commit "
+                    f"than {source}, of the branch {off[1]!r}, not of {off[0]!r}: if that "
+                    f"branch was reconciled by mistake, commit to {off[0]!r} (git commit "
+                    f"--allow-empty will do) and reconcile that commit, which is not older")
         return (f"no change: {branch} is made from {outcome.newer[:12]}, a later commit than "
                 f"{source}: reconciling {source} would roll it back (to go back, revert on "
                 f"the source branch)")
@@ -220,7 +228,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             return
         if done.outcome.computed is not None and done.outcome.computed.problems:
             print(problems_text(done.outcome.computed.problems), file=sys.stderr)
-        print(f"{stamp} {_outcome_line(done.outcome, done.branch)} ({done.seconds:.1f}s)",
+        print(f"{stamp} {_outcome_line(done.outcome, done.branch, repo)} ({done.seconds:.1f}s)",
               flush=True)
 
     try:
@@ -378,7 +386,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     else:
         print(f"fleetq plan: {computed.source.sha[:12]} onto {branch} "
               f"({(base or 'empty')[:12]})")
-        if made_from is not None and not made_from[1]:
+        if made_from is not None and repo.is_ancestor(computed.source.sha, made_from[0]) \
+                and computed.source.sha != made_from[0]:
+            print(f"\nNote: the state is made from {made_from[0][:12]}, a later commit than "
+                  f"{computed.source.sha[:12]}: fleetq reconcile of it makes no change (it "
+                  f"would roll the state back); below is what it would change if it did.")
+        elif made_from is not None and not made_from[1]:
             print(f"\nNote: {args.source} lacks {made_from[0][:12]}, the commit the state was "
                   f"made from: this is the plan of reconciling {args.source} as it is, which "
                   f"would undo what the commits it lacks changed. Merge or rebase it onto the "

@@ -1152,6 +1152,33 @@ def newer_source(repo: FleetRepo, remote: str | None, source_rev: str,
     return made_from
 
 
+def made_off_branch(repo: FleetRepo, made_from: str, source: str) -> tuple[str, str] | None:
+    """When the commit the state was made from (``made_from``, later than the
+    ``source`` commit) is on no branch of the name of one at ``source`` (local,
+    or a remote's), but on another: (that branch at ``source``, one branch
+    that has it). A branch reconciled by mistake, a feature branch, say: then
+    the source branch's own history holds no later commit, and a new commit on
+    it is reconciled as usual. ``None`` otherwise (a late pipeline of an older
+    commit of the same branch)."""
+    out = repo.run("for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/",
+                   "refs/remotes/", check=False).decode("utf-8", "surrogateescape")
+    def short(ref: str) -> str:
+        name = ref.removeprefix("refs/heads/")
+        return name.split("/", 1)[1] if ref.startswith("refs/remotes/") and "/" in name \
+            else name.removeprefix("refs/remotes/")
+    at_source = {short(ref) for sha, _, ref in (line.partition(" ") for line in out.splitlines())
+                 if sha == source and not ref.endswith("/HEAD")}
+    if not at_source:
+        return None
+    having = repo.run("for-each-ref", "--contains", made_from, "--format=%(refname)",
+                      "refs/heads/", "refs/remotes/", check=False
+                      ).decode("utf-8", "surrogateescape").split()
+    names = sorted({short(ref) for ref in having if not ref.endswith("/HEAD")})
+    if not names or at_source & set(names):
+        return None
+    return sorted(at_source)[0], names[0]
+
+
 def check_state_branch(repo: FleetRepo, branch: str, source_rev: str) -> None:
     """Refuse a state branch fleetq may not write: not a branch name, the
     source branch (its files would be replaced by the rendered state), a

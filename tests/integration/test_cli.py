@@ -200,6 +200,36 @@ def test_plan_of_a_branch_that_lacks_the_state_source_says_so(tmp_path: Path) ->
     assert got["stateSource"] == {"commit": made_from, "contained": True}
 
 
+def test_a_state_made_from_another_branch_says_how_to_reconcile_the_source_again(
+        tmp_path: Path) -> None:
+    """A feature branch reconciled by mistake: main, older than it, is not
+    reconciled (that would look like a late pipeline rolling the state back),
+    and fleetq says whose commit the state is made from and how to go on; plan
+    says a reconcile makes no change. A new commit on main is reconciled."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    git(path, "checkout", "-q", "-b", "feature")
+    intern = (path / "jobs/interns/intern-mnist.yaml").read_text()
+    write_files(path, {"jobs/interns/unmerged.yaml":
+                       intern.replace("name: intern-mnist", "name: unmerged")})
+    commit_all(path, "not merged")
+    git(path, "checkout", "-q", "main")
+    assert fleetq("reconcile", "--repo", str(path), "--source", "feature",
+                  "--now", NOW).returncode == 0
+    assert "unmerged" in {i["job"]["name"] for i in placements(path).values()}
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert "of the branch 'feature', not of 'main'" in proc.stdout + proc.stderr
+    assert "git commit --allow-empty" in proc.stdout + proc.stderr
+    proc = fleetq("plan", "--repo", str(path), "--now", NOW)
+    assert "fleetq reconcile of it makes no change" in proc.stdout, proc.stdout
+    git(path, "commit", "-q", "--allow-empty", "-m", "main again")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and "committed" in proc.stdout + proc.stderr
+    assert "unmerged" not in {i["job"]["name"] for i in placements(path).values()}
+
+
 def test_queue_lists_waiting_jobs_in_order(seed_fleet: SeedFleet) -> None:
     """The template README's `fleetq queue`: what is waiting, in order."""
     _queued_seed(seed_fleet)
