@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -45,7 +46,8 @@ def in_two(work: Callable[[Sequence[T]], R], items: Sequence[T],
     except ValueError:  # pragma: no cover - no fork on this platform
         return work(mine), work(theirs)
     receive, send = context.Pipe(duplex=False)
-    worker = context.Process(target=_worker, args=(work, theirs, send, receive), daemon=True)
+    worker = context.Process(target=_worker, args=(work, theirs, send, receive, os.getpid()),
+                             daemon=True)
     worker.start()
     send.close()
     got: list[R] = []  # the other half's result, once received whole
@@ -66,7 +68,7 @@ def in_two(work: Callable[[Sequence[T]], R], items: Sequence[T],
 
 
 def _worker(work: Callable[[Sequence[T]], R], items: Sequence[T], send: Connection,
-            receive: Connection) -> None:
+            receive: Connection, parent: int) -> None:
     # Its copy of the reading end, closed: should the parent end without reading
     # (killed), sending fails at once, rather than waiting for a reader for ever.
     receive.close()
@@ -74,7 +76,23 @@ def _worker(work: Callable[[Sequence[T]], R], items: Sequence[T], send: Connecti
     # gets them too, stops it anyway.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _end_with(parent)
     try:
         send.send_bytes(pickle.dumps(work(items), protocol=pickle.HIGHEST_PROTOCOL))
+    except OSError:  # (the parent ended, killed: nobody reads, and nobody is told)
+        os._exit(1)
     finally:
         send.close()
+
+
+def _end_with(parent: int) -> None:
+    """Have this forked process killed when its parent ends (Linux), as the
+    parent, killed (``kill -9``, a CI job cancelled), cannot stop it: its work
+    is not wanted. (Elsewhere it ends once it has done its half.)"""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # (it ended before that was set)
+        os._exit(1)

@@ -108,3 +108,36 @@ def test_a_stopped_parent_leaves_no_forked_process_behind(tmp_path: Path, how: s
     while not _gone(worker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _gone(worker), f"the forked process {worker} is still there"
+
+
+KILLED_WHILE_IT_WORKS = """
+import os, sys, time
+from reconciler.halves import in_two
+parent = os.getpid()
+def work(items):
+    if os.getpid() != parent:
+        open(sys.argv[1], "w").write(str(os.getpid()))
+        time.sleep(60)  # (a long half: the parent is killed meanwhile)
+        return items
+    while not os.path.exists(sys.argv[1]):
+        time.sleep(0.01)
+    os.kill(os.getpid(), 9)
+in_two(work, list(range(4)))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG)")
+def test_a_killed_parent_takes_its_forked_process_with_it(tmp_path: Path) -> None:
+    """``kill -9`` of a reconcile (a CI job cancelled) while the other half is
+    still at work: that process ends at once, quietly, rather than working on
+    for nobody and then printing a BrokenPipeError into the job's log."""
+    pid_file = tmp_path / "worker.pid"
+    with subprocess.Popen([sys.executable, "-c", KILLED_WHILE_IT_WORKS, str(pid_file)],
+                          stderr=subprocess.PIPE, text=True) as proc:
+        assert proc.wait(timeout=60) == -9
+        worker = int(pid_file.read_text())
+        deadline = time.monotonic() + 10
+        while not _gone(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(worker), f"the forked process {worker} works on"
+        assert proc.stderr is not None and "Traceback" not in proc.stderr.read()
