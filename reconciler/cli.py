@@ -38,6 +38,7 @@ from reconciler.pipeline import (
     Round,
     branch_in_use,
     capacity_problems,
+    check_remote_state,
     check_source,
     check_state_branch,
     compute,
@@ -371,6 +372,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     branch = _branch(repo, args)
     check_source(repo, args.source)
     base = repo.fetch(args.remote, branch) if args.remote else repo.resolve(state_ref(branch))
+    if args.remote and base is not None:
+        check_remote_state(repo, args.remote, branch, base)
     computed = _computed_on(repo, args, branch, state_base=base, now=args.now)
     tree = repo.write_tree(computed.files)
     files = diff_trees(repo, base, computed.files) if tree != computed.state_tree else []

@@ -1002,6 +1002,8 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             ending.callback(cache.wait_behind)
         for attempt in range(1, MAX_ATTEMPTS + 1):
             base = repo.fetch(remote, branch) if remote else repo.resolve(state_ref(branch))
+            if remote and base is not None:
+                check_remote_state(repo, remote, branch, base)
             source = up_to_date(repo, source_rev, base)
             newer = None if source is not None else newer_source(repo, remote, source_rev, base)
             if source is not None or newer is not None:
@@ -1075,6 +1077,8 @@ def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
     check_state_branch(repo, branch, source_rev)
     for _ in range(MAX_ATTEMPTS):
         base = repo.fetch(remote, branch) if remote else repo.resolve(state_ref(branch))
+        if remote and base is not None:
+            check_remote_state(repo, remote, branch, base)
         if base is None:
             raise GitError(f"there is no state on {branch!r} yet: run fleetq reconcile first "
                            f"(reports are kept beside the state it makes)")
@@ -1454,6 +1458,24 @@ def cache_problems(cache: Cache | None) -> list[Problem]:
 
 
 CACHE_PATH = ".git/fleetq"
+
+
+def check_remote_state(repo: FleetRepo, remote: str, branch: str, head: str) -> None:
+    """Refuse a remote's state branch whose head fleetq did not write (pushed
+    over by hand, ``git push --force`` of another branch): read as the state,
+    it holds none; the fix is on the remote, where the next fetch reads it."""
+    if TRAILER in trailers(repo.commit_info(head).message):
+        return
+    local = repo.resolve(state_ref(branch))
+    good = local if local is not None and TRAILER in trailers(
+        repo.commit_info(local).message) else None
+    how = (f"git push --force {remote} {good[:12]}:refs/heads/{branch} (this clone's "
+           f"{branch}, the last state it knows)" if good else
+           f"git push --force {remote} <commit>:refs/heads/{branch}, <commit> the last "
+           f"fleetq commit of it (git reflog on a clone that had it)")
+    raise GitError(f"the state branch {branch} on {remote} is at {head[:12]}, which fleetq "
+                   f"did not write (it has no {TRAILER} trailer): put fleetq's last state "
+                   f"commit back there: {how}; then run again")
 
 
 def damaged_state(state: str, problem: Problem) -> str:

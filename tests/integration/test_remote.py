@@ -282,3 +282,28 @@ def test_a_lock_left_by_a_stopped_git_is_told_with_the_fix(tmp_path: Path) -> No
     lock.unlink()
     assert fleetq("reconcile", "--repo", str(repo), "--now", NOW).returncode == 0
     assert rev(repo, STATE) != before
+
+
+def test_a_remote_state_branch_pushed_over_by_hand_is_refused_with_the_fix(
+        tmp_path: Path) -> None:
+    """Another branch force-pushed onto the remote's state branch: read as the
+    state it holds none. reconcile, plan and report refuse it (exit 2), naming
+    the push that puts fleetq's last state back; done, reconcile runs again."""
+    _, clones = _origin_with_clones(tmp_path, ["ci", "other"])
+    ci = clones["ci"]
+    assert fleetq("reconcile", "--repo", str(ci), "--remote", "origin",
+                  "--now", NOW).returncode == 0
+    good = rev(ci, STATE)
+    git(clones["other"], "push", "-q", "--force", "origin", f"main:refs/heads/{STATE}")
+    fix = f"git push --force origin {good[:12]}:refs/heads/{STATE}"
+    for command in (["reconcile"], ["plan"], ["report", "--cluster", "cf-hz-a"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "reconciler.cli", *command, "--repo", str(ci),
+             "--remote", "origin", "--now", NOW], input="apiVersion: v1\nkind: List\nitems: []\n",
+            capture_output=True, text=True, cwd=REPO_ROOT, check=False, timeout=60)
+        assert proc.returncode == 2, (command, proc.stdout, proc.stderr)
+        assert "which fleetq did not write" in proc.stderr and fix in proc.stderr, proc.stderr
+    assert rev(ci, STATE) == good  # (nothing moved here either)
+    git(ci, "push", "-q", "--force", "origin", f"{good}:refs/heads/{STATE}")
+    assert fleetq("reconcile", "--repo", str(ci), "--remote", "origin",
+                  "--now", NOW).returncode == 0
