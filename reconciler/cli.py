@@ -246,12 +246,30 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _state_head(repo: FleetRepo, branch: str) -> str | None:
+    """The state branch's head, for a command that reads it: the local branch,
+    else, when one remote's copy of it is here (a fresh clone on a CI runner),
+    that copy, said on stderr."""
+    sha = repo.resolve(state_ref(branch))
+    if sha is not None:
+        return sha
+    copies = [ref for ref in repo.run("for-each-ref", "--format=%(refname)", "refs/remotes/",
+                                      check=False).decode("utf-8", "surrogateescape").split()
+              if ref.endswith(f"/{branch}") and ref.count("/") == 3 + branch.count("/")]
+    if len(copies) != 1:
+        return None
+    name = copies[0].removeprefix("refs/remotes/")
+    print(f"fleetq: no local branch {branch!r}: reading {name} as git last fetched it "
+          f"(git fetch {name.split('/', 1)[0]} for the newest, or --remote)", file=sys.stderr)
+    return repo.resolve(copies[0])
+
+
 def _state_items(repo: FleetRepo, branch: str, cache: Cache | None
                  ) -> tuple[list[dict[str, Any]], dict[int, bytes]]:
     """The state's items, and the text of each in placements.yaml when the
     cache gave it, by ``id`` of the item (a list filtered or sorted keeps
     them)."""
-    sha = repo.resolve(state_ref(branch))
+    sha = _state_head(repo, branch)
     if sha is None:
         raise GitError(f"no state branch {branch!r} yet; run `fleetq reconcile` first")
     items, texts, problem = state_items(repo, sha, cache)
@@ -371,7 +389,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     args.remote = _remote(repo, args, args.source)
     branch = _branch(repo, args)
     check_source(repo, args.source)
-    base = repo.fetch(args.remote, branch) if args.remote else repo.resolve(state_ref(branch))
+    base = repo.fetch(args.remote, branch) if args.remote else _state_head(repo, branch)
     if args.remote and base is not None:
         check_remote_state(repo, args.remote, branch, base)
     computed = _computed_on(repo, args, branch, state_base=base, now=args.now)
@@ -444,7 +462,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     branch = _branch(repo, args)
     check_source(repo, args.source)
-    base = repo.resolve(state_ref(branch))
+    base = _state_head(repo, branch)
     computed = _computed_on(repo, args, branch, state_base=base, now=args.now)
     wanted = args.job
     kind, namespace, name = _job_name(wanted)

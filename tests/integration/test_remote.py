@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import subprocess
 import sys
@@ -307,3 +308,23 @@ def test_a_remote_state_branch_pushed_over_by_hand_is_refused_with_the_fix(
     git(ci, "push", "-q", "--force", "origin", f"{good}:refs/heads/{STATE}")
     assert fleetq("reconcile", "--repo", str(ci), "--remote", "origin",
                   "--now", NOW).returncode == 0
+
+
+def test_read_commands_in_a_fresh_clone_read_the_remote_state(tmp_path: Path) -> None:
+    """A CI runner's fresh clone has ``origin/fleetq/state`` but no local state
+    branch: status and plan read that copy (and say so), rather than telling
+    that there is no state, and planning every job as new."""
+    _, clones = _origin_with_clones(tmp_path, ["ci", "fresh"])
+    assert fleetq("reconcile", "--repo", str(clones["ci"]), "--remote", "origin",
+                  "--now", NOW).returncode == 0
+    fresh = clones["fresh"]
+    git(fresh, "fetch", "-q", "origin")
+    assert rev(fresh, STATE) is None
+    status = fleetq("status", "--repo", str(fresh), "-o", "json")
+    assert status.returncode == 0, status.stderr
+    assert f"reading origin/{STATE} as git last fetched it" in status.stderr
+    assert [i["job"]["name"] for i in json.loads(status.stdout)] == [
+        i["job"]["name"] for i in _remote_placements(tmp_path / "origin.git")["items"]]
+    plan = fleetq("plan", "--repo", str(fresh), "--now", NOW, "--exit-code")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert "No changes" in plan.stdout
