@@ -1004,6 +1004,8 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             base = repo.fetch(remote, branch) if remote else repo.resolve(state_ref(branch))
             if remote and base is not None:
                 check_remote_state(repo, remote, branch, base)
+            elif remote:
+                check_no_remote_state(repo, remote, branch)
             source = up_to_date(repo, source_rev, base)
             newer = None if source is not None else newer_source(repo, remote, source_rev, base)
             if source is not None or newer is not None:
@@ -1458,6 +1460,20 @@ def cache_problems(cache: Cache | None) -> list[Problem]:
 
 
 CACHE_PATH = ".git/fleetq"
+
+
+def check_no_remote_state(repo: FleetRepo, remote: str, branch: str) -> None:
+    """Refuse to start a remote's state anew while this clone has fleetq's
+    state on its branch (the remote's deleted, or never pushed): begun anew,
+    every job that runs would be moved or evicted, and when each was enqueued
+    and admitted, and what the clusters reported, forgotten."""
+    local = repo.resolve(state_ref(branch))
+    if local is None or TRAILER not in trailers(repo.commit_info(local).message):
+        return
+    raise GitError(f"{remote} has no state branch {branch}, but this clone has fleetq's "
+                   f"state there ({local[:12]}): push it back (git push {remote} "
+                   f"{branch}) and run again; or, to start the state anew on purpose, delete "
+                   f"it here too (git branch -D {branch})")
 
 
 def check_remote_state(repo: FleetRepo, remote: str, branch: str, head: str) -> None:

@@ -328,3 +328,29 @@ def test_read_commands_in_a_fresh_clone_read_the_remote_state(tmp_path: Path) ->
     plan = fleetq("plan", "--repo", str(fresh), "--now", NOW, "--exit-code")
     assert plan.returncode == 0, plan.stdout + plan.stderr
     assert "No changes" in plan.stdout
+
+
+def test_a_remote_state_branch_deleted_is_not_started_anew_over_this_clones_state(
+        tmp_path: Path) -> None:
+    """The remote's state branch deleted while this clone has fleetq's state:
+    starting anew there would evict or move every running job and forget their
+    times; refused (exit 2) with both ways on. Pushed back, the state goes on
+    from it; deleted here too, it starts anew on purpose."""
+    _, clones = _origin_with_clones(tmp_path, ["ci", "other"])
+    ci = clones["ci"]
+    assert fleetq("reconcile", "--repo", str(ci), "--remote", "origin",
+                  "--now", NOW).returncode == 0
+    good = rev(ci, STATE)
+    git(clones["other"], "push", "-q", "origin", f":refs/heads/{STATE}")
+    write_files(ci, {"jobs/another.yaml": pytorchjob("another")})
+    commit_all(ci, "another job")
+    git(ci, "push", "-q", "origin", "main")
+    proc = fleetq("reconcile", "--repo", str(ci), "--remote", "origin", "--now", NOW)
+    assert proc.returncode == 2, proc.stderr
+    assert f"origin has no state branch {STATE}, but this clone has" in proc.stderr
+    assert f"git push origin {STATE}" in proc.stderr and f"git branch -D {STATE}" in proc.stderr
+    assert rev(ci, STATE) == good
+    git(ci, "push", "-q", "origin", STATE)
+    assert fleetq("reconcile", "--repo", str(ci), "--remote", "origin",
+                  "--now", NOW).returncode == 0
+    assert git(ci, "rev-parse", f"{STATE}^").strip() == good
