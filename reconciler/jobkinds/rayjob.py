@@ -52,7 +52,12 @@ class RayJobKind:
                 replicas = group.get("minReplicas", 1)
             if group.get("suspend") is True:
                 replicas = 0
-            out.append(PodTemplateRef(name, replicas_of(replicas, f"{where}.replicas"),
+            # each replica of a multi-host group (TPU slices) is numOfHosts pods
+            hosts = replicas_of(group.get("numOfHosts"), f"{where}.numOfHosts")
+            if hosts < 1:
+                raise ManifestError(f"{where}.numOfHosts must be 1 or more, not {hosts}",
+                                    f"{where}.numOfHosts")
+            out.append(PodTemplateRef(name, replicas_of(replicas, f"{where}.replicas") * hosts,
                                       group["template"], f"{where}.template"))
         return out
 
