@@ -450,7 +450,9 @@ class PreemptionContext:
         if known is not None and known[0] == version:
             return known[1]
         evicted = self.evicted
-        mine = sorted(((_rank(1, quota, victim), victim, "lower priority in the same quota")
+        mine = sorted(((_rank(1, quota, victim), victim,
+                        "lower priority in the same quota" if victim.priority < priority else
+                        "equal priority, enqueued later, in the same quota")
                        for victim in self.by_quota.get(quota, {}).values()
                        if victim.can_be_victim and victim.key not in evicted
                        and eligible_same_quota(policy, victim, priority, enqueued_at)),

@@ -108,6 +108,8 @@ def test_preemption_policy_per_quota(preemption: PreemptionPolicy | None,
     d = by_name(result)
     if newer_equal_preempted:
         assert (d["waiting"].phase, d["running"].phase) == (Phase.ADMITTED, Phase.QUEUED)
+        assert d["running"].preemption_reason == \
+            "equal priority, enqueued later, in the same quota"
     else:
         assert (d["waiting"].phase, d["running"].phase) == (Phase.QUEUED, Phase.ADMITTED)
         assert evicted(result) == set()
