@@ -879,7 +879,12 @@ def describe_changes(prior: dict[JobKey, PriorPlacement], decisions: list[Decisi
         elif d.phase is Phase.ADMITTED:
             pods = ", ".join(f"{p.name} {p.replicas}" for p in d.pod_sets)
             why = (moved or {}).get(d.key)
-            lines.append(f"admit {name} -> {d.cluster} ({pods})" + (f": {why}" if why else ""))
+            if not why and before is not None and before.phase is Phase.ADMITTED \
+                    and d.preempted_by and d.preemptions > before.preemptions:
+                why = f"preempted on {before.cluster} by {d.preempted_by}"
+            verb = (f"move {name} from {before.cluster}"
+                    if before is not None and before.phase is Phase.ADMITTED else f"admit {name}")
+            lines.append(f"{verb} -> {d.cluster} ({pods})" + (f": {why}" if why else ""))
         elif d.preempted_by and before is not None and before.phase is Phase.ADMITTED:
             lines.append(f"preempt {name} from {before.cluster} (by {d.preempted_by})")
         elif before is not None and before.phase is Phase.ADMITTED:

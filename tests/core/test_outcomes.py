@@ -465,3 +465,19 @@ def test_a_duplicated_job_ends_once_every_cluster_running_a_copy_reported_it_end
     assert "failed on c2 (exit code 1)" in failed["a"].reason
     stale = decide(copied, c1_done, report("c2", (a, ObservedPhase.SUCCEEDED, EARLIER)))
     assert stale["a"].phase is Phase.ADMITTED
+
+
+def test_the_commit_line_of_a_running_job_placed_again_elsewhere_says_it_moved() -> None:
+    """Evicted from c1 and admitted on c3 in one cycle: "move ... from c1 -> c3"
+    and by whom, not an "admit" as of a job that did not run."""
+    from reconciler.core.model import JobKey, PodSetCount
+    from reconciler.pipeline import describe_changes
+    key = JobKey("batch", "Job", "a", "a1")
+    before = Decision(key, Phase.ADMITTED, ADMITTED_AT, cluster="c1",
+                      pod_sets=(PodSetCount("main", 1),), admitted_at=ADMITTED_AT)
+    now = replace(before, cluster="c3", preempted_by="Job b/b1", preemptions=1,
+                  admitted_at=LATER)
+    assert describe_changes({key: before}, [now]) == [
+        "move Job a/a1 from c1 -> c3 (main 1): preempted on c1 by Job b/b1"]
+    fresh = replace(before, phase=Phase.QUEUED, cluster=None, admitted_at=None)
+    assert describe_changes({key: fresh}, [before]) == ["admit Job a/a1 -> c1 (main 1)"]

@@ -282,7 +282,8 @@ def test_a_job_whose_requests_outgrow_its_cluster_moves_and_the_state_is_a_fixed
     source = path / "jobs/text/llm-sft-hotfix.yaml"
     for gpus, now, line in (
             ("7", "2026-12-04T10:05:00Z",
-             "admit PyTorchJob text/llm-sft-hotfix -> gpu-hz-a (master 1, worker 1): its "
+             "move PyTorchJob text/llm-sft-hotfix from gpu-bj-b -> gpu-hz-a (master 1, "
+             "worker 1): its "
              "requests changed and no longer fit where it ran (gpu-bj-b: free nvidia.com/gpu "
              "4 < 14 requested)"),
             ("40", "2026-12-04T10:10:00Z",
