@@ -10,7 +10,7 @@ from collections.abc import Collection, Mapping
 
 from reconciler.core.model import Decision, MemberCluster, Phase, PreemptionPolicy
 from reconciler.core.preemption import RECLAIMING, would_retake
-from reconciler.core.quota import QuotaTree, QuotaUsage
+from reconciler.core.quota import PREEMPTIBLE_LABEL, QuotaTree, QuotaUsage
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, format_quantity
 
 
@@ -91,7 +91,13 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         advice.append(f"the min of quota {d.quota} names no {MAX_JOBS}, so it guarantees no "
                       f"job slot: the job waits for one rather than reclaim it from another "
                       f"quota")
-    if advice and admitted_in_quota and not too_big:
+    held_by_min = "min (non-preemptible)" in d.reason
+    if held_by_min:  # (its quota's max has room: its own min is the bar)
+        advice.insert(0, f"it is not preemptible ({PREEMPTIBLE_LABEL}: \"false\"), so it runs "
+                         f"only within the min of quota {d.quota}, with the other "
+                         f"non-preemptible jobs there: raise that min, let the job be "
+                         f"preempted (drop the label), or wait for those jobs to end")
+    if advice and admitted_in_quota and not too_big and not held_by_min:
         holders = sorted(admitted_in_quota, key=lambda x: (x.priority, x.admitted_at or ""))
         names = ", ".join(f"{x.key.namespace}/{x.key.name} (priority {x.priority})"
                           for x in holders[:5])

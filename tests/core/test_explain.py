@@ -126,3 +126,20 @@ def test_a_job_short_of_a_slot_its_parent_shares_is_told_it_does_not_reclaim_one
     assert ("- the min of quota root/dept/qa names no kube-queue/max-jobs, so it guarantees "
             "no job slot: the job waits for one rather than reclaim it from another quota"
             ) in lines
+
+
+def test_a_non_preemptible_job_over_its_quotas_min_is_told_the_min_is_the_bar() -> None:
+    """Its quota's max has room, but a non-preemptible job runs within the min:
+    explain says so and what would help, and not that a higher priority would."""
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("first", 3, "team-a").non_preemptible().created("2026-01-01T00:00:01Z"),
+              gpu_job("second", 2, "team-a").non_preemptible().created("2026-01-01T00:00:02Z")],
+        tree=simple_tree(quota("qa", ns=["team-a"], min={"nvidia.com/gpu": "4"}))))
+    lines = explained(inp, result, "second")
+    assert "min (non-preemptible) 4" in lines[1]
+    assert lines[2] == (
+        '- it is not preemptible (quota.scheduling.alibabacloud.com/preemptible: "false"), so '
+        "it runs only within the min of quota root/qa, with the other non-preemptible jobs "
+        "there: raise that min, let the job be preempted (drop the label), or wait for those "
+        "jobs to end")
+    assert not any("a higher priority" in line for line in lines)
