@@ -368,14 +368,18 @@ def cmd_queue(args: argparse.Namespace) -> int:
     items = [i for i in items if i.get("phase") == "Queued"]
     if args.quota:
         items = [i for i in items if i.get("quota") in (args.quota, f"root/{args.quota}")]
-    items.sort(key=lambda i: (str(i.get("quota")), i.get("position") or 0))
+    # (a job with no position waits in no quota queue: its policy places it by
+    # capacity alone, with no quota check; listed after the queues)
+    items.sort(key=lambda i: (i.get("position") is None, str(i.get("quota")),
+                              i.get("position") or 0))
     if args.output != "table":
         _print_data(items, args.output, texts=texts)
         return EXIT_OK
     if not items:
         print("No queued jobs.")
         return EXIT_OK
-    rows = [(i.get("quota"), i.get("position"), i["job"]["namespace"], i["job"]["name"],
+    rows = [(i.get("quota") if i.get("position") is not None else "- (by capacity)",
+             i.get("position"), i["job"]["namespace"], i["job"]["name"],
              i["job"]["kind"], i.get("priority"), i.get("enqueuedAt"),
              i.get("reason", "") if args.wide else short(str(i.get("reason", ""))))
             for i in items]

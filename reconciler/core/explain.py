@@ -114,7 +114,11 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                      if r != PODS and v > free.get(r, 0)]
             if short:
                 advice.append(f"cluster {name}: " + ", ".join(short))
-        if advice:
+        if advice and d.phase is Phase.QUEUED and d.position is None:
+            advice.insert(0, "its policy places it by capacity alone (no suspension."
+                             "scheduling: it is in no quota queue); it waits for one member "
+                             "cluster to hold the whole gang:")
+        elif advice:
             advice.insert(0, "its quota has room; it waits for one member cluster to hold the "
                              "whole gang:")
     if d.phase is Phase.QUEUED and d.preempted_by and \

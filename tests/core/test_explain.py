@@ -10,6 +10,7 @@ from tests.builders import (
     cycle_input,
     gpu_cluster,
     gpu_job,
+    policy,
     prior_of,
     quota,
     simple_tree,
@@ -143,3 +144,18 @@ def test_a_non_preemptible_job_over_its_quotas_min_is_told_the_min_is_the_bar() 
         "there: raise that min, let the job be preempted (drop the label), or wait for those "
         "jobs to end")
     assert not any("a higher priority" in line for line in lines)
+
+
+def test_a_job_placed_by_capacity_alone_is_not_told_of_a_quota_queue() -> None:
+    """Its policy has no suspension.scheduling: it waits in no quota queue (no
+    position), for room on a cluster; explain says so."""
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("a", 8), gpu_job("b", 8)], clusters=[gpu_cluster("c1", 8)],
+        policies=[policy().capacity_only()]))
+    d = by_name(result)["b"]
+    assert d.position is None
+    lines = explained(inp, result, "b")
+    assert lines[2] == ("- its policy places it by capacity alone (no suspension.scheduling: "
+                        "it is in no quota queue); it waits for one member cluster to hold "
+                        "the whole gang:")
+    assert not any("its quota has room" in line for line in lines)

@@ -19,12 +19,16 @@ from reconciler import cli
 
 from .conftest import (
     NOW,
+    QUEUED_CLUSTER_POLICY,
     REPO_ROOT,
     STATE,
     SeedFleet,
     commit_all,
     fleetq,
     git,
+    make_fleet_repo,
+    member_cluster,
+    one_leaf_tree,
     placements,
     pytorchjob,
     rev,
@@ -552,3 +556,30 @@ def test_a_state_branch_people_work_on_is_told_by_validate_and_refused_by_every_
     commit_all(path, "back to fleetq/state")
     proc = fleetq("validate", "--repo", str(path))
     assert proc.returncode == 0, proc.stdout
+
+
+def test_queue_lists_jobs_placed_by_capacity_alone_after_the_queues(tmp_path: Path) -> None:
+    """A job whose policy has no suspension.scheduling waits in no quota queue:
+    ``fleetq queue`` lists it after the queues, as waiting by capacity."""
+    def pinned(policy: str, to: str) -> str:
+        return policy.replace("  placement:\n",
+                              f"  placement:\n    clusterAffinity:\n      clusterNames: [{to}]\n")
+    capacity = QUEUED_CLUSTER_POLICY.replace("name: queued-gang", "name: by-capacity").replace(
+        "  suspension:\n    scheduling: true\n", "").replace(
+        "kind: ClusterPropagationPolicy", "kind: PropagationPolicy").replace(
+        "  name: by-capacity\n", "  name: by-capacity\n  namespace: sandbox\n")
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota/tree.yaml": one_leaf_tree("64", "256Gi", namespaces="default, sandbox"),
+        "clusters/c1.yaml": member_cluster("c1", cpu="6"),
+        "clusters/c2.yaml": member_cluster("c2", cpu="6"),
+        "policies/queued.yaml": pinned(QUEUED_CLUSTER_POLICY, "c2"),
+        "policies/by-capacity.yaml": pinned(capacity, "c1"),
+        **{f"jobs/{name}.yaml": pytorchjob(name, namespace=ns, cpu="2")
+           for name, ns in (("cap-1", "sandbox"), ("cap-2", "sandbox"),
+                            ("q-1", "default"), ("q-2", "default"))}})
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    proc = fleetq("queue", "--repo", str(path))
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines()[1:]]
+    assert [(row[0], row[1]) for row in rows] == [("root/team", "1"), ("-", "(by")], proc.stdout
+    assert rows[1][2:5] == ["capacity)", "-", "sandbox"], proc.stdout
