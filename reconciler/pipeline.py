@@ -1011,6 +1011,8 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
                 check_remote_state(repo, remote, branch, base)
             elif remote:
                 check_no_remote_state(repo, remote, branch)
+            elif base is None:
+                check_no_local_state(repo, branch)
             source = up_to_date(repo, source_rev, base)
             newer = None if source is not None else newer_source(repo, remote, source_rev, base)
             if source is not None or newer is not None:
@@ -1465,6 +1467,24 @@ def cache_problems(cache: Cache | None) -> list[Problem]:
 
 
 CACHE_PATH = ".git/fleetq"
+
+
+def check_no_local_state(repo: FleetRepo, branch: str) -> None:
+    """Refuse to start the state anew on a clone that has no state branch but a
+    remote's copy of fleetq's (a fresh clone, reconciling without ``--remote``):
+    begun anew, it would move or evict every job that runs, and forget when
+    each was enqueued and admitted."""
+    out = repo.run("for-each-ref", "--format=%(refname)", "refs/remotes/", check=False
+                   ).decode("utf-8", "surrogateescape").split()
+    for ref in out:
+        name = ref.removeprefix("refs/remotes/")
+        remote, _, rest = name.partition("/")
+        head = repo.resolve(ref) if rest == branch else None
+        if head is not None and TRAILER in trailers(repo.commit_info(head).message):
+            raise GitError(f"there is no branch {branch} here, but {name} holds fleetq's "
+                           f"state ({head[:12]}): reconcile with --remote {remote} (or set "
+                           f"spec.remote in fleet.yaml) to go on from it and push there; or "
+                           f"take it here first (git branch {branch} {name})")
 
 
 def check_no_remote_state(repo: FleetRepo, remote: str, branch: str) -> None:

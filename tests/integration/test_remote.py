@@ -328,6 +328,14 @@ def test_read_commands_in_a_fresh_clone_read_the_remote_state(tmp_path: Path) ->
     plan = fleetq("plan", "--repo", str(fresh), "--now", NOW, "--exit-code")
     assert plan.returncode == 0, plan.stdout + plan.stderr
     assert "No changes" in plan.stdout
+    # a reconcile there without --remote does not start the state anew beside it
+    proc = fleetq("reconcile", "--repo", str(fresh), "--now", NOW)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"but origin/{STATE} holds fleetq's state" in proc.stderr
+    assert "--remote origin" in proc.stderr and rev(fresh, STATE) is None
+    git(fresh, "branch", STATE, f"origin/{STATE}")
+    proc = fleetq("reconcile", "--repo", str(fresh), "--now", NOW)
+    assert proc.returncode == 0 and "up to date" in proc.stdout + proc.stderr, proc.stderr
 
 
 def test_a_remote_state_branch_deleted_is_not_started_anew_over_this_clones_state(
