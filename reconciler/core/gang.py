@@ -180,10 +180,24 @@ class ClusterState:
     def _pack(self, pod_sets: tuple[PodSet, ...], total: ResourcesView
               ) -> Fit | tuple[PodSet, int | None]:
         """Each pod onto a node, or the pod set that did not all fit and how
-        many of its pods did (``None``: no node admits them)."""
+        many of its pods did (``None``: no node admits them). The pod sets are
+        placed largest first; when that fails, smallest first once more: on
+        nodes of unlike shapes, a large pod set's best fit may take the one
+        node a smaller pod set of another shape needs (a master of 4 GPUs and
+        2 cpu on the node of 4 GPUs and 64 cpu that its worker of 2 GPUs and
+        60 cpu alone fits, when the master fits the other node too)."""
+        order = sorted(range(len(pod_sets)), key=lambda i: _pod_size_key(pod_sets[i]))
+        got = self._pack_in(pod_sets, total, order)
+        if isinstance(got, Fit) or len(order) < 2 or got[1] is None:
+            return got
+        again = self._pack_in(pod_sets, total, order[::-1])
+        return again if isinstance(again, Fit) else got
+
+    def _pack_in(self, pod_sets: tuple[PodSet, ...], total: ResourcesView,
+                 order: list[int]) -> Fit | tuple[PodSet, int | None]:
+        """``_pack``, the pod sets placed in ``order``."""
         trial: dict[int, Resources] = {}
         placed: list[tuple[int, int, int]] = []
-        order = sorted(range(len(pod_sets)), key=lambda i: _pod_size_key(pod_sets[i]))
         node_free = self.node_free
         for ps_index in order:
             ps = pod_sets[ps_index]

@@ -397,3 +397,19 @@ def test_when_could_pack_says_no_no_set_of_the_jobs_gone_makes_the_pods_pack(
         assert cs.fits(x.pod_sets, total) is None
         for key, sets, was in removed:
             cs.undo_remove(key, sets, was)
+
+
+def test_pod_sets_of_unlike_shapes_pack_on_nodes_of_unlike_shapes() -> None:
+    """Largest first, the master (4 GPUs, 2 cpu) takes the node of 4 GPUs and 64
+    cpu, the only one the worker (2 GPUs, 60 cpu) fits; smallest first, each has
+    a node: the job is admitted, not told it fits no cluster even when empty."""
+    c1 = (cluster("c1").node("wide", cpu="64", gpu="4").node("tall", cpu="4", gpu="8").obj())
+    j = (job("j", "team-a").pod_set("master", 1, cpu="2", gpu="4")
+         .pod_set("worker", 1, cpu="60", gpu="2").obj())
+    fit = ClusterState(c1).fits(j.pod_sets, job_cluster_total(j.pod_sets))
+    assert fit is not None
+    names = ["wide", "tall"]
+    assert sorted((names[node], j.pod_sets[ps].name) for node, ps, _ in fit.nodes) == [
+        ("tall", "master"), ("wide", "worker")]
+    result = reconcile_cycle(cycle_input(jobs=[j], clusters=[c1]))
+    assert (by_name(result)["j"].phase, by_name(result)["j"].cluster) == (Phase.ADMITTED, "c1")
