@@ -188,7 +188,8 @@ class ClusterState:
         60 cpu alone fits, when the master fits the other node too)."""
         order = sorted(range(len(pod_sets)), key=lambda i: _pod_size_key(pod_sets[i]))
         got = self._pack_in(pod_sets, total, order)
-        if isinstance(got, Fit) or len(order) < 2 or got[1] is None:
+        if isinstance(got, Fit) or len(order) < 2 or got[1] is None \
+                or got[0] is pod_sets[order[0]]:  # (the first alone: last, it fits less)
             return got
         again = self._pack_in(pod_sets, total, order[::-1])
         return again if isinstance(again, Fit) else got
