@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from reconciler.core.model import Decision, MemberCluster, Phase, PreemptionPolicy
-from reconciler.core.preemption import RECLAIMING, would_retake
+from reconciler.core.preemption import RECLAIMING, within_min_after, would_retake
 from reconciler.core.quota import PREEMPTIBLE_LABEL, QuotaTree, QuotaUsage
-from reconciler.core.resources import MAX_JOBS, PODS, Resources, format_quantity
+from reconciler.core.resources import MAX_JOBS, PODS, Resources, add_into, format_quantity
 
 
 def _q(name: str, milli: int) -> str:
@@ -23,12 +23,14 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             admitted_in_quota: list[Decision],
             sparing_in_quota: list[Decision] | None = None,
             candidates: Collection[str] | None = None,
-            purge_mode: str | None = None) -> list[str]:
+            purge_mode: str | None = None, spares_own: bool = True) -> list[str]:
     """Sentences: the state, the blocking limits, and what would unblock the job.
     ``sparing_in_quota``: the jobs of its quota that wait sparing the job that
     reclaimed their place and could evict it in turn (see ``find_victims``).
     ``candidates``: the clusters its policy selects for it (all of ``clusters``
-    when not given); ``purge_mode``: its policy's failover purgeMode."""
+    when not given); ``purge_mode``: its policy's failover purgeMode;
+    ``spares_own``: whether the job that reclaimed its place, if one did,
+    could reclaim in return, and so is spared by it."""
     d = decision
     lines = [f"{d.key.kind} {d.key.namespace}/{d.key.name} is {d.phase.value}"
              + (f" on {d.cluster}" if d.cluster else "")
@@ -121,7 +123,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         elif advice:
             advice.insert(0, "its quota has room; it waits for one member cluster to hold the "
                              "whole gang:")
-    if d.phase is Phase.QUEUED and d.preempted_by and \
+    if d.phase is Phase.QUEUED and d.preempted_by and spares_own and \
             (d.preemption_reason or "").startswith(RECLAIMING):
         advice.append(f"it does not reclaim from {d.preempted_by}, which reclaimed from it, "
                       f"while it waits")
@@ -150,17 +152,38 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
     holders = [x for x in decisions if x.quota == d.quota
                and x.phase is Phase.ADMITTED and x.key != d.key]
     sparing: list[Decision] = []
-    if preemptible and d.phase is Phase.QUEUED and tree is not None and d.quota in tree.nodes:
+    spares_own = True
+    if d.phase is Phase.QUEUED and tree is not None and d.quota in tree.nodes:
         usage = QuotaUsage(tree)  # (the cycle's final usage)
         for path, used in quota_used.items():
             if path in usage.used:
                 usage.used[path] = dict(used)
-        sparing = [x for x in decisions if x.quota == d.quota and x.phase is Phase.QUEUED
-                   and x.key != d.key and x.preempted_by and x.preempted_by != d.preempted_by
-                   and (x.preemption_reason or "").startswith(RECLAIMING)
-                   and would_retake(usage, d.quota, policy, priority=d.priority,
-                                    enqueued_at=d.enqueued_at,
-                                    waiting=(x.priority, x.enqueued_at, x.requests))]
+        running = {str(x.key): x for x in decisions if x.phase is Phase.ADMITTED}
+
+        def returns(name: str | None) -> bool:
+            """Could the running job ``name``, evicted, reclaim in return (its
+            quota within its min with it back, once the jobs of its own of
+            lower priority are out: ``could_reclaim_back``)? Only then is it
+            spared."""
+            x = running.get(name or "")
+            if x is None or x.quota is None or x.quota not in usage.used:
+                return True
+            released = dict(x.requests)
+            for y in decisions:
+                if y.phase is Phase.ADMITTED and y.quota == x.quota and y.priority < x.priority:
+                    add_into(released, y.requests)
+            return within_min_after(usage, x.quota, x.requests, released)
+
+        spares_own = returns(d.preempted_by)
+        if preemptible:
+            sparing = [x for x in decisions if x.quota == d.quota and x.phase is Phase.QUEUED
+                       and x.key != d.key and x.preempted_by
+                       and x.preempted_by != d.preempted_by
+                       and (x.preemption_reason or "").startswith(RECLAIMING)
+                       and would_retake(usage, d.quota, policy, priority=d.priority,
+                                        enqueued_at=d.enqueued_at,
+                                        waiting=(x.priority, x.enqueued_at, x.requests))
+                       and returns(x.preempted_by)]
     return explain(d, tree=tree, quota_used=quota_used, cluster_free=cluster_free,
                    clusters=clusters, admitted_in_quota=holders, sparing_in_quota=sparing,
-                   candidates=candidates, purge_mode=purge_mode)
+                   candidates=candidates, purge_mode=purge_mode, spares_own=spares_own)

@@ -159,3 +159,33 @@ def test_a_job_placed_by_capacity_alone_is_not_told_of_a_quota_queue() -> None:
                         "it is in no quota queue); it waits for one member cluster to hold "
                         "the whole gang:")
     assert not any("its quota has room" in line for line in lines)
+
+
+def test_a_reclaimed_job_is_not_told_it_spares_a_reclaimer_that_could_not_return() -> None:
+    """As above, but qb also runs a job of the owner's priority: evicted, the
+    owner could not reclaim in return (qb above its min with it back), so the
+    borrower does not spare it (``could_reclaim_back``), and is not told so."""
+    from dataclasses import replace
+
+    from reconciler.core.model import Phase
+    from reconciler.core.resources import add_into
+    spec = quota("root", quota("qa", ns=["team-a"], min={"cpu": "500", "gpu": "4"}),
+                 quota("qb", ns=["team-b"], min={"cpu": "500", "gpu": "4"}),
+                 min={"cpu": "1000", "gpu": "8"}, max={"cpu": "1000", "gpu": "8"})
+    borrower = gpu_job("borrower", 6, "team-a").created("2026-01-01T00:00:01Z")
+    first = reconcile_cycle(cycle_input(jobs=[borrower], tree=tree(spec)))
+    owner = gpu_job("owner", 4, "team-b").created("2026-01-01T00:00:02Z")
+    inp, result = decided(cycle_input(jobs=[borrower, owner], tree=tree(spec),
+                                      prior=prior_of(first.decisions)))
+    assert by_name(result)["borrower"].preempted_by == "PyTorchJob team-b/owner"
+    told = explained(inp, result, "borrower")
+    assert any("which reclaimed from it" in line for line in told)
+    own = by_name(result)["owner"]
+    mate = replace(own, key=own.key._replace(name="mate"))  # (qb: 8 of min 4 with it)
+    used = {path: dict(v) for path, v in result.quota_used.items()}
+    add_into(used["root/qb"], mate.requests)
+    assert mate.phase is Phase.ADMITTED
+    told = explain_decision(by_name(result)["borrower"], decisions=[*result.decisions, mate],
+                            tree=inp.tree, quota_used=used, cluster_free=result.cluster_free,
+                            clusters={c.name: c for c in inp.clusters})
+    assert not any("which reclaimed from it" in line for line in told), told
