@@ -185,11 +185,12 @@ class Toleration:
     effect: str = ""  # "" tolerates every effect
 
     def tolerates(self, taint: Taint) -> bool:
+        """As Kubernetes (and Karmada's clusterTolerations) match them: an empty
+        effect matches every effect, an empty key every key; ``Exists`` any
+        value, ``Equal`` (the default) only the same value, empty included."""
         if self.effect and self.effect != taint.effect:
             return False
-        if not self.key:
-            return self.operator == "Exists"
-        if self.key != taint.key:
+        if self.key and self.key != taint.key:
             return False
         return self.operator == "Exists" or self.value == taint.value
 

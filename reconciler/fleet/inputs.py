@@ -900,9 +900,12 @@ def _affinity(raw: Any, field: str) -> ClusterAffinity:
 
 
 def _tolerations(raw: Any) -> tuple[Toleration, ...]:
-    return tuple(Toleration(key=str(t.get("key") or ""), operator=str(t.get("operator") or (
-        "Exists" if not t.get("value") else "Equal")), value=str(t.get("value") or ""),
-        effect=str(t.get("effect") or "")) for t in raw or ())
+    # (the operator is Equal when not given, as in Kubernetes: a toleration with no
+    # value then tolerates only taints with none)
+    return tuple(Toleration(key=str(t.get("key") or ""),
+                            operator=str(t.get("operator") or "Equal"),
+                            value=str(t.get("value") or ""), effect=str(t.get("effect") or ""))
+                 for t in raw or ())
 
 
 def _taints(raw: Any) -> tuple[Taint, ...]:

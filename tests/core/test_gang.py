@@ -413,3 +413,20 @@ def test_pod_sets_of_unlike_shapes_pack_on_nodes_of_unlike_shapes() -> None:
         ("tall", "master"), ("wide", "worker")]
     result = reconcile_cycle(cycle_input(jobs=[j], clusters=[c1]))
     assert (by_name(result)["j"].phase, by_name(result)["j"].cluster) == (Phase.ADMITTED, "c1")
+
+
+@pytest.mark.parametrize(("toleration", "taint", "tolerated"), [
+    # Kubernetes' matching (v1helper.ToleratesTaint), which Karmada's clusterTolerations use
+    (Toleration(effect="NoSchedule"), Taint("nvidia.com/gpu", "present"), False),
+    (Toleration(effect="NoSchedule"), Taint("dedicated"), True),  # (empty value: Equal "")
+    (Toleration(operator="Exists"), Taint("nvidia.com/gpu", "present", "NoExecute"), True),
+    (Toleration(key="nvidia.com/gpu"), Taint("nvidia.com/gpu", "present"), False),
+    (Toleration(key="nvidia.com/gpu", operator="Exists"), Taint("nvidia.com/gpu", "x"), True),
+    (Toleration(key="nvidia.com/gpu", value="present"), Taint("nvidia.com/gpu", "present"),
+     True),
+    (Toleration(key="a", operator="Exists", effect="NoExecute"), Taint("a", "", "NoSchedule"),
+     False),
+])
+def test_a_toleration_matches_a_taint_as_kubernetes_does(toleration: Toleration, taint: Taint,
+                                                         tolerated: bool) -> None:
+    assert toleration.tolerates(taint) is tolerated

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.core.model import Taint
 from reconciler.fleet.inputs import FleetInputs, SourceFile, read_fleet
 
 CLUSTER = """\
@@ -533,3 +534,17 @@ def test_a_job_carries_the_lines_of_the_fields_the_cycle_may_find_at_fault() -> 
     assert a.field_lines is b.field_lines
     plain, = read({"jobs/c.yaml": JOB}).jobs.values()  # (its namespace on its first line)
     assert dict(plain.job.field_lines) == {"quota": 3}
+
+
+def test_karmadas_keyless_toleration_tolerates_only_taints_with_no_value() -> None:
+    """``clusterTolerations: [{effect: NoSchedule}]`` (Karmada's example): the
+    operator is Equal when not given, as in Kubernetes, so it tolerates every
+    NoSchedule taint with no value, and not ``nvidia.com/gpu=present``."""
+    file = SHARED / "upstream/karmada/artifacts/example/propagationpolicy_taintToleration.yaml"
+    if not file.exists():
+        pytest.skip(f"{file} is not present")
+    (policy,) = read({"policy.yaml": file.read_text(encoding="utf-8")}).policies
+    (toleration,) = policy.cluster_tolerations
+    assert (toleration.key, toleration.operator, toleration.effect) == ("", "Equal", "NoSchedule")
+    assert toleration.tolerates(Taint("dedicated"))
+    assert not toleration.tolerates(Taint("nvidia.com/gpu", "present"))
