@@ -130,13 +130,28 @@ def _gang(template: Manifest, dialect: str, name: str, total: int, queue: str | 
     meta["labels"] = labels
 
 
+# A Namespace leaves a cluster's folder with the last job fleetq placed in it
+# there; deleted by a sync that prunes, it would take with it what else lives in
+# it (checkpoints on a PVC made by hand, Secrets, other apps). So Argo CD and
+# Flux are told never to prune one: it stays on the cluster until deleted there.
+KEEP_NAMESPACE = {"argocd.argoproj.io/sync-options": "Prune=false",
+                  "kustomize.toolkit.fluxcd.io/prune": "disabled"}
+
+
 def _namespace_manifest(ns: str, source: Mapping[str, Any] | None) -> Manifest:
     if source is not None:
         obj = copy.deepcopy(dict(source))
-        obj.setdefault("metadata", {}).setdefault("labels", {})[MANAGED_BY] = "fleetq"
-        return obj
-    return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": ns, "labels": {MANAGED_BY: "fleetq"}}}
+    else:
+        obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+    meta = obj.setdefault("metadata", {})
+    if not isinstance(meta.get("labels"), dict):
+        meta["labels"] = {}
+    meta["labels"][MANAGED_BY] = "fleetq"
+    if not isinstance(meta.get("annotations"), dict):
+        meta["annotations"] = {}
+    for key, value in KEEP_NAMESPACE.items():
+        meta["annotations"].setdefault(key, value)
+    return obj
 
 
 def _dependency_manifest(dep: Dependency) -> Manifest:

@@ -583,3 +583,16 @@ def test_queue_lists_jobs_placed_by_capacity_alone_after_the_queues(tmp_path: Pa
     rows = [line.split() for line in proc.stdout.splitlines()[1:]]
     assert [(row[0], row[1]) for row in rows] == [("root/team", "1"), ("-", "(by")], proc.stdout
     assert rows[1][2:5] == ["capacity)", "-", "sandbox"], proc.stdout
+
+
+def test_a_rendered_namespace_is_never_pruned_by_argo_cd_or_flux(tmp_path: Path) -> None:
+    """A Namespace leaves a cluster's folder with the last job placed in it there;
+    a sync that prunes must not delete it (and all else in it) from the cluster."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    text = git(path, "show", f"{STATE}:clusters/gpu-bj-b/interns/namespace-interns.yaml")
+    meta = yaml.safe_load(text)["metadata"]
+    assert meta["annotations"] == {"argocd.argoproj.io/sync-options": "Prune=false",
+                                   "kustomize.toolkit.fluxcd.io/prune": "disabled"}
+    assert meta["labels"]["fleetq.io/managed-by"] == "fleetq"
