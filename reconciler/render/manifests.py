@@ -214,15 +214,20 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
                  for cluster, ds in work]
     total = sum(to_render)
     if total < PARALLEL_MIN_JOBS or len(work) < 2 or not two_cores():
-        return render(work)
-    at, done = 0, 0
-    while at < len(work) - 1 and done + to_render[at] <= total // 2:
-        done += to_render[at]
-        at += 1
-    out, theirs = in_two(render, work, at=max(at, 1))
-    out.files.update(theirs.files)
-    out.inputs.update(theirs.inputs)
-    out.problems.extend(theirs.problems)
+        out = render(work)
+    else:
+        at, done = 0, 0
+        while at < len(work) - 1 and done + to_render[at] <= total // 2:
+            done += to_render[at]
+            at += 1
+        out, theirs = in_two(render, work, at=max(at, 1))
+        out.files.update(theirs.files)
+        out.inputs.update(theirs.inputs)
+        out.problems.extend(theirs.problems)
+    # every member cluster has its folder, empty too: an Argo CD or Flux application
+    # pointed at a folder that is not there fails, and prunes nothing it deployed
+    for name in clusters:
+        out.files.setdefault(f"clusters/{name}/kustomization.yaml", kustomization([]))
     return out
 
 
@@ -374,6 +379,6 @@ def _copy_previous(previous: Mapping[str, bytes | str], d: Decision, cluster: st
 
 def kustomization(resources: list[str]) -> bytes:
     lines = ["apiVersion: kustomize.config.k8s.io/v1beta1", "kind: Kustomization",
-             "resources:"]
+             "resources:" if resources else "resources: []"]
     lines.extend(f"- {r}" for r in resources)
     return ("\n".join(lines) + "\n").encode()

@@ -596,3 +596,24 @@ def test_a_rendered_namespace_is_never_pruned_by_argo_cd_or_flux(tmp_path: Path)
     assert meta["annotations"] == {"argocd.argoproj.io/sync-options": "Prune=false",
                                    "kustomize.toolkit.fluxcd.io/prune": "disabled"}
     assert meta["labels"]["fleetq.io/managed-by"] == "fleetq"
+
+
+def test_every_member_cluster_keeps_its_folder_when_it_runs_nothing(tmp_path: Path) -> None:
+    """An Argo CD or Flux application points at ``clusters/<cluster>/``: with no
+    job there (none yet, or the last one deleted) the folder stays, with an empty
+    kustomization, so the sync prunes what it deployed rather than failing on a
+    path that is not there."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    empty = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n"
+    files = git(path, "ls-tree", "-r", "--name-only", STATE).split()
+    assert "clusters/cpu-sh-c/kustomization.yaml" in files  # (no job placed there)
+    assert git(path, "show", f"{STATE}:clusters/cpu-sh-c/kustomization.yaml") == empty
+    git(path, "rm", "-q", "-r", "jobs")
+    commit_all(path, "every job deleted")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    files = git(path, "ls-tree", "-r", "--name-only", STATE).split()
+    assert sorted(f for f in files if f.startswith("clusters/")) == [
+        f"clusters/{c}/kustomization.yaml" for c in ("cpu-sh-c", "gpu-bj-b", "gpu-hz-a")]
+    assert git(path, "show", f"{STATE}:clusters/gpu-bj-b/kustomization.yaml") == empty

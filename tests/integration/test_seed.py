@@ -179,7 +179,11 @@ def test_seed_rayjob_gets_a_stable_name_and_is_inadmissible(tmp_path: Path) -> N
     assert re.search(r"\bcpu\b", reason), reason
     assert re.search(r"\b31\b", reason), reason
     assert re.search(r"\b14\b", reason), reason
-    assert not any(p.startswith("clusters/") for p in state_files(first))
+    # no job file anywhere: each cluster's folder holds its empty kustomization alone
+    clusters_files = [p for p in state_files(first) if p.startswith("clusters/")]
+    assert clusters_files and all(p.endswith("/kustomization.yaml") for p in clusters_files)
+    assert all(state_show(first, p) == "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+               "kind: Kustomization\nresources: []\n" for p in clusters_files)
 
     # A later reconcile of a changed source keeps the name.
     write_files(first, {"notes/readme.yaml": "# nothing fleetq reads\n"})
@@ -232,7 +236,8 @@ def test_non_queued_seed_policy_places_by_capacity_without_quota_check(
     for role in ("Master", "Worker"):
         assert pods[role]["template"]["metadata"]["labels"][
             "pod-group.scheduling.sigs.k8s.io/min-available"] == "3"
-    assert not any(p.startswith("clusters/cf-hz-a/") for p in state_files(path))
+    assert [p for p in state_files(path) if p.startswith("clusters/cf-hz-a/")] == [
+        "clusters/cf-hz-a/kustomization.yaml"]  # (its folder, with nothing in it)
 
 
 def test_seed_rayjob_admitted_under_a_larger_quota_ships_its_configmap_unsuspended(
