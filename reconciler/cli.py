@@ -45,11 +45,13 @@ from reconciler.pipeline import (
     damaged_state,
     diff_trees,
     made_off_branch,
+    newer_source,
     observed_anew,
     parse_now,
     read_inputs,
     reconcile,
     record_reports,
+    remote_copies,
     rfc3339,
     save_read,
     settings_branch,
@@ -253,15 +255,13 @@ def _state_head(repo: FleetRepo, branch: str) -> str | None:
     sha = repo.resolve(state_ref(branch))
     if sha is not None:
         return sha
-    copies = [ref for ref in repo.run("for-each-ref", "--format=%(refname)", "refs/remotes/",
-                                      check=False).decode("utf-8", "surrogateescape").split()
-              if ref.endswith(f"/{branch}") and ref.count("/") == 3 + branch.count("/")]
+    copies = remote_copies(repo, branch)
     if len(copies) != 1:
         return None
-    name = copies[0].removeprefix("refs/remotes/")
+    name, sha = copies[0]
     print(f"fleetq: no local branch {branch!r}: reading {name} as git last fetched it "
-          f"(git fetch {name.split('/', 1)[0]} for the newest, or --remote)", file=sys.stderr)
-    return repo.resolve(copies[0])
+          f"(git fetch {name.partition('/')[0]} for the newest, or --remote)", file=sys.stderr)
+    return sha
 
 
 def _state_items(repo: FleetRepo, branch: str, cache: Cache | None
@@ -411,8 +411,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     else:
         print(f"fleetq plan: {computed.source.sha[:12]} onto {branch} "
               f"({(base or 'empty')[:12]})")
-        if made_from is not None and repo.is_ancestor(computed.source.sha, made_from[0]) \
-                and computed.source.sha != made_from[0]:
+        if newer_source(repo, None, computed.source.sha, base) is not None:
+            assert made_from is not None
             print(f"\nNote: the state is made from {made_from[0][:12]}, a later commit than "
                   f"{computed.source.sha[:12]}: fleetq reconcile of it makes no change (it "
                   f"would roll the state back); below is what it would change if it did.")

@@ -1214,7 +1214,7 @@ def check_state_branch(repo: FleetRepo, branch: str, source_rev: str) -> None:
         raise GitError(f"the state branch {branch!r} cannot be made: git has the branch "
                        f"{clash.removeprefix('refs/heads/')!r}, and a branch cannot be both a "
                        f"name and a folder of names; {fix}")
-    if head is not None and TRAILER not in trailers(repo.commit_info(head).message):
+    if head is not None and not written_by_fleetq(repo, head):
         raise GitError(f"the branch {branch!r} was not written by fleetq (its head "
                        f"{head[:12]} has no {TRAILER} trailer): if it is fleetq's state edited "
                        f"by hand, point it back at fleetq's last commit (git log it; git "
@@ -1275,11 +1275,29 @@ def state_source(repo: FleetRepo, state: str | None, source: str) -> tuple[str, 
     return made_from, repo.is_ancestor(made_from, source)
 
 
+def written_by_fleetq(repo: FleetRepo, commit: str) -> bool:
+    """Is ``commit`` a state commit fleetq wrote (its ``TRAILER``)?"""
+    return TRAILER in trailers(repo.commit_info(commit).message)
+
+
+def remote_copies(repo: FleetRepo, branch: str) -> list[tuple[str, str]]:
+    """(``<remote>/<branch>``, its commit) of each remote's copy of ``branch``
+    this repository has (as git last fetched it)."""
+    out = repo.run("for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes/",
+                   check=False).decode("utf-8", "surrogateescape")
+    copies = []
+    for sha, _, ref in (line.partition(" ") for line in out.splitlines()):
+        name = ref.removeprefix("refs/remotes/")
+        if name.partition("/")[2] == branch:
+            copies.append((name, sha))
+    return copies
+
+
 def check_source(repo: FleetRepo, source_rev: str) -> None:
     """Refuse a source that is a state commit: decided as a fleet, it holds no
     job, and every job would be evicted."""
     source = repo.resolve(source_rev)
-    if source is not None and TRAILER in trailers(repo.commit_info(source).message):
+    if source is not None and written_by_fleetq(repo, source):
         raise GitError(f"the source {source_rev} ({source[:12]}) is a state commit, written "
                        f"by fleetq: name a commit of the source branch (e.g. --source main)")
 
@@ -1474,13 +1492,9 @@ def check_no_local_state(repo: FleetRepo, branch: str) -> None:
     remote's copy of fleetq's (a fresh clone, reconciling without ``--remote``):
     begun anew, it would move or evict every job that runs, and forget when
     each was enqueued and admitted."""
-    out = repo.run("for-each-ref", "--format=%(refname)", "refs/remotes/", check=False
-                   ).decode("utf-8", "surrogateescape").split()
-    for ref in out:
-        name = ref.removeprefix("refs/remotes/")
-        remote, _, rest = name.partition("/")
-        head = repo.resolve(ref) if rest == branch else None
-        if head is not None and TRAILER in trailers(repo.commit_info(head).message):
+    for name, head in remote_copies(repo, branch):
+        if written_by_fleetq(repo, head):
+            remote = name.partition("/")[0]
             raise GitError(f"there is no branch {branch} here, but {name} holds fleetq's "
                            f"state ({head[:12]}): reconcile with --remote {remote} (or set "
                            f"spec.remote in fleet.yaml) to go on from it and push there; or "
@@ -1493,7 +1507,7 @@ def check_no_remote_state(repo: FleetRepo, remote: str, branch: str) -> None:
     every job that runs would be moved or evicted, and when each was enqueued
     and admitted, and what the clusters reported, forgotten."""
     local = repo.resolve(state_ref(branch))
-    if local is None or TRAILER not in trailers(repo.commit_info(local).message):
+    if local is None or not written_by_fleetq(repo, local):
         return
     raise GitError(f"{remote} has no state branch {branch}, but this clone has fleetq's "
                    f"state there ({local[:12]}): push it back (git push {remote} "
@@ -1505,11 +1519,10 @@ def check_remote_state(repo: FleetRepo, remote: str, branch: str, head: str) -> 
     """Refuse a remote's state branch whose head fleetq did not write (pushed
     over by hand, ``git push --force`` of another branch): read as the state,
     it holds none; the fix is on the remote, where the next fetch reads it."""
-    if TRAILER in trailers(repo.commit_info(head).message):
+    if written_by_fleetq(repo, head):
         return
     local = repo.resolve(state_ref(branch))
-    good = local if local is not None and TRAILER in trailers(
-        repo.commit_info(local).message) else None
+    good = local if local is not None and written_by_fleetq(repo, local) else None
     how = (f"git push --force {remote} {good[:12]}:refs/heads/{branch} (this clone's "
            f"{branch}, the last state it knows)" if good else
            f"git push --force {remote} <commit>:refs/heads/{branch}, <commit> the last "

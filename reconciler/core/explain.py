@@ -10,7 +10,12 @@ from collections.abc import Collection, Mapping
 
 from reconciler.core.model import Decision, MemberCluster, Phase, PreemptionPolicy
 from reconciler.core.preemption import RECLAIMING, within_min_after, would_retake
-from reconciler.core.quota import PREEMPTIBLE_LABEL, QuotaTree, QuotaUsage
+from reconciler.core.quota import (
+    NON_PREEMPTIBLE_MIN,
+    PREEMPTIBLE_LABEL,
+    QuotaTree,
+    QuotaUsage,
+)
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, add_into, format_quantity
 
 
@@ -93,7 +98,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         advice.append(f"the min of quota {d.quota} names no {MAX_JOBS}, so it guarantees no "
                       f"job slot: the job waits for one rather than reclaim it from another "
                       f"quota")
-    held_by_min = "min (non-preemptible)" in d.reason
+    held_by_min = NON_PREEMPTIBLE_MIN in d.reason
     if held_by_min:  # (its quota's max has room: its own min is the bar)
         advice.insert(0, f"it is not preemptible ({PREEMPTIBLE_LABEL}: \"false\"), so it runs "
                          f"only within the min of quota {d.quota}, with the other "

@@ -22,6 +22,7 @@ from reconciler.core.resources import (
 
 QUOTA_LABEL = "quota.scheduling.alibabacloud.com/name"
 PREEMPTIBLE_LABEL = "quota.scheduling.alibabacloud.com/preemptible"
+NON_PREEMPTIBLE_MIN = "min (non-preemptible)"  # the bound a non-preemptible job meets
 COUNTING = (PODS, MAX_JOBS)
 
 
@@ -332,7 +333,7 @@ class QuotaUsage:
                 limit = node.min.get(name, 0)
                 if req and np_used.get(name, 0) + req > limit:
                     return QuotaShortfall(node.path, name, np_used.get(name, 0), req,
-                                          limit, "min (non-preemptible)")
+                                          limit, NON_PREEMPTIBLE_MIN)
         return None
 
     def short_of_unguaranteed_only(self, leaf: str, request: ResourcesView) -> bool:
@@ -361,7 +362,7 @@ class QuotaUsage:
                 limit = node.min.get(name, 0)
                 if req and np_used.get(name, 0) + req > limit:
                     return QuotaShortfall(node.path, name, np_used.get(name, 0), req, limit,
-                                          "min (non-preemptible)")
+                                          NON_PREEMPTIBLE_MIN)
         return None
 
     def never_fits(self, leaf: str, request: ResourcesView, *,
@@ -383,7 +384,7 @@ class QuotaUsage:
                     req = request.get(name, 0)
                     if req > node.min.get(name, 0):
                         return QuotaShortfall(node.path, name, 0, req, node.min.get(name, 0),
-                                              "min (non-preemptible)")
+                                              NON_PREEMPTIBLE_MIN)
         return None
 
     def borrow_counted(self, path: str, resource: str) -> bool:

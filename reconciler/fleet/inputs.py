@@ -33,7 +33,6 @@ from reconciler.core.model import (
     QuotaSettings,
     ResourceSelector,
     Taint,
-    Toleration,
 )
 from reconciler.core.policy import find_policy
 from reconciler.core.problems import Problem
@@ -47,6 +46,7 @@ from reconciler.fleet.jobs import (
     check_name,
     check_namespace,
     job_key,
+    tolerations_of,
 )
 from reconciler.jobkinds import KINDS, kind_for
 from reconciler.jobkinds.base import ManifestError, parse_resources
@@ -899,15 +899,6 @@ def _affinity(raw: Any, field: str) -> ClusterAffinity:
         name=str(raw.get("affinityName") or ""))
 
 
-def _tolerations(raw: Any) -> tuple[Toleration, ...]:
-    # (the operator is Equal when not given, as in Kubernetes: a toleration with no
-    # value then tolerates only taints with none)
-    return tuple(Toleration(key=str(t.get("key") or ""),
-                            operator=str(t.get("operator") or "Equal"),
-                            value=str(t.get("value") or ""), effect=str(t.get("effect") or ""))
-                 for t in raw or ())
-
-
 def _taints(raw: Any) -> tuple[Taint, ...]:
     return tuple(Taint(key=str(t["key"]), value=str(t.get("value") or ""),
                        effect=str(t.get("effect") or "NoSchedule")) for t in raw or ())
@@ -974,7 +965,8 @@ def _build_policy(doc: Document) -> Policy:
         queued=bool((spec.get("suspension") or {}).get("scheduling")),
         duplicated=rs.get("replicaSchedulingType") == "Duplicated",
         affinity=affinity, affinities=affinities,
-        cluster_tolerations=_tolerations(placement.get("clusterTolerations")),
+        cluster_tolerations=tolerations_of(placement.get("clusterTolerations"),
+                                           "spec.placement.clusterTolerations"),
         failover=failover, propagate_deps=bool(spec.get("propagateDeps")), strategy=strategy)
 
 

@@ -108,7 +108,9 @@ def rfc3339(value: object) -> str | None:
     return rfc3339(parsed)
 
 
-def _tolerations(raw: object, field: str) -> tuple[Toleration, ...]:
+def tolerations_of(raw: object, field: str) -> tuple[Toleration, ...]:
+    """A list of Kubernetes tolerations (a pod's, or a policy's clusterTolerations):
+    the operator is Equal when not given, as in Kubernetes."""
     if raw is None:
         return ()
     if not isinstance(raw, list):
@@ -187,7 +189,7 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
         if not isinstance(selector, Mapping):
             raise ManifestError(f"{ref.field}.spec.nodeSelector must be a mapping", ref.field)
         node_selector = tuple(sorted((str(k), str(v)) for k, v in selector.items()))
-        tolerations = _tolerations(spec.get("tolerations"), f"{ref.field}.spec.tolerations")
+        tolerations = tolerations_of(spec.get("tolerations"), f"{ref.field}.spec.tolerations")
         shape = (PodSet, ref.name, ref.replicas, tuple(per_pod.items()), node_selector,
                  tolerations)
         shapes.append(shape)
