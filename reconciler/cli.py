@@ -32,6 +32,7 @@ from reconciler.fleet.observed import INVENTORY_DIR, ClusterReport, cluster_repo
 from reconciler.fleet.state import decision_item
 from reconciler.gitops.repo import FleetRepo, GitError
 from reconciler.pipeline import (
+    DEFAULT_IDENTITY,
     Computed,
     Outcome,
     ParsedJobs,
@@ -337,7 +338,19 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
+    # what is about to be committed: the work tree, files not yet added and all
+    # (a commit of it on no branch), unless a revision is named
+    work_tree = None
+    if args.source is None:
+        args.source = "HEAD"
+        work_tree = repo.work_tree_commit(DEFAULT_IDENTITY, parse_now(None))
+        if work_tree is not None and work_tree != repo.resolve("HEAD"):
+            args.source = work_tree
+        else:
+            work_tree = None
     computed = _computed(repo, args, state_base=None, now=None)
+    if work_tree is not None:
+        args.source = "HEAD"  # (the branch the work tree is on names the state branch)
     branch_problems = state_branch_problems(repo, computed.inputs, args.source)
     problems = sorted(computed.problems + branch_problems)
     # the clusters' reported nodes, when the state branch has them: declared
@@ -358,7 +371,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         inputs = computed.inputs
         print(f"{inputs.files} files, {len(inputs.jobs) + len(inputs.invalid)} jobs, "
               f"{len(inputs.clusters)} member clusters, {len(inputs.policies)} policies: "
-              f"{len(errors)} error(s), {len(problems) - len(errors)} warning(s)")
+              f"{len(errors)} error(s), {len(problems) - len(errors)} warning(s)"
+              + (" (the work tree, with changes not committed)" if work_tree else ""))
     return EXIT_PROBLEMS if errors else EXIT_OK
 
 
@@ -736,7 +750,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check the fleet repo; exit 1 on errors")
     common(p)
-    p.add_argument("--source", default="HEAD")
+    p.add_argument("--source", default=None,
+                   help="check this revision (default: the work tree, as `git add -A` "
+                        "would commit it; HEAD in a bare repository)")
     no_cache(p)
     p.set_defaults(func=cmd_validate)
 

@@ -154,8 +154,9 @@ def parse_now(text: str | None) -> dt.datetime:
         except ValueError:
             raise GitError(f"--now {text!r} is not an RFC 3339 time "
                            f"(e.g. 2026-11-29T11:00:00Z)") from None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=dt.UTC)
+        if when.tzinfo is None:  # (RFC 3339 has no local times: whose clock would it be?)
+            raise GitError(f"--now {text!r} has no time zone; add Z for UTC or an offset "
+                           f"(e.g. {text}Z or {text}+08:00)")
         return when.astimezone(dt.UTC)
     return dt.datetime.now(dt.UTC).replace(microsecond=0)
 

@@ -334,6 +334,37 @@ class FleetRepo:
             sha, exc = failed[0]
             raise GitError(f"could not write object {sha} into {self.objects}: {exc}") from exc
 
+    def work_tree_commit(self, identity: Identity, when: dt.datetime) -> str | None:
+        """A commit of the work tree as ``git add -A`` would stage it (the
+        files ``.gitignore`` leaves out are left out), child of HEAD, on no
+        branch; HEAD itself when the work tree holds what it holds; ``None``
+        in a bare repository. Made with a temporary index, started from a
+        copy of git's (whose file times spare re-reading unchanged files):
+        git's own index, staged changes and branches are left as they were."""
+        if self.bare:
+            return None
+        head = self.resolve("HEAD")
+        index = Path(self.run("rev-parse", "--git-path", "index").decode().strip())
+        index = index if index.is_absolute() else self.root / index
+        fd, temp = tempfile.mkstemp(prefix="fleetq-index-", dir=self.git_dir)
+        os.close(fd)
+        try:
+            if index.exists():
+                Path(temp).write_bytes(index.read_bytes())
+            else:
+                os.unlink(temp)  # (git makes it: an empty file is no index)
+            env = {"GIT_INDEX_FILE": temp}
+            self.run("add", "-A", "--", ".", env=env)
+            tree = self.run("write-tree", env=env).decode().strip()
+        finally:
+            if os.path.exists(temp):
+                os.unlink(temp)
+        if head is not None and self.commit_info(head).tree == tree:
+            return head
+        return self.write_commit(tree=tree, parents=[head] if head else [],
+                                 message="the work tree, not committed", identity=identity,
+                                 when=when)
+
     def write_blob(self, data: bytes) -> str:
         return self._store(b"blob", data)
 

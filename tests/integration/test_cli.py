@@ -259,6 +259,58 @@ def test_init_creates_a_fleet_repo_that_validates_and_reconciles(tmp_path: Path)
     assert proc.returncode == 2  # not empty
 
 
+def test_validate_checks_the_work_tree_before_it_is_committed(tmp_path: Path) -> None:
+    """``fleetq validate`` before ``git commit`` (a pre-commit hook, a person
+    checking an edit) checks the files as they are on disk, new ones not yet
+    added included, and leaves git's index, branches and HEAD as they were;
+    ``--source REV`` checks that commit."""
+    target = tmp_path / "fleet"
+    assert fleetq("init", str(target)).returncode == 0
+    head = git(target, "rev-parse", "HEAD").strip()
+    write_files(target, {"jobs/new.yaml": "kind: PyTorchJob\nmetadata: [\n",
+                         "jobs/ignored.yaml": "{{ not yaml\n", ".gitignore": "ignored.yaml\n"})
+    git(target, "add", ".gitignore")  # (staged: the temporary index starts from git's)
+    status = git(target, "status", "--porcelain")
+    proc = fleetq("validate", "--repo", str(target))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "jobs/new.yaml:3: error: not valid YAML" in proc.stdout
+    assert "ignored.yaml" not in proc.stdout
+    assert "(the work tree, with changes not committed)" in proc.stdout
+    assert git(target, "status", "--porcelain") == status
+    assert git(target, "rev-parse", "HEAD").strip() == head
+    assert git(target, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/main"]
+    proc = fleetq("validate", "--repo", str(target), "--source", "HEAD")
+    assert proc.returncode == 0, proc.stdout
+    assert "work tree" not in proc.stdout
+    git(target, "reset", "-q")
+    for name in ("jobs/new.yaml", "jobs/ignored.yaml", ".gitignore"):
+        (target / name).unlink()
+    proc = fleetq("validate", "--repo", str(target))  # (the work tree as HEAD: HEAD)
+    assert proc.returncode == 0 and "work tree" not in proc.stdout, proc.stdout
+    # before the first commit
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    git(fresh, "init", "-q", "-b", "main")
+    write_files(fresh, {p: (target / p).read_text()
+                        for p in ("fleet.yaml", "quota/elasticquotatree.yaml")})
+    proc = fleetq("validate", "--repo", str(fresh))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "(the work tree, with changes not committed)" in proc.stdout
+
+
+def test_now_without_a_time_zone_is_refused(seed_fleet: SeedFleet) -> None:
+    """RFC 3339 has no local times: ``--now 2026-11-29T11:00:00`` used to be
+    read as UTC, which on a clock eight hours ahead enqueues and ages every
+    job eight hours off."""
+    proc = fleetq("reconcile", "--repo", str(seed_fleet.path), "--now", "2026-11-29T11:00:00")
+    assert proc.returncode == 2
+    assert "has no time zone; add Z for UTC or an offset" in proc.stderr
+    assert "2026-11-29T11:00:00Z" in proc.stderr
+    assert git(seed_fleet.path, "rev-parse", "--verify", "--quiet", STATE, check=False) == ""
+    proc = fleetq("plan", "--repo", str(seed_fleet.path), "--now", "2026-11-29T19:00:00+08:00")
+    assert proc.returncode == 0, proc.stderr
+
+
 # Libraries a command imports only when it uses them: on a small fleet, starting
 # the process is most of a command's time.
 LATE = ("jinja2", "watchdog", "multiprocessing")
