@@ -29,7 +29,13 @@ from reconciler.core.model import (
 )
 from reconciler.core.quota import PREEMPTIBLE_LABEL, QUOTA_LABEL
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, add_into
-from reconciler.jobkinds.base import JobKind, Manifest, ManifestError, pod_requests
+from reconciler.jobkinds.base import (
+    JobKind,
+    Manifest,
+    ManifestError,
+    gang_minimum,
+    pod_requests,
+)
 
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 DEFAULT_NAMESPACE = "default"
@@ -212,6 +218,7 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
             f"pod templates name different priority classes ({names}); a gang has one "
             f"priority: use the same priorityClassName everywhere")
     priority_class = next(iter(priority_classes), None) or kind.scheduling_priority_class(obj)
+    gang_minimum(obj, pods)  # (one the rendered PodGroup could not hold is an error here)
     total[PODS] = pods * 1000
     total[MAX_JOBS] = 1000
     preemptible_raw = label_map.get(PREEMPTIBLE_LABEL)

@@ -183,11 +183,15 @@ def pod_requests(template: Manifest, field: str) -> Resources:
     return {k: v for k, v in total.items() if v}
 
 
+INT32_MAX = 2**31 - 1  # (replicas, parallelism, ...: int32 in the API server)
+
+
 def replicas_of(raw: object, field: str, default: int = 1) -> int:
     if raw is None:
         return default
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
-        raise ManifestError(f"{field} must be a whole number >= 0, not {raw!r}", field)
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= INT32_MAX:
+        raise ManifestError(f"{field} must be a whole number from 0 to {INT32_MAX}, "
+                            f"not {raw!r}", field)
     return raw
 
 
@@ -207,8 +211,10 @@ def require_mapping(obj: Manifest, *path: str) -> Manifest:
     return found
 
 
-def replica_specs(obj: Manifest, field: str, order: tuple[str, ...]) -> list[PodTemplateRef]:
-    """Kubeflow-style ``<x>ReplicaSpecs``: roles in ``order`` first, then by name."""
+def replica_specs(obj: Manifest, field: str, order: tuple[str, ...],
+                  defaults: Mapping[str, int] | None = None) -> list[PodTemplateRef]:
+    """Kubeflow-style ``<x>ReplicaSpecs``: roles in ``order`` first, then by name.
+    A role's replicas default to ``defaults[role]``, else to 1."""
     specs = require_mapping(obj, "spec", field)
     roles = sorted(specs, key=lambda r: (order.index(r) if r in order else len(order), r))
     out = []
@@ -220,9 +226,9 @@ def replica_specs(obj: Manifest, field: str, order: tuple[str, ...]) -> list[Pod
         template = spec.get("template")
         if not isinstance(template, dict):
             raise ManifestError(f"{where}.template is missing", where)
-        out.append(PodTemplateRef(role.lower(), replicas_of(spec.get("replicas"),
-                                                            f"{where}.replicas"),
-                                  template, f"{where}.template"))
+        replicas = replicas_of(spec.get("replicas"), f"{where}.replicas",
+                               (defaults or {}).get(role, 1))
+        out.append(PodTemplateRef(role.lower(), replicas, template, f"{where}.template"))
     return out
 
 
@@ -243,6 +249,39 @@ def run_policy_priority_class(obj: Manifest) -> str | None:
     sp = mapping_at(obj, "spec", "runPolicy", "schedulingPolicy")
     value = sp.get("priorityClass") if sp else None
     return str(value) if value else None
+
+
+MIN_AVAILABLE_AT = "spec.runPolicy.schedulingPolicy.minAvailable"
+VOLCANO_QUEUE_LABEL = "volcano.sh/queue-name"  # (KubeRay's, on the RayJob)
+VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"  # (Volcano's own)
+
+
+def gang_minimum(obj: Manifest, pods: int) -> int:
+    """The pods of the job's gang that must start together: the Kubeflow
+    run policy's ``schedulingPolicy.minAvailable`` (what the operators give a
+    PodGroup's minMember), else all ``pods``. Raises ``ManifestError`` for one
+    that is no whole number from 1 to ``pods``."""
+    sp = mapping_at(obj, "spec", "runPolicy", "schedulingPolicy")
+    value = sp.get("minAvailable") if sp else None
+    if value is None:
+        return pods
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= max(pods, 1):
+        raise ManifestError(f"{MIN_AVAILABLE_AT} must be a whole number from 1 to {pods} (the "
+                            f"job's pods), not {value!r}", MIN_AVAILABLE_AT)
+    return value
+
+
+def volcano_queue(obj: Manifest) -> str | None:
+    """The Volcano queue the job names, for its PodGroup: the Kubeflow run
+    policy's ``schedulingPolicy.queue``, else the ``volcano.sh/queue-name``
+    label (KubeRay's) or the ``scheduling.volcano.sh/queue-name`` annotation."""
+    sp = mapping_at(obj, "spec", "runPolicy", "schedulingPolicy")
+    meta = mapping_at(obj, "metadata") or {}
+    for where, key in ((sp, "queue"), (meta.get("labels"), VOLCANO_QUEUE_LABEL),
+                       (meta.get("annotations"), VOLCANO_QUEUE_ANNOTATION)):
+        if isinstance(where, Mapping) and where.get(key):
+            return str(where[key])
+    return None
 
 
 def conditions_phase(obj: Manifest, *, succeeded: str = "Succeeded", failed: str = "Failed",

@@ -25,7 +25,8 @@ class MPIJobKind:
         self.api_version = api_version
 
     def pod_templates(self, obj: Manifest) -> list[PodTemplateRef]:
-        return replica_specs(obj, "mpiReplicaSpecs", ("Launcher", "Worker"))
+        # (both operators default a Worker's replicas to 0: a launcher alone)
+        return replica_specs(obj, "mpiReplicaSpecs", ("Launcher", "Worker"), {"Worker": 0})
 
     def set_suspended(self, obj: Manifest, suspended: bool) -> None:
         set_run_policy_suspend(obj, suspended)

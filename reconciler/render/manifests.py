@@ -23,7 +23,7 @@ from reconciler.fleet.inputs import Dependency, FleetInputs
 from reconciler.fleet.jobs import JobSource, pod_dependencies
 from reconciler.halves import in_two, two_cores
 from reconciler.jobkinds import kind_for
-from reconciler.jobkinds.base import Manifest, ManifestError
+from reconciler.jobkinds.base import Manifest, ManifestError, gang_minimum, volcano_queue
 from reconciler.render import yamltext
 from reconciler.render.overlays import Overlays
 
@@ -86,7 +86,7 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
     annotations[SOURCE] = decision.path
     meta["annotations"] = annotations
     kind.set_suspended(obj, False)
-    total = sum(p.replicas for p in decision.pod_sets)
+    total = gang_minimum(obj, sum(p.replicas for p in decision.pod_sets))
     for ref in kind.pod_templates(obj):
         _gang(ref.template, cluster.gang_dialect, key.name, total, quota_name)
     groups: list[Manifest] = []
@@ -97,6 +97,9 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
                        "spec": {"minMember": total}})
     elif cluster.gang_dialect == "volcano":
         spec: dict[str, Any] = {"minMember": total}
+        queue = volcano_queue(obj)
+        if queue is not None:
+            spec["queue"] = queue
         groups.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
                        "metadata": {"name": key.name, "namespace": key.namespace,
                                     "labels": {MANAGED_BY: "fleetq"}},
@@ -127,7 +130,8 @@ def _gang(template: Manifest, dialect: str, name: str, total: int, queue: str | 
         template.setdefault("spec", {})["schedulerName"] = "volcano"
     elif dialect == "kueue" and queue is not None:
         labels[KUEUE_QUEUE] = queue
-    meta["labels"] = labels
+    if labels or "labels" in meta:  # (no ``labels: {}`` where none were)
+        meta["labels"] = labels
 
 
 # A Namespace leaves a cluster's folder with the last job fleetq placed in it

@@ -40,3 +40,36 @@ def test_a_ray_worker_group_with_no_usable_number_of_hosts_is_an_error(hosts: ob
     with pytest.raises(ManifestError) as err:
         ray.pod_templates(rayjob(replicas=1, numOfHosts=hosts))
     assert err.value.field == "spec.rayClusterSpec.workerGroupSpecs[0].numOfHosts"
+
+
+def mpijob(api_version: str, **worker: Any) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": "MPIJob", "metadata": {"name": "m"},
+            "spec": {"mpiReplicaSpecs": {"Launcher": {"template": POD},
+                                         "Worker": {"template": POD, **worker}}}}
+
+
+@pytest.mark.parametrize("api_version", ["kubeflow.org/v2beta1", "kubeflow.org/v1"])
+def test_an_mpijob_worker_without_replicas_is_none_and_a_launcher_one(api_version: str) -> None:
+    """Both operators default a Worker's replicas to 0 and the Launcher's to
+    1: such a job is its launcher alone (it used to count one worker more)."""
+    mpi = kind_for(api_version, "MPIJob")
+    assert mpi is not None
+    assert [(t.name, t.replicas) for t in mpi.pod_templates(mpijob(api_version))] == [
+        ("launcher", 1), ("worker", 0)]
+    assert [(t.name, t.replicas) for t in mpi.pod_templates(mpijob(api_version, replicas=3))
+            ] == [("launcher", 1), ("worker", 3)]
+
+
+@pytest.mark.parametrize("replicas", [2**31, -1, 1.5, "2"])
+def test_replicas_beyond_what_the_api_server_holds_are_an_error(replicas: object) -> None:
+    """``replicas`` is an int32: 2**31 would be refused by the cluster, so it
+    is an error here rather than a job sized for two billion pods."""
+    mpi = kind_for("kubeflow.org/v2beta1", "MPIJob")
+    assert mpi is not None
+    with pytest.raises(ManifestError) as err:
+        mpi.pod_templates(mpijob("kubeflow.org/v2beta1", replicas=replicas))
+    assert err.value.field == "spec.mpiReplicaSpecs.Worker.replicas"
+    assert f"must be a whole number from 0 to 2147483647, not {replicas!r}" in str(err.value)
+    assert [(t.name, t.replicas) for t in mpi.pod_templates(
+        mpijob("kubeflow.org/v2beta1", replicas=2**31 - 1))] == [
+        ("launcher", 1), ("worker", 2**31 - 1)]

@@ -323,3 +323,54 @@ def test_gang_dialect_of_the_member_cluster_is_rendered(tmp_path: Path, dialect:
     kustomization = state_yaml(path, "clusters/cf-hz-a/kustomization.yaml")
     assert ("default/podgroup-pytorch-test.yaml" in kustomization["resources"]) == (
         pod_group is not None)
+
+
+def _with_scheduling_policy(policy: str) -> str:
+    """The seed PyTorchJob with ``runPolicy.schedulingPolicy`` ``policy``
+    (a flow mapping), on the line after ``spec:``."""
+    text = seed("ack-fleet-pytorchjob.yaml")
+    head, rest = text.split("\nspec:\n", 1)
+    return f"{head}\nspec:\n  runPolicy: {{schedulingPolicy: {policy}}}\n{rest}"
+
+
+@pytest.mark.parametrize("dialect", ["ack", "scheduler-plugins", "volcano"])
+def test_a_gang_minimum_and_a_volcano_queue_the_job_names_are_rendered(
+        tmp_path: Path, dialect: str) -> None:
+    """``runPolicy.schedulingPolicy.minAvailable`` is the gang's minimum
+    (Kubeflow's operators make it a PodGroup's minMember) and ``queue`` a
+    Volcano PodGroup's queue: both used to be dropped, the PodGroup asking
+    for all 3 pods in Volcano's default queue."""
+    files = seed_fleet_files()
+    files["clusters/cf-hz-a.yaml"] = member_cluster("cf-hz-a", cpu="32", memory="128Gi",
+                                                    dialect=dialect)
+    files["jobs/default/pytorch-test.yaml"] = _with_scheduling_policy(
+        "{minAvailable: 2, queue: training}")
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    run_reconcile(path)
+    assert placements(path)["default/pytorch-test"]["phase"] == "Admitted"
+    job = yaml.safe_load(state_show(path, RENDERED) or "")
+    pod_group = state_show(path, "clusters/cf-hz-a/default/podgroup-pytorch-test.yaml")
+    if dialect == "ack":
+        assert [t["metadata"]["labels"]["pod-group.scheduling.sigs.k8s.io/min-available"]
+                for t in _pod_templates(job)] == ["2", "2"]
+        assert pod_group is None
+        return
+    group = yaml.safe_load(pod_group or "")
+    assert group["spec"]["minMember"] == 2
+    assert group["spec"].get("queue") == ("training" if dialect == "volcano" else None)
+
+
+@pytest.mark.parametrize("value", ["4", "0", "two"])
+def test_a_gang_minimum_the_job_cannot_hold_is_an_error_at_its_line(
+        tmp_path: Path, value: str) -> None:
+    files = seed_fleet_files()
+    files["jobs/default/pytorch-test.yaml"] = _with_scheduling_policy(f"{{minAvailable: {value}}}")
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    outcome = run_reconcile(path)
+    errors = [str(p) for p in outcome.computed.problems if p.severity == "error"]
+    shown = repr(int(value)) if value.isdigit() else repr(value)
+    assert errors == [
+        f"jobs/default/pytorch-test.yaml:9: error: spec.runPolicy.schedulingPolicy.minAvailable "
+        f"must be a whole number from 1 to 3 (the job's pods), not {shown}; fix the manifest"
+    ], errors
+    assert placements(path)["default/pytorch-test"]["phase"] == "Invalid"

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from .conftest import (
     QUEUED_CLUSTER_POLICY,
@@ -17,6 +18,7 @@ from .conftest import (
     run_reconcile,
     shared_path,
     state_files,
+    state_show,
 )
 
 UPSTREAM = SHARED / "upstream"
@@ -178,3 +180,19 @@ def test_upstream_job_without_a_quota_leaf_is_reported(tmp_path: Path) -> None:
     items = placements(repo)
     assert items["kubeflow/pytorch-simple"]["phase"] == "Invalid"
     assert items["default/pi"]["phase"] == "Admitted"
+
+
+def test_the_kuberay_volcano_sample_keeps_its_queue_on_a_volcano_cluster(tmp_path: Path) -> None:
+    """KubeRay's sample names its Volcano queue by the ``volcano.sh/queue-name``
+    label: the PodGroup fleetq renders for it is in that queue, not Volcano's
+    default one (whose capability the sample's Queue does not limit)."""
+    text = shared_path("upstream/kuberay/samples/ray-job.volcano-scheduler-queue.yaml").read_text()
+    repo = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": TREE, "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/gpu-a.yaml": CLUSTER.replace("gangDialect: ack", "gangDialect: volcano"),
+        "jobs/ray.yaml": text})
+    run_reconcile(repo)
+    assert placements(repo)["default/rayjob-sample-0"]["cluster"] == "gpu-a"
+    group = yaml.safe_load(state_show(repo, "clusters/gpu-a/default/podgroup-rayjob-sample-0.yaml")
+                           or "")
+    assert group["spec"] == {"minMember": 3, "queue": "kuberay-test-queue"}
