@@ -403,6 +403,7 @@ def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info:
         priority_classes=inputs.priority_classes, default_priority=inputs.default_priority,
         workload_priority_classes=inputs.workload_priority_classes, prior=prior,
         source_time=info.committed_at, now=rfc3339(now), invalid=invalid,
+        defined_twice=frozenset(inputs.conflicts),
         broken_paths=inputs.broken_paths, settings=inputs.settings, settled=settled)
 
 

@@ -115,6 +115,10 @@ class CycleInput:
     # Jobs that ended (``core.outcomes``): decided apart; those ``prior``
     # admitted free what they held, as deleted jobs do.
     ended: frozenset[JobKey] = frozenset()
+    # Objects defined in more than one place, none of which counts
+    # ("PriorityClass high", ...): a job naming one is told so, not that it
+    # does not exist.
+    defined_twice: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -635,6 +639,13 @@ class _Cycle:
         self._resolve_jobs(jobs)
         self.ahead = True
 
+    def _missing(self, kind: str, name: str, field: str) -> str:
+        """Why the ``kind`` named ``name`` a job's ``field`` names is not there."""
+        if f"{kind} {name}" in self.inp.defined_twice:
+            return (f"{kind} {name!r} is defined more than once (see the errors of fleetq "
+                    f"validate): none of them counts; remove or rename all but one")
+        return f"{kind} {name!r} does not exist; create it or fix {field}"
+
     def _resolve_jobs(self, jobs: list[Job]) -> None:
         """Step 1 for ``jobs`` (in key order)."""
         inp = self.inp
@@ -651,16 +662,15 @@ class _Cycle:
                 if job.priority_class in inp.priority_classes:
                     priority = inp.priority_classes[job.priority_class]
                 else:
-                    problems.append((job.line_of(PRIORITY_CLASS_AT), (
-                        f"PriorityClass {job.priority_class!r} does not exist; create it "
-                        f"or fix priorityClassName")))
+                    problems.append((job.line_of(PRIORITY_CLASS_AT), self._missing(
+                        "PriorityClass", job.priority_class, "priorityClassName")))
             if job.workload_priority_class is not None:  # Kueue: it wins over the pods' class
                 if job.workload_priority_class in inp.workload_priority_classes:
                     priority = inp.workload_priority_classes[job.workload_priority_class]
                 else:
-                    problems.append((job.line_of(WORKLOAD_PRIORITY_CLASS_AT), (
-                        f"WorkloadPriorityClass {job.workload_priority_class!r} does not "
-                        f"exist; create it or fix label kueue.x-k8s.io/priority-class")))
+                    problems.append((job.line_of(WORKLOAD_PRIORITY_CLASS_AT), self._missing(
+                        "WorkloadPriorityClass", job.workload_priority_class,
+                        "label kueue.x-k8s.io/priority-class")))
             policy = select_policy(policies, job) or default_policy
             quota: str | None = None
             if self.tree is not None:

@@ -819,3 +819,22 @@ def test_each_binding_mistake_of_a_job_is_told_at_its_field_line_in_one_run(
     reason = placements(path)["text/tokenizer-ablation"]["reason"]
     assert reason.startswith(f"{ablation}:{line_of(ablation_text, 'priorityClassName: lwo')}: "
                              f"PriorityClass 'lwo'"), reason
+
+
+def test_a_job_naming_a_priority_class_defined_twice_is_told_so(tmp_path: Path) -> None:
+    """Both definitions of ``low`` are left out: the jobs naming it were told
+    "PriorityClass 'low' does not exist; create it", while it was there twice."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    name, text, _ = INTRUDERS["priority class"]
+    write_files(path, {name: text})
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 1
+    assert ("jobs/text/tokenizer-ablation.yaml:20: error: PriorityClass 'low' is defined more "
+            "than once (see the errors of fleetq validate): none of them counts; remove or "
+            "rename all but one") in proc.stdout
+    assert "'low' does not exist" not in proc.stdout
+    assert "PriorityClass 'high' does not exist" not in proc.stdout
+    write_files(path, {name: text.replace("name: low", "name: lower")})
+    proc = fleetq("validate", "--repo", str(path))
+    assert "tokenizer-ablation" not in proc.stdout, proc.stdout
