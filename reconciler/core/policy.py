@@ -12,7 +12,7 @@ policies that select a job the preference key is (DESIGN §3 "Policies")::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from reconciler.core.model import (
     ClusterAffinity,
@@ -79,7 +79,7 @@ def affinity_selects(affinity: ClusterAffinity, cluster: MemberCluster) -> bool:
     return cluster.name not in affinity.exclude
 
 
-def candidate_groups(policy: Policy, kind_ref: str, clusters: Iterable[MemberCluster]
+def candidate_groups(policy: Policy, kind_ref: str, clusters: Sequence[MemberCluster]
                      ) -> tuple[list[list[str]], list[str]]:
     """Candidate cluster names in preference groups, and why others were left out.
 
@@ -89,7 +89,10 @@ def candidate_groups(policy: Policy, kind_ref: str, clusters: Iterable[MemberClu
     """
     notes: list[str] = []
     usable: list[MemberCluster] = []
+    terms = policy.affinities or ((policy.affinity,) if policy.affinity else (None,))
     for cluster in sorted(clusters, key=lambda c: c.name):
+        if not any(t is None or affinity_selects(t, cluster) for t in terms):
+            continue  # (not wanted: why else it could not run there is beside the point)
         if cluster.capabilities is not None and kind_ref not in cluster.capabilities:
             notes.append(f"{cluster.name} does not run {kind_ref}")
             continue
@@ -99,11 +102,16 @@ def candidate_groups(policy: Policy, kind_ref: str, clusters: Iterable[MemberClu
                          f"that {policy.ref} does not tolerate")
             continue
         usable.append(cluster)
-    terms = policy.affinities or ((policy.affinity,) if policy.affinity else (None,))
     groups: list[list[str]] = []
     for term in terms:
         if term is None:
             groups.append([c.name for c in usable])
         else:
             groups.append([c.name for c in usable if affinity_selects(term, c)])
+    if not usable:
+        names = {c.name for c in clusters}
+        unknown = sorted({n for t in terms if t is not None for n in t.cluster_names} - names)
+        if unknown:
+            notes.append(f"its clusterAffinity names {', '.join(unknown)}, which is no "
+                         f"MemberCluster of the fleet")
     return groups, notes

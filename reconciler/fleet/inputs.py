@@ -786,8 +786,27 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
             f"spec.defaultPolicy names {'/'.join(n for n in ref if n)!r}, which is no "
             f"PropagationPolicy or ClusterPropagationPolicy of the fleet; name one "
             f"(namespace/name for a PropagationPolicy) or remove it")))
+    inputs.problems.extend(unknown_cluster_names(inputs.policies, inputs.clusters))
     inputs.problems.sort()
     inputs.unknown.sort()
+
+
+def unknown_cluster_names(policies: Iterable[Policy], clusters: Iterable[MemberCluster]
+                          ) -> list[Problem]:
+    """A warning on each policy whose cluster affinity names a cluster the
+    fleet has no MemberCluster of (a typo, a cluster not added yet, or one
+    removed): its jobs would be told only of the clusters that are there."""
+    names = {c.name for c in clusters}
+    out = []
+    for policy in policies:
+        terms = policy.affinities or ((policy.affinity,) if policy.affinity else ())
+        unknown = sorted({n for t in terms for n in (*t.cluster_names, *t.exclude)} - names)
+        if unknown:
+            out.append(Problem(policy.path, policy.line, (
+                f"{policy.ref}: its clusterAffinity names {', '.join(unknown)}, which is no "
+                f"MemberCluster of the fleet ({', '.join(sorted(names)) or 'none'}); fix "
+                f"the name or add the cluster"), "warning"))
+    return out
 
 
 def _leave_out_conflicts(inputs: FleetInputs) -> None:

@@ -126,6 +126,25 @@ def test_cluster_affinity(pol: PolicyBuilder, expected: list[list[str]]) -> None
     assert groups_of(pol) == expected
 
 
+def test_only_the_clusters_a_policy_selects_are_told_of_and_an_unknown_name_is() -> None:
+    """A policy naming a cluster that is not there (``gpu-hz-x``) left its jobs
+    told that another cluster, one it never wanted, was tainted."""
+    clusters = (cluster("gpu-hz-a").taint("nvidia.com/gpu", "present").node("n", cpu="8").obj(),
+                cluster("cpu-sh-c").node("n", cpu="8").obj())
+    groups, notes = candidate_groups(policy().clusters("gpu-hz-x").obj(),
+                                     "kubeflow.org/PyTorchJob", clusters)
+    assert (groups, notes) == ([[]], [
+        "its clusterAffinity names gpu-hz-x, which is no MemberCluster of the fleet"])
+    groups, notes = candidate_groups(policy().clusters("gpu-hz-a", "gpu-hz-x").obj(),
+                                     "kubeflow.org/PyTorchJob", clusters)
+    assert groups == [[]]
+    assert len(notes) == 2 and "gpu-hz-a has taint nvidia.com/gpu=present" in notes[0]
+    assert "names gpu-hz-x, which is no MemberCluster" in notes[1]
+    groups, notes = candidate_groups(policy().clusters("cpu-sh-c", "gpu-hz-x").obj(),
+                                     "kubeflow.org/PyTorchJob", clusters)
+    assert (groups, notes) == ([["cpu-sh-c"]], [])  # (told by validate: a warning)
+
+
 def test_cluster_taints_need_the_policys_tolerations() -> None:
     clusters = (
         cluster("plain").node("n", cpu="8").obj(),

@@ -838,3 +838,28 @@ def test_a_job_naming_a_priority_class_defined_twice_is_told_so(tmp_path: Path) 
     write_files(path, {name: text.replace("name: low", "name: lower")})
     proc = fleetq("validate", "--repo", str(path))
     assert "tokenizer-ablation" not in proc.stdout, proc.stdout
+
+
+def test_a_policy_naming_a_cluster_the_fleet_lacks_is_warned_of(tmp_path: Path) -> None:
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    policy = (path / "policies/gang-queued.yaml").read_text()
+    assert "  placement:\n    replicaScheduling:" in policy
+    write_files(path, {"policies/gang-queued.yaml": policy.replace(
+        "  placement:\n    replicaScheduling:",
+        "  placement:\n    clusterAffinity:\n      clusterNames: [gpu-hz-x]\n"
+        "    replicaScheduling:")})
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 0, proc.stdout
+    line = line_of(policy, "apiVersion:")  # (the policy's first line)
+    assert (f"policies/gang-queued.yaml:{line}: warning: PropagationPolicy "
+            f"interns/gang-queued: its clusterAffinity names gpu-hz-x, which is no "
+            f"MemberCluster of the fleet (cpu-sh-c, gpu-bj-b, gpu-hz-a); fix the name or add "
+            f"the cluster") in proc.stdout
+    commit_all(path, "a cluster not there")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    reasons = {i["reason"] for i in placements(path).values()
+               if i["job"]["namespace"] == "interns"}
+    assert reasons == {"no member cluster is a candidate for it under PropagationPolicy "
+                       "interns/gang-queued: its clusterAffinity names gpu-hz-x, which is no "
+                       "MemberCluster of the fleet"}
