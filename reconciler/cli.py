@@ -196,8 +196,9 @@ def _outcome_line(outcome: Outcome, branch: str, repo: FleetRepo | None = None) 
 
 def cmd_watch(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
-    if args.interval <= 0:
-        raise GitError(f"--interval {args.interval} must be more than 0 seconds")
+    if not 0 < args.interval <= MAX_INTERVAL:  # (nan and inf: a watch that never looks)
+        raise GitError(f"--interval {args.interval} must be more than 0 seconds and at most "
+                       f"{MAX_INTERVAL:g} (a day)")
     args.remote = _remote(repo, args, args.source or "HEAD")
     source = args.source
     if source is None:
@@ -381,7 +382,9 @@ def cmd_queue(args: argparse.Namespace) -> int:
     items, texts = _state_items(repo, _branch(repo, args), _cache(repo, args))
     items = [i for i in items if i.get("phase") == "Queued"]
     if args.quota:
-        items = [i for i in items if i.get("quota") in (args.quota, f"root/{args.quota}")]
+        items = [i for i in items if _in_quota(str(i.get("quota")), args.quota)]
+        if not items:
+            _check_quota(repo, args)
     # (a job with no position waits in no quota queue: its policy places it by
     # capacity alone, with no quota check; listed after the queues)
     items.sort(key=lambda i: (i.get("position") is None, str(i.get("quota")),
@@ -400,6 +403,26 @@ def cmd_queue(args: argparse.Namespace) -> int:
     print(table(["QUEUE", "POS", "NAMESPACE", "NAME", "KIND", "PRIORITY", "ENQUEUED",
                  "REASON"], rows))
     return EXIT_OK
+
+
+def _in_quota(path: str, quota: str) -> bool:
+    """Whether the quota at ``path`` (root/algorithm/video) is ``quota`` or
+    under it, ``quota`` a path (with or without ``root/``) or a quota's name
+    (``algorithm``: every queue of the team)."""
+    quota = quota.strip("/")
+    return (quota in path.split("/") if "/" not in quota
+            else f"{path}/".startswith((f"{quota}/", f"root/{quota}/")))
+
+
+def _check_quota(repo: FleetRepo, args: argparse.Namespace) -> None:
+    """A usage error when ``--quota`` names no quota of the fleet's
+    ElasticQuotaTree (at HEAD): an empty list would say its queue is empty."""
+    cache = _cache(repo, args)
+    _, inputs = read_inputs(repo, "HEAD", cache if cache is not None else ParsedJobs(), cache)
+    paths = sorted(inputs.tree.nodes) if inputs.tree is not None else []
+    if not any(_in_quota(path, args.quota) for path in paths):
+        raise GitError(f"--quota {args.quota!r} names no quota of the ElasticQuotaTree; name a "
+                       f"quota or its path: {', '.join(paths) or 'the fleet has none'}")
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -650,13 +673,32 @@ def _git(cwd: Path, *args: str) -> None:
 
 
 def init_repo(target: Path, *, commit: bool) -> None:
-    if target.exists() and any(target.iterdir()):
-        raise GitError(f"{target} is not empty; fleetq init needs a new or empty folder")
-    shutil.copytree(template_dir(), target, dirs_exist_ok=True)
-    if commit:
-        _git(target, "init", "-q", "-b", "main")
-        _git(target, "add", "-A")
-        _git(target, "commit", "-q", "-m", "Fleet repo from the fleetq template")
+    """The template copied to ``target`` (a new or empty folder), committed
+    on ``main`` when ``commit``; on a failure, nothing of it is left there."""
+    template = template_dir()
+    existed = target.is_dir()
+    try:
+        if target.exists() and not existed:
+            raise GitError(f"{target} is a file; fleetq init needs a new or empty folder")
+        if existed and any(target.iterdir()):
+            raise GitError(f"{target} is not empty; fleetq init needs a new or empty folder")
+        shutil.copytree(template, target, dirs_exist_ok=True)
+        if commit:
+            _git(target, "init", "-q", "-b", "main")
+            _git(target, "add", "-A")
+            _git(target, "commit", "-q", "-m", "Fleet repo from the fleetq template")
+    except (OSError, subprocess.CalledProcessError) as exc:
+        made = [target] if not existed else list(target.iterdir()) if target.is_dir() else []
+        for path in made:  # (what this command made: the folder was new, or empty)
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        why = (exc.stderr.decode(errors="replace").strip() or str(exc)
+               if isinstance(exc, subprocess.CalledProcessError)
+               else f"{exc.strerror or exc}: {exc.filename or target}")
+        raise GitError(f"could not create a fleet repo at {target}: {why}") from None
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -770,7 +812,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("queue", help="list the queued jobs in queue order")
     common(p)
     p.add_argument("--state-branch", default=None)
-    p.add_argument("--quota", default=None, help="only this queue (quota path)")
+    p.add_argument("--quota", default=None,
+                   help="only the queues of this quota and those under it (a name or a path)")
     no_cache(p)
     p.set_defaults(func=cmd_queue, wide=False)
 
@@ -834,6 +877,9 @@ class Terminated(BaseException):
 
 
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # (128 + the signal, as shells say)
+
+
+MAX_INTERVAL = 86400.0  # seconds between a watch's looks at the remote, at most
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -104,12 +104,20 @@ def _quantity_module_alone() -> ModuleType | None:
     return module if callable(getattr(module, "parse_quantity", None)) else None
 
 
+QUANTITY_FORM = ("a number with an optional suffix: m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, "
+                 "Ei, or an exponent such as e3")
+
+
 @lru_cache(maxsize=65536)
 def _parse(text: str) -> int:
+    # (the parser's own words name a part of the text, "Invalid number format: 10m"
+    # for 10mm; and it takes blanks, which the API server refuses)
     try:
+        if text != "".join(text.split()):
+            raise ValueError
         value = quantity_parser()(text)
-    except ValueError as exc:
-        raise ManifestError(f"{text!r} is not a Kubernetes quantity ({exc})") from None
+    except ValueError:
+        raise ManifestError(f"{text!r} is not a Kubernetes quantity ({QUANTITY_FORM})") from None
     if not value.is_finite():
         raise ManifestError(f"{text!r} is not a Kubernetes quantity (not a finite number)")
     if value.adjusted() >= 24:  # (1Ei is about 1.2e18)

@@ -168,6 +168,10 @@ def test_a_bad_quantity_names_the_field() -> None:
     ("-1000", "'-1000' is negative: Kubernetes takes no negative quantity of a resource"),
     ("-1m", "'-1m' is negative"),
     ("1e100000000", "'1e100000000' is too large for a quantity of a resource"),
+    # the parser's words named a part ("Invalid number format: 10m"); and it took blanks
+    ("10mm", "'10mm' is not a Kubernetes quantity (a number with an optional suffix: m, k, "),
+    ("1 Gi", "'1 Gi' is not a Kubernetes quantity (a number with an optional suffix"),
+    ("2Gi\n", "'2Gi\\n' is not a Kubernetes quantity (a number with an optional suffix"),
 ])
 def test_a_quantity_kubernetes_would_refuse_is_an_error_not_a_crash(value: object,
                                                                        said: str) -> None:

@@ -243,6 +243,36 @@ def test_queue_lists_waiting_jobs_in_order(seed_fleet: SeedFleet) -> None:
     assert [i["job"]["name"] for i in items] == ["pytorch-second"]
 
 
+def test_queue_of_a_quota_takes_its_name_or_path_and_the_quotas_under_it(
+        tmp_path: Path) -> None:
+    """``--quota video`` listed nothing (only ``root/...`` paths matched), as
+    did a quota that does not exist, with exit 0: both looked like an empty
+    queue. A team's name lists the queues under it; a wrong name is a usage
+    error naming the quotas."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    queued = {i["quota"] for i in placements(path).values() if i["phase"] == "Queued"}
+    assert queued == {"root/algorithm/text"}
+
+    def names(quota: str) -> list[str]:
+        proc = fleetq("queue", "--repo", str(path), "--quota", quota, "-o", "json")
+        assert proc.returncode == 0, proc.stderr
+        return [i["job"]["name"] for i in json.loads(proc.stdout)]
+
+    everything = names("root")
+    assert len(everything) == 2
+    for quota in ("text", "root/algorithm/text", "algorithm/text", "algorithm", "root/algorithm"):
+        assert names(quota) == everything, quota
+    for quota in ("video", "root/algorithm/video", "interns"):
+        assert names(quota) == [], quota
+    for quota in ("vid", "algo/text", "nope"):
+        proc = fleetq("queue", "--repo", str(path), "--quota", quota)
+        assert proc.returncode == 2, proc.stdout
+        assert (f"--quota {quota!r} names no quota of the ElasticQuotaTree; name a quota or its "
+                f"path: root, root/algorithm, root/algorithm/text") in proc.stderr
+
+
 def test_init_creates_a_fleet_repo_that_validates_and_reconciles(tmp_path: Path) -> None:
     target = tmp_path / "my-fleet"
     proc = fleetq("init", str(target))
@@ -257,6 +287,35 @@ def test_init_creates_a_fleet_repo_that_validates_and_reconciles(tmp_path: Path)
     assert {"Admitted", "Queued", "Inadmissible"} <= phases
     proc = fleetq("init", str(target))
     assert proc.returncode == 2  # not empty
+
+
+@pytest.mark.parametrize(("where", "said"), [
+    ("a-file", "a-file is a file; fleetq init needs a new or empty folder"),
+    ("a-file/fleet", "could not create a fleet repo at {tmp}/a-file/fleet: Not a directory"),
+])
+def test_init_where_no_folder_can_be_made_is_a_usage_error(
+        tmp_path: Path, where: str, said: str) -> None:
+    """It printed a Python traceback (NotADirectoryError); nothing is left
+    behind and the file in the way is untouched."""
+    (tmp_path / "a-file").write_text("mine\n")
+    proc = fleetq("init", str(tmp_path / where))
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert said.format(tmp=tmp_path) in proc.stderr, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+    assert (tmp_path / "a-file").read_text() == "mine\n"
+
+
+def test_init_whose_commit_fails_leaves_nothing_behind(tmp_path: Path) -> None:
+    """git failing half-way (here: a template that commits nothing it can
+    write, as with a full disk) leaves neither a folder nor a repo behind."""
+    objects = tmp_path / "objects-not-writable"
+    objects.write_text("")  # (a file where git's object folder should be)
+    target = tmp_path / "fleet"
+    proc = fleetq("init", str(target), env={"GIT_OBJECT_DIRECTORY": str(objects)})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"could not create a fleet repo at {target}: " in proc.stderr
+    assert not target.exists()
 
 
 def test_validate_checks_the_work_tree_before_it_is_committed(tmp_path: Path) -> None:

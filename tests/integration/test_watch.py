@@ -639,3 +639,18 @@ def test_a_watch_warns_while_its_cache_cannot_be_written_and_writes_it_once_it_c
     assert warned(push("c"))
     assert not warned(push("d"))  # the save after round c made the folder
     assert blocker.is_dir() and any(blocker.glob("state-*.pickle"))
+
+
+@pytest.mark.parametrize("interval", ["nan", "inf", "0", "-1", "86401"])
+def test_an_interval_a_watch_could_not_keep_is_a_usage_error(tmp_path: Path,
+                                                             interval: str) -> None:
+    """``--interval nan`` and ``inf`` were taken: a watch that never looked
+    again at the remote (or crashed on the first wait)."""
+    path = make_fleet_repo(tmp_path / "fleet", {"jobs/a.yaml": pytorchjob("a")})
+    proc = subprocess.run([sys.executable, "-m", "reconciler.cli", "watch", "--repo", str(path),
+                           "--interval", interval], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert (f"--interval {float(interval)} must be more than 0 seconds and at most 86400 "
+            f"(a day)") in proc.stderr
+    assert git(path, "rev-parse", "--verify", "--quiet", STATE, check=False) == ""
