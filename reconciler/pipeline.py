@@ -43,6 +43,7 @@ from reconciler.core.outcomes import (
     not_placed,
     parse_time,
 )
+from reconciler.core.policy import candidate_groups, find_policy, select_policy
 from reconciler.core.problems import Problem
 from reconciler.core.quota import QuotaTree, max_changed
 from reconciler.fleet.cache import Cache
@@ -336,6 +337,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     problems.extend(capacity_problems(repo, reports, inputs))
     cycle_input = _cycle_input(inputs, prior, info, now, settled, problems)
     problems.extend(named_by_order(inputs))
+    problems.extend(on_existing_ray_clusters(inputs))
     outcomes = apply_observations(cycle_input, observations) if prior else None
     if outcomes is not None:
         cycle_input = cycle_input_with(cycle_input, outcomes)
@@ -423,6 +425,33 @@ def named_by_order(inputs: FleetInputs) -> list[Problem]:
                 f"{job.key} is named by its metadata.generateName and its place in a file of "
                 f"several jobs: deleting or moving a document before it renames it, and a "
                 f"renamed job is deleted and run again; give it a metadata.name"), "warning"))
+    return out
+
+
+def on_existing_ray_clusters(inputs: FleetInputs) -> list[Problem]:
+    """A warning on each RayJob that runs on an existing RayCluster
+    (``spec.clusterSelector``: it has no pods of its own to count) whose
+    policy lets it go to more than one cluster: it belongs where that
+    RayCluster is, which fleetq does not know."""
+    out = []
+    default = (find_policy(inputs.policies, inputs.settings.default_policy)
+               if inputs.settings.default_policy is not None else None)
+    for source in inputs.jobs.values():
+        job = source.job
+        if job.pod_sets or job.key.kind != "RayJob":
+            continue
+        policy = select_policy(inputs.policies, job) or default
+        if policy is None:
+            continue  # (told it has no policy)
+        clusters = {c for group in candidate_groups(policy, job.key.kind_ref,
+                                                    inputs.clusters)[0] for c in group}
+        if len(clusters) > 1:
+            out.append(Problem(job.path, job.line, (
+                f"{job.key} runs on an existing RayCluster (spec.clusterSelector), so fleetq "
+                f"counts none of its pods, and {policy.ref} lets it go to any of "
+                f"{len(clusters)} clusters, not only the one that RayCluster is on; pin it "
+                f"there (clusterAffinity.clusterNames of a policy of its own) or give it "
+                f"spec.rayClusterSpec"), "warning"))
     return out
 
 

@@ -1,7 +1,11 @@
 """RayJob (ray.io/v1): the head group plus each worker group of ``rayClusterSpec``.
 
 A RayJob that runs on an existing RayCluster (``clusterSelector``) has no pod
-sets of its own.
+sets of its own (warned of when its policy does not pin it to one cluster:
+``pipeline.on_existing_ray_clusters``). The submitter pod KubeRay starts once
+the cluster is up (``submissionMode: K8sJobMode``) is not a pod set: it is no
+part of the gang (a PodGroup waiting for it would never start), and the job's
+requests are those of its head and worker groups.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from .conftest import (
     shared_path,
     state_files,
     state_show,
+    write_files,
 )
 
 UPSTREAM = SHARED / "upstream"
@@ -196,3 +197,26 @@ def test_the_kuberay_volcano_sample_keeps_its_queue_on_a_volcano_cluster(tmp_pat
     group = yaml.safe_load(state_show(repo, "clusters/gpu-a/default/podgroup-rayjob-sample-0.yaml")
                            or "")
     assert group["spec"] == {"minMember": 3, "queue": "kuberay-test-queue"}
+
+
+def test_a_rayjob_on_an_existing_raycluster_is_warned_of_unless_pinned(tmp_path: Path) -> None:
+    """It has no pods of its own: it was admitted "(no pods)" to whichever
+    cluster came first, which need not hold its RayCluster."""
+    text = shared_path("upstream/kuberay/samples/ray-job.use-existing-raycluster.yaml").read_text()
+    files = {"quota.yaml": TREE, "policy.yaml": QUEUED_CLUSTER_POLICY,
+             "clusters/gpu-a.yaml": CLUSTER, "jobs/ray.yaml": text,
+             "clusters/gpu-b.yaml": CLUSTER.replace("name: gpu-a", "name: gpu-b")}
+    repo = make_fleet_repo(tmp_path / "fleet", files)
+    proc = fleetq("validate", "--repo", str(repo))
+    assert proc.returncode == 0, proc.stdout
+    assert ("jobs/ray.yaml:1: warning: RayJob default/rayjob-use-existing-raycluster runs on an "
+            "existing RayCluster (spec.clusterSelector), so fleetq counts none of its pods, and "
+            "ClusterPropagationPolicy") in proc.stdout
+    assert "lets it go to any of 2 clusters" in proc.stdout
+    pinned = QUEUED_CLUSTER_POLICY.replace("  placement:\n",
+                                           "  placement:\n    clusterAffinity: "
+                                           "{clusterNames: [gpu-b]}\n")
+    assert pinned != QUEUED_CLUSTER_POLICY
+    write_files(repo, {"policy.yaml": pinned})
+    proc = fleetq("validate", "--repo", str(repo))
+    assert proc.returncode == 0 and "warning:" not in proc.stdout, proc.stdout
