@@ -527,7 +527,6 @@ def cmd_explain(args: argparse.Namespace) -> int:
     candidates = None if job_policy is None else [
         n for group in candidate_groups(job_policy, d.key.kind_ref, inputs.clusters)[0]
         for n in group if n not in d.failed_on]
-    failover = job_policy.failover if job_policy is not None else None
     lines = explain_decision(d, decisions=computed.result.decisions, tree=inputs.tree,
                              quota_used=computed.result.quota_used,
                              cluster_free=computed.result.cluster_free,
@@ -536,7 +535,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
                              if d.quota else PreemptionPolicy.LOWER_PRIORITY,
                              preemptible=source is None or source.job.preemptible,
                              candidates=candidates,
-                             purge_mode=failover.purge_mode if failover is not None else None)
+                             failover=job_policy.failover if job_policy is not None else None)
     if args.output in ("json", "yaml"):
         _print_value({"job": decision_item(d), "explanation": lines}, args.output)
     else:

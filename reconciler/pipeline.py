@@ -42,6 +42,7 @@ from reconciler.core.outcomes import (
     finish,
     not_placed,
     parse_time,
+    purge_due,
 )
 from reconciler.core.policy import candidate_groups, find_policy, select_policy
 from reconciler.core.problems import Problem
@@ -101,6 +102,9 @@ TRAILER = "Fleet-Source-Commit"
 TREE_TRAILER = "Fleet-Source-Tree"
 FORMAT_TRAILER = "Fleet-Format"
 OBSERVED_TRAILER = "Fleet-Observed"  # the id of the state's status/ folder ("none")
+# the first time the state changes with no new input (an old copy's grace period ends):
+# from then on, a reconcile of the same inputs is no fixed point
+DUE_TRAILER = "Fleet-Due"
 STATE_FORMAT = f"1 fleetq/{__version__}"  # a state made by another format is recomputed
 DEFAULT_IDENTITY = Identity("fleetq", "fleetq@localhost")
 CARRIED_OVER = ("inventory/", "status/")
@@ -958,10 +962,12 @@ def commit_message(computed: Computed, overlays: Overlays) -> str:
                "counts": counts, "changes": computed.changes, "change_limit": CHANGE_LIMIT,
                "decisions": computed.result.decisions}
     message = overlays.commit_message(context, computed.problems).rstrip()
+    due = purge_due(computed.result.decisions, computed.inputs.policies)
     return (f"{message}\n\n{TREE_TRAILER}: {computed.source.tree}\n"
             f"{FORMAT_TRAILER}: {STATE_FORMAT}\n"
             f"{OBSERVED_TRAILER}: {computed.observed or NO_OBSERVATIONS}\n"
-            f"{TRAILER}: {computed.source.sha}\n")
+            + (f"{DUE_TRAILER}: {due}\n" if due is not None else "")
+            + f"{TRAILER}: {computed.source.sha}\n")
 
 
 def trailers(message: str) -> dict[str, str]:
@@ -975,10 +981,12 @@ def trailers(message: str) -> dict[str, str]:
     return out
 
 
-def up_to_date(repo: FleetRepo, source_rev: str, base: str | None) -> CommitInfo | None:
+def up_to_date(repo: FleetRepo, source_rev: str, base: str | None,
+               now: dt.datetime | None = None) -> CommitInfo | None:
     """The source commit, when the state at ``base`` was made from the same tree by
-    the same format: reconciling again would change nothing (the state is a
-    fixed point), so nothing needs computing."""
+    the same format, and nothing it holds is due by ``now`` (``due``):
+    reconciling again would change nothing (the state is a fixed point), so
+    nothing needs computing."""
     if base is None:
         return None
     sha = repo.resolve(source_rev)
@@ -987,9 +995,17 @@ def up_to_date(repo: FleetRepo, source_rev: str, base: str | None) -> CommitInfo
     source = repo.commit_info(sha)
     found = trailers(repo.commit_info(base).message)
     if found.get(TREE_TRAILER) == source.tree and found.get(FORMAT_TRAILER) == STATE_FORMAT \
-            and found.get(OBSERVED_TRAILER, NO_OBSERVATIONS) == observed_tree(repo, base):
+            and found.get(OBSERVED_TRAILER, NO_OBSERVATIONS) == observed_tree(repo, base) \
+            and not (now is not None and (at := due(repo, base)) is not None and at <= now):
         return source
     return None
+
+
+def due(repo: FleetRepo, state: str) -> dt.datetime | None:
+    """When the state commit ``state`` changes with no new input (its
+    ``Fleet-Due``), if it does."""
+    text = trailers(repo.commit_info(state).message).get(DUE_TRAILER)
+    return parse_time(text) if text else None
 
 
 NO_OBSERVATIONS = "none"
@@ -1044,7 +1060,7 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
                 check_no_remote_state(repo, remote, branch)
             elif base is None:
                 check_no_local_state(repo, branch)
-            source = up_to_date(repo, source_rev, base)
+            source = up_to_date(repo, source_rev, base, when)
             newer = None if source is not None else newer_source(repo, remote, source_rev, base)
             if source is not None or newer is not None:
                 _follow_remote(repo, remote, branch, base)
@@ -1056,7 +1072,8 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
                                progress=progress, cache=cache, save_behind=later is None)
             progress("writing the state tree")
             tree = repo.write_tree(computed.files)
-            if tree == computed.state_tree and not observed_anew(repo, computed):
+            if tree == computed.state_tree and not observed_anew(repo, computed) \
+                    and not due_anew(repo, computed):
                 _follow_remote(repo, remote, branch, base)
                 _save_cache(cache, computed, base, later)
                 return Outcome(computed, None, attempt, source=computed.source, state=base)
@@ -1097,6 +1114,16 @@ def observed_anew(repo: FleetRepo, computed: Computed) -> bool:
         OBSERVED_TRAILER, NO_OBSERVATIONS) != (computed.observed or NO_OBSERVATIONS)
 
 
+def due_anew(repo: FleetRepo, computed: Computed) -> bool:
+    """Whether the state says it changes on its own at a time it no longer
+    does (its old copies' grace period ended with no change, its job deleted
+    since, ...): then a commit says so, though no decision changed, or every
+    reconcile from then on would decide again."""
+    base = computed.state_base
+    return base is not None and trailers(repo.commit_info(base).message).get(
+        DUE_TRAILER) != purge_due(computed.result.decisions, computed.inputs.policies)
+
+
 def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
                    source_rev: str = "HEAD", state_branch: str | None = None,
                    remote: str | None = None, now: dt.datetime | None = None,
@@ -1135,7 +1162,7 @@ def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
             return branch, None, replaced, older
         kept = trailers(info.message)
         carried = "".join(f"{name}: {kept[name]}\n" for name in
-                          (TREE_TRAILER, FORMAT_TRAILER, OBSERVED_TRAILER, TRAILER)
+                          (TREE_TRAILER, FORMAT_TRAILER, OBSERVED_TRAILER, DUE_TRAILER, TRAILER)
                           if name in kept)
         title = "; ".join(r.summary() for r in reports if all(r is not o for o, _ in older))
         message = f"Report {title}\n\n{carried}"
@@ -1410,6 +1437,7 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
                     cache = Cache(repo.git_dir, across_rounds=True)
                 outcome = done.outcome
                 state, source = (outcome.state, outcome.source) if outcome else (None, None)
+                until = _wake_at(repo, state) if now is None else None
                 del done, outcome  # (an outcome holds the whole fleet: not kept while waiting)
                 gc.collect()
                 if state is not None and source is not None:
@@ -1421,13 +1449,22 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
                 idle()
             while True:
                 try:
-                    if watcher.wait(seen, stop) is None:
+                    if watcher.wait(seen, stop, until) is None:
                         return
                     break
                 except GitError as exc:  # a fetch failed: said once, and wait on
                     if str(exc) != last_error:
                         report(Round(None, str(exc), 0.0, state_branch or DEFAULT_STATE_BRANCH))
                     last_error = str(exc)
+
+
+def _wake_at(repo: FleetRepo, state: str | None) -> float | None:
+    """When (a ``time.monotonic()``) a watch reconciles again with no new
+    commit: at the state's ``Fleet-Due``, when that is still to come (one
+    past, the round just done found nothing due: it is not tried again)."""
+    at = due(repo, state) if state is not None else None
+    left = (at - dt.datetime.now(dt.UTC)).total_seconds() if at is not None else 0.0
+    return time.monotonic() + left if left > 0 else None
 
 
 def _watch_round(repo: FleetRepo, watcher: RefWatcher, cache: Cache, *, source_rev: str,

@@ -341,9 +341,12 @@ class PolicyBuilder:
         return self
 
     def failover(self, toleration_seconds: int | None = None,
-                 purge_mode: str = "Gracefully") -> PolicyBuilder:
-        """``failover.application``: ``decisionConditions.tolerationSeconds``, ``purgeMode``."""
-        self._failover = Failover(toleration_seconds=toleration_seconds, purge_mode=purge_mode)
+                 purge_mode: str = "Gracefully", grace_period_seconds: int = 600
+                 ) -> PolicyBuilder:
+        """``failover.application``: ``decisionConditions.tolerationSeconds``,
+        ``purgeMode``, ``gracePeriodSeconds``."""
+        self._failover = Failover(toleration_seconds=toleration_seconds, purge_mode=purge_mode,
+                                  grace_period_seconds=grace_period_seconds)
         return self
 
     def obj(self) -> Policy:

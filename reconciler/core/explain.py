@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from reconciler.core.model import Decision, MemberCluster, Phase, PreemptionPolicy
+from reconciler.core.model import Decision, Failover, MemberCluster, Phase, PreemptionPolicy
 from reconciler.core.preemption import RECLAIMING, within_min_after, would_retake
 from reconciler.core.quota import (
     NON_PREEMPTIBLE_MIN,
@@ -28,12 +28,12 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             admitted_in_quota: list[Decision],
             sparing_in_quota: list[Decision] | None = None,
             candidates: Collection[str] | None = None,
-            purge_mode: str | None = None, spares_own: bool = True) -> list[str]:
+            failover: Failover | None = None, spares_own: bool = True) -> list[str]:
     """Sentences: the state, the blocking limits, and what would unblock the job.
     ``sparing_in_quota``: the jobs of its quota that wait sparing the job that
     reclaimed their place and could evict it in turn (see ``find_victims``).
     ``candidates``: the clusters its policy selects for it (all of ``clusters``
-    when not given); ``purge_mode``: its policy's failover purgeMode;
+    when not given); ``failover``: its policy's ``failover.application``;
     ``spares_own``: whether the job that reclaimed its place, if one did,
     could reclaim in return, and so is spared by it."""
     d = decision
@@ -45,10 +45,14 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         lines.append(f"It failed on {', '.join(d.failed_on)} and fails over: it is never "
                      f"placed there again.")
     if d.kept_on:
-        until = ("for good" if purge_mode == "Never" else
-                 "until its new placement is reported running")
+        mode = failover.purge_mode if failover is not None else "Gracefully"
+        grace = (failover or Failover()).grace_period_seconds
+        until = ("for good" if mode == "Never" else
+                 "until its new placement is reported running" + (
+                     f", or {grace} s after it failed over at {d.kept_since} at the latest "
+                     f"(gracePeriodSeconds)" if d.kept_since else ""))
         lines.append(f"Its earlier copy stays on {', '.join(d.kept_on)} {until}, as its "
-                     f"policy's failover purgeMode ({purge_mode or 'Gracefully'}) says.")
+                     f"policy's failover purgeMode ({mode}) says.")
     if d.phase is Phase.ADMITTED:
         return lines
     if d.phase is Phase.FINISHED:
@@ -148,7 +152,7 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                      clusters: Mapping[str, MemberCluster],
                      policy: PreemptionPolicy = PreemptionPolicy.LOWER_PRIORITY,
                      preemptible: bool = True, candidates: Collection[str] | None = None,
-                     purge_mode: str | None = None) -> list[str]:
+                     failover: Failover | None = None) -> list[str]:
     """``explain`` for one of a cycle's ``decisions``, the jobs its quota admitted
     found among them, and those that wait sparing a reclaimer and could evict it
     (by its quota's preemption ``policy``; never when it is not ``preemptible``),
@@ -191,4 +195,4 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                        and returns(x.preempted_by)]
     return explain(d, tree=tree, quota_used=quota_used, cluster_free=cluster_free,
                    clusters=clusters, admitted_in_quota=holders, sparing_in_quota=sparing,
-                   candidates=candidates, purge_mode=purge_mode, spares_own=spares_own)
+                   candidates=candidates, failover=failover, spares_own=spares_own)

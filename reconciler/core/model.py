@@ -350,6 +350,9 @@ class ClusterAffinity:
 class Failover:
     toleration_seconds: int | None = None
     purge_mode: str = "Gracefully"
+    # Graciously/Gracefully: the old copy goes at the latest this long after the
+    # job failed over, its new placement running or not (Karmada's default)
+    grace_period_seconds: int = 600
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,6 +439,7 @@ class Decision:
     ended_at: str | None = None
     failed_on: tuple[str, ...] = ()
     kept_on: tuple[str, ...] = ()
+    kept_since: str | None = None  # when the first of the copies ``kept_on`` was left
 
 
 PriorPlacement = Decision  # what the previous state branch said of a job, read back

@@ -15,8 +15,10 @@ pending, running, succeeded or failed, and since when. Before the cycle runs,
   cluster reports, is **evicted**: it goes back to its queue keeping its
   place, and is never placed on that cluster again (``failedOn``). Its old
   copy is removed at once (``purgeMode`` Immediately or Directly), once the
-  new placement is reported running (Graciously or Gracefully, the default),
-  or never (Never); until then the cluster keeps it (``keptOn``).
+  new placement is reported running or ``gracePeriodSeconds`` after the
+  failover, whichever comes first (Graciously or Gracefully, the default),
+  or never (Never); until then the cluster keeps it (``keptOn``, since
+  ``keptSince``).
 
 A report counts for a placement only when it is about that placement: a
 terminal phase entered before the job's admission is an earlier run's.
@@ -42,6 +44,7 @@ from reconciler.core.model import (
     JobKey,
     MemberCluster,
     Phase,
+    Policy,
     evolve,
 )
 from reconciler.core.policy import find_policy, select_policy
@@ -111,6 +114,8 @@ class Outcomes:
     ended_here: dict[JobKey, str] = field(default_factory=dict)
     # the old copies that leave in this reconcile, and why (for the commit message)
     purged: dict[JobKey, str] = field(default_factory=dict)
+    # per job keeping old copies: when the first of them was left (gracePeriodSeconds)
+    kept_since: dict[JobKey, str] = field(default_factory=dict)
 
 
 def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObservation]
@@ -144,6 +149,9 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
         if job is None and key not in invalid and p.path not in broken:
             continue  # deleted: the cycle drops it
         # (a job whose file broke, or that is invalid now, is as it last was)
+        policy = (select_policy(inp.policies, job) or default if job is not None
+                  else by_ref.get(p.policy or ""))
+        failover = policy.failover if policy is not None else None
         if p.failed_on:
             out.failed_on[key] = p.failed_on
         if p.kept_on:
@@ -151,9 +159,10 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
             if kept != p.kept_on:  # (a copy leaves the state with its cluster's folder)
                 left = ", ".join(c for c in p.kept_on if c not in members)
                 out.purged[key] = f"{left} left the fleet"
-                p = out.prior[key] = evolve(p, kept_on=kept)
+                p = out.prior[key] = evolve(p, kept_on=kept,
+                                            kept_since=p.kept_since if kept else None)
             if kept:
-                out.kept_on[key] = kept
+                p = _keep_or_purge(p, kept, failover, inp.now, out)
         if job is None and p.phase is not Phase.ADMITTED and (p.failed_on or p.kept_on):
             out.ended[key] = p  # (its file broke while it fails over: as it was, apart)
             continue
@@ -177,15 +186,13 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
         if seen is not None and seen.phase in _ENDED_SEEN and not _after(
                 seen.since or report.observed_at, p.admitted_at):
             seen = None  # an earlier run's (a running one runs still, where it was placed)
-        policy = (select_policy(inp.policies, job) or default if job is not None
-                  else by_ref.get(p.policy or ""))
-        failover = policy.failover if policy is not None else None
         if seen is not None and seen.phase in (ObservedPhase.RUNNING, ObservedPhase.SUCCEEDED) \
                 and p.kept_on and _purge(failover) != NEVER_PURGE \
                 and _after(report.observed_at, p.admitted_at):  # (not a report from before it)
             del out.kept_on[key]  # the new placement runs: the old copies go
+            del out.kept_since[key]
             out.purged[key] = "its new placement runs"
-            p = out.prior[key] = evolve(p, kept_on=())
+            p = out.prior[key] = evolve(p, kept_on=(), kept_since=None)
         now = _read_from(p, job)
         if seen is not None and seen.phase is ObservedPhase.SUCCEEDED:
             when = seen.since or report.observed_at
@@ -207,11 +214,58 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
                 out.failed_on[key] = tuple(sorted({*p.failed_on, cluster}))
                 if _purge(failover) not in IMMEDIATE_PURGE:
                     out.kept_on[key] = tuple(sorted({*out.kept_on.get(key, ()), cluster}))
+                    out.kept_since.setdefault(key, inp.now)
                 out.prior[key] = evolve(p, phase=Phase.QUEUED, cluster=None, nodes=(),
                                         copies=(), admitted_at=None, position=None,
                                         failed_on=out.failed_on[key],
-                                        kept_on=out.kept_on.get(key, ()))
+                                        kept_on=out.kept_on.get(key, ()),
+                                        kept_since=out.kept_since.get(key))
     return out
+
+
+def _keep_or_purge(p: Decision, kept: tuple[str, ...], failover: Failover | None, now: str,
+                   out: Outcomes) -> Decision:
+    """``p``, whose old copies are ``kept``, once its purgeMode's grace period
+    is applied: under Graciously or Gracefully the copies go once
+    ``gracePeriodSeconds`` passed since the first of them was left, whether
+    the new placement runs or not (it may wait in its queue for long, and a
+    copy that starts late would run the job twice); else they stay (in
+    ``out``), counted from now when the state did not say since when."""
+    since = p.kept_since or now
+    end = _grace_end(since, failover)
+    at = parse_time(now)
+    if end is not None and at is not None and at >= end:
+        grace = (failover or Failover()).grace_period_seconds
+        out.purged[p.key] = (f"gracePeriodSeconds ({grace} s) passed since it failed over "
+                             f"at {since}")
+        p = out.prior[p.key] = evolve(p, kept_on=(), kept_since=None)
+        return p
+    out.kept_on[p.key], out.kept_since[p.key] = kept, since
+    return p
+
+
+def _grace_end(since: str, failover: Failover | None) -> dt.datetime | None:
+    """When copies kept since ``since`` go by ``failover``'s grace period
+    (``None``: not by it, under Never)."""
+    start = parse_time(since)
+    if start is None or _purge(failover) == NEVER_PURGE:
+        return None
+    return start + dt.timedelta(seconds=(failover or Failover()).grace_period_seconds)
+
+
+def purge_due(decisions: Iterable[Decision], policies: Iterable[Policy]) -> str | None:
+    """The first time at which an old copy the ``decisions`` keep goes by its
+    grace period (``_keep_or_purge``), or ``None``: the state changes then
+    with no new input, so a reconcile from then on is not a fixed point."""
+    by_ref = {p.ref: p for p in policies}
+    ends = []
+    for d in decisions:
+        if d.kept_on and d.kept_since:
+            policy = by_ref.get(d.policy or "")
+            end = _grace_end(d.kept_since, policy.failover if policy is not None else None)
+            if end is not None:
+                ends.append(end)
+    return min(ends).strftime("%Y-%m-%dT%H:%M:%SZ") if ends else None
 
 
 def _ended_everywhere(p: Decision, job: Job | None,
@@ -274,7 +328,8 @@ def finish(decisions: list[Decision], outcomes: Outcomes
             if failed_on and d.phase is not Phase.ADMITTED:
                 told = f" (it failed on {', '.join(failed_on)}: never placed there again)"
                 reason = reason if reason.endswith(told) else reason + told
-            new = evolve(d, failed_on=failed_on, kept_on=kept_on, reason=reason)
+            new = evolve(d, failed_on=failed_on, kept_on=kept_on, reason=reason,
+                         kept_since=outcomes.kept_since.get(key) if kept_on else None)
             if new != d:
                 d = new
                 changed.append(key)
@@ -298,7 +353,8 @@ def _old_copy(failover: Failover) -> str:
         return f"its copy there is removed at once (purgeMode {mode})"
     if mode == NEVER_PURGE:
         return f"its copy stays there (purgeMode {mode})"
-    return f"its copy stays there {UNTIL_PLACED} (purgeMode {mode})"
+    return (f"its copy stays there {UNTIL_PLACED}, {failover.grace_period_seconds} s at most "
+            f"(purgeMode {mode}, gracePeriodSeconds)")
 
 
 def not_placed(why: str) -> str:

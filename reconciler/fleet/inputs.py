@@ -991,6 +991,7 @@ def _build_policy(doc: Document) -> Policy:
 
 PURGE_MODES = ("Immediately", "Directly", "Graciously", "Gracefully", "Never")
 DEFAULT_TOLERATION_SECONDS = 300  # Karmada's default for decisionConditions.tolerationSeconds
+DEFAULT_GRACE_PERIOD_SECONDS = 600  # Karmada's default for gracePeriodSeconds
 
 
 def _failover(raw: Any) -> Failover | None:
@@ -1024,7 +1025,15 @@ def _failover(raw: Any) -> Failover | None:
     elif mode not in PURGE_MODES:
         raise ManifestError(f"{where}.purgeMode {mode!r} is not one of "
                             f"{', '.join(PURGE_MODES)}", f"{where}.purgeMode")
-    return Failover(toleration_seconds=seconds, purge_mode=str(mode))
+    grace = app.get("gracePeriodSeconds")
+    if grace is None:
+        grace = DEFAULT_GRACE_PERIOD_SECONDS
+    elif isinstance(grace, bool) or not isinstance(grace, int) or grace <= 0:
+        field = f"{where}.gracePeriodSeconds"
+        raise ManifestError(f"{field} must be a whole number of seconds, 1 or more (unset: "
+                            f"{DEFAULT_GRACE_PERIOD_SECONDS}), not {grace!r}", field)
+    return Failover(toleration_seconds=seconds, purge_mode=str(mode),
+                    grace_period_seconds=grace)
 
 
 def _strategy(text: str, field: str) -> PlacementStrategy:

@@ -116,12 +116,16 @@ class RefWatcher:
         if self.remote:
             self.repo.run("fetch", "--quiet", "--prune", self.remote)
 
-    def wait(self, seen: Revisions, stop: threading.Event) -> Revisions | None:
-        """Block until the revisions differ from ``seen`` and return them; ``None``
-        once ``stop`` is set. A failed fetch raises ``GitError`` (the caller says
-        so and waits again)."""
+    def wait(self, seen: Revisions, stop: threading.Event,
+             until: float | None = None) -> Revisions | None:
+        """Block until the revisions differ from ``seen`` and return them, or
+        until ``until`` (a ``time.monotonic()``: they are returned as they
+        are); ``None`` once ``stop`` is set. A failed fetch raises ``GitError``
+        (the caller says so and waits again)."""
         deadline = time.monotonic() + self.interval
         while not stop.is_set():
+            if until is not None and time.monotonic() >= until:
+                return self.current()
             left = deadline - time.monotonic()
             woke = self.wake.wait(timeout=max(0.0, min(left, 0.5)))
             if stop.is_set():

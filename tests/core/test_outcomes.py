@@ -9,6 +9,7 @@ fail over away from the cluster they failed on, old copies are kept by
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -18,6 +19,7 @@ from reconciler.core.outcomes import (
     ClusterObservation,
     ObservedJob,
     ObservedPhase,
+    Outcomes,
     apply_observations,
     cycle_input_with,
     finish,
@@ -134,7 +136,7 @@ def test_a_failed_job_fails_over_to_another_cluster_and_never_back() -> None:
     assert got["a"].failed_on == ("c1",) and got["a"].kept_on == ("c1",)
     assert why_failed_over(inp, report("c1", (a, ObservedPhase.FAILED, LATER))) == {
         "a": f"failed on c1 at {LATER} (exit code 1); its copy stays there until the new "
-             f"placement runs (purgeMode Gracefully)"}
+             f"placement runs, 600 s at most (purgeMode Gracefully, gracePeriodSeconds)"}
     assert got["b"].cluster == "c1"
 
 
@@ -185,15 +187,56 @@ def test_purge_modes_keep_the_old_copy_until_the_new_placement_runs_or_never() -
                    report("c2", (filler, ObservedPhase.SUCCEEDED, LATER)))
         got = decide(inp, *reports)
         assert got["a"].cluster == "c2" and got["a"].kept_on == kept, purge
+        grace = ", 600 s at most" if kept and purge != "Never" else ""
         assert why_failed_over(inp, *reports)["a"].endswith(
-            f"; its copy there {said} (purgeMode {purge})"
-            if said.startswith("is") else f"; its copy {said} (purgeMode {purge})"), purge
+            f"; its copy there {said} (purgeMode {purge})" if said.startswith("is") else
+            f"; its copy {said}{grace} (purgeMode {purge}{', gracePeriodSeconds' * bool(grace)})"
+        ), purge
         nxt = cycle_input(jobs=inp.jobs, clusters=inp.clusters, policies=inp.policies,
                           prior=prior_of(got.values()))
         running = decide(nxt, report("c2", (a, ObservedPhase.RUNNING, "2026-01-02T00:00:00Z"),
                                      at="2026-01-02T00:00:00Z"))
         assert running["a"].kept_on == (("c1",) if purge == "Never" else ()), purge
         assert running["a"].failed_on == ("c1",)
+
+
+def _later(inp: CycleInput, seconds: int, before: dict[str, Decision]
+           ) -> tuple[CycleInput, Outcomes]:
+    """``inp`` ``seconds`` later, from the decisions ``before``; its outcomes
+    with no report."""
+    at = (dt.datetime.fromisoformat(inp.now.replace("Z", "+00:00"))
+          + dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    nxt = cycle_input(jobs=inp.jobs, clusters=inp.clusters, policies=inp.policies,
+                      prior=prior_of(before.values()), now=at)
+    return nxt, apply_observations(nxt, {})
+
+
+def test_the_old_copy_goes_once_the_grace_period_passed_the_new_placement_running_or_not(
+        ) -> None:
+    """Karmada's ``gracePeriodSeconds`` (Graciously, Gracefully): ``a`` fails
+    on c1 and waits (c2 is full), its copy kept on c1; 900 s after the
+    failover the copy goes though ``a`` runs nowhere (it used to stay for as
+    long as ``a`` waited, free to start late and run the job twice). Never
+    keeps it."""
+    for purge in ("Graciously", "Gracefully", "Never"):
+        pol = policy().failover(None, purge, grace_period_seconds=900).obj()
+        inp, a, _ = two_clusters(pol, waiting=False)
+        got = decide(inp, report("c1", (a, ObservedPhase.FAILED, LATER)))
+        assert got["a"].phase is Phase.QUEUED and got["a"].kept_on == ("c1",), purge
+        assert got["a"].kept_since == inp.now
+        nxt, outcomes = _later(inp, 899, got)
+        kept = decide(nxt)
+        assert kept["a"].kept_on == ("c1",) and kept["a"].kept_since == inp.now, purge
+        assert a.key not in outcomes.purged
+        nxt, outcomes = _later(inp, 900, kept)
+        gone = decide(nxt)
+        if purge == "Never":
+            assert gone["a"].kept_on == ("c1",), purge
+            continue
+        assert gone["a"].kept_on == () and gone["a"].kept_since is None, purge
+        assert gone["a"].phase is Phase.QUEUED and gone["a"].failed_on == ("c1",)
+        assert outcomes.purged[a.key] == (f"gracePeriodSeconds (900 s) passed since it failed "
+                                          f"over at {inp.now}")
 
 
 def test_the_commit_line_of_a_failover_says_the_old_copy_waits_for_a_placement_to_come(
@@ -205,10 +248,11 @@ def test_the_commit_line_of_a_failover_says_the_old_copy_waits_for_a_placement_t
     for freed, line in (
             (True, "fail over PyTorchJob default/a from c1 -> c2: failed on c1 at "
                    f"{LATER} (exit code 1); its copy stays there until the new placement "
-                   "runs (purgeMode Graciously)"),
+                   "runs, 600 s at most (purgeMode Graciously, gracePeriodSeconds)"),
             (False, "fail over PyTorchJob default/a from c1: queued: failed on c1 at "
                     f"{LATER} (exit code 1); its copy stays there until it is placed again "
-                    "and runs there (purgeMode Graciously)")):
+                    "and runs there, 600 s at most (purgeMode Graciously, "
+                    "gracePeriodSeconds)")):
         inp, a, _ = two_clusters(failover_policy(purge="Graciously"), waiting=False)
         filler = next(j for j in inp.jobs if j.key.name == "filler")
         reports = {"c1": report("c1", (a, ObservedPhase.FAILED, LATER))}

@@ -380,6 +380,12 @@ def test_a_state_branch_that_is_not_a_string_is_an_error() -> None:
     ("\n      decisionConditions: {tolerationSeconds: true}",
      "policy.yaml:9: spec.failover.application.decisionConditions.tolerationSeconds must be "
      "a whole number of seconds, 0 or more (0: fail over at once; unset: 300), not True"),
+    ("{gracePeriodSeconds: 0}",
+     "policy.yaml:8: spec.failover.application.gracePeriodSeconds must be a whole number of "
+     "seconds, 1 or more (unset: 600), not 0"),
+    ("{purgeMode: Graciously, gracePeriodSeconds: 1.5}",
+     "policy.yaml:8: spec.failover.application.gracePeriodSeconds must be a whole number of "
+     "seconds, 1 or more (unset: 600), not 1.5"),
 ])
 def test_a_failover_karmada_would_refuse_is_an_error_at_its_line(application: str,
                                                                  error: str) -> None:
@@ -393,7 +399,11 @@ def test_a_failover_without_conditions_tolerates_300_seconds_as_karmada() -> Non
     text = POLICY + "  failover:\n    application: {}\n"
     policy, = read({"policy.yaml": text}).policies
     assert policy.failover is not None
-    assert (policy.failover.toleration_seconds, policy.failover.purge_mode) == (300, "Gracefully")
+    assert (policy.failover.toleration_seconds, policy.failover.purge_mode,
+            policy.failover.grace_period_seconds) == (300, "Gracefully", 600)
+    text = POLICY + "  failover:\n    application: {gracePeriodSeconds: 30}\n"
+    policy, = read({"policy.yaml": text}).policies
+    assert policy.failover is not None and policy.failover.grace_period_seconds == 30
     text = POLICY + "  failover:\n    application: {decisionConditions: {tolerationSeconds: 0}}\n"
     policy, = read({"policy.yaml": text}).policies
     assert policy.failover is not None and policy.failover.toleration_seconds == 0

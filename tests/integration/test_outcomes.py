@@ -192,12 +192,15 @@ def test_a_failed_job_fails_over_its_old_copy_kept_until_the_new_one_runs(
     message = git(fleet, "log", "-1", "--format=%B", "fleetq/state")
     assert ("fail over PyTorchJob video/video-mae-pretrain from gpu-hz-a: queued: failed on "
             "gpu-hz-a at 2026-12-04T10:30:00Z (worker-0 OOMKilled); its copy stays there until "
-            "it is placed again and runs there (purgeMode Graciously)") in message
+            "it is placed again and runs there, 600 s at most (purgeMode Graciously, "
+            "gracePeriodSeconds)") in message
     # explain names the clusters its policy selects (GPU ones), but the one it failed on
     told = fleetq("explain", "--repo", str(fleet), MAE, "--now", NEXT)
     assert told.returncode == 0, told.stderr
     assert ("Its earlier copy stays on gpu-hz-a until its new placement is reported running, "
-            "as its policy's failover purgeMode (Graciously) says.") in told.stdout
+            "or 600 s after it failed over at 2026-12-04T10:32:00Z at the latest "
+            "(gracePeriodSeconds), as its policy's failover purgeMode (Graciously) says."
+            ) in told.stdout
     listed = [line for line in told.stdout.splitlines() if line.startswith("- cluster ")]
     assert listed and all(line.startswith("- cluster gpu-bj-b:") for line in listed), told.stdout
     # a fixed point: the next reconcile changes nothing, and plan says so
@@ -517,3 +520,39 @@ def test_a_report_dated_ahead_of_the_clock_does_not_block_the_next(fleet: Path) 
     assert (f"warning: cpu-sh-c: the report there was dated {tomorrow}, ahead of this "
             f"machine's clock") in proc.stderr
     assert state_yaml(fleet, "status/cpu-sh-c.yaml")["observedAt"] == right
+
+
+def test_an_old_copy_goes_after_the_grace_period_with_no_new_input(fleet: Path) -> None:
+    """gang-failover (Graciously, gracePeriodSeconds 600 by default):
+    ``video-mae-pretrain`` fails on gpu-hz-a and waits for room, its copy kept
+    there. The state commit says when that copy is due to go (Fleet-Due); a
+    reconcile before then is a fixed point, one from then on purges it though
+    nothing was pushed or reported (it used to be kept for as long as the job
+    waited)."""
+    old_copy = "clusters/gpu-hz-a/video/pytorchjob-video-mae-pretrain.yaml"
+    assert report(fleet, "gpu-hz-a", kubectl_list(pytorchjob_status(
+        "video-mae-pretrain", "video", "Failed", DONE, "worker-0 OOMKilled"))).returncode == 0
+    reconcile(fleet)  # at NEXT, 10:32:00
+    item = placements(fleet)[MAE]
+    assert item["phase"] == "Queued" and item["keptOn"] == ["gpu-hz-a"]
+    assert item["keptSince"] == NEXT
+    message = git(fleet, "log", "-1", "--format=%B", "fleetq/state")
+    assert "\nFleet-Due: 2026-12-04T10:42:00Z\nFleet-Source-Commit: " in message
+    head = rev(fleet, "fleetq/state")
+    assert "up to date" in reconcile(fleet, "2026-12-04T10:41:59Z").stdout
+    assert rev(fleet, "fleetq/state") == head
+    told = fleetq("plan", "--repo", str(fleet), "--now", "2026-12-04T10:42:00Z")
+    assert f"- {old_copy}" in told.stdout, told.stdout
+    proc = reconcile(fleet, "2026-12-04T10:42:00Z")
+    assert "committed" in proc.stdout + proc.stderr
+    item = placements(fleet)[MAE]
+    assert "keptOn" not in item and "keptSince" not in item
+    assert item["phase"] == "Queued" and item["failedOn"] == ["gpu-hz-a"]
+    assert old_copy not in state_files(fleet)
+    message = git(fleet, "log", "-1", "--format=%B", "fleetq/state")
+    assert ("purge PyTorchJob video/video-mae-pretrain from gpu-hz-a: gracePeriodSeconds "
+            "(600 s) passed since it failed over at 2026-12-04T10:32:00Z") in message
+    assert "Fleet-Due" not in message
+    head = rev(fleet, "fleetq/state")
+    assert "up to date" in reconcile(fleet, "2026-12-04T11:00:00Z").stdout
+    assert rev(fleet, "fleetq/state") == head

@@ -654,3 +654,40 @@ def test_an_interval_a_watch_could_not_keep_is_a_usage_error(tmp_path: Path,
     assert (f"--interval {float(interval)} must be more than 0 seconds and at most 86400 "
             f"(a day)") in proc.stderr
     assert git(path, "rev-parse", "--verify", "--quiet", STATE, check=False) == ""
+
+
+def test_watch_purges_an_old_copy_when_its_grace_period_ends_with_no_new_commit(
+        tmp_path: Path, watching: list[Watching]) -> None:
+    """On the real clock: job ``a`` fails on c1 (its only cluster), its copy
+    kept there (Graciously, gracePeriodSeconds 2). With nothing pushed or
+    reported, the watch wakes at the state's Fleet-Due and purges the copy;
+    then it waits quietly."""
+    from reconciler.fleet.observed import cluster_report
+    from reconciler.pipeline import parse_now, record_reports, rfc3339
+
+    failover = ("  failover:\n    application:\n      decisionConditions: {tolerationSeconds: 600}"
+                "\n      purgeMode: Graciously\n      gracePeriodSeconds: 2\n")
+    files = fleet_files()
+    files["policy.yaml"] = QUEUED_CLUSTER_POLICY.replace("spec:\n", "spec:\n" + failover, 1)
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    reconcile(FleetRepo(path))
+    assert placements(path)["default/a"]["cluster"] == "c1"
+    at = rfc3339(parse_now(None))
+    failed = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+              "metadata": {"name": "a", "namespace": "default",
+                           "labels": {"fleetq.io/managed-by": "fleetq"}},
+              "status": {"conditions": [{"type": "Failed", "status": "True",
+                                         "lastTransitionTime": at}]}}
+    record_reports(FleetRepo(path), [cluster_report("c1", at, [failed])])
+    w = Watching(path, now=None)
+    watching.append(w)
+    committed(w.next())
+    item = placements(path)["default/a"]
+    assert item["keptOn"] == ["c1"] and item["phase"] == "Inadmissible", item
+    assert "Fleet-Due: " in git(path, "log", "-1", "--format=%B", STATE)
+    committed(w.next())  # (woken by the time alone)
+    item = placements(path)["default/a"]
+    assert "keptOn" not in item and item["failedOn"] == ["c1"], item
+    assert "gracePeriodSeconds (2 s) passed" in git(path, "log", "-1", "--format=%B", STATE)
+    w.quiet(3.0)
+    w.close()
