@@ -1155,6 +1155,12 @@ def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
         older, replaced = _older_reports(repo, reports, files)
         for report in reports:
             if all(report is not o for o, _ in older):
+                earlier = files.get(status_path(report.cluster))
+                if isinstance(earlier, str):  # (what it does not list stays as it was)
+                    there, _ = read_status(status_path(report.cluster),
+                                           repo.read_blobs([earlier])[earlier])
+                    if there is not None:
+                        report.carry(there)
                 files.update(report.files())
         tree = repo.write_tree(files)
         if tree == info.tree:

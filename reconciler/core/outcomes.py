@@ -76,6 +76,9 @@ class ObservedJob:
     since: str | None = None  # when it entered ``phase`` (RFC 3339), when known
     message: str = ""
     api_version: str = ""
+    # when it was seen so, if before its report's time: an entry an earlier report
+    # left, which a report of part of the cluster's jobs kept (``ClusterReport``)
+    observed_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -184,24 +187,24 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
             continue  # nothing said of it
         seen = report.jobs.get(key)
         if seen is not None and seen.phase in _ENDED_SEEN and not _after(
-                seen.since or report.observed_at, p.admitted_at):
+                seen.since or _at(seen, report), p.admitted_at):
             seen = None  # an earlier run's (a running one runs still, where it was placed)
         if seen is not None and seen.phase in (ObservedPhase.RUNNING, ObservedPhase.SUCCEEDED) \
                 and p.kept_on and _purge(failover) != NEVER_PURGE \
-                and _after(report.observed_at, p.admitted_at):  # (not a report from before it)
+                and _after(_at(seen, report), p.admitted_at):  # (not a report from before it)
             del out.kept_on[key]  # the new placement runs: the old copies go
             del out.kept_since[key]
             out.purged[key] = "its new placement runs"
             p = out.prior[key] = evolve(p, kept_on=(), kept_since=None)
         now = _read_from(p, job)
         if seen is not None and seen.phase is ObservedPhase.SUCCEEDED:
-            when = seen.since or report.observed_at
+            when = seen.since or _at(seen, report)
             out.ended[key] = _ended(now, Phase.FINISHED, when, (
                 f"succeeded on {p.cluster} at {when}; its quota and room are free again; "
                 + _stays(job)))
             out.ended_here[key] = _where_it_stays(job)
         elif seen is not None and seen.phase is ObservedPhase.FAILED and failover is None:
-            when = seen.since or report.observed_at
+            when = seen.since or _at(seen, report)
             out.ended[key] = _ended(now, Phase.FAILED, when, (
                 f"failed on {p.cluster} at {when}{_said(seen.message)}; it is not run again: "
                 f"fix the cause and push it under a new name (a policy with "
@@ -278,9 +281,9 @@ def _ended_everywhere(p: Decision, job: Job | None,
         report = observations.get(where)
         one = report.jobs.get(p.key) if report is not None else None
         if report is None or one is None or one.phase not in _ENDED_SEEN or not _after(
-                one.since or report.observed_at, p.admitted_at):
+                one.since or _at(one, report), p.admitted_at):
             return None
-        seen.append((where, one, one.since or report.observed_at))
+        seen.append((where, one, one.since or _at(one, report)))
     when = max((at for _, _, at in seen), key=lambda at: parse_time(at) or _EPOCH)
     failed = [(where, one) for where, one, _ in seen if one.phase is ObservedPhase.FAILED]
     now = _read_from(p, job)
@@ -392,7 +395,7 @@ def _fails_over(seen: ObservedJob | None, failover: Failover, p: Decision,
     report's clock ahead of the reconcile's counts as observed now: a wrong
     clock must not fail jobs over before their time.)"""
     if seen is not None and seen.phase is ObservedPhase.FAILED:
-        return (f"failed on {p.cluster} at {seen.since or report.observed_at}"
+        return (f"failed on {p.cluster} at {seen.since or _at(seen, report)}"
                 f"{_said(seen.message)}")
     running = seen is not None and seen.phase in (ObservedPhase.RUNNING,
                                                   ObservedPhase.SUCCEEDED)
@@ -400,7 +403,8 @@ def _fails_over(seen: ObservedJob | None, failover: Failover, p: Decision,
     if running or limit is None or p.admitted_at is None or (
             seen is None and not report.complete):
         return None
-    waited = _seconds_between(p.admitted_at, report.observed_at)
+    observed = _at(seen, report)
+    waited = _seconds_between(p.admitted_at, observed)
     by_now = _seconds_between(p.admitted_at, now)
     if waited is not None and by_now is not None:
         waited = min(waited, by_now)
@@ -408,7 +412,12 @@ def _fails_over(seen: ObservedJob | None, failover: Failover, p: Decision,
         return None
     state = "pending" if seen is not None else "not there"
     return (f"not running on {p.cluster} {limit} s after its admission ({state} when "
-            f"observed at {report.observed_at})")
+            f"observed at {observed})")
+
+
+def _at(seen: ObservedJob | None, report: ClusterObservation) -> str:
+    """When the job was seen as ``seen`` says (not seen: when ``report`` was made)."""
+    return seen.observed_at or report.observed_at if seen is not None else report.observed_at
 
 
 def _purge(failover: Failover | None) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reconciler.core.model import JobKey
@@ -58,6 +58,21 @@ class ClusterReport:
     problems: list[Problem] = field(default_factory=list)
     # the jobs by the cluster they were rendered for (label fleetq.io/cluster)
     rendered_for: dict[str, int] = field(default_factory=dict)
+    # the entries of the earlier report of jobs this one does not list, when it is
+    # not complete (it read some kinds, or nodes alone): as seen then (``carry``)
+    carried: list[ObservedJob] = field(default_factory=list)
+
+    def carry(self, earlier: ClusterObservation) -> None:
+        """Keep, from the cluster's ``earlier`` report, each job this report
+        does not list, seen when it was seen: a report of part of the
+        cluster's jobs (one kind, or the nodes alone) must not take back what
+        the earlier one said of the others (a job succeeded would hold its
+        quota again). A complete report lists every job there: none is kept."""
+        if self.complete:
+            return
+        listed = {j.key for j in self.jobs}
+        self.carried = [replace(j, observed_at=j.observed_at or earlier.observed_at)
+                        for key, j in earlier.jobs.items() if key not in listed]
 
     def not_its_own(self) -> str | None:
         """Why the objects are another cluster's (the jobs were rendered for
@@ -78,8 +93,9 @@ class ClusterReport:
             {"apiVersion": j.api_version, "kind": j.key.kind,
              "namespace": j.key.namespace, "name": j.key.name, "phase": j.phase.value,
              **({"since": j.since} if j.since else {}),
-             **({"message": j.message} if j.message else {})}
-            for j in sorted(self.jobs, key=lambda j: j.key)])}
+             **({"message": j.message} if j.message else {}),
+             **({"observedAt": j.observed_at} if j.observed_at else {})}
+            for j in sorted([*self.jobs, *self.carried], key=lambda j: j.key)])}
         if self.nodes is not None:
             out[inventory_path(self.cluster)] = _document(
                 "ClusterInventory", self.cluster, self.observed_at, None, "nodes",
@@ -243,12 +259,14 @@ def read_status(path: str, data: bytes) -> tuple[ClusterObservation | None, list
         try:
             key = JobKey(_group(str(item["apiVersion"])), str(item["kind"]),
                          str(item.get("namespace") or "default"), str(item["name"]))
-            since = item.get("since")
-            if since is not None and _time_text(since) is None:
-                raise ValueError(f"since {since!r} is not an RFC 3339 time")
+            since, seen = item.get("since"), item.get("observedAt")
+            for name, time in (("since", since), ("observedAt", seen)):
+                if time is not None and _time_text(time) is None:
+                    raise ValueError(f"{name} {time!r} is not an RFC 3339 time")
             jobs[key] = ObservedJob(key, ObservedPhase(item["phase"]),
                                     _time_text(since) if since is not None else None,
-                                    str(item.get("message") or ""), str(item["apiVersion"]))
+                                    str(item.get("message") or ""), str(item["apiVersion"]),
+                                    _time_text(seen) if seen is not None else None)
         except (KeyError, TypeError, ValueError) as exc:
             problems.append(Problem(path, doc.line_of(f"jobs[{i}]"), (
                 f"job entry {i + 1} cannot be read ({_what(exc)}); it is left out. It needs "

@@ -10,6 +10,7 @@ one in; ``video``'s PyTorchJobs fail over between GPU clusters
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import subprocess
 import sys
@@ -556,3 +557,52 @@ def test_an_old_copy_goes_after_the_grace_period_with_no_new_input(fleet: Path) 
     head = rev(fleet, "fleetq/state")
     assert "up to date" in reconcile(fleet, "2026-12-04T11:00:00Z").stdout
     assert rev(fleet, "fleetq/state") == head
+
+
+def test_a_report_of_part_of_a_clusters_jobs_keeps_what_the_last_one_said_of_the_others(
+        fleet: Path) -> None:
+    """``kubectl get pytorchjobs`` said llm-sft-hotfix succeeded; a report of
+    the RayJobs alone, then of the nodes alone, used to write a status with no
+    PyTorchJob in it: the job was Admitted again, holding its quota for good.
+    What a partial report does not list keeps the last word on it, dated when
+    it was said (a Pending one is not taken as pending at the later time); a
+    complete report replaces every entry."""
+    assert report(fleet, "gpu-bj-b", kubectl_list(pytorchjob_status(
+        "llm-sft-hotfix", "text", "Succeeded", DONE, "completed"))).returncode == 0
+    for now, only in (("2026-12-04T10:31:30Z", ""), (NEXT, NODE)):
+        proc = report(fleet, "gpu-bj-b", kubectl_list(only) if only else
+                      "apiVersion: v1\nkind: List\nitems: []\n", now=now)
+        assert proc.returncode == 0, proc.stderr
+        status = state_yaml(fleet, "status/gpu-bj-b.yaml")
+        assert status["observedAt"] == now
+        assert status["jobs"] == [{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+                                   "namespace": "text", "name": "llm-sft-hotfix",
+                                   "phase": "Succeeded", "since": DONE, "message": "completed",
+                                   "observedAt": REPORTED}]
+    reconcile(fleet, "2026-12-04T10:33:00Z")
+    items = placements(fleet)
+    assert items[HOTFIX]["phase"] == "Finished" and items[WAITING]["phase"] == "Admitted"
+    # a complete report lists every job: what it does not list is not there
+    assert report(fleet, "gpu-bj-b", kubectl_list(NODE), "--complete",
+                  now="2026-12-04T10:34:00Z").returncode == 0
+    assert state_yaml(fleet, "status/gpu-bj-b.yaml")["jobs"] == []
+
+
+def test_a_pending_job_a_partial_report_keeps_fails_over_by_when_it_was_seen(
+        fleet: Path) -> None:
+    """gang-failover tolerates 120 s: video-mae-pretrain seen Pending 60 s
+    after its admission, then a report of the nodes alone 10 minutes later,
+    is not failed over: it was last seen 60 s in."""
+    admitted = placements(fleet)[MAE]["admittedAt"]
+    seen = (dt.datetime.fromisoformat(admitted.replace("Z", "+00:00"))
+            + dt.timedelta(seconds=60)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    later = (dt.datetime.fromisoformat(admitted.replace("Z", "+00:00"))
+             + dt.timedelta(seconds=660)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    pending = pytorchjob_status("video-mae-pretrain", "video", "Created", admitted)
+    assert report(fleet, "gpu-hz-a", kubectl_list(pending), now=seen).returncode == 0
+    assert report(fleet, "gpu-hz-a", kubectl_list(NODE.replace("bj-b-1", "hz-a-1")),
+                  now=later).returncode == 0
+    reconcile(fleet, later)
+    item = placements(fleet)[MAE]
+    assert item["phase"] == "Admitted" and item["cluster"] == "gpu-hz-a", item
+    assert "failedOn" not in item
