@@ -535,7 +535,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
                              if d.quota else PreemptionPolicy.LOWER_PRIORITY,
                              preemptible=source is None or source.job.preemptible,
                              candidates=candidates,
-                             failover=job_policy.failover if job_policy is not None else None)
+                             failover=job_policy.failover if job_policy is not None else None,
+                             deleted_when=source.job.deleted_when if source is not None
+                             else (False, False))
     if args.output in ("json", "yaml"):
         _print_value({"job": decision_item(d), "explanation": lines}, args.output)
     else:

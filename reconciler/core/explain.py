@@ -28,17 +28,21 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             admitted_in_quota: list[Decision],
             sparing_in_quota: list[Decision] | None = None,
             candidates: Collection[str] | None = None,
-            failover: Failover | None = None, spares_own: bool = True) -> list[str]:
+            failover: Failover | None = None, spares_own: bool = True,
+            deleted_when: tuple[bool, bool] = (False, False)) -> list[str]:
     """Sentences: the state, the blocking limits, and what would unblock the job.
     ``sparing_in_quota``: the jobs of its quota that wait sparing the job that
     reclaimed their place and could evict it in turn (see ``find_victims``).
     ``candidates``: the clusters its policy selects for it (all of ``clusters``
     when not given); ``failover``: its policy's ``failover.application``;
     ``spares_own``: whether the job that reclaimed its place, if one did,
-    could reclaim in return, and so is spared by it."""
+    could reclaim in return, and so is spared by it; ``deleted_when``: its
+    ``Job.deleted_when`` (whether its operator deletes it once it ended)."""
     d = decision
+    where = (f" (it ran on {', '.join((d.cluster or '', *d.copies))})" if d.copies
+             and d.phase in (Phase.FINISHED, Phase.FAILED) else f" on {d.cluster}")
     lines = [f"{d.key.kind} {d.key.namespace}/{d.key.name} is {d.phase.value}"
-             + (f" on {d.cluster}" if d.cluster else "")
+             + (where if d.cluster else "")
              + (f", position {d.position} in queue {d.quota}" if d.position else "") + "."]
     lines.append(f"Reason: {d.reason}")
     if d.failed_on:
@@ -55,16 +59,21 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                      f"policy's failover purgeMode ({mode}) says.")
     if d.phase is Phase.ADMITTED:
         return lines
+    gone = ("its operator deletes it there once it ended (its manifest left the state "
+            "branch: declared, it would run again)")
     if d.phase is Phase.FINISHED:
-        lines.append("It holds no quota or room; it stays on its cluster (for its history) "
-                     "until its file is deleted. To run it again, push it under a new name.")
+        lines.append("It holds no quota or room; " + (
+            gone if deleted_when[0] else "it stays on its cluster (for its history) until "
+            "its file is deleted") + ". To run it again, push it under a new name.")
         return lines
     if d.phase is Phase.FAILED:
         lines.append("It holds no quota or room and is not run again (a failed Kubernetes "
                      "job does not restart when its manifest changes): fix the cause and "
-                     "push it under a new name, or give its policy failover.application to "
-                     "place failed jobs on another cluster. Deleting its file removes it "
-                     "from the cluster.")
+                     "push it under a new name" + (
+                         "" if d.copies else ", or give its policy failover.application to "
+                         "place failed jobs on another cluster") + ". " + (
+                         gone[0].upper() + gone[1:] if deleted_when[1] else
+                         "Deleting its file removes it from the cluster") + ".")
         return lines
     if d.phase is Phase.INVALID:
         lines.append("To run it: fix the manifest at the place named above; "
@@ -152,7 +161,8 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                      clusters: Mapping[str, MemberCluster],
                      policy: PreemptionPolicy = PreemptionPolicy.LOWER_PRIORITY,
                      preemptible: bool = True, candidates: Collection[str] | None = None,
-                     failover: Failover | None = None) -> list[str]:
+                     failover: Failover | None = None,
+                     deleted_when: tuple[bool, bool] = (False, False)) -> list[str]:
     """``explain`` for one of a cycle's ``decisions``, the jobs its quota admitted
     found among them, and those that wait sparing a reclaimer and could evict it
     (by its quota's preemption ``policy``; never when it is not ``preemptible``),
@@ -195,4 +205,5 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                        and returns(x.preempted_by)]
     return explain(d, tree=tree, quota_used=quota_used, cluster_free=cluster_free,
                    clusters=clusters, admitted_in_quota=holders, sparing_in_quota=sparing,
-                   candidates=candidates, failover=failover, spares_own=spares_own)
+                   candidates=candidates, failover=failover, spares_own=spares_own,
+                   deleted_when=deleted_when)

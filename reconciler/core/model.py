@@ -247,9 +247,10 @@ class Job:
     workload_priority_class: str | None = None
     preemptible: bool = True
     created_at: str | None = None
-    # its kind deletes it some time after it ends (``ttlSecondsAfterFinished``):
-    # once it has, a manifest still declared would create it, and run it, again
-    deleted_when_ended: bool = False
+    # whether its kind deletes it some time after it succeeds, and after it fails
+    # (``ttlSecondsAfterFinished``, KubeRay's ``deletionStrategy``): once it has, a
+    # manifest still declared would create it, and run it, again
+    deleted_when: tuple[bool, bool] = (False, False)
     # (field, line) of each field the cycle may find at fault (``PRIORITY_CLASS_AT``,
     # ...) whose line is not ``line``, as the fleet layer measured them
     field_lines: tuple[tuple[str, int], ...] = ()
@@ -257,6 +258,10 @@ class Job:
     @property
     def label_map(self) -> dict[str, str]:
         return dict(self.labels)
+
+    def deleted_after(self, phase: Phase) -> bool:
+        """Whether its kind deletes it once it ended so (Finished: succeeded)."""
+        return self.deleted_when[0] if phase is Phase.FINISHED else self.deleted_when[1]
 
     def line_of(self, field: str) -> int:
         """The line of ``field`` (one of ``field_lines``'), else the job's own."""

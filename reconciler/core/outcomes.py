@@ -180,7 +180,8 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
         if p.copies:  # (a Duplicated job runs on several clusters: no one report ends it)
             ended = _ended_everywhere(p, job, observations)
             if ended is not None:
-                out.ended[key], out.ended_here[key] = ended, _where_it_stays(job)
+                out.ended[key] = ended
+                out.ended_here[key] = _where_it_stays(job, ended.phase)
             continue
         report = observations.get(cluster)
         if report is None:
@@ -201,21 +202,21 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
             when = seen.since or _at(seen, report)
             out.ended[key] = _ended(now, Phase.FINISHED, when, (
                 f"succeeded on {p.cluster} at {when}; its quota and room are free again; "
-                + _stays(job)))
-            out.ended_here[key] = _where_it_stays(job)
+                + _stays(job, Phase.FINISHED)))
+            out.ended_here[key] = _where_it_stays(job, Phase.FINISHED)
         elif seen is not None and seen.phase is ObservedPhase.FAILED and failover is None:
             when = seen.since or _at(seen, report)
             out.ended[key] = _ended(now, Phase.FAILED, when, (
                 f"failed on {p.cluster} at {when}{_said(seen.message)}; it is not run again: "
                 f"fix the cause and push it under a new name (a policy with "
                 f"failover.application would place it on another cluster)"))
-            out.ended_here[key] = _where_it_stays(job)
+            out.ended_here[key] = _where_it_stays(job, Phase.FAILED)
         elif failover is not None and job is not None:  # (else: kept as it last was)
             why = _fails_over(seen, failover, p, report, inp.now)
             if why is not None:
-                out.failovers[key] = f"{why}; {_old_copy(failover)}"
+                out.failovers[key] = f"{why}; {_old_copy(failover, job)}"
                 out.failed_on[key] = tuple(sorted({*p.failed_on, cluster}))
-                if _purge(failover) not in IMMEDIATE_PURGE:
+                if _keeps_copy(failover, job):
                     out.kept_on[key] = tuple(sorted({*out.kept_on.get(key, ()), cluster}))
                     out.kept_since.setdefault(key, inp.now)
                 out.prior[key] = evolve(p, phase=Phase.QUEUED, cluster=None, nodes=(),
@@ -290,7 +291,7 @@ def _ended_everywhere(p: Decision, job: Job | None,
     if not failed:
         return _ended(now, Phase.FINISHED, when, (
             f"succeeded on each of {', '.join(w for w, _, _ in seen)} by {when}; its quota "
-            f"and room are free again; " + _stays(job)))
+            f"and room are free again; " + _stays(job, Phase.FINISHED)))
     said = "; ".join(f"{where}{_said(one.message)}" for where, one in failed)
     return _ended(now, Phase.FAILED, when, (
         f"ended on each of {', '.join(w for w, _, _ in seen)} by {when}, and failed on "
@@ -344,16 +345,26 @@ def finish(decisions: list[Decision], outcomes: Outcomes
     return out, frozenset(changed)
 
 
-def _where_it_stays(job: Job | None) -> str:
-    if job is not None and job.deleted_when_ended:
+def _where_it_stays(job: Job | None, phase: Phase) -> str:
+    if job is not None and job.deleted_after(phase):
         return "its manifest leaves the cluster: its operator deletes it once it ended"
     return "it stays there until its file is deleted"
 
 
-def _old_copy(failover: Failover) -> str:
+def _keeps_copy(failover: Failover, job: Job) -> bool:
+    """Whether a job failing over leaves its copy where it was, for a time:
+    not under Immediately or Directly, nor when its kind deletes a failed
+    job (a manifest kept there would create it, and run it, again)."""
+    return _purge(failover) not in IMMEDIATE_PURGE and not job.deleted_after(Phase.FAILED)
+
+
+def _old_copy(failover: Failover, job: Job) -> str:
     mode = _purge(failover)
     if mode in IMMEDIATE_PURGE:
         return f"its copy there is removed at once (purgeMode {mode})"
+    if not _keeps_copy(failover, job):
+        return (f"its copy there is removed at once, whatever purgeMode {mode} says: its "
+                f"operator deletes a failed job, which a manifest kept there would run again")
     if mode == NEVER_PURGE:
         return f"its copy stays there (purgeMode {mode})"
     return (f"its copy stays there {UNTIL_PLACED}, {failover.grace_period_seconds} s at most "
@@ -366,10 +377,11 @@ def not_placed(why: str) -> str:
     return why.replace(UNTIL_PLACED, "until it is placed again and runs there")
 
 
-def _stays(job: Job | None) -> str:
-    if job is not None and job.deleted_when_ended:
-        return ("its manifest leaves the cluster (its ttlSecondsAfterFinished deletes it there; "
-                "declared, it would run again)")
+def _stays(job: Job | None, phase: Phase) -> str:
+    if job is not None and job.deleted_after(phase):
+        field = "deletionStrategy" if job.key.kind == "RayJob" else "ttlSecondsAfterFinished"
+        return (f"its manifest leaves the cluster (its {field} deletes it there; declared, it "
+                f"would run again)")
     return "delete its file to remove it from the cluster"
 
 

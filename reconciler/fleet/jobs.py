@@ -234,7 +234,7 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
         workload_priority_class=label_map.get(WORKLOAD_PRIORITY_LABEL),
         preemptible=preemptible_raw != "false",
         created_at=rfc3339(meta.get("creationTimestamp")),
-        deleted_when_ended=kind.deleted_when_ended(obj),
+        deleted_when=SHARED(kind.deleted_when(obj)),
         field_lines=() if line_of is None else _field_lines(
             line_of, line, label_map, meta, priority_field if priority_class else None))
     return JobSource(job=job, deps=SHARED(tuple(sorted(deps))), index=index,

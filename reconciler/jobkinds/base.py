@@ -55,8 +55,9 @@ class JobKind(Protocol):
         """Where a job read from a member cluster is, by its ``status``."""
         ...
 
-    def deleted_when_ended(self, obj: Manifest) -> bool:
-        """Whether the job's operator deletes it some time after it ends."""
+    def deleted_when(self, obj: Manifest) -> tuple[bool, bool]:
+        """Whether the job's operator deletes it some time after it succeeds,
+        and after it fails."""
         ...
 
 
@@ -317,7 +318,9 @@ def _time(condition: Mapping[str, Any]) -> str | None:
     return str(value) if value else None
 
 
-def run_policy_ttl(obj: Manifest) -> bool:
-    """Kubeflow's ``spec.runPolicy.ttlSecondsAfterFinished`` is set."""
+def run_policy_ttl(obj: Manifest) -> tuple[bool, bool]:
+    """Kubeflow's ``spec.runPolicy.ttlSecondsAfterFinished`` is set: the job
+    is deleted after it succeeds, and after it fails."""
     policy = mapping_at(obj, "spec", "runPolicy")
-    return policy is not None and policy.get("ttlSecondsAfterFinished") is not None
+    ttl = policy is not None and policy.get("ttlSecondsAfterFinished") is not None
+    return ttl, ttl

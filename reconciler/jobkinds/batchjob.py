@@ -52,6 +52,7 @@ class BatchJobKind:
             return ObservedPhase.RUNNING, str(started) if started else None, ""
         return phase
 
-    def deleted_when_ended(self, obj: Manifest) -> bool:
+    def deleted_when(self, obj: Manifest) -> tuple[bool, bool]:
         spec = mapping_at(obj, "spec")
-        return spec is not None and spec.get("ttlSecondsAfterFinished") is not None
+        ttl = spec is not None and spec.get("ttlSecondsAfterFinished") is not None
+        return ttl, ttl

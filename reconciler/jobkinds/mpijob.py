@@ -37,5 +37,5 @@ class MPIJobKind:
     def observed_phase(self, obj: Manifest) -> Observed:
         return conditions_phase(obj)
 
-    def deleted_when_ended(self, obj: Manifest) -> bool:
+    def deleted_when(self, obj: Manifest) -> tuple[bool, bool]:
         return run_policy_ttl(obj)

@@ -30,5 +30,5 @@ class PyTorchJobKind:
     def observed_phase(self, obj: Manifest) -> Observed:
         return conditions_phase(obj)
 
-    def deleted_when_ended(self, obj: Manifest) -> bool:
+    def deleted_when(self, obj: Manifest) -> tuple[bool, bool]:
         return run_policy_ttl(obj)

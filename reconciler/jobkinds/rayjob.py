@@ -103,17 +103,27 @@ class RayJobKind:
             return ObservedPhase.RUNNING, str(started) if started else None, message
         return ObservedPhase.PENDING, None, message
 
-    def deleted_when_ended(self, obj: Manifest) -> bool:
-        """KubeRay's ``deletionStrategy`` with a ``DeleteSelf`` policy (on
-        success, on failure, or in a rule) deletes the RayJob; its
-        ``ttlSecondsAfterFinished`` deletes only the RayCluster it made."""
+    def deleted_when(self, obj: Manifest) -> tuple[bool, bool]:
+        """KubeRay's ``deletionStrategy``: a ``DeleteSelf`` policy deletes the
+        RayJob, ``onSuccess`` once it succeeded, ``onFailure`` once it failed,
+        a rule of ``deletionRules`` once its ``condition`` holds (``jobStatus``
+        SUCCEEDED or FAILED, ``jobDeploymentStatus`` Failed; none: either).
+        Its ``ttlSecondsAfterFinished`` deletes only the RayCluster it made."""
         strategy = mapping_at(obj, "spec", "deletionStrategy")
         if strategy is None:
-            return False
-        policies = [mapping_at(strategy, side) for side in ("onSuccess", "onFailure")]
+            return False, False
+        on = [mapping_at(strategy, side) for side in ("onSuccess", "onFailure")]
+        success, failure = (p is not None and p.get("policy") == "DeleteSelf" for p in on)
         rules = strategy.get("deletionRules")
-        policies += [r for r in rules if isinstance(r, dict)] if isinstance(rules, list) else []
-        return any(p is not None and p.get("policy") == "DeleteSelf" for p in policies)
+        for rule in rules if isinstance(rules, list) else ():
+            if not isinstance(rule, dict) or rule.get("policy") != "DeleteSelf":
+                continue
+            condition = mapping_at(rule, "condition") or {}
+            status = condition.get("jobStatus")
+            failed = status == "FAILED" or condition.get("jobDeploymentStatus") == "Failed"
+            success = success or status == "SUCCEEDED" or not (status or failed)
+            failure = failure or failed or not (status or failed)
+        return success, failure
 
 
 def _retries_left(obj: Manifest, status: Mapping[str, Any]) -> bool:

@@ -202,10 +202,10 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
     for d in decisions:
         source = jobs.get(d.key)
         if source is not None:
-            deleted = source.job.deleted_when_ended
+            deleted = source.job.deleted_when
         else:  # (as its manifest on the cluster says)
             was = held.get(d.key)
-            deleted = was is not None and was.deleted_when_ended
+            deleted = was.deleted_when if was is not None else (False, False)
         for where in _held_on(d, deleted):
             if where in placed:
                 placed[where].append(d)
@@ -266,19 +266,20 @@ def _render_clusters(work: Sequence[tuple[MemberCluster, list[Decision]]], *,
     return out
 
 
-def _held_on(d: Decision, deleted: bool) -> tuple[str, ...]:
+def _held_on(d: Decision, deleted: tuple[bool, bool]) -> tuple[str, ...]:
     """The clusters whose folders hold the job of ``d``: where it is admitted
     (and its copies); where a Finished or Failed job ran (its object stays for
-    its logs and history), unless its operator deletes it once it ended
-    (``deleted``: its manifest would create it, and run it, again); and those
-    keeping an old copy (failover)."""
-    kept_on = () if deleted else d.kept_on  # (a failed copy, deleted, would run again)
+    its logs and history), unless its operator deletes it once it ended so
+    (``deleted``: after it succeeds, after it fails; its manifest would create
+    it, and run it, again); and those keeping an old copy (failover)."""
+    kept_on = () if deleted[1] else d.kept_on  # (a failed copy, deleted, would run again)
     if d.cluster is None:
         return kept_on
     if d.phase is Phase.ADMITTED:
         return (d.cluster, *d.copies, *kept_on)
     if d.phase in (Phase.FINISHED, Phase.FAILED):
-        return kept_on if deleted else (d.cluster, *d.copies, *kept_on)
+        gone = deleted[0] if d.phase is Phase.FINISHED else deleted[1]
+        return kept_on if gone else (d.cluster, *d.copies, *kept_on)
     return kept_on
 
 
@@ -353,7 +354,7 @@ class AsItWas:
     """What a job's manifest, as the state rendered it, says of it."""
 
     deps: tuple[tuple[str, str], ...]  # (kind, name) it was sent with
-    deleted_when_ended: bool
+    deleted_when: tuple[bool, bool]  # (``Job.deleted_when``)
 
 
 def sent_with(rendered: bytes) -> AsItWas | None:
@@ -367,7 +368,7 @@ def sent_with(rendered: bytes) -> AsItWas | None:
         deps: set[tuple[str, str]] = set()
         for ref in kind.pod_templates(obj):
             deps.update(pod_dependencies(ref.template.get("spec") or {}))
-        return AsItWas(tuple(sorted(deps)), kind.deleted_when_ended(obj))
+        return AsItWas(tuple(sorted(deps)), kind.deleted_when(obj))
     except (yaml.YAMLError, ManifestError, KeyError, TypeError, AttributeError):
         return None  # (not fleetq's rendering: it keeps what the state has, no more)
 

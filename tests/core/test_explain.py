@@ -189,3 +189,35 @@ def test_a_reclaimed_job_is_not_told_it_spares_a_reclaimer_that_could_not_return
                             tree=inp.tree, quota_used=used, cluster_free=result.cluster_free,
                             clusters={c.name: c for c in inp.clusters})
     assert not any("which reclaimed from it" in line for line in told), told
+
+
+def test_an_ended_job_is_told_where_it_ran_and_what_becomes_of_its_object() -> None:
+    """A Duplicated job that failed on one of its clusters was told it failed
+    "on" the first of them (where it may have succeeded), and to give its
+    policy a failover, which a Duplicated job never takes; a job its operator
+    deletes once ended was told it stays on its cluster until its file goes."""
+    from reconciler.core.explain import explain
+    from reconciler.core.model import Decision, JobKey, Phase
+    key = JobKey("batch", "Job", "platform", "warm")
+    failed = Decision(key=key, phase=Phase.FAILED, enqueued_at="2026-01-01T00:00:00Z",
+                      cluster="c1", copies=("c2", "c3"), reason="ended on each of ...")
+    lines = explain(failed, tree=None, quota_used={}, cluster_free={}, clusters={},
+                    admitted_in_quota=[])
+    assert lines[0] == "Job platform/warm is Failed (it ran on c1, c2, c3)."
+    assert "failover" not in lines[-1] and lines[-1].endswith(
+        "Deleting its file removes it from the cluster.")
+    once = Decision(key=key, phase=Phase.FAILED, enqueued_at="2026-01-01T00:00:00Z",
+                    cluster="c1", reason="failed on c1")
+    lines = explain(once, tree=None, quota_used={}, cluster_free={}, clusters={},
+                    admitted_in_quota=[], deleted_when=(False, True))
+    assert lines[0] == "Job platform/warm is Failed on c1."
+    assert "give its policy failover.application" in lines[-1]
+    assert lines[-1].endswith("Its operator deletes it there once it ended (its manifest left "
+                              "the state branch: declared, it would run again).")
+    done = Decision(key=key, phase=Phase.FINISHED, enqueued_at="2026-01-01T00:00:00Z",
+                    cluster="c1", reason="succeeded on c1")
+    for deleted, said in (((True, False), "its operator deletes it there once it ended"),
+                          ((False, True), "it stays on its cluster (for its history)")):
+        lines = explain(done, tree=None, quota_used={}, cluster_free={}, clusters={},
+                        admitted_in_quota=[], deleted_when=deleted)
+        assert said in lines[-1], (deleted, lines)

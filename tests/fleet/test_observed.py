@@ -910,26 +910,42 @@ def test_unquoted_times_in_a_hand_written_report_are_read_as_times() -> None:
     assert read_status("status/gpu-b.yaml", date_only.encode())[0] is None
 
 
+BOTH, ON_SUCCESS, ON_FAILURE, NEVER = (True, True), (True, False), (False, True), (False, False)
+
+
 @pytest.mark.parametrize(("api_version", "kind", "spec", "deleted"), [
-    ("batch/v1", "Job", {"ttlSecondsAfterFinished": 0}, True),
-    ("batch/v1", "Job", {}, False),
-    ("kubeflow.org/v1", "PyTorchJob", {"runPolicy": {"ttlSecondsAfterFinished": 60}}, True),
-    ("kubeflow.org/v1", "PyTorchJob", {"runPolicy": {"cleanPodPolicy": "None"}}, False),
-    ("kubeflow.org/v2beta1", "MPIJob", {"runPolicy": {"ttlSecondsAfterFinished": 60}}, True),
-    ("ray.io/v1", "RayJob", {"ttlSecondsAfterFinished": 600}, False),  # (its RayCluster only)
+    ("batch/v1", "Job", {"ttlSecondsAfterFinished": 0}, BOTH),
+    ("batch/v1", "Job", {}, NEVER),
+    ("kubeflow.org/v1", "PyTorchJob", {"runPolicy": {"ttlSecondsAfterFinished": 60}}, BOTH),
+    ("kubeflow.org/v1", "PyTorchJob", {"runPolicy": {"cleanPodPolicy": "None"}}, NEVER),
+    ("kubeflow.org/v2beta1", "MPIJob", {"runPolicy": {"ttlSecondsAfterFinished": 60}}, BOTH),
+    ("ray.io/v1", "RayJob", {"ttlSecondsAfterFinished": 600}, NEVER),  # (its RayCluster only)
+    # KubeRay deletes by the outcome: a failed RayJob kept for its logs used to be
+    # taken off its cluster with the successful ones
     ("ray.io/v1", "RayJob", {"deletionStrategy": {"onSuccess": {"policy": "DeleteSelf"},
-                                                  "onFailure": {"policy": "DeleteNone"}}}, True),
+                                                  "onFailure": {"policy": "DeleteNone"}}},
+     ON_SUCCESS),
+    ("ray.io/v1", "RayJob", {"deletionStrategy": {"onSuccess": {"policy": "DeleteCluster"},
+                                                  "onFailure": {"policy": "DeleteSelf"}}},
+     ON_FAILURE),
     ("ray.io/v1", "RayJob", {"deletionStrategy": {"deletionRules": [
-        {"condition": {"jobStatus": "SUCCEEDED"}, "policy": "DeleteSelf"}]}}, True),
+        {"condition": {"jobStatus": "SUCCEEDED"}, "policy": "DeleteSelf"}]}}, ON_SUCCESS),
+    ("ray.io/v1", "RayJob", {"deletionStrategy": {"deletionRules": [
+        {"condition": {"jobStatus": "FAILED", "ttlSeconds": 60}, "policy": "DeleteSelf"},
+        {"condition": {"jobStatus": "SUCCEEDED"}, "policy": "DeleteCluster"}]}}, ON_FAILURE),
+    ("ray.io/v1", "RayJob", {"deletionStrategy": {"deletionRules": [
+        {"condition": {"jobDeploymentStatus": "Failed"}, "policy": "DeleteSelf"}]}}, ON_FAILURE),
+    ("ray.io/v1", "RayJob", {"deletionStrategy": {"deletionRules": [
+        {"policy": "DeleteSelf"}]}}, BOTH),
     ("ray.io/v1", "RayJob", {"deletionStrategy": {"onSuccess": {"policy": "DeleteCluster"}}},
-     False),
+     NEVER),
 ])
-def test_a_kind_says_whether_its_operator_deletes_an_ended_job(
-        api_version: str, kind: str, spec: dict[str, Any], deleted: bool) -> None:
+def test_a_kind_says_whether_its_operator_deletes_a_job_that_succeeded_or_failed(
+        api_version: str, kind: str, spec: dict[str, Any], deleted: tuple[bool, bool]) -> None:
     job_kind = kind_for(api_version, kind)
     assert job_kind is not None
-    assert job_kind.deleted_when_ended({"apiVersion": api_version, "kind": kind,
-                                        "spec": spec}) is deleted
+    assert job_kind.deleted_when({"apiVersion": api_version, "kind": kind,
+                                  "spec": spec}) == deleted
 
 
 def test_a_node_with_fields_of_the_wrong_shape_is_read_without_them() -> None:

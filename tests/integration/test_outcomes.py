@@ -606,3 +606,91 @@ def test_a_pending_job_a_partial_report_keeps_fails_over_by_when_it_was_seen(
     item = placements(fleet)[MAE]
     assert item["phase"] == "Admitted" and item["cluster"] == "gpu-hz-a", item
     assert "failedOn" not in item
+
+
+def _rayjob(name: str, deletion: str) -> str:
+    return (f"apiVersion: ray.io/v1\nkind: RayJob\nmetadata: {{name: {name}, namespace: default}}"
+            f"\nspec:\n  entrypoint: python run.py\n  suspend: true\n  deletionStrategy: "
+            f"{deletion}\n  rayClusterSpec:\n    headGroupSpec:\n      template:\n        spec:"
+            f"\n          containers: [{{name: head, image: ray, resources: {{requests: "
+            f"{{cpu: \"1\"}}}}}}]\n")
+
+
+def _ray_ended(name: str, job_status: str) -> str:
+    deployment = "Complete" if job_status == "SUCCEEDED" else "Failed"
+    return (f"\n- apiVersion: ray.io/v1\n  kind: RayJob\n  metadata:\n    name: {name}\n"
+            f"    namespace: default\n    labels: {{fleetq.io/managed-by: fleetq}}\n"
+            f"  status:\n    jobDeploymentStatus: {deployment}\n    jobStatus: {job_status}\n"
+            f"    endTime: \"{DONE}\"\n")
+
+
+def test_a_rayjob_leaves_its_cluster_only_when_its_deletion_strategy_deletes_it(
+        tmp_path: Path) -> None:
+    """KubeRay deletes a RayJob by its outcome: ``keep-failed`` (DeleteSelf on
+    success, DeleteNone on failure) failed and stays, for its logs (it was taken
+    off its cluster, as if it had succeeded); ``drop-failed`` (DeleteSelf on
+    failure) failed and leaves; ``keep-done`` succeeded with DeleteSelf on
+    failure alone, and stays."""
+    from .conftest import QUEUED_CLUSTER_POLICY, make_fleet_repo, member_cluster, one_leaf_tree
+    on_success = "{onSuccess: {policy: DeleteSelf}, onFailure: {policy: DeleteNone}}"
+    on_failure = "{onSuccess: {policy: DeleteCluster}, onFailure: {policy: DeleteSelf}}"
+    fleet = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("16", "64Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/c1.yaml": member_cluster("c1", cpu="16", memory="64Gi"),
+        "jobs/keep-failed.yaml": _rayjob("keep-failed", on_success),
+        "jobs/drop-failed.yaml": _rayjob("drop-failed", on_failure),
+        "jobs/keep-done.yaml": _rayjob("keep-done", on_failure)})
+    reconcile(fleet, START)
+    assert report(fleet, "c1", kubectl_list(
+        _ray_ended("keep-failed", "FAILED"), _ray_ended("drop-failed", "FAILED"),
+        _ray_ended("keep-done", "SUCCEEDED"))).returncode == 0
+    reconcile(fleet)
+    items = placements(fleet)
+    assert [items[f"default/{n}"]["phase"] for n in ("keep-failed", "drop-failed", "keep-done")
+            ] == ["Failed", "Failed", "Finished"]
+    files = state_files(fleet)
+    assert "clusters/c1/default/rayjob-keep-failed.yaml" in files
+    assert "clusters/c1/default/rayjob-drop-failed.yaml" not in files
+    assert "clusters/c1/default/rayjob-keep-done.yaml" in files
+    message = git(fleet, "log", "-1", "--format=%B", "fleetq/state")
+    assert "failed RayJob default/keep-failed on c1 (it stays there until its file is " \
+           "deleted)" in message
+    assert "failed RayJob default/drop-failed on c1 (its manifest leaves the cluster: its " \
+           "operator deletes it once it ended)" in message
+    told = fleetq("explain", "--repo", str(fleet), "keep-done", "--now", NEXT).stdout
+    assert "it stays on its cluster (for its history) until its file is deleted" in told
+    told = fleetq("explain", "--repo", str(fleet), "drop-failed", "--now", NEXT).stdout
+    assert ("Its operator deletes it there once it ended (its manifest left the state branch: "
+            "declared, it would run again).") in told, told
+    assert "Deleting its file removes it" not in told
+
+
+def test_a_job_its_operator_deletes_once_failed_keeps_no_old_copy_on_failover(
+        fleet: Path) -> None:
+    """video-mae-pretrain with ttlSecondsAfterFinished, not running 120 s after
+    its admission (gang-failover, Graciously): its copy leaves gpu-hz-a at once
+    (kept, then failed and deleted, it would be created and run again), and
+    the item, the commit message and explain say so; they used to say it was
+    kept (``keptOn``) while its manifest was gone."""
+    path = fleet / "jobs/video/video-mae-pretrain.yaml"
+    text = path.read_text()
+    assert "\n  runPolicy:\n" in text and "ttlSecondsAfterFinished" not in text
+    path.write_text(text.replace("\n  runPolicy:\n",
+                                 "\n  runPolicy:\n    ttlSecondsAfterFinished: 60\n", 1))
+    commit_all(fleet, "ttl")
+    reconcile(fleet, START)
+    admitted = placements(fleet)[MAE]["admittedAt"]
+    later = (dt.datetime.fromisoformat(admitted.replace("Z", "+00:00"))
+             + dt.timedelta(seconds=130)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    pending = pytorchjob_status("video-mae-pretrain", "video", "Created", admitted)
+    assert report(fleet, "gpu-hz-a", kubectl_list(pending), now=later).returncode == 0
+    reconcile(fleet, later)
+    item = placements(fleet)[MAE]
+    assert item["failedOn"] == ["gpu-hz-a"] and "keptOn" not in item, item
+    assert "clusters/gpu-hz-a/video/pytorchjob-video-mae-pretrain.yaml" not in state_files(fleet)
+    message = git(fleet, "log", "-1", "--format=%B", "fleetq/state")
+    assert ("its copy there is removed at once, whatever purgeMode Graciously says: its "
+            "operator deletes a failed job, which a manifest kept there would run again"
+            ) in message
+    told = fleetq("explain", "--repo", str(fleet), MAE, "--now", later).stdout
+    assert "earlier copy stays" not in told, told
