@@ -23,7 +23,7 @@ from typing import Any, NoReturn, TextIO
 
 from reconciler import __version__
 from reconciler.core.explain import explain_decision
-from reconciler.core.model import MemberCluster, Phase, PreemptionPolicy
+from reconciler.core.model import Decision, MemberCluster, Phase, PreemptionPolicy
 from reconciler.core.policy import candidate_groups
 from reconciler.core.problems import Problem
 from reconciler.fleet.cache import Cache
@@ -33,6 +33,7 @@ from reconciler.fleet.state import decision_item
 from reconciler.gitops.repo import FleetRepo, GitError
 from reconciler.pipeline import (
     DEFAULT_IDENTITY,
+    TREE_TRAILER,
     Computed,
     Outcome,
     ParsedJobs,
@@ -61,6 +62,8 @@ from reconciler.pipeline import (
     state_items,
     state_ref,
     state_source,
+    trailers,
+    up_to_date,
     watch,
 )
 from reconciler.render.text import (
@@ -538,11 +541,45 @@ def cmd_explain(args: argparse.Namespace) -> int:
                              failover=job_policy.failover if job_policy is not None else None,
                              deleted_when=source.job.deleted_when if source is not None
                              else (False, False))
+    said = _not_yet(repo, args, branch, base, computed, d)
     if args.output in ("json", "yaml"):
-        _print_value({"job": decision_item(d), "explanation": lines}, args.output)
+        _print_value({"job": decision_item(d), "explanation": lines,
+                      **({"notReconciled": said[1]} if said is not None else {})}, args.output)
     else:
-        print("\n".join(lines))
+        print("\n".join(([said[0], ""] if said is not None else []) + lines))
     return EXIT_OK
+
+
+def _not_yet(repo: FleetRepo, args: argparse.Namespace, branch: str, base: str | None,
+             computed: Computed, d: Decision) -> tuple[str, dict[str, Any]] | None:
+    """When explain decided from a source the state branch has not taken in
+    (a commit not reconciled yet, a report since): a note that this is what a
+    reconcile would decide, and what the state says of the job meanwhile (the
+    clusters run what it says); ``None`` when the state is up to date."""
+    if base is not None and up_to_date(repo, args.source, base, parse_now(args.now)):
+        return None
+    sha = computed.source.sha[:12]
+    if base is None:
+        return (f"Note: there is no state yet; this is what the first reconcile of {sha} "
+                f"would decide.", {"source": computed.source.sha, "state": None})
+    items, _ = _state_items(repo, branch, _cache(repo, args))
+    was = next((i for i in items if i["job"].get("kind") == d.key.kind
+                and i["job"].get("namespace") == d.key.namespace
+                and i["job"].get("name") == d.key.name), None)
+    if was is None:
+        now = "the state branch does not list it yet"
+    else:
+        now = (f"the state branch says {was.get('phase')}"
+               + (f" on {was['cluster']}" if was.get("cluster") else "")
+               + (f", position {was['position']} in queue {was.get('quota')}"
+                  if was.get("position") else ""))
+    made_from = trailers(repo.commit_info(base).message).get(TREE_TRAILER)
+    what = (f"{sha} is not reconciled yet" if made_from != computed.source.tree else
+            "the state branch has not taken in what changed since its last reconcile (the "
+            "clusters' reports, the time)")
+    return (f"Note: {what}: below is what a reconcile would decide; {now}, and that is what "
+            f"the clusters run until fleetq reconcile runs.",
+            {"source": computed.source.sha, "state": was})
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -550,7 +550,7 @@ def test_explain_names_an_unknown_or_ambiguous_job_as_a_usage_error(
             ) in proc.stderr
     proc = fleetq("explain", "default/pytorch-test", "--repo", repo, "--now", NOW)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("PyTorchJob default/pytorch-test is Admitted on cf-hz-a.")
+    assert "\nPyTorchJob default/pytorch-test is Admitted on cf-hz-a." in "\n" + proc.stdout
     # a Job of the same name and namespace: the kind tells them apart (in any case)
     write_files(seed_fleet.path, {"jobs/default/batch.yaml": """\
 apiVersion: batch/v1
@@ -568,7 +568,7 @@ spec:
                        ("Job/default/pytorch-test", "Job")):
         proc = fleetq("explain", name, "--repo", repo, "--now", NOW)
         assert proc.returncode == 0, proc.stderr
-        assert proc.stdout.startswith(f"{kind} default/pytorch-test is "), proc.stdout
+        assert f"\n{kind} default/pytorch-test is " in "\n" + proc.stdout, proc.stdout
     proc = fleetq("explain", "a/b/c/d", "--repo", repo, "--now", NOW)
     assert proc.returncode == 2 and "KIND/NAMESPACE/NAME" in proc.stderr
 
@@ -728,3 +728,33 @@ def test_every_member_cluster_keeps_its_folder_when_it_runs_nothing(tmp_path: Pa
     assert sorted(f for f in files if f.startswith("clusters/")) == [
         f"clusters/{c}/kustomization.yaml" for c in ("cpu-sh-c", "gpu-bj-b", "gpu-hz-a")]
     assert git(path, "show", f"{STATE}:clusters/gpu-bj-b/kustomization.yaml") == empty
+
+
+def test_explain_of_a_commit_not_reconciled_yet_says_so_and_what_the_state_says(
+        tmp_path: Path) -> None:
+    """explain decides from HEAD: with a job deleted and not reconciled yet,
+    it said "Queued, position 1" as a fact while the state branch (and the
+    clusters) still had it second. It says what the state says meanwhile."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    told = fleetq("explain", "--repo", str(path), "tokenizer-ablation", "--now", NOW).stdout
+    assert told.startswith("Note: there is no state yet; this is what the first reconcile of ")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    told = fleetq("explain", "--repo", str(path), "tokenizer-ablation", "--now", NOW).stdout
+    assert told.startswith("PyTorchJob text/tokenizer-ablation is Queued, position 2 "), told
+    git(path, "rm", "-q", "jobs/text/llama-lora-sft.yaml")
+    sha = commit_all(path, "llama-lora-sft is done")
+    told = fleetq("explain", "--repo", str(path), "tokenizer-ablation", "--now", NOW).stdout
+    assert told.startswith(
+        f"Note: {sha[:12]} is not reconciled yet: below is what a reconcile would decide; the "
+        f"state branch says Queued, position 2 in queue root/algorithm/text, and that is what "
+        f"the clusters run until fleetq reconcile runs.\n\nPyTorchJob text/tokenizer-ablation "
+        f"is Queued, position 1 "), told
+    data = json.loads(fleetq("explain", "--repo", str(path), "tokenizer-ablation", "--now", NOW,
+                             "-o", "json").stdout)
+    assert data["notReconciled"]["source"] == sha
+    assert data["notReconciled"]["state"]["position"] == 2 and data["job"]["position"] == 1
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    data = json.loads(fleetq("explain", "--repo", str(path), "tokenizer-ablation", "--now", NOW,
+                             "-o", "json").stdout)
+    assert "notReconciled" not in data and data["job"]["position"] == 1
