@@ -13,7 +13,7 @@ import operator
 from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field, fields, replace
 
-from reconciler.core.gang import ClusterState, Fit, Ranking, job_cluster_total
+from reconciler.core.gang import NO_NODE_MATCHES, ClusterState, Fit, Ranking, job_cluster_total
 from reconciler.core.model import (
     PRIORITY_CLASS_AT,
     QUOTA_AT,
@@ -940,8 +940,11 @@ class _Cycle:
             if why_not is None:
                 return None
             reasons.append(why_not)
-        return ("it fits no candidate member cluster even when empty: "
-                + _join_notes(reasons) + "; lower its requests or add capacity")
+        fix = ("fix its pods' nodeSelector or tolerations, or the nodes' labels or taints"
+               if all(NO_NODE_MATCHES in r for r in reasons) else
+               "lower its requests or add capacity")
+        return "it fits no candidate member cluster even when empty: " + _join_notes(
+            reasons) + "; " + fix
 
     def _empty_state(self, name: str) -> ClusterState:
         state = self._empty.get(name)
@@ -1015,7 +1018,7 @@ class _Cycle:
                         _, rest = heapq.heappop(queue)
                         self._wait(rest, blocked_by=(
                             f"blocked behind {p.job.key} at the head of StrictFIFO queue "
-                            f"{leaf.replace('/', '-')}"))
+                            f"{leaf}"))
                     continue
                 if self._parking:
                     self._park(p)

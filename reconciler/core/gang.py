@@ -37,6 +37,7 @@ from reconciler.core.resources import (
 )
 
 DEFAULT_PODS_PER_NODE = 110 * 1000
+NO_NODE_MATCHES = "no node admits its pods"  # (a nodeSelector or taints: not its size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +118,25 @@ class ClusterState:
             return got
         ps, placed = got
         return self._pack_failure(pod_sets) or (
-            f"{self.name}: no node matches the {ps.name} pods' nodeSelector and tolerations"
-            if placed is None else
+            self._no_node_for(ps) if placed is None else
             f"{self.name}: only {placed} of {ps.replicas} {ps.name} pods fit on its nodes")
+
+    def _no_node_for(self, ps: PodSet) -> str:
+        """Why no node admits ``ps``'s pods: the labels of its nodeSelector no
+        node has, or the taints of the nodes that have them."""
+        selector = ps.node_selector
+        labelled = [i for i, labels in enumerate(self.node_labels)
+                    if not any(labels.get(k) != v for k, v in selector)]
+        if not labelled:
+            wanted = ", ".join(f"{k}={v}" for k, v in selector)
+            return (f"{self.name}: {NO_NODE_MATCHES}: no node has the labels of the {ps.name} "
+                    f"pods' nodeSelector ({wanted})")
+        taints = sorted({f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
+                         for i in labelled if (t := untolerated(self.node_taints[i],
+                                                                 ps.tolerations)) is not None})
+        return (f"{self.name}: {NO_NODE_MATCHES}: the {ps.name} pods tolerate no taint of "
+                f"{'the nodes with their nodeSelector labels' if selector else 'its nodes'} "
+                f"({', '.join(taints)})")
 
     def fits(self, pod_sets: tuple[PodSet, ...], total: ResourcesView) -> Fit | None:
         """``fit`` without the reason: ``None`` when the job does not fit (the

@@ -138,6 +138,29 @@ def test_node_selector(node_labels: dict[str, str], selector: dict[str, str],
         assert "nodeSelector" in str(fit(c, j))
 
 
+def test_a_job_no_node_admits_is_told_the_labels_or_taints_and_the_fix() -> None:
+    """It was told "no node matches the pods' nodeSelector and tolerations;
+    lower its requests or add capacity": neither which, nor a fix that helps."""
+    c = (cluster("c1").node("n1", cpu="8", labels={"disktype": "hdd"})
+         .node("n2", cpu="8", labels={"disktype": "ssd"}, taints=[taint("dedicated", "infra")])
+         .obj())
+    nowhere = job("a").pod_set("main", 1, node_selector={"disktype": "nvme"}, cpu="1").obj()
+    assert fit(c, nowhere) == ("c1: no node admits its pods: no node has the labels of the "
+                               "main pods' nodeSelector (disktype=nvme)")
+    tainted = job("b").pod_set("main", 1, node_selector={"disktype": "ssd"}, cpu="1").obj()
+    assert fit(c, tainted) == ("c1: no node admits its pods: the main pods tolerate no taint "
+                               "of the nodes with their nodeSelector labels "
+                               "(dedicated=infra:NoSchedule)")
+    result = reconcile_cycle(cycle_input(jobs=[nowhere, tainted], clusters=[c]))
+    for name in ("a", "b"):
+        d = by_name(result)[name]
+        assert d.phase is Phase.INADMISSIBLE and d.reason.endswith(
+            "; fix its pods' nodeSelector or tolerations, or the nodes' labels or taints"), d
+    small = cluster("c2").node("n1", cpu="500m", labels={"disktype": "nvme"}).obj()
+    result = reconcile_cycle(cycle_input(jobs=[nowhere], clusters=[c, small]))
+    assert by_name(result)["a"].reason.endswith("; lower its requests or add capacity")
+
+
 def test_node_selector_picks_the_matching_nodes_only() -> None:
     c = (cluster("c1").node("cpu-node", cpu="96")
          .node("gpu-node", cpu="8", gpu="8", labels={"accel": "a100"}).obj())
