@@ -540,7 +540,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
                              candidates=candidates,
                              failover=job_policy.failover if job_policy is not None else None,
                              deleted_when=source.job.deleted_when if source is not None
-                             else (False, False))
+                             else (False, False),
+                             not_preemptible={k for k, s in inputs.jobs.items()
+                                              if not s.job.preemptible})
     said = _not_yet(repo, args, branch, base, computed, d)
     if args.output in ("json", "yaml"):
         _print_value({"job": decision_item(d), "explanation": lines,

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from reconciler.core.model import Decision, Failover, MemberCluster, Phase, PreemptionPolicy
+from reconciler.core.model import (
+    Decision,
+    Failover,
+    JobKey,
+    MemberCluster,
+    Phase,
+    PreemptionPolicy,
+)
 from reconciler.core.preemption import RECLAIMING, within_min_after, would_retake
 from reconciler.core.quota import (
     NON_PREEMPTIBLE_MIN,
@@ -29,7 +36,10 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             sparing_in_quota: list[Decision] | None = None,
             candidates: Collection[str] | None = None,
             failover: Failover | None = None, spares_own: bool = True,
-            deleted_when: tuple[bool, bool] = (False, False)) -> list[str]:
+            deleted_when: tuple[bool, bool] = (False, False),
+            ahead_in_queue: Collection[Decision] = (), admitted: Collection[Decision] = (),
+            preemption: PreemptionPolicy = PreemptionPolicy.LOWER_PRIORITY,
+            not_preemptible: Collection[JobKey] = ()) -> list[str]:
     """Sentences: the state, the blocking limits, and what would unblock the job.
     ``sparing_in_quota``: the jobs of its quota that wait sparing the job that
     reclaimed their place and could evict it in turn (see ``find_victims``).
@@ -37,7 +47,11 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     when not given); ``failover``: its policy's ``failover.application``;
     ``spares_own``: whether the job that reclaimed its place, if one did,
     could reclaim in return, and so is spared by it; ``deleted_when``: its
-    ``Job.deleted_when`` (whether its operator deletes it once it ended)."""
+    ``Job.deleted_when`` (whether its operator deletes it once it ended);
+    ``ahead_in_queue``: the jobs before it in its queue (served first);
+    ``admitted``: every admitted job (those holding a quota above its own are
+    named); ``preemption``: its quota's preemption policy, and
+    ``not_preemptible`` the jobs none may preempt."""
     d = decision
     where = (f" (it ran on {', '.join((d.cluster or '', *d.copies))})" if d.copies
              and d.phase in (Phase.FINISHED, Phase.FAILED) else f" on {d.cluster}")
@@ -83,6 +97,10 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     advice: list[str] = []
     too_big = False  # a limit the job breaks alone: preempting cannot help
     short_of_slots = False
+    shortfalls: dict[str, int] = {}  # resource -> the most missing at any level
+    ahead: Resources = {}
+    for x in ahead_in_queue:
+        add_into(ahead, x.requests)
     if tree is not None and d.quota in tree.nodes:
         for node in tree.ancestry(d.quota):
             used = quota_used.get(node.path, {})
@@ -100,47 +118,61 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                         f"(in a pull request to the ElasticQuotaTree) or shrink the job")
                 elif have + need > limit:
                     missing = have + need - limit
+                    shortfalls[name] = max(shortfalls.get(name, 0), missing)
                     # (slots shared with other quotas: another quota's may look reclaimable)
                     short_of_slots = short_of_slots or (name == MAX_JOBS and
                                                         node.path != d.quota)
+                    first = ahead.get(name, 0)
+                    served = (f" ({_q(name, have + need + first)} with the "
+                              f"{len(ahead_in_queue)} job(s) ahead of it in its queue, served "
+                              f"first)" if first else "")
+                    whole = (" (the root's max is the fleet's: raise it with the clusters' "
+                             "capacity)" if node.parent is None else "")
                     advice.append(
                         f"quota {node.path} {name}: {_q(name, have)} used of max "
                         f"{_q(name, limit)}; {_q(name, missing)} more must be freed, or max "
-                        f"raised to {_q(name, have + need)}")
+                        f"raised to {_q(name, have + need)}{served}{whole}")
+                    if node.path != d.quota:
+                        advice.extend(_users(node.path, name, admitted, d.quota))
     if short_of_slots and tree is not None and MAX_JOBS not in tree.nodes[d.quota or ""].min:
         advice.append(f"the min of quota {d.quota} names no {MAX_JOBS}, so it guarantees no "
                       f"job slot: the job waits for one rather than reclaim it from another "
                       f"quota")
     held_by_min = NON_PREEMPTIBLE_MIN in d.reason
-    if held_by_min:  # (its quota's max has room: its own min is the bar)
+    if held_by_min:  # (its own min is the bar; dropping the label helps only if max has room)
         advice.insert(0, f"it is not preemptible ({PREEMPTIBLE_LABEL}: \"false\"), so it runs "
                          f"only within the min of quota {d.quota}, with the other "
-                         f"non-preemptible jobs there: raise that min, let the job be "
-                         f"preempted (drop the label), or wait for those jobs to end")
+                         f"non-preemptible jobs there: raise that min, "
+                         + ("" if shortfalls else "let the job be preempted (drop the label), ")
+                         + "or wait for those jobs to end")
     if advice and admitted_in_quota and not too_big and not held_by_min:
         holders = sorted(admitted_in_quota, key=lambda x: (x.priority, x.admitted_at or ""))
         names = ", ".join(f"{x.key.namespace}/{x.key.name} (priority {x.priority})"
                           for x in holders[:5])
         more = f" and {len(holders) - 5} more" if len(holders) > 5 else ""
-        advice.append(f"jobs holding quota {d.quota}: {names}{more}; a higher priority "
-                      f"would let it preempt the lower ones")
-    if not advice:
-        cluster_total = {k: v for k, v in req.items() if k != MAX_JOBS}
-        for name in sorted(clusters if candidates is None else
-                           {n for n in candidates if n in clusters}):
-            free = cluster_free.get(name, {})
-            short = [f"{r} {_q(r, free.get(r, 0))} free of {_q(r, v)} needed"
-                     for r, v in sorted(cluster_total.items())
-                     if r != PODS and v > free.get(r, 0)]
-            if short:
-                advice.append(f"cluster {name}: " + ", ".join(short))
-        if advice and d.phase is Phase.QUEUED and d.position is None:
-            advice.insert(0, "its policy places it by capacity alone (no suspension."
-                             "scheduling: it is in no quota queue); it waits for one member "
-                             "cluster to hold the whole gang:")
-        elif advice:
-            advice.insert(0, "its quota has room; it waits for one member cluster to hold the "
-                             "whole gang:")
+        advice.append(f"jobs holding quota {d.quota}: {names}{more}" + _higher_priority(
+            d, shortfalls, admitted_in_quota, preemption, not_preemptible))
+    places = sorted(clusters if candidates is None else {n for n in candidates if n in clusters})
+    short_clusters = _short_clusters(req, places, cluster_free)
+    if not advice and short_clusters:
+        if d.phase is Phase.QUEUED and d.position is None:
+            advice.append("its policy places it by capacity alone (no suspension.scheduling: "
+                          "it is in no quota queue); it waits for one member cluster to hold "
+                          "the whole gang:")
+        else:
+            advice.append("its quota has room; it waits for one member cluster to hold the "
+                          "whole gang:")
+        advice.extend(short_clusters)
+    elif not advice and d.phase is Phase.QUEUED and places:
+        advice.append("its quota has room and the free room of some member cluster adds up to "
+                      "the job's, but it is split over nodes: no cluster has nodes with room "
+                      "for every pod of the gang; it runs once jobs end there or nodes are "
+                      "added")
+    elif advice and not too_big and places and len(short_clusters) == len(places):
+        # (the quota is not all: with room there, no cluster could take it either)
+        advice.append("and once the quota has room, no member cluster has room for the whole "
+                      "gang now:")
+        advice.extend(short_clusters)
     if d.phase is Phase.QUEUED and d.preempted_by and spares_own and \
             (d.preemption_reason or "").startswith(RECLAIMING):
         advice.append(f"it does not reclaim from {d.preempted_by}, which reclaimed from it, "
@@ -156,20 +188,75 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     return lines
 
 
+def _short_clusters(req: Mapping[str, int], names: Collection[str],
+                    cluster_free: Mapping[str, Resources]) -> list[str]:
+    """A line for each of the clusters ``names`` whose free room falls short of
+    the job's total ``req``, saying of what."""
+    out = []
+    for name in names:
+        free = cluster_free.get(name, {})
+        short = [f"{r} {_q(r, free.get(r, 0))} free of {_q(r, v)} needed"
+                 for r, v in sorted(req.items())
+                 if r not in (PODS, MAX_JOBS) and v > free.get(r, 0)]
+        if short:
+            out.append(f"cluster {name}: " + ", ".join(short))
+    return out
+
+
+def _users(path: str, name: str, admitted: Collection[Decision], own: str | None) -> list[str]:
+    """The jobs of other quotas that use the most ``name`` of quota ``path``
+    (a quota above the job's own), named: what holds the limit it waits on."""
+    under = [x for x in admitted if x.quota is not None and x.quota != own
+             and (x.quota == path or x.quota.startswith(path + "/")) and x.requests.get(name)]
+    if not under:
+        return []
+    under.sort(key=lambda x: (-x.requests.get(name, 0), str(x.key)))
+    names = ", ".join(f"{x.key.namespace}/{x.key.name} ({x.quota}, {_q(name, x.requests[name])})"
+                      for x in under[:5])
+    more = f" and {len(under) - 5} more" if len(under) > 5 else ""
+    return [f"jobs of other quotas using quota {path} {name}: {names}{more}"]
+
+
+def _higher_priority(d: Decision, shortfalls: Mapping[str, int], holders: Collection[Decision],
+                     preemption: PreemptionPolicy, not_preemptible: Collection[JobKey]) -> str:
+    """``; a priority above N would let it preempt ...``, when one would: its
+    quota lets jobs preempt, and the preemptible jobs of its quota of priority
+    N or less free what it lacks at every level (they count in each); else
+    nothing (a higher priority would not help)."""
+    if preemption is PreemptionPolicy.NEVER or not shortfalls:
+        return ""
+    victims = sorted((x for x in holders if x.key not in not_preemptible),
+                     key=lambda x: (x.priority, str(x.key)))
+    freed: Resources = {}
+    for i, x in enumerate(victims):
+        add_into(freed, x.requests)
+        if i + 1 < len(victims) and victims[i + 1].priority == x.priority:
+            continue  # (a priority above x's passes over all of that priority)
+        if all(freed.get(name, 0) >= missing for name, missing in shortfalls.items()):
+            if x.priority < d.priority:
+                return ""  # (it outranks them already: something else holds it back)
+            return (f"; a priority above {x.priority} would let it preempt "
+                    f"{i + 1} of them")
+    return ""
+
+
 def explain_decision(decision: Decision, *, decisions: list[Decision], tree: QuotaTree | None,
                      quota_used: Mapping[str, Resources], cluster_free: Mapping[str, Resources],
                      clusters: Mapping[str, MemberCluster],
                      policy: PreemptionPolicy = PreemptionPolicy.LOWER_PRIORITY,
                      preemptible: bool = True, candidates: Collection[str] | None = None,
                      failover: Failover | None = None,
-                     deleted_when: tuple[bool, bool] = (False, False)) -> list[str]:
+                     deleted_when: tuple[bool, bool] = (False, False),
+                     not_preemptible: Collection[JobKey] = ()) -> list[str]:
     """``explain`` for one of a cycle's ``decisions``, the jobs its quota admitted
     found among them, and those that wait sparing a reclaimer and could evict it
     (by its quota's preemption ``policy``; never when it is not ``preemptible``),
     borrowing (see ``find_victims``)."""
     d = decision
-    holders = [x for x in decisions if x.quota == d.quota
-               and x.phase is Phase.ADMITTED and x.key != d.key]
+    admitted = [x for x in decisions if x.phase is Phase.ADMITTED and x.key != d.key]
+    holders = [x for x in admitted if x.quota == d.quota]
+    ahead = [x for x in decisions if d.position and x.quota == d.quota
+             and x.phase is Phase.QUEUED and x.position and x.position < d.position]
     sparing: list[Decision] = []
     spares_own = True
     if d.phase is Phase.QUEUED and tree is not None and d.quota in tree.nodes:
@@ -206,4 +293,6 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
     return explain(d, tree=tree, quota_used=quota_used, cluster_free=cluster_free,
                    clusters=clusters, admitted_in_quota=holders, sparing_in_quota=sparing,
                    candidates=candidates, failover=failover, spares_own=spares_own,
-                   deleted_when=deleted_when)
+                   deleted_when=deleted_when, ahead_in_queue=ahead, admitted=admitted,
+                   preemption=policy,
+                   not_preemptible=not_preemptible)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
 from reconciler.core.explain import explain_decision
+from reconciler.core.model import Phase
 from tests.builders import (
     by_name,
     cluster,
@@ -44,9 +45,9 @@ def test_a_job_behind_its_quotas_job_limit_is_told_the_limit_the_holders_and_its
                         "time (kube-queue/max-jobs)")
     assert lines[2:] == [
         "- quota root/qa kube-queue/max-jobs: 2 used of max 2; 1 more must be freed, or max "
-        "raised to 3",
+        "raised to 3 (4 with the 1 job(s) ahead of it in its queue, served first)",
         "- jobs holding quota root/qa: team-a/a-mid (priority 100), team-a/a-high "
-        "(priority 1000); a higher priority would let it preempt the lower ones",
+        "(priority 1000); a priority above 100 would let it preempt 1 of them",
         "- 1 job(s) are ahead of it in queue root/qa"]
 
 
@@ -221,3 +222,104 @@ def test_an_ended_job_is_told_where_it_ran_and_what_becomes_of_its_object() -> N
         lines = explain(done, tree=None, quota_used={}, cluster_free={}, clusters={},
                         admitted_in_quota=[], deleted_when=deleted)
         assert said in lines[-1], (deleted, lines)
+
+
+NP = {"quota.scheduling.alibabacloud.com/preemptible": "false"}
+
+
+def _holders_and_waiting(holder_labels: dict[str, str] | None = None) -> CycleInput:
+    """``h1`` (mid) and ``h2`` (high) hold quota qa's 8 GPUs; ``w`` (low, 4
+    GPUs) waits."""
+    labels = holder_labels or {}
+    return cycle_input(
+        jobs=[gpu_job("h1", 4, "team-a").priority_class("mid").labels(**labels)
+              .created("2026-01-01T00:00:01Z"),
+              gpu_job("h2", 4, "team-a").priority_class("high").labels(**labels)
+              .created("2026-01-01T00:00:02Z"),
+              gpu_job("w", 4, "team-a").priority_class("low").created("2026-01-01T00:00:03Z")],
+        tree=simple_tree(quota("qa", ns=["team-a"], min={"gpu": "8"}, max={"gpu": "8"})),
+        priority_classes=PRIORITIES)
+
+
+def test_a_higher_priority_is_offered_only_as_high_as_would_preempt_enough() -> None:
+    """It was offered whenever the quota had running jobs: under preemption
+    Never, with only non-preemptible holders, and without saying how high."""
+    from reconciler.core.model import PreemptionPolicy
+    inp, result = decided(_holders_and_waiting())
+    assert by_name(result)["w"].phase is Phase.QUEUED
+    lines = explained(inp, result, "w")
+    assert ("- jobs holding quota root/qa: team-a/h1 (priority 100), team-a/h2 (priority 1000); "
+            "a priority above 100 would let it preempt 1 of them") in lines
+    d = by_name(result)["w"]
+    never = explain_decision(d, decisions=result.decisions, tree=inp.tree,
+                             quota_used=result.quota_used, cluster_free=result.cluster_free,
+                             clusters={c.name: c for c in inp.clusters},
+                             policy=PreemptionPolicy.NEVER)
+    assert not any("a priority above" in line for line in never), never
+    inp, result = decided(_holders_and_waiting(NP))
+    held = explain_decision(by_name(result)["w"], decisions=result.decisions, tree=inp.tree,
+                            quota_used=result.quota_used, cluster_free=result.cluster_free,
+                            clusters={c.name: c for c in inp.clusters},
+                            not_preemptible={j.key for j in inp.jobs if j.key.name != "w"})
+    assert not any("a priority above" in line for line in held), held
+
+
+def test_a_quota_above_its_own_that_blocks_is_told_with_the_jobs_using_it() -> None:
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("b1", 8, "team-b").created("2026-01-01T00:00:01Z"),
+              gpu_job("w", 4, "team-a").created("2026-01-01T00:00:02Z")],
+        tree=simple_tree(quota("algo", quota("qa", ns=["team-a"], max={"gpu": "8"}),
+                               quota("qb", ns=["team-b"], max={"gpu": "8"}), max={"gpu": "8"}))))
+    lines = explained(inp, result, "w")
+    assert ("- quota root/algo nvidia.com/gpu: 8 used of max 8; 4 more must be freed, or max "
+            "raised to 12") in lines, lines
+    assert ("- jobs of other quotas using quota root/algo nvidia.com/gpu: team-b/b1 "
+            "(root/algo/qb, 8)") in lines, lines
+
+
+def test_a_job_short_of_quota_and_of_cluster_room_is_told_both() -> None:
+    """With room in its quota it would still find no cluster: it was told the
+    quota alone, and after raising it, the clusters."""
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("h1", 8, "team-a").created("2026-01-01T00:00:01Z"),
+              gpu_job("w", 4, "team-a").created("2026-01-01T00:00:02Z")],
+        clusters=[gpu_cluster("c1", 8)],
+        tree=simple_tree(quota("qa", ns=["team-a"], max={"gpu": "8"}))))
+    lines = explained(inp, result, "w")
+    at = lines.index("- and once the quota has room, no member cluster has room for the whole "
+                     "gang now:")
+    assert lines[at + 1] == "- cluster c1: nvidia.com/gpu 0 free of 4 needed", lines
+    assert any(line.startswith("- quota root/qa nvidia.com/gpu: 8 used of max 8") for line in
+               lines[:at])
+
+
+def test_a_job_whose_cluster_room_is_split_over_nodes_is_told_so() -> None:
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("h1", 4).created("2026-01-01T00:00:01Z"),
+              gpu_job("h2", 4).created("2026-01-01T00:00:02Z"),
+              gpu_job("w", 4).created("2026-01-01T00:00:03Z")],
+        clusters=[gpu_cluster("c1", 6, 6)],  # (2 GPUs left on each node)
+        tree=simple_tree(quota("qa", ns=["default"], max={"gpu": "16"}))))
+    by = by_name(result)
+    assert by["w"].phase is Phase.QUEUED, by["w"]
+    assert explained(inp, result, "w")[2:] == [
+        "- its quota has room and the free room of some member cluster adds up to the job's, "
+        "but it is split over nodes: no cluster has nodes with room for every pod of the "
+        "gang; it runs once jobs end there or nodes are added"]
+
+
+def test_a_non_preemptible_job_is_not_told_to_drop_its_label_when_that_would_not_help(
+        ) -> None:
+    """np2 waits within its quota's min; were it preemptible, the root would
+    still have no room (team-b's job runs within its min)."""
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("np1", 4, "team-a").labels(**NP).created("2026-01-01T00:00:01Z"),
+              gpu_job("b1", 4, "team-b", replicas=3).created("2026-01-01T00:00:02Z"),
+              gpu_job("np2", 4, "team-a").labels(**NP).created("2026-01-01T00:00:03Z")],
+        clusters=[gpu_cluster("c1", 8, 8, 8)],
+        tree=simple_tree(quota("qa", ns=["team-a"], min={"gpu": "4"}, max={"gpu": "16"}),
+                         quota("qb", ns=["team-b"], min={"gpu": "12"}, max={"gpu": "16"}),
+                         total={"cpu": "1000", "gpu": "16"})))
+    lines = explained(inp, result, "np2")
+    said = next(line for line in lines if "it is not preemptible" in line)
+    assert "raise that min" in said and "drop the label" not in said, lines
