@@ -144,7 +144,14 @@ def cluster_report(cluster: str, observed_at: str,
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
         assert isinstance(meta, Mapping)
         if (api_version, kind) == ("v1", "Node"):
-            nodes.append(_node(obj, meta))
+            node = _node(obj, meta)
+            try:
+                parse_resources(node["allocatable"], "status.allocatable")
+            except ManifestError as exc:  # (read_inventory leaves it out: said now, at its line)
+                report.problems.append(Problem(where or cluster, line, (
+                    f"Node {node['name'] or '(no name)'}: {exc}; the cluster's capacity is "
+                    f"counted without this node until a report has it right"), "warning"))
+            nodes.append(node)
             continue
         job_kind = kind_for(api_version, kind)
         labels = meta.get("labels") if isinstance(meta.get("labels"), Mapping) else {}

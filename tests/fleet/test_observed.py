@@ -34,7 +34,7 @@ from reconciler.fleet.observed import (
     status_path,
 )
 from reconciler.jobkinds import KINDS, kind_for
-from reconciler.jobkinds.base import parse_resources
+from reconciler.jobkinds.base import QUANTITY_FORM, parse_resources
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 UPSTREAM = SHARED / "upstream"
@@ -956,3 +956,19 @@ def test_a_node_with_fields_of_the_wrong_shape_is_read_without_them() -> None:
            "status": {"allocatable": ["cpu"], "conditions": "Ready"}}
     report = cluster_report("gpu-b", T0, [odd])
     assert report.nodes == [{"name": "n1", "allocatable": {}, "ready": False}]
+
+
+def test_a_node_whose_allocatable_is_no_quantity_is_warned_of_when_reported() -> None:
+    """It was recorded in silence; the next reconcile left the node out of the
+    cluster's capacity, with a warning naming the inventory, not the input."""
+    bad = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+           "status": {"allocatable": {"cpu": "96", "nvidia.com/gpu": "eight"},
+                      "conditions": [{"type": "Ready", "status": "True"}]}}
+    good = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"},
+            "status": {"allocatable": {"cpu": "96"}}}
+    report = cluster_report("gpu-b", T0, [bad, good], where="<stdin>")
+    assert [str(p) for p in report.problems] == [
+        "<stdin>: warning: Node n1: status.allocatable.nvidia.com/gpu: 'eight' is not a "
+        f"Kubernetes quantity ({QUANTITY_FORM}); the cluster's capacity is counted without "
+        "this node until a report has it right"]
+    assert [n["name"] for n in report.nodes or []] == ["n1", "n2"]
