@@ -55,6 +55,7 @@ from reconciler.core.quota import QuotaTree, QuotaUsage, max_changed, max_jobs_h
 from reconciler.core.resources import MAX_JOBS, Resources, ResourcesView
 
 MAX_CLUSTER_NOTES = 3
+FITS_NO_CLUSTER = "no member cluster fits the whole gang now"  # (a reason: ``explain`` reads it)
 MAX_PASSES = 64  # a safety net: passes settle in 2-5 (about 11 at 100,000 jobs)
 MAX_ROUNDS = 8  # a safety net: rounds settle in 1-3
 # Tests set this to check, after each pass, that no parked job could have been
@@ -1370,7 +1371,7 @@ class _Cycle:
         where = "; ".join(notes) or "no candidate member cluster"
         if not p.policy.queued:
             return f"no member cluster has room for the whole gang now: {where}"
-        return f"its quota has room but no member cluster fits the whole gang now: {where}"
+        return f"its quota has room but {FITS_NO_CLUSTER}: {where}"
 
     def _strategy(self, p: _Pending) -> PlacementStrategy:
         return p.policy.strategy or self.inp.settings.strategy
@@ -1415,7 +1416,7 @@ class _Cycle:
                 if copies:
                     self._copies[job.key] = copies
                 return chosen
-        return "no member cluster fits the whole gang now"
+        return FITS_NO_CLUSTER
 
     def _admit(self, p: _Pending, cluster: ClusterState, fit: Fit | None, *,
                admitted_at: str | None, force: bool = False,

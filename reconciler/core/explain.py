@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
+from reconciler.core.cycle import FITS_NO_CLUSTER
 from reconciler.core.model import (
     Decision,
     Failover,
@@ -163,7 +164,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             advice.append("its quota has room; it waits for one member cluster to hold the "
                           "whole gang:")
         advice.extend(short_clusters)
-    elif not advice and d.phase is Phase.QUEUED and places:
+    elif not advice and d.phase is Phase.QUEUED and places and FITS_NO_CLUSTER in d.reason:
         advice.append("its quota has room and the free room of some member cluster adds up to "
                       "the job's, but it is split over nodes: no cluster has nodes with room "
                       "for every pod of the gang; it runs once jobs end there or nodes are "

@@ -323,3 +323,18 @@ def test_a_non_preemptible_job_is_not_told_to_drop_its_label_when_that_would_not
     lines = explained(inp, result, "np2")
     said = next(line for line in lines if "it is not preemptible" in line)
     assert "raise that min" in said and "drop the label" not in said, lines
+
+
+def test_a_job_blocked_behind_a_strict_fifo_head_is_not_told_of_nodes() -> None:
+    """The room split over nodes is told only of a job no cluster fits."""
+    from tests.builders import settings, strict_fifo
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("h", 8).created("2026-01-01T00:00:00Z"),
+              gpu_job("big", 8, replicas=2).created("2026-01-01T00:00:01Z"),
+              gpu_job("small", 1).created("2026-01-01T00:00:02Z")],
+        clusters=[gpu_cluster("c1", 8, 8)],
+        tree=simple_tree(quota("qa", ns=["default"], max={"gpu": "32"})),
+        settings=settings(root__qa=strict_fifo())))
+    small = by_name(result)["small"]
+    assert small.phase is Phase.QUEUED and "StrictFIFO" in small.reason, small
+    assert not any("split over nodes" in line for line in explained(inp, result, "small"))
