@@ -347,7 +347,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     work_tree = None
     if args.source is None:
         args.source = "HEAD"
-        work_tree = repo.work_tree_commit(DEFAULT_IDENTITY, parse_now(None))
+        try:
+            work_tree = repo.work_tree_commit(DEFAULT_IDENTITY, parse_now(None))
+        except (OSError, GitError) as exc:  # (a read-only .git, ...: the commit, said so)
+            print(f"fleetq: the work tree could not be read ({exc}); checking HEAD",
+                  file=sys.stderr)
         if work_tree is not None and work_tree != repo.resolve("HEAD"):
             args.source = work_tree
         else:

@@ -357,6 +357,27 @@ def test_validate_checks_the_work_tree_before_it_is_committed(tmp_path: Path) ->
     assert "(the work tree, with changes not committed)" in proc.stdout
 
 
+def test_validate_where_the_work_tree_cannot_be_read_checks_head_and_says_so(
+        tmp_path: Path) -> None:
+    """A .git where no file can be made (read-only, immutable): the commit is
+    checked, and validate says the work tree was not (it printed a traceback)."""
+    target = tmp_path / "fleet"
+    assert fleetq("init", str(target)).returncode == 0
+    write_files(target, {"jobs/new.yaml": "kind: PyTorchJob\nmetadata: [\n"})
+    locked = subprocess.run(["chattr", "+i", str(target / ".git")], capture_output=True,
+                            check=False)
+    if locked.returncode != 0:
+        pytest.skip(f"chattr +i is not available here: {locked.stderr.decode().strip()}")
+    try:
+        proc = fleetq("validate", "--repo", str(target), "--no-cache")
+    finally:
+        subprocess.run(["chattr", "-i", str(target / ".git")], check=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "the work tree could not be read (" in proc.stderr and "checking HEAD" in proc.stderr
+    assert "work tree" not in proc.stdout
+
+
 def test_now_without_a_time_zone_is_refused(seed_fleet: SeedFleet) -> None:
     """RFC 3339 has no local times: ``--now 2026-11-29T11:00:00`` used to be
     read as UTC, which on a clock eight hours ahead enqueues and ages every
