@@ -242,7 +242,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     try:
         watch(repo, stop=stop, report=report, source_rev=source,
               state_branch=args.state_branch, remote=args.remote, interval=args.interval,
-              now=parse_now(args.now) if args.now else None, progress=_progress(show))
+              now=parse_now(args.now) if args.now is not None else None,
+              progress=_progress(show))
     except KeyboardInterrupt:
         _end_progress(show)
     finally:
@@ -561,7 +562,8 @@ def _not_yet(repo: FleetRepo, args: argparse.Namespace, branch: str, base: str |
     """When explain decided from a source the state branch has not taken in
     (a commit not reconciled yet, a report since): a note that this is what a
     reconcile would decide, and what the state says of the job meanwhile (the
-    clusters run what it says); ``None`` when the state is up to date."""
+    clusters run what it says); ``None`` when the state is up to date, or
+    says of the job what a reconcile would (its phase, cluster and place)."""
     if base is not None and up_to_date(repo, args.source, base, parse_now(args.now)):
         return None
     sha = computed.source.sha[:12]
@@ -572,6 +574,10 @@ def _not_yet(repo: FleetRepo, args: argparse.Namespace, branch: str, base: str |
     was = next((i for i in items if i["job"].get("kind") == d.key.kind
                 and i["job"].get("namespace") == d.key.namespace
                 and i["job"].get("name") == d.key.name), None)
+    decided = decision_item(d)
+    if was is not None and all(was.get(k) == decided.get(k)
+                               for k in ("phase", "cluster", "position")):
+        return None  # (a push of other files, ...: the state says of it what a reconcile would)
     if was is None:
         now = "the state branch does not list it yet"
     else:
@@ -721,6 +727,9 @@ def init_repo(target: Path, *, commit: bool) -> None:
     on ``main`` when ``commit``; on a failure, nothing of it is left there."""
     template = template_dir()
     existed = target.is_dir()
+    first_made = target  # (the outermost folder this command makes: removed on a failure)
+    while not first_made.parent.exists() and first_made.parent != first_made:
+        first_made = first_made.parent
     try:
         if target.exists() and not existed:
             raise GitError(f"{target} is a file; fleetq init needs a new or empty folder")
@@ -732,7 +741,8 @@ def init_repo(target: Path, *, commit: bool) -> None:
             _git(target, "add", "-A")
             _git(target, "commit", "-q", "-m", "Fleet repo from the fleetq template")
     except (OSError, subprocess.CalledProcessError) as exc:
-        made = [target] if not existed else list(target.iterdir()) if target.is_dir() else []
+        made = [first_made] if not existed else list(target.iterdir()) if target.is_dir() \
+            else []
         for path in made:  # (what this command made: the folder was new, or empty)
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path, ignore_errors=True)
@@ -934,6 +944,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
         return code
     except GitError as exc:
+        print(f"fleetq: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:  # (the environment: a read-only .git, a full disk, ...)
         print(f"fleetq: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (KeyboardInterrupt, Terminated) as exc:

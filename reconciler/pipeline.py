@@ -17,6 +17,7 @@ import hashlib
 import itertools
 import operator
 import os
+import re
 import threading
 import time
 import traceback
@@ -152,18 +153,29 @@ class Outcome:
         return self.computed.result.decisions if self.computed is not None else []
 
 
+RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})?")
+
+
 def parse_now(text: str | None) -> dt.datetime:
-    if text:
-        try:
-            when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            raise GitError(f"--now {text!r} is not an RFC 3339 time "
-                           f"(e.g. 2026-11-29T11:00:00Z)") from None
-        if when.tzinfo is None:  # (RFC 3339 has no local times: whose clock would it be?)
-            raise GitError(f"--now {text!r} has no time zone; add Z for UTC or an offset "
-                           f"(e.g. {text}Z or {text}+08:00)")
-        return when.astimezone(dt.UTC)
-    return dt.datetime.now(dt.UTC).replace(microsecond=0)
+    """``--now``: an RFC 3339 time, as UTC; ``None``: this machine's clock."""
+    if text is None:
+        return dt.datetime.now(dt.UTC).replace(microsecond=0)
+    form = RFC3339.fullmatch(text.strip())
+    wrong = GitError(f"--now {text!r} is not an RFC 3339 time: a date and a time of day with a "
+                     f"zone, e.g. 2026-11-29T11:00:00Z")
+    if form is None:  # (a date alone, an empty $NOW, ISO 8601's other forms, ...)
+        raise wrong
+    if form.group(2) is None:  # (RFC 3339 has no local times: whose clock would it be?)
+        raise GitError(f"--now {text!r} has no time zone; add Z for UTC or an offset "
+                       f"(e.g. {text.strip()}Z or {text.strip()}+08:00)")
+    text = text.strip()
+    zone = "+00:00" if form.group(2) in ("Z", "z") else form.group(2)
+    try:
+        when = dt.datetime.fromisoformat(
+            f"{text[:10]}T{text[11:len(text) - len(form.group(2))]}{zone}")
+    except ValueError:  # (a 13th month, ...)
+        raise wrong from None
+    return when.astimezone(dt.UTC)
 
 
 def rfc3339(when: dt.datetime) -> str:

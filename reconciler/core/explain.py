@@ -68,8 +68,9 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         grace = (failover or Failover()).grace_period_seconds
         until = ("for good" if mode == "Never" else
                  "until its new placement is reported running" + (
-                     f", or {grace} s after it failed over at {d.kept_since} at the latest "
-                     f"(gracePeriodSeconds)" if d.kept_since else ""))
+                     f", or {grace} s after it failed over ("
+                     + ", ".join(f"from {c} at {t}" for c, t in d.kept_since)
+                     + ") at the latest (gracePeriodSeconds)" if d.kept_since else ""))
         lines.append(f"Its earlier copy stays on {', '.join(d.kept_on)} {until}, as its "
                      f"policy's failover purgeMode ({mode}) says.")
     if d.phase is Phase.ADMITTED:
@@ -154,8 +155,12 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         advice.append(f"jobs holding quota {d.quota}: {names}{more}" + _higher_priority(
             d, shortfalls, admitted_in_quota, preemption, not_preemptible))
     places = sorted(clusters if candidates is None else {n for n in candidates if n in clusters})
-    short_clusters = _short_clusters(req, places, cluster_free)
-    if not advice and short_clusters:
+    short = _short_clusters(req, places, cluster_free)
+    if d.phase is Phase.QUEUED and FITS_NO_CLUSTER in d.reason:  # (no cluster fits it now)
+        short.update({name: f"cluster {name}: its free room adds up to the job's, but is split "
+                            f"over its nodes: no node has room for its pods as they come"
+                      for name in places if name not in short})
+    if not advice and short:
         if d.phase is Phase.QUEUED and d.position is None:
             advice.append("its policy places it by capacity alone (no suspension.scheduling: "
                           "it is in no quota queue); it waits for one member cluster to hold "
@@ -163,17 +168,12 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         else:
             advice.append("its quota has room; it waits for one member cluster to hold the "
                           "whole gang:")
-        advice.extend(short_clusters)
-    elif not advice and d.phase is Phase.QUEUED and places and FITS_NO_CLUSTER in d.reason:
-        advice.append("its quota has room and the free room of some member cluster adds up to "
-                      "the job's, but it is split over nodes: no cluster has nodes with room "
-                      "for every pod of the gang; it runs once jobs end there or nodes are "
-                      "added")
-    elif advice and not too_big and places and len(short_clusters) == len(places):
+        advice.extend(short[name] for name in sorted(short))
+    elif advice and not too_big and places and len(short) == len(places):
         # (the quota is not all: with room there, no cluster could take it either)
         advice.append("and once the quota has room, no member cluster has room for the whole "
                       "gang now:")
-        advice.extend(short_clusters)
+        advice.extend(short[name] for name in sorted(short))
     if d.phase is Phase.QUEUED and d.preempted_by and spares_own and \
             (d.preemption_reason or "").startswith(RECLAIMING):
         advice.append(f"it does not reclaim from {d.preempted_by}, which reclaimed from it, "
@@ -190,17 +190,17 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
 
 
 def _short_clusters(req: Mapping[str, int], names: Collection[str],
-                    cluster_free: Mapping[str, Resources]) -> list[str]:
-    """A line for each of the clusters ``names`` whose free room falls short of
-    the job's total ``req``, saying of what."""
-    out = []
+                    cluster_free: Mapping[str, Resources]) -> dict[str, str]:
+    """By name, a line for each of the clusters ``names`` whose free room
+    falls short of the job's total ``req``, saying of what."""
+    out = {}
     for name in names:
         free = cluster_free.get(name, {})
         short = [f"{r} {_q(r, free.get(r, 0))} free of {_q(r, v)} needed"
                  for r, v in sorted(req.items())
                  if r not in (PODS, MAX_JOBS) and v > free.get(r, 0)]
         if short:
-            out.append(f"cluster {name}: " + ", ".join(short))
+            out[name] = f"cluster {name}: " + ", ".join(short)
     return out
 
 

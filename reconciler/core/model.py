@@ -444,7 +444,8 @@ class Decision:
     ended_at: str | None = None
     failed_on: tuple[str, ...] = ()
     kept_on: tuple[str, ...] = ()
-    kept_since: str | None = None  # when the first of the copies ``kept_on`` was left
+    # when each copy of ``kept_on`` was left (its failover): (cluster, time), by cluster
+    kept_since: tuple[tuple[str, str], ...] = ()
 
 
 PriorPlacement = Decision  # what the previous state branch said of a job, read back

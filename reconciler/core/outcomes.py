@@ -117,8 +117,8 @@ class Outcomes:
     ended_here: dict[JobKey, str] = field(default_factory=dict)
     # the old copies that leave in this reconcile, and why (for the commit message)
     purged: dict[JobKey, str] = field(default_factory=dict)
-    # per job keeping old copies: when the first of them was left (gracePeriodSeconds)
-    kept_since: dict[JobKey, str] = field(default_factory=dict)
+    # per job keeping old copies: when each was left, by cluster (gracePeriodSeconds)
+    kept_since: dict[JobKey, dict[str, str]] = field(default_factory=dict)
 
 
 def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObservation]
@@ -162,8 +162,8 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
             if kept != p.kept_on:  # (a copy leaves the state with its cluster's folder)
                 left = ", ".join(c for c in p.kept_on if c not in members)
                 out.purged[key] = f"{left} left the fleet"
-                p = out.prior[key] = evolve(p, kept_on=kept,
-                                            kept_since=p.kept_since if kept else None)
+                p = out.prior[key] = evolve(p, kept_on=kept, kept_since=tuple(
+                    (c, t) for c, t in p.kept_since if c in kept))
             if kept:
                 p = _keep_or_purge(p, kept, failover, inp.now, out)
         if job is None and p.phase is not Phase.ADMITTED and (p.failed_on or p.kept_on):
@@ -196,7 +196,7 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
             del out.kept_on[key]  # the new placement runs: the old copies go
             del out.kept_since[key]
             out.purged[key] = "its new placement runs"
-            p = out.prior[key] = evolve(p, kept_on=(), kept_since=None)
+            p = out.prior[key] = evolve(p, kept_on=(), kept_since=())
         now = _read_from(p, job)
         if seen is not None and seen.phase is ObservedPhase.SUCCEEDED:
             when = seen.since or _at(seen, report)
@@ -218,33 +218,39 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
                 out.failed_on[key] = tuple(sorted({*p.failed_on, cluster}))
                 if _keeps_copy(failover, job):
                     out.kept_on[key] = tuple(sorted({*out.kept_on.get(key, ()), cluster}))
-                    out.kept_since.setdefault(key, inp.now)
+                    out.kept_since.setdefault(key, {}).setdefault(cluster, inp.now)
                 out.prior[key] = evolve(p, phase=Phase.QUEUED, cluster=None, nodes=(),
                                         copies=(), admitted_at=None, position=None,
                                         failed_on=out.failed_on[key],
                                         kept_on=out.kept_on.get(key, ()),
-                                        kept_since=out.kept_since.get(key))
+                                        kept_since=tuple(sorted(
+                                            out.kept_since.get(key, {}).items())))
     return out
 
 
 def _keep_or_purge(p: Decision, kept: tuple[str, ...], failover: Failover | None, now: str,
                    out: Outcomes) -> Decision:
     """``p``, whose old copies are ``kept``, once its purgeMode's grace period
-    is applied: under Graciously or Gracefully the copies go once
-    ``gracePeriodSeconds`` passed since the first of them was left, whether
-    the new placement runs or not (it may wait in its queue for long, and a
-    copy that starts late would run the job twice); else they stay (in
-    ``out``), counted from now when the state did not say since when."""
-    since = p.kept_since or now
-    end = _grace_end(since, failover)
+    is applied: under Graciously or Gracefully each copy goes once
+    ``gracePeriodSeconds`` passed since it was left (Karmada's grace period of
+    each eviction), whether the new placement runs or not (it may wait in its
+    queue for long, and a copy that starts late would run the job twice); the
+    others stay (in ``out``), counted from now when the state did not say
+    since when."""
+    since = dict(p.kept_since)
     at = parse_time(now)
-    if end is not None and at is not None and at >= end:
+    gone = {c: since.get(c, now) for c in kept
+            if at is not None and (end := _grace_end(since.get(c, now), failover)) is not None
+            and at >= end}
+    stay = {c: since.get(c, now) for c in kept if c not in gone}
+    if gone:
         grace = (failover or Failover()).grace_period_seconds
         out.purged[p.key] = (f"gracePeriodSeconds ({grace} s) passed since it failed over "
-                             f"at {since}")
-        p = out.prior[p.key] = evolve(p, kept_on=(), kept_since=None)
-        return p
-    out.kept_on[p.key], out.kept_since[p.key] = kept, since
+                             f"at {min(gone.values())}")
+        p = out.prior[p.key] = evolve(p, kept_on=tuple(sorted(stay)),
+                                      kept_since=tuple(sorted(stay.items())))
+    if stay:
+        out.kept_on[p.key], out.kept_since[p.key] = tuple(sorted(stay)), stay
     return p
 
 
@@ -262,13 +268,13 @@ def purge_due(decisions: Iterable[Decision], policies: Iterable[Policy]) -> str 
     grace period (``_keep_or_purge``), or ``None``: the state changes then
     with no new input, so a reconcile from then on is not a fixed point."""
     by_ref = {p.ref: p for p in policies}
-    ends = []
+    ends: list[dt.datetime] = []
     for d in decisions:
         if d.kept_on and d.kept_since:
             policy = by_ref.get(d.policy or "")
-            end = _grace_end(d.kept_since, policy.failover if policy is not None else None)
-            if end is not None:
-                ends.append(end)
+            failover = policy.failover if policy is not None else None
+            ends.extend(end for _, since in d.kept_since
+                        if (end := _grace_end(since, failover)) is not None)
     return min(ends).strftime("%Y-%m-%dT%H:%M:%SZ") if ends else None
 
 
@@ -333,7 +339,8 @@ def finish(decisions: list[Decision], outcomes: Outcomes
                 told = f" (it failed on {', '.join(failed_on)}: never placed there again)"
                 reason = reason if reason.endswith(told) else reason + told
             new = evolve(d, failed_on=failed_on, kept_on=kept_on, reason=reason,
-                         kept_since=outcomes.kept_since.get(key) if kept_on else None)
+                         kept_since=tuple(sorted(outcomes.kept_since.get(key, {}).items()))
+                         if kept_on else ())
             if new != d:
                 d = new
                 changed.append(key)

@@ -49,7 +49,7 @@ from reconciler.fleet.jobs import (
     tolerations_of,
 )
 from reconciler.jobkinds import KINDS, kind_for
-from reconciler.jobkinds.base import ManifestError, parse_resources
+from reconciler.jobkinds.base import INT32_MAX, ManifestError, parse_resources
 
 FLEET_FILES = ("fleet.yaml", "fleet.yml")
 TEMPLATES_DIR = "templates/"
@@ -802,10 +802,12 @@ def unknown_cluster_names(policies: Iterable[Policy], clusters: Iterable[MemberC
         terms = policy.affinities or ((policy.affinity,) if policy.affinity else ())
         unknown = sorted({n for t in terms for n in (*t.cluster_names, *t.exclude)} - names)
         if unknown:
+            which = ("which is no MemberCluster" if len(unknown) == 1 else
+                     "which are no MemberClusters")
             out.append(Problem(policy.path, policy.line, (
-                f"{policy.ref}: its clusterAffinity names {', '.join(unknown)}, which is no "
-                f"MemberCluster of the fleet ({', '.join(sorted(names)) or 'none'}); fix "
-                f"the name or add the cluster"), "warning"))
+                f"{policy.ref}: its clusterAffinity names {', '.join(unknown)}, {which} of the "
+                f"fleet ({', '.join(sorted(names)) or 'none'}); fix the name or add the "
+                f"cluster"), "warning"))
     return out
 
 
@@ -1028,10 +1030,10 @@ def _failover(raw: Any) -> Failover | None:
     grace = app.get("gracePeriodSeconds")
     if grace is None:
         grace = DEFAULT_GRACE_PERIOD_SECONDS
-    elif isinstance(grace, bool) or not isinstance(grace, int) or grace <= 0:
+    elif isinstance(grace, bool) or not isinstance(grace, int) or not 0 < grace <= INT32_MAX:
         field = f"{where}.gracePeriodSeconds"
-        raise ManifestError(f"{field} must be a whole number of seconds, 1 or more (unset: "
-                            f"{DEFAULT_GRACE_PERIOD_SECONDS}), not {grace!r}", field)
+        raise ManifestError(f"{field} must be a whole number of seconds from 1 to {INT32_MAX} "
+                            f"(unset: {DEFAULT_GRACE_PERIOD_SECONDS}), not {grace!r}", field)
     return Failover(toleration_seconds=seconds, purge_mode=str(mode),
                     grace_period_seconds=grace)
 

@@ -118,8 +118,8 @@ def decision_item(d: Decision) -> dict[str, Any]:
         item["failedOn"] = list(d.failed_on)
     if d.kept_on:
         item["keptOn"] = list(d.kept_on)
-    if d.kept_since is not None:
-        item["keptSince"] = d.kept_since
+    if d.kept_since:
+        item["keptSince"] = dict(d.kept_since)
     item["reason"] = d.reason
     return item
 
@@ -180,8 +180,9 @@ def _item_text(d: Decision, s: Any = yamltext.scalar, f: Any = yamltext.flow_sca
         out.append(f"  endedAt: {s(d.ended_at)}")
     _listed(out, "failedOn", d.failed_on, s)
     _listed(out, "keptOn", d.kept_on, s)
-    if d.kept_since is not None:
-        out.append(f"  keptSince: {s(d.kept_since)}")
+    if d.kept_since:
+        out.append("  keptSince: {" + ", ".join(f"{f(c)}: {f(t)}" for c, t in d.kept_since)
+                   + "}")
     out.append(f"  reason: {s(d.reason)}")
     return "\n".join(out)
 
@@ -501,7 +502,8 @@ def prior_from_item(item: Mapping[str, Any]) -> PriorPlacement:
         ended_at=_text(item.get("endedAt")),
         failed_on=tuple(str(c) for c in item.get("failedOn") or ()),
         kept_on=tuple(str(c) for c in item.get("keptOn") or ()),
-        kept_since=_text(item.get("keptSince")))
+        kept_since=tuple(sorted((str(c), str(t))
+                                for c, t in (item.get("keptSince") or {}).items())))
 
 
 def _text(value: Any) -> str | None:

@@ -298,14 +298,15 @@ def test_a_job_whose_cluster_room_is_split_over_nodes_is_told_so() -> None:
         jobs=[gpu_job("h1", 4).created("2026-01-01T00:00:01Z"),
               gpu_job("h2", 4).created("2026-01-01T00:00:02Z"),
               gpu_job("w", 4).created("2026-01-01T00:00:03Z")],
-        clusters=[gpu_cluster("c1", 6, 6)],  # (2 GPUs left on each node)
+        clusters=[gpu_cluster("c1", 6, 6), gpu_cluster("c2", 2)],  # (2 GPUs left on each)
         tree=simple_tree(quota("qa", ns=["default"], max={"gpu": "16"}))))
     by = by_name(result)
     assert by["w"].phase is Phase.QUEUED, by["w"]
     assert explained(inp, result, "w")[2:] == [
-        "- its quota has room and the free room of some member cluster adds up to the job's, "
-        "but it is split over nodes: no cluster has nodes with room for every pod of the "
-        "gang; it runs once jobs end there or nodes are added"]
+        "- its quota has room; it waits for one member cluster to hold the whole gang:",
+        "- cluster c1: its free room adds up to the job's, but is split over its nodes: no "
+        "node has room for its pods as they come",
+        "- cluster c2: nvidia.com/gpu 2 free of 4 needed"]
 
 
 def test_a_non_preemptible_job_is_not_told_to_drop_its_label_when_that_would_not_help(
@@ -337,4 +338,4 @@ def test_a_job_blocked_behind_a_strict_fifo_head_is_not_told_of_nodes() -> None:
         settings=settings(root__qa=strict_fifo())))
     small = by_name(result)["small"]
     assert small.phase is Phase.QUEUED and "StrictFIFO" in small.reason, small
-    assert not any("split over nodes" in line for line in explained(inp, result, "small"))
+    assert not any("split over" in line for line in explained(inp, result, "small"))

@@ -223,17 +223,17 @@ def test_the_old_copy_goes_once_the_grace_period_passed_the_new_placement_runnin
         inp, a, _ = two_clusters(pol, waiting=False)
         got = decide(inp, report("c1", (a, ObservedPhase.FAILED, LATER)))
         assert got["a"].phase is Phase.QUEUED and got["a"].kept_on == ("c1",), purge
-        assert got["a"].kept_since == inp.now
+        assert got["a"].kept_since == (("c1", inp.now),)
         nxt, outcomes = _later(inp, 899, got)
         kept = decide(nxt)
-        assert kept["a"].kept_on == ("c1",) and kept["a"].kept_since == inp.now, purge
+        assert kept["a"].kept_on == ("c1",) and kept["a"].kept_since == (("c1", inp.now),), purge
         assert a.key not in outcomes.purged
         nxt, outcomes = _later(inp, 900, kept)
         gone = decide(nxt)
         if purge == "Never":
             assert gone["a"].kept_on == ("c1",), purge
             continue
-        assert gone["a"].kept_on == () and gone["a"].kept_since is None, purge
+        assert gone["a"].kept_on == () and gone["a"].kept_since == (), purge
         assert gone["a"].phase is Phase.QUEUED and gone["a"].failed_on == ("c1",)
         assert outcomes.purged[a.key] == (f"gracePeriodSeconds (900 s) passed since it failed "
                                           f"over at {inp.now}")
@@ -525,3 +525,31 @@ def test_the_commit_line_of_a_running_job_placed_again_elsewhere_says_it_moved()
         "move Job a/a1 from c1 -> c3 (main 1): preempted on c1 by Job b/b1"]
     fresh = replace(before, phase=Phase.QUEUED, cluster=None, admitted_at=None)
     assert describe_changes({key: fresh}, [before]) == ["admit Job a/a1 -> c1 (main 1)"]
+
+
+def test_each_old_copy_goes_by_its_own_failover_time() -> None:
+    """``a`` fails on c1, then 300 s later on c2: the copy on c2 was purged
+    with c1's, on c1's clock (300 s early); each goes gracePeriodSeconds
+    after its own failover."""
+    pol = policy().failover(None, "Graciously", grace_period_seconds=600).obj()
+    a = gpu_job("a", 8).obj()
+    clusters = [gpu_cluster(name, 8) for name in ("c1", "c2", "c3")]
+    inp = cycle_input(jobs=[a], clusters=clusters, policies=[pol], prior=[admitted_prior(
+        a, cluster="c1", quota="root/default", admitted_at=ADMITTED_AT)])
+    first = decide(inp, report("c1", (a, ObservedPhase.FAILED, LATER)))
+    moved_to = first["a"].cluster
+    assert moved_to in ("c2", "c3") and first["a"].kept_since == (("c1", inp.now),)
+    nxt, _ = _later(inp, 300, first)
+    at = nxt.now
+    second = decide(nxt, report(moved_to, (a, ObservedPhase.FAILED, at), at=at))
+    assert second["a"].kept_on == ("c1", moved_to)
+    assert second["a"].kept_since == (("c1", inp.now), (moved_to, at))
+    nxt, outcomes = _later(inp, 600, second)
+    third = decide(nxt)
+    assert third["a"].kept_on == (moved_to,) and third["a"].kept_since == ((moved_to, at),)
+    assert outcomes.purged[a.key] == (f"gracePeriodSeconds (600 s) passed since it failed over "
+                                      f"at {inp.now}")
+    nxt, _ = _later(inp, 899, third)
+    assert decide(nxt)["a"].kept_on == (moved_to,)
+    nxt, _ = _later(inp, 900, third)
+    assert decide(nxt)["a"].kept_on == ()

@@ -382,10 +382,14 @@ def test_a_state_branch_that_is_not_a_string_is_an_error() -> None:
      "a whole number of seconds, 0 or more (0: fail over at once; unset: 300), not True"),
     ("{gracePeriodSeconds: 0}",
      "policy.yaml:8: spec.failover.application.gracePeriodSeconds must be a whole number of "
-     "seconds, 1 or more (unset: 600), not 0"),
+     "seconds from 1 to 2147483647 (unset: 600), not 0"),
     ("{purgeMode: Graciously, gracePeriodSeconds: 1.5}",
      "policy.yaml:8: spec.failover.application.gracePeriodSeconds must be a whole number of "
-     "seconds, 1 or more (unset: 600), not 1.5"),
+     "seconds from 1 to 2147483647 (unset: 600), not 1.5"),
+    # (an int32 in Karmada; beyond it, the date it is due crashed every reconcile)
+    ("{gracePeriodSeconds: 999999999999}",
+     "policy.yaml:8: spec.failover.application.gracePeriodSeconds must be a whole number of "
+     "seconds from 1 to 2147483647 (unset: 600), not 999999999999"),
 ])
 def test_a_failover_karmada_would_refuse_is_an_error_at_its_line(application: str,
                                                                  error: str) -> None:

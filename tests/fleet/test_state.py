@@ -96,7 +96,7 @@ CHANGES = {"api_version": "kubeflow.org/v2", "path": "jobs/moved.yaml", "blob": 
            "preemptions": 4, "preemption_reason": "why not", "policy": "ns/p",
            "reason": "another reason", "nodes": (("n9", "worker", 1),),
            "ended_at": "2026-01-03T00:00:00Z", "failed_on": ("c7",), "kept_on": ("c7", "c8"),
-           "kept_since": "2026-01-03T01:00:00Z"}
+           "kept_since": (("c7", "2026-01-03T01:00:00Z"),)}
 
 
 def test_items_read_back_as_before_are_taken_as_written_and_the_rest_written_anew() -> None:

@@ -292,17 +292,24 @@ def test_init_creates_a_fleet_repo_that_validates_and_reconciles(tmp_path: Path)
 @pytest.mark.parametrize(("where", "said"), [
     ("a-file", "a-file is a file; fleetq init needs a new or empty folder"),
     ("a-file/fleet", "could not create a fleet repo at {tmp}/a-file/fleet: Not a directory"),
+    ("team/fleets/gpu", "could not create a fleet repo at {tmp}/team/fleets/gpu: "),
 ])
 def test_init_where_no_folder_can_be_made_is_a_usage_error(
         tmp_path: Path, where: str, said: str) -> None:
     """It printed a Python traceback (NotADirectoryError); nothing is left
     behind and the file in the way is untouched."""
     (tmp_path / "a-file").write_text("mine\n")
-    proc = fleetq("init", str(tmp_path / where))
+    hooks = tmp_path / "hooks"  # (git itself refuses the commit, once the folders are made)
+    hooks.mkdir()
+    (hooks / "pre-commit").write_text("#!/bin/sh\nexit 1\n")
+    (hooks / "pre-commit").chmod(0o755)
+    config = tmp_path / "gitconfig"
+    config.write_text(f"[core]\n\thooksPath = {hooks}\n")
+    proc = fleetq("init", str(tmp_path / where), env={"GIT_CONFIG_GLOBAL": str(config)})
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     assert said.format(tmp=tmp_path) in proc.stderr, proc.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "gitconfig", "hooks"]
     assert (tmp_path / "a-file").read_text() == "mine\n"
 
 
@@ -389,6 +396,15 @@ def test_now_without_a_time_zone_is_refused(seed_fleet: SeedFleet) -> None:
     assert git(seed_fleet.path, "rev-parse", "--verify", "--quiet", STATE, check=False) == ""
     proc = fleetq("plan", "--repo", str(seed_fleet.path), "--now", "2026-11-29T19:00:00+08:00")
     assert proc.returncode == 0, proc.stderr
+    # a date alone, an empty $NOW, ISO 8601's other forms: not RFC 3339 (the hint for a
+    # date alone used to be refused in turn)
+    for text in ("2026-11-29", "", "20261129T110000Z", "2026-W48-7T11:00Z", "2026-13-01T00:00:00Z"):
+        proc = fleetq("plan", "--repo", str(seed_fleet.path), "--now", text)
+        assert proc.returncode == 2, (text, proc.stdout)
+        assert (f"--now {text!r} is not an RFC 3339 time: a date and a time of day with a zone, "
+                f"e.g. 2026-11-29T11:00:00Z") in proc.stderr
+    for text in ("2026-11-29t11:00:00z", "2026-11-29 11:00:00Z"):
+        assert fleetq("plan", "--repo", str(seed_fleet.path), "--now", text).returncode == 0
 
 
 # Libraries a command imports only when it uses them: on a small fleet, starting
@@ -779,3 +795,9 @@ def test_explain_of_a_commit_not_reconciled_yet_says_so_and_what_the_state_says(
     data = json.loads(fleetq("explain", "--repo", str(path), "tokenizer-ablation", "--now", NOW,
                              "-o", "json").stdout)
     assert "notReconciled" not in data and data["job"]["position"] == 1
+    # a push that changes no decision makes no state commit: nothing to note
+    write_files(path, {"README.md": "notes\n"})
+    commit_all(path, "notes")
+    assert "no change" in fleetq("reconcile", "--repo", str(path), "--now", NOW).stdout
+    told = fleetq("explain", "--repo", str(path), "tokenizer-ablation", "--now", NOW).stdout
+    assert told.startswith("PyTorchJob text/tokenizer-ablation is Queued, position 1 "), told
