@@ -292,13 +292,13 @@ def _cache(repo: FleetRepo, args: argparse.Namespace) -> Cache | None:
 
 
 def _computed(repo: FleetRepo, args: argparse.Namespace, *, state_base: str | None,
-              now: str | None) -> Computed:
+              now: str | None, write: bool = True) -> Computed:
     """``compute`` for a command that commits nothing (plan, explain, validate):
     with the cache, which it leaves holding the files it parsed and the fleet
     it read, for the next command or reconcile."""
     cache = _cache(repo, args)
     computed = compute(repo, source_rev=args.source, state_base=state_base,
-                       now=parse_now(now), cache=cache, save_behind=True)
+                       now=parse_now(now), cache=cache, save_behind=True, write=write)
     save_read(cache, computed)
     _keep_to_the_end(cache, computed)
     return computed
@@ -344,20 +344,28 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     # what is about to be committed: the work tree, files not yet added and all
-    # (a commit of it on no branch), unless a revision is named
-    work_tree = None
-    if args.source is None:
-        args.source = "HEAD"
-        try:
-            work_tree = repo.work_tree_commit(DEFAULT_IDENTITY, parse_now(None))
-        except (OSError, GitError) as exc:  # (a read-only .git, ...: the commit, said so)
-            print(f"fleetq: the work tree could not be read ({exc}); checking HEAD",
-                  file=sys.stderr)
-        if work_tree is not None and work_tree != repo.resolve("HEAD"):
-            args.source = work_tree
-        else:
-            work_tree = None
-    computed = _computed(repo, args, state_base=None, now=None)
+    # (a commit of it on no branch, for the time of the check), unless a revision
+    # is named
+    with contextlib.ExitStack() as stack:
+        work_tree = None
+        if args.source is None:
+            args.source = "HEAD"
+            try:
+                work_tree = stack.enter_context(
+                    repo.work_tree_commit(DEFAULT_IDENTITY, parse_now(None)))
+            except (OSError, GitError) as exc:  # (a nested repository, ...: the commit)
+                print(f"fleetq: the work tree could not be read ({exc}); checking HEAD",
+                      file=sys.stderr)
+            if work_tree is not None and work_tree != repo.resolve("HEAD"):
+                args.source = work_tree
+            else:
+                work_tree = None
+        return _validate(repo, args, work_tree)
+
+
+def _validate(repo: FleetRepo, args: argparse.Namespace, work_tree: str | None) -> int:
+    """``fleetq validate`` of ``args.source`` (the ``work_tree`` commit, if any)."""
+    computed = _computed(repo, args, state_base=None, now=None, write=False)
     if work_tree is not None:
         args.source = "HEAD"  # (the branch the work tree is on names the state branch)
     branch_problems = state_branch_problems(repo, computed.inputs, args.source)

@@ -273,12 +273,15 @@ def parse_in_parallel(repo: FleetRepo, entries: list[TreeEntry], progress: Progr
 
 def compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
             now: dt.datetime, progress: Progress = _quiet,
-            cache: Cache | None = None, save_behind: bool = False) -> Computed:
+            cache: Cache | None = None, save_behind: bool = False,
+            write: bool = True) -> Computed:
     """Read the source commit and the state at ``state_base`` and decide everything.
 
     ``save_behind``: the ``cache``'s new parsed jobs are written by a forked
     process while the rest is done (``Cache.save_jobs_behind``), for a process
-    that saves the cache right after this and ends.
+    that saves the cache right after this and ends. ``write``: placements.yaml
+    is written into the repository ahead of its tree (not for a check that
+    writes no tree: its ``files`` hold its bytes).
 
     The values built here hold no reference cycles, so the cyclic garbage
     collector is paused while they are built (it would rescan them all, again
@@ -286,7 +289,7 @@ def compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     """
     with gc_paused():
         return _compute(repo, source_rev=source_rev, state_base=state_base, now=now,
-                        progress=progress, cache=cache, save_behind=save_behind)
+                        progress=progress, cache=cache, save_behind=save_behind, write=write)
 
 
 @contextlib.contextmanager
@@ -305,7 +308,7 @@ def gc_paused() -> Iterator[None]:
 
 def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
              now: dt.datetime, progress: Progress, cache: Cache | None,
-             save_behind: bool) -> Computed:
+             save_behind: bool, write: bool = True) -> Computed:
     progress("reading source commit")
     store: JobStore = cache if cache is not None else ParsedJobs()
     if cache is not None:
@@ -370,7 +373,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                                                     result.from_prior)
     del before
     # its blob (the largest of the state by far) is compressed while the rest is done
-    out: dict[str, bytes | str] = {PLACEMENTS: repo.write_blob(placements)}
+    out: dict[str, bytes | str] = {PLACEMENTS: repo.write_blob(placements) if write
+                                   else placements}
     del placements
     overlays = Overlays(inputs.templates)
     # (files kept as they were, by their blob ids: a job kept on its last good

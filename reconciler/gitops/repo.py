@@ -9,16 +9,18 @@ with the old value), or by a push with a lease on a remote.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import os
+import shutil
 import struct
 import subprocess
 import tempfile
 import threading
 import time
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -334,36 +336,55 @@ class FleetRepo:
             sha, exc = failed[0]
             raise GitError(f"could not write object {sha} into {self.objects}: {exc}") from exc
 
-    def work_tree_commit(self, identity: Identity, when: dt.datetime) -> str | None:
+    @contextlib.contextmanager
+    def work_tree_commit(self, identity: Identity, when: dt.datetime) -> Iterator[str | None]:
         """A commit of the work tree as ``git add -A`` would stage it (the
         files ``.gitignore`` leaves out are left out), child of HEAD, on no
-        branch; HEAD itself when the work tree holds what it holds; ``None``
-        in a bare repository. Made with a temporary index, started from a
-        copy of git's (whose file times spare re-reading unchanged files):
-        git's own index, staged changes and branches are left as they were."""
+        branch, for the time of the ``with``; HEAD itself when the work tree
+        holds what it holds; ``None`` in a bare repository.
+
+        Made with a temporary index, started from a copy of git's (whose file
+        times spare re-reading unchanged files), into a temporary object
+        folder that git reads beside the repository's while the ``with``
+        lasts (``GIT_ALTERNATE_OBJECT_DIRECTORIES``), then removed: git's
+        index, objects, staged changes and branches are left as they were
+        (nothing is written into the repository: it may be read-only, and
+        the blobs of files never committed would pile up there)."""
         if self.bare:
-            return None
+            yield None
+            return
         head = self.resolve("HEAD")
         index = Path(self.run("rev-parse", "--git-path", "index").decode().strip())
         index = index if index.is_absolute() else self.root / index
-        fd, temp = tempfile.mkstemp(prefix="fleetq-index-", dir=self.git_dir)
-        os.close(fd)
-        try:
+        with tempfile.TemporaryDirectory(prefix="fleetq-work-tree-") as temp:
+            objects = Path(temp) / "objects"
+            objects.mkdir()
             if index.exists():
-                Path(temp).write_bytes(index.read_bytes())
-            else:
-                os.unlink(temp)  # (git makes it: an empty file is no index)
-            env = {"GIT_INDEX_FILE": temp}
+                shutil.copyfile(index, Path(temp) / "index")
+            env = {"GIT_INDEX_FILE": str(Path(temp) / "index"),
+                   "GIT_OBJECT_DIRECTORY": str(objects),
+                   "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(self.objects),
+                   "GIT_AUTHOR_NAME": identity.name, "GIT_AUTHOR_EMAIL": identity.email,
+                   "GIT_COMMITTER_NAME": identity.name, "GIT_COMMITTER_EMAIL": identity.email,
+                   "GIT_AUTHOR_DATE": f"{int(when.timestamp())} +0000",
+                   "GIT_COMMITTER_DATE": f"{int(when.timestamp())} +0000"}
             self.run("add", "-A", "--", ".", env=env)
             tree = self.run("write-tree", env=env).decode().strip()
-        finally:
-            if os.path.exists(temp):
-                os.unlink(temp)
-        if head is not None and self.commit_info(head).tree == tree:
-            return head
-        return self.write_commit(tree=tree, parents=[head] if head else [],
-                                 message="the work tree, not committed", identity=identity,
-                                 when=when)
+            if head is not None and self.commit_info(head).tree == tree:
+                yield head
+                return
+            sha = self.run("commit-tree", tree, *(("-p", head) if head else ()), "-m",
+                           "the work tree, not committed", env=env).decode().strip()
+            before = os.environ.get("GIT_ALTERNATE_OBJECT_DIRECTORIES")
+            os.environ["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.pathsep.join(
+                [str(objects), *([before] if before else [])])
+            try:
+                yield sha
+            finally:
+                if before is None:
+                    del os.environ["GIT_ALTERNATE_OBJECT_DIRECTORIES"]
+                else:
+                    os.environ["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = before
 
     def write_blob(self, data: bytes) -> str:
         return self._store(b"blob", data)

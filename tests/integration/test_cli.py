@@ -364,21 +364,35 @@ def test_validate_checks_the_work_tree_before_it_is_committed(tmp_path: Path) ->
     assert "(the work tree, with changes not committed)" in proc.stdout
 
 
-def test_validate_where_the_work_tree_cannot_be_read_checks_head_and_says_so(
-        tmp_path: Path) -> None:
-    """A .git where no file can be made (read-only, immutable): the commit is
-    checked, and validate says the work tree was not (it printed a traceback)."""
+def test_validate_writes_nothing_into_the_repository(tmp_path: Path) -> None:
+    """The work tree is checked with a temporary index and object folder: an
+    immutable .git (read-only, another user's) is no obstacle (it printed a
+    traceback), and the blobs of files never committed do not pile up there."""
     target = tmp_path / "fleet"
     assert fleetq("init", str(target)).returncode == 0
     write_files(target, {"jobs/new.yaml": "kind: PyTorchJob\nmetadata: [\n"})
+    before = sorted(str(p.relative_to(target)) for p in (target / ".git").rglob("*"))
     locked = subprocess.run(["chattr", "+i", str(target / ".git")], capture_output=True,
                             check=False)
-    if locked.returncode != 0:
-        pytest.skip(f"chattr +i is not available here: {locked.stderr.decode().strip()}")
     try:
         proc = fleetq("validate", "--repo", str(target), "--no-cache")
     finally:
-        subprocess.run(["chattr", "-i", str(target / ".git")], check=True)
+        if locked.returncode == 0:
+            subprocess.run(["chattr", "-i", str(target / ".git")], check=True)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "jobs/new.yaml:3: error: not valid YAML" in proc.stdout
+    assert "(the work tree, with changes not committed)" in proc.stdout
+    assert sorted(str(p.relative_to(target)) for p in (target / ".git").rglob("*")) == before
+
+
+def test_validate_where_the_work_tree_cannot_be_read_checks_head_and_says_so(
+        tmp_path: Path) -> None:
+    """A repository with no commit inside the work tree: git cannot add it;
+    the commit is checked, and validate says the work tree was not."""
+    target = tmp_path / "fleet"
+    assert fleetq("init", str(target)).returncode == 0
+    git(target / "jobs", "init", "-q", "nested")
+    proc = fleetq("validate", "--repo", str(target))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     assert "the work tree could not be read (" in proc.stderr and "checking HEAD" in proc.stderr
