@@ -109,10 +109,12 @@ class JobBuilder:
     def pod_set(self, name: str, replicas: int, *,
                 node_selector: Mapping[str, str] | None = None,
                 tolerations: Iterable[Toleration] = (),
+                node_affinity: Iterable[LabelSelector] = (),
                 **quantities: str) -> JobBuilder:
         self._pod_sets.append(PodSet(
             name=name, replicas=replicas, per_pod=res(**quantities),
-            node_selector=labels(node_selector), tolerations=tuple(tolerations)))
+            node_selector=labels(node_selector), tolerations=tuple(tolerations),
+            node_affinity=tuple(node_affinity)))
         return self
 
     def priority_class(self, name: str) -> JobBuilder:

@@ -1678,7 +1678,7 @@ _job_key: Callable[[Job], JobKey] = operator.attrgetter("key")
 
 def _shape(pod_sets: tuple[PodSet, ...]) -> tuple[object, ...]:
     return tuple((tuple(sorted(ps.per_pod.items())), ps.replicas, ps.node_selector,
-                  ps.tolerations) for ps in pod_sets)
+                  ps.tolerations, ps.node_affinity) for ps in pod_sets)
 
 
 def _join_notes(notes: list[str]) -> str:

@@ -40,6 +40,13 @@ DEFAULT_PODS_PER_NODE = 110 * 1000
 NO_NODE_MATCHES = "no node admits its pods"  # (a nodeSelector or taints: not its size)
 
 
+def _labelled(ps: PodSet, labels: dict[str, str]) -> bool:
+    """Whether a node of ``labels`` has the labels ``ps``'s pods ask for: its
+    nodeSelector's, and one term's of its required node affinity."""
+    return not any(labels.get(k) != v for k, v in ps.node_selector) and (
+        not ps.node_affinity or any(term.matches(labels) for term in ps.node_affinity))
+
+
 @dataclass(frozen=True, slots=True)
 class Fit:
     """Where a job's pods go on one cluster: (node index, pod set, count) triples."""
@@ -125,18 +132,19 @@ class ClusterState:
         """Why no node admits ``ps``'s pods: the labels of its nodeSelector no
         node has, or the taints of the nodes that have them."""
         selector = ps.node_selector
-        labelled = [i for i, labels in enumerate(self.node_labels)
-                    if not any(labels.get(k) != v for k, v in selector)]
+        labelled = [i for i, labels in enumerate(self.node_labels) if _labelled(ps, labels)]
         if not labelled:
-            wanted = ", ".join(f"{k}={v}" for k, v in selector)
+            wanted = [f"nodeSelector ({', '.join(f'{k}={v}' for k, v in selector)})"
+                      if selector else "", "required node affinity" if ps.node_affinity else ""]
             return (f"{self.name}: {NO_NODE_MATCHES}: no node has the labels of the {ps.name} "
-                    f"pods' nodeSelector ({wanted})")
+                    f"pods' {' and '.join(w for w in wanted if w)}")
         taints = sorted({f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
                          for i in labelled if (t := untolerated(self.node_taints[i],
                                                                  ps.tolerations)) is not None})
+        which = ("the nodes with the labels they ask for" if ps.node_affinity else
+                 "the nodes with their nodeSelector labels" if selector else "its nodes")
         return (f"{self.name}: {NO_NODE_MATCHES}: the {ps.name} pods tolerate no taint of "
-                f"{'the nodes with their nodeSelector labels' if selector else 'its nodes'} "
-                f"({', '.join(taints)})")
+                f"{which} ({', '.join(taints)})")
 
     def fits(self, pod_sets: tuple[PodSet, ...], total: ResourcesView) -> Fit | None:
         """``fit`` without the reason: ``None`` when the job does not fit (the
@@ -260,13 +268,11 @@ class ClusterState:
 
     def _eligible(self, ps: PodSet) -> list[int]:
         """The nodes whose labels and taints admit ``ps``'s pods (they never change)."""
-        ck = (ps.node_selector, ps.tolerations)
+        ck = (ps.node_selector, ps.tolerations, ps.node_affinity)
         got = self._eligible_cache.get(ck)
         if got is None:
-            selector = ps.node_selector
             got = self._eligible_cache[ck] = [
-                i for i, labels in enumerate(self.node_labels)
-                if not (selector and any(labels.get(k) != v for k, v in selector))
+                i for i, labels in enumerate(self.node_labels) if _labelled(ps, labels)
                 and not (self.node_taints[i] and untolerated(self.node_taints[i],
                                                              ps.tolerations))]
         return got

@@ -223,6 +223,8 @@ class PodSet:
     per_pod: Resources
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    # its required node affinity: terms of which a node must match one (none: any node)
+    node_affinity: tuple[LabelSelector, ...] = ()
 
 
 @plain_state
@@ -308,7 +310,7 @@ class MemberCluster:
 @dataclass(frozen=True, slots=True)
 class LabelRequirement:
     key: str
-    operator: str  # In | NotIn | Exists | DoesNotExist
+    operator: str  # In | NotIn | Exists | DoesNotExist; Gt | Lt (a node affinity's)
     values: tuple[str, ...] = ()
 
 
@@ -331,7 +333,20 @@ class LabelSelector:
                 return False
             if req.operator == "DoesNotExist" and present:
                 return False
+            if req.operator in ("Gt", "Lt") and not (present and _compares(
+                    labels[req.key], req.operator, req.values)):
+                return False
         return True
+
+
+def _compares(value: str, operator: str, values: tuple[str, ...]) -> bool:
+    """A node affinity's Gt or Lt: the label's value, a whole number, above
+    (below) the one value given (else it does not match, as in Kubernetes)."""
+    try:
+        have, bound = int(value), int(values[0])
+    except (ValueError, IndexError):
+        return False
+    return have > bound if operator == "Gt" else have < bound
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,8 @@ from reconciler.core.model import (
     WORKLOAD_PRIORITY_CLASS_AT,
     Job,
     JobKey,
+    LabelRequirement,
+    LabelSelector,
     OneEach,
     PodSet,
     Toleration,
@@ -131,6 +133,46 @@ def tolerations_of(raw: object, field: str) -> tuple[Toleration, ...]:
     return tuple(out)
 
 
+NODE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+def node_affinity_of(spec: Mapping[str, Any], field: str) -> tuple[LabelSelector, ...]:
+    """A pod's required node affinity (``affinity.nodeAffinity.
+    requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms``): the
+    terms, of which a node must match one, each the requirements on its labels
+    it must meet all of. (``matchFields`` name nodes by their fields: not read.)"""
+    where = f"{field}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    affinity = spec.get("affinity")
+    node = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
+    required = (node.get("requiredDuringSchedulingIgnoredDuringExecution")
+                if isinstance(node, Mapping) else None)
+    if required is None:
+        return ()
+    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+    if not isinstance(terms, list) or not terms:
+        raise ManifestError(f"{where}.nodeSelectorTerms must be a list of one term or more",
+                            where)
+    out = []
+    for i, term in enumerate(terms):
+        at = f"{where}.nodeSelectorTerms[{i}]"
+        listed = term.get("matchExpressions") if isinstance(term, Mapping) else None
+        if not isinstance(listed, list | None):
+            raise ManifestError(f"{at}.matchExpressions must be a list", at)
+        exprs = []
+        for j, e in enumerate(listed or ()):
+            op = e.get("operator") if isinstance(e, Mapping) else None
+            values = e.get("values") if isinstance(e, Mapping) else None
+            if op not in NODE_OPERATORS or not isinstance(e.get("key"), str) or not isinstance(
+                    values, list | None) or (op in ("Gt", "Lt") and len(values or ()) != 1):
+                raise ManifestError(
+                    f"{at}.matchExpressions[{j}] must have a key, an operator of "
+                    f"{', '.join(NODE_OPERATORS)} and its values (one for Gt and Lt)",
+                    f"{at}.matchExpressions[{j}]")
+            exprs.append(LabelRequirement(e["key"], op, tuple(str(v) for v in values or ())))
+        out.append(LabelSelector(match_expressions=tuple(exprs)))
+    return tuple(out)
+
+
 def _labels(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     labels = meta.get("labels") or {}
     if not isinstance(labels, Mapping):
@@ -196,14 +238,16 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
             raise ManifestError(f"{ref.field}.spec.nodeSelector must be a mapping", ref.field)
         node_selector = tuple(sorted((str(k), str(v)) for k, v in selector.items()))
         tolerations = tolerations_of(spec.get("tolerations"), f"{ref.field}.spec.tolerations")
+        affinity = node_affinity_of(spec, f"{ref.field}.spec")
         shape = (PodSet, ref.name, ref.replicas, tuple(per_pod.items()), node_selector,
-                 tolerations)
+                 tolerations, affinity)
         shapes.append(shape)
         pod_set = SHARED.get(shape)  # (most jobs repeat a pod set parsed before)
         if pod_set is None:
             pod_set = SHARED.by(shape, PodSet(
                 name=sys.intern(ref.name), replicas=ref.replicas, per_pod=SHARED(per_pod),
-                node_selector=SHARED(node_selector), tolerations=SHARED(tolerations)))
+                node_selector=SHARED(node_selector), tolerations=SHARED(tolerations),
+                node_affinity=SHARED(affinity)))
         pod_sets.append(pod_set)
         add_into(total, per_pod, ref.replicas)
         pods += ref.replicas

@@ -161,6 +161,30 @@ def test_a_job_no_node_admits_is_told_the_labels_or_taints_and_the_fix() -> None
     assert by_name(result)["a"].reason.endswith("; lower its requests or add capacity")
 
 
+def test_a_required_node_affinity_picks_the_nodes_of_one_of_its_terms() -> None:
+    """It was not read: a pod asking for an H100 node was packed onto an A100
+    one, where it would stay Pending."""
+    from reconciler.core.model import LabelRequirement, LabelSelector
+    c = (cluster("c1").node("a100", cpu="8", gpu="8", labels={"gpu-type": "a100", "gpus": "8"})
+         .node("h100", cpu="8", gpu="8", labels={"gpu-type": "h100", "gpus": "8"}).obj())
+
+    def wanting(*terms: tuple[LabelRequirement, ...]) -> Job:
+        return job("a").pod_set("main", 1, cpu="1", gpu="8", node_affinity=[
+            LabelSelector(match_expressions=t) for t in terms]).obj()
+
+    h100 = wanting((LabelRequirement("gpu-type", "In", ("h100",)),))
+    got = fit(c, h100)
+    assert isinstance(got, Fit) and [n for n, _, _ in got.nodes] == [1]
+    either = wanting((LabelRequirement("gpu-type", "In", ("b200",)),),
+                     (LabelRequirement("gpus", "Gt", ("4",)),
+                      LabelRequirement("gpu-type", "NotIn", ("h100",))))
+    got = fit(c, either)
+    assert isinstance(got, Fit) and [n for n, _, _ in got.nodes] == [0]
+    none = wanting((LabelRequirement("gpus", "Lt", ("8",)),))
+    assert fit(c, none) == ("c1: no node admits its pods: no node has the labels of the main "
+                            "pods' required node affinity")
+
+
 def test_node_selector_picks_the_matching_nodes_only() -> None:
     c = (cluster("c1").node("cpu-node", cpu="96")
          .node("gpu-node", cpu="8", gpu="8", labels={"accel": "a100"}).obj())

@@ -563,3 +563,36 @@ def test_karmadas_keyless_toleration_tolerates_only_taints_with_no_value() -> No
     assert (toleration.key, toleration.operator, toleration.effect) == ("", "Equal", "NoSchedule")
     assert toleration.tolerates(Taint("dedicated"))
     assert not toleration.tolerates(Taint("nvidia.com/gpu", "present"))
+
+
+AFFINITY_JOB = JOB.replace("    spec:\n      containers:", """    spec:
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+            - matchExpressions:
+              - {key: gpu-type, operator: In, values: [h100, h200]}
+              - {key: gpu-count, operator: Gt, values: ["4"]}
+            - matchExpressions: [{key: pool, operator: Exists}]
+      containers:""")
+
+
+def test_a_pods_required_node_affinity_is_read_as_its_terms() -> None:
+    from reconciler.core.model import LabelRequirement, LabelSelector
+    job, = read({"jobs/j.yaml": AFFINITY_JOB}).jobs.values()
+    assert job.job.pod_sets[0].node_affinity == (
+        LabelSelector(match_expressions=(LabelRequirement("gpu-type", "In", ("h100", "h200")),
+                                         LabelRequirement("gpu-count", "Gt", ("4",)))),
+        LabelSelector(match_expressions=(LabelRequirement("pool", "Exists"),)))
+
+
+@pytest.mark.parametrize(("term", "said"), [
+    ("{key: gpu-count, operator: Gt, values: ['4', '8']}", "matchExpressions[0] must have"),
+    ("{key: gpu-type, operator: Equals, values: [h100]}", "matchExpressions[0] must have"),
+])
+def test_a_node_affinity_kubernetes_would_refuse_is_an_error_at_its_line(
+        term: str, said: str) -> None:
+    text = AFFINITY_JOB.replace("{key: pool, operator: Exists}", term)
+    got = told(read({"jobs/j.yaml": text}))
+    assert len(got) == 1 and said in got[0], got
+    assert got[0].startswith("jobs/j.yaml:"), got
