@@ -954,9 +954,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GitError as exc:
         print(f"fleetq: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except OSError as exc:  # (the environment: a read-only .git, a full disk, ...)
-        print(f"fleetq: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except (KeyboardInterrupt, Terminated) as exc:
         print(f"\nfleetq: {'stopped (SIGTERM)' if isinstance(exc, Terminated) else 'interrupted'}"
               f"; the state branch and the cache are as they were, or written whole",
@@ -964,6 +961,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
     except BrokenPipeError:  # pragma: no cover - `fleetq status | head`
         return EXIT_OK
+    except OSError as exc:  # (the environment: a read-only .git, a full disk, ...)
+        print(f"fleetq: {exc}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 def _terminate(*_: object) -> None:
