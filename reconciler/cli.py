@@ -556,7 +556,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
                              else (False, False),
                              not_preemptible={k for k, s in inputs.jobs.items()
                                               if not s.job.preemptible})
-    said = _not_yet(repo, args, branch, base, computed, d)
+    said = _not_yet(repo, args, base, computed, d)
     if args.output in ("json", "yaml"):
         _print_value({"job": decision_item(d), "explanation": lines,
                       **({"notReconciled": said[1]} if said is not None else {})}, args.output)
@@ -565,8 +565,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _not_yet(repo: FleetRepo, args: argparse.Namespace, branch: str, base: str | None,
-             computed: Computed, d: Decision) -> tuple[str, dict[str, Any]] | None:
+def _not_yet(repo: FleetRepo, args: argparse.Namespace, base: str | None, computed: Computed,
+             d: Decision) -> tuple[str, dict[str, Any]] | None:
     """When explain decided from a source the state branch has not taken in
     (a commit not reconciled yet, a report since): a note that this is what a
     reconcile would decide, and what the state says of the job meanwhile (the
@@ -578,10 +578,8 @@ def _not_yet(repo: FleetRepo, args: argparse.Namespace, branch: str, base: str |
     if base is None:
         return (f"Note: there is no state yet; this is what the first reconcile of {sha} "
                 f"would decide.", {"source": computed.source.sha, "state": None})
-    items, _ = _state_items(repo, branch, _cache(repo, args))
-    was = next((i for i in items if i["job"].get("kind") == d.key.kind
-                and i["job"].get("namespace") == d.key.namespace
-                and i["job"].get("name") == d.key.name), None)
+    prior = computed.prior.get(d.key)  # (the state's decision, as the reconcile read it)
+    was = decision_item(prior) if prior is not None else None
     decided = decision_item(d)
     if was is not None and all(was.get(k) == decided.get(k)
                                for k in ("phase", "cluster", "position")):
