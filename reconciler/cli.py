@@ -292,13 +292,16 @@ def _cache(repo: FleetRepo, args: argparse.Namespace) -> Cache | None:
 
 
 def _computed(repo: FleetRepo, args: argparse.Namespace, *, state_base: str | None,
-              now: str | None, write: bool = True) -> Computed:
+              now: str | None, write: bool = True, lasting: bool = True) -> Computed:
     """``compute`` for a command that commits nothing (plan, explain, validate):
     with the cache, which it leaves holding the files it parsed and the fleet
-    it read, for the next command or reconcile."""
+    it read, for the next command or reconcile (not the fleet of a source
+    that does not last: ``lasting`` false, a work tree's)."""
     cache = _cache(repo, args)
     computed = compute(repo, source_rev=args.source, state_base=state_base,
                        now=parse_now(now), cache=cache, save_behind=True, write=write)
+    if cache is not None and not lasting:
+        cache.forget_inputs()
     save_read(cache, computed)
     _keep_to_the_end(cache, computed)
     return computed
@@ -365,7 +368,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def _validate(repo: FleetRepo, args: argparse.Namespace, work_tree: str | None) -> int:
     """``fleetq validate`` of ``args.source`` (the ``work_tree`` commit, if any)."""
-    computed = _computed(repo, args, state_base=None, now=None, write=False)
+    computed = _computed(repo, args, state_base=None, now=None, write=False,
+                         lasting=work_tree is None)
     if work_tree is not None:
         args.source = "HEAD"  # (the branch the work tree is on names the state branch)
     branch_problems = state_branch_problems(repo, computed.inputs, args.source)

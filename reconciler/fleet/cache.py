@@ -283,6 +283,12 @@ class Cache:
         patches it (``patch_fleet``). The caller must not change it after."""
         self._inputs = (tree, inputs)
 
+    def forget_inputs(self) -> None:
+        """Let go of the inputs kept (``keep_inputs``) unsaved: those of a tree
+        no later reconcile can patch (a work tree's, whose objects are gone
+        once it was checked); those saved before stay."""
+        self._inputs, self._inputs_looked_up = None, True
+
     def kept_inputs(self) -> tuple[str, FleetInputs] | None:
         """The source tree and inputs kept last (``keep_inputs``), else those
         ``save_inputs`` saved, their jobs taken from the parsed jobs (call

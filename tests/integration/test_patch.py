@@ -21,8 +21,10 @@ from reconciler.gitops.repo import FleetRepo
 from reconciler.pipeline import PATCHED, PATCHED_OTHERS, ParsedJobs, read_inputs, read_source
 
 from .conftest import (
+    NOW,
     QUEUED_CLUSTER_POLICY,
     commit_all,
+    fleetq,
     git,
     make_fleet_repo,
     member_cluster,
@@ -321,3 +323,21 @@ def test_an_object_defined_in_two_files_is_read_again_as_a_whole_read_has_it(
     got = step(fleet, {}, remove=("deps/a-copy.yaml", "clusters/a-c1.yaml"), how=OTHERS)
     assert [d.manifest["data"]["a"] for d in got.dependencies.values()] == ["1"]
     assert [c.name for c in got.clusters] == ["c1"]
+
+
+def test_a_work_tree_validated_leaves_the_fleet_read_last_to_patch(tmp_path: Path) -> None:
+    """``fleetq validate`` of a work tree read a tree whose objects are gone
+    once it was checked: kept as the fleet read last, the next reconcile could
+    not patch it and read the whole commit again."""
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("64", "256Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/c1.yaml": member_cluster("c1"), "jobs/a.yaml": pytorchjob("a")})
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    write_files(path, {"jobs/b.yaml": pytorchjob("b")})
+    assert fleetq("validate", "--repo", str(path)).returncode == 0
+    write_files(path, {"jobs/b.yaml": pytorchjob("b", cpu="2")})  # (edited once more)
+    commit_all(path, "b")
+    kept = Kept(path)
+    kept.cache.load_jobs()
+    got, how = kept.read()
+    assert how == JOBS and got == whole(path)
