@@ -394,6 +394,7 @@ class Policy:
     failover: Failover | None = None
     propagate_deps: bool = False
     strategy: PlacementStrategy | None = None
+    affinity_line: int = 0  # (the line of its clusterAffinity or clusterAffinities)
 
     @property
     def ref(self) -> str:

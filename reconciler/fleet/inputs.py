@@ -804,7 +804,7 @@ def unknown_cluster_names(policies: Iterable[Policy], clusters: Iterable[MemberC
         if unknown:
             which = ("which is no MemberCluster" if len(unknown) == 1 else
                      "which are no MemberClusters")
-            out.append(Problem(policy.path, policy.line, (
+            out.append(Problem(policy.path, policy.affinity_line or policy.line, (
                 f"{policy.ref}: its clusterAffinity names {', '.join(unknown)}, {which} of the "
                 f"fleet ({', '.join(sorted(names)) or 'none'}); fix the name or add the "
                 f"cluster"), "warning"))
@@ -986,6 +986,8 @@ def _build_policy(doc: Document) -> Policy:
         queued=bool((spec.get("suspension") or {}).get("scheduling")),
         duplicated=rs.get("replicaSchedulingType") == "Duplicated",
         affinity=affinity, affinities=affinities,
+        affinity_line=doc.line_of("spec.placement.clusterAffinity"
+                                  if affinity is not None else "spec.placement.clusterAffinities"),
         cluster_tolerations=tolerations_of(placement.get("clusterTolerations"),
                                            "spec.placement.clusterTolerations"),
         failover=failover, propagate_deps=bool(spec.get("propagateDeps")), strategy=strategy)

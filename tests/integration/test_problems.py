@@ -845,13 +845,14 @@ def test_a_policy_naming_a_cluster_the_fleet_lacks_is_warned_of(tmp_path: Path) 
     assert fleetq("init", str(path)).returncode == 0
     policy = (path / "policies/gang-queued.yaml").read_text()
     assert "  placement:\n    replicaScheduling:" in policy
-    write_files(path, {"policies/gang-queued.yaml": policy.replace(
+    pinned = policy.replace(
         "  placement:\n    replicaScheduling:",
         "  placement:\n    clusterAffinity:\n      clusterNames: [gpu-hz-x]\n"
-        "    replicaScheduling:")})
+        "    replicaScheduling:")
+    write_files(path, {"policies/gang-queued.yaml": pinned})
     proc = fleetq("validate", "--repo", str(path))
     assert proc.returncode == 0, proc.stdout
-    line = line_of(policy, "apiVersion:")  # (the policy's first line)
+    line = line_of(pinned, "clusterAffinity:")
     assert (f"policies/gang-queued.yaml:{line}: warning: PropagationPolicy "
             f"interns/gang-queued: its clusterAffinity names gpu-hz-x, which is no "
             f"MemberCluster of the fleet (cpu-sh-c, gpu-bj-b, gpu-hz-a); fix the name or add "
