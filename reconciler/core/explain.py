@@ -157,9 +157,12 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     places = sorted(clusters if candidates is None else {n for n in candidates if n in clusters})
     short = _short_clusters(req, places, cluster_free)
     if d.phase is Phase.QUEUED and FITS_NO_CLUSTER in d.reason:  # (no cluster fits it now)
-        short.update({name: f"cluster {name}: its free room adds up to the job's, but is split "
-                            f"over its nodes: no node has room for its pods as they come"
-                      for name in places if name not in short})
+        # (the cycle's word on a cluster, when its reason has one: "c1: no node admits ...")
+        said = dict(part.split(": ", 1) for part in d.reason.partition(
+            f"{FITS_NO_CLUSTER}: ")[2].split("; ") if ": " in part)
+        short.update({name: f"cluster {name}: " + said.get(name, (
+            "its free room adds up to the job's, but is split over its nodes: no node has "
+            "room for its pods as they come")) for name in places if name not in short})
     if not advice and short:
         if d.phase is Phase.QUEUED and d.position is None:
             advice.append("its policy places it by capacity alone (no suspension.scheduling: "

@@ -11,6 +11,7 @@ from tests.builders import (
     cycle_input,
     gpu_cluster,
     gpu_job,
+    job,
     policy,
     prior_of,
     quota,
@@ -304,8 +305,7 @@ def test_a_job_whose_cluster_room_is_split_over_nodes_is_told_so() -> None:
     assert by["w"].phase is Phase.QUEUED, by["w"]
     assert explained(inp, result, "w")[2:] == [
         "- its quota has room; it waits for one member cluster to hold the whole gang:",
-        "- cluster c1: its free room adds up to the job's, but is split over its nodes: no "
-        "node has room for its pods as they come",
+        "- cluster c1: a worker pod needs nvidia.com/gpu 4 but no node has more than 2 free",
         "- cluster c2: nvidia.com/gpu 2 free of 4 needed"]
 
 
@@ -324,6 +324,25 @@ def test_a_non_preemptible_job_is_not_told_to_drop_its_label_when_that_would_not
     lines = explained(inp, result, "np2")
     said = next(line for line in lines if "it is not preemptible" in line)
     assert "raise that min" in said and "drop the label" not in said, lines
+
+
+def test_a_cluster_no_node_of_admits_the_job_is_told_so_not_that_its_room_is_split() -> None:
+    """A cluster with room whose nodes lack the labels the job's pods ask
+    for was told its room was split over its nodes."""
+    c1 = cluster("c1").node("n1", cpu="8", labels={"disk": "hdd"}).obj()
+    c2 = cluster("c2").node("n1", cpu="4", labels={"disk": "ssd"}).obj()
+    inp, result = decided(cycle_input(
+        jobs=[job("h").pod_set("main", 1, cpu="3", node_selector={"disk": "ssd"})
+              .created("2026-01-01T00:00:00Z"),
+              job("w").pod_set("main", 1, cpu="4", node_selector={"disk": "ssd"})
+              .created("2026-01-01T00:00:01Z")],
+        clusters=[c1, c2], tree=simple_tree(quota("qa", ns=["default"], max={"cpu": "16"}))))
+    assert by_name(result)["w"].phase is Phase.QUEUED, by_name(result)["w"]
+    assert explained(inp, result, "w")[2:] == [
+        "- its quota has room; it waits for one member cluster to hold the whole gang:",
+        "- cluster c1: no node admits its pods: no node has the labels of the main pods' "
+        "nodeSelector (disk=ssd)",
+        "- cluster c2: cpu 1 free of 4 needed"]
 
 
 def test_a_job_blocked_behind_a_strict_fifo_head_is_not_told_of_nodes() -> None:
