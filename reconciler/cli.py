@@ -33,6 +33,8 @@ from reconciler.fleet.state import decision_item
 from reconciler.gitops.repo import FleetRepo, GitError
 from reconciler.pipeline import (
     DEFAULT_IDENTITY,
+    DUE_TRAILER,
+    OBSERVED_TRAILER,
     TREE_TRAILER,
     Computed,
     Outcome,
@@ -48,13 +50,13 @@ from reconciler.pipeline import (
     diff_trees,
     made_off_branch,
     newer_source,
-    observed_anew,
     parse_now,
     read_inputs,
     reconcile,
     record_reports,
     remote_copies,
     rfc3339,
+    said_anew,
     save_read,
     settings_branch,
     settings_remote,
@@ -481,9 +483,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         if computed.problems:
             print("\nProblems:")
             print(problems_text(computed.problems))
-        if not changed and observed_anew(repo, computed):
-            print("\nNo changes to the state's files. A reconcile would commit once, to record "
-                  "that it took in the clusters' latest reports (Fleet-Observed).")
+        anew = said_anew(repo, computed) if not changed else []
+        if anew:
+            why = {OBSERVED_TRAILER: "that it took in the clusters' latest reports",
+                   DUE_TRAILER: "when the state next changes on its own"}
+            print(f"\nNo changes to the state's files. A reconcile would commit once, to record "
+                  f"{' and '.join(why[n] for n in anew)} ({', '.join(anew)}).")
         elif not changed:
             print("\nNo changes. The state branch is up to date.")
         else:

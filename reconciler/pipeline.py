@@ -45,7 +45,7 @@ from reconciler.core.outcomes import (
     parse_time,
     purge_due,
 )
-from reconciler.core.policy import candidate_groups, find_policy, select_policy
+from reconciler.core.policy import candidate_groups, default_policy, select_policy
 from reconciler.core.problems import Problem
 from reconciler.core.quota import QuotaTree, max_changed
 from reconciler.fleet.cache import Cache
@@ -133,6 +133,7 @@ class Computed:
     state_tree: str | None
     rendered_from: dict[str, str] = field(default_factory=dict)  # RenderedTree.inputs
     observed: str | None = None  # the id of the status/ folder of the state it makes
+    due: str | None = None  # when the state it makes changes with no new input (Fleet-Due)
     changes: list[str] = field(default_factory=list)
     written: Written = field(default_factory=dict)  # each decision read back, its item
 
@@ -389,7 +390,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     computed = Computed(source=info, inputs=inputs, result=result, prior=prior, files=out,
                         problems=problems, state_base=state_base, state_tree=state_tree,
                         rendered_from=rendered.inputs, written=written,
-                        observed=observed_id(reports))
+                        observed=observed_id(reports),
+                        due=purge_due(result.decisions, inputs.policies))
     computed.changes = describe_changes(prior, result.decisions, outcomes, result.moved)
     return computed
 
@@ -454,8 +456,7 @@ def on_existing_ray_clusters(inputs: FleetInputs) -> list[Problem]:
     policy lets it go to more than one cluster: it belongs where that
     RayCluster is, which fleetq does not know."""
     out = []
-    default = (find_policy(inputs.policies, inputs.settings.default_policy)
-               if inputs.settings.default_policy is not None else None)
+    default = default_policy(inputs.policies, inputs.settings)
     for source in inputs.jobs.values():
         job = source.job
         if job.pod_sets or job.key.kind != "RayJob":
@@ -978,11 +979,10 @@ def commit_message(computed: Computed, overlays: Overlays) -> str:
                "counts": counts, "changes": computed.changes, "change_limit": CHANGE_LIMIT,
                "decisions": computed.result.decisions}
     message = overlays.commit_message(context, computed.problems).rstrip()
-    due = purge_due(computed.result.decisions, computed.inputs.policies)
     return (f"{message}\n\n{TREE_TRAILER}: {computed.source.tree}\n"
             f"{FORMAT_TRAILER}: {STATE_FORMAT}\n"
             f"{OBSERVED_TRAILER}: {computed.observed or NO_OBSERVATIONS}\n"
-            + (f"{DUE_TRAILER}: {due}\n" if due is not None else "")
+            + (f"{DUE_TRAILER}: {computed.due}\n" if computed.due is not None else "")
             + f"{TRAILER}: {computed.source.sha}\n")
 
 
@@ -1088,8 +1088,7 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
                                progress=progress, cache=cache, save_behind=later is None)
             progress("writing the state tree")
             tree = repo.write_tree(computed.files)
-            if tree == computed.state_tree and not observed_anew(repo, computed) \
-                    and not due_anew(repo, computed):
+            if tree == computed.state_tree and not said_anew(repo, computed):
                 _follow_remote(repo, remote, branch, base)
                 _save_cache(cache, computed, base, later)
                 return Outcome(computed, None, attempt, source=computed.source, state=base)
@@ -1121,23 +1120,22 @@ def publish(repo: FleetRepo, remote: str | None, branch: str, sha: str, base: st
     return True
 
 
-def observed_anew(repo: FleetRepo, computed: Computed) -> bool:
-    """Whether the state was decided without the clusters' reports it now has:
-    then its commit says it has taken them in, though no decision changed, so
-    that the next reconcile finds it up to date."""
-    base = computed.state_base
-    return base is not None and trailers(repo.commit_info(base).message).get(
-        OBSERVED_TRAILER, NO_OBSERVATIONS) != (computed.observed or NO_OBSERVATIONS)
-
-
-def due_anew(repo: FleetRepo, computed: Computed) -> bool:
-    """Whether the state says it changes on its own at a time it no longer
-    does (its old copies' grace period ended with no change, its job deleted
-    since, ...): then a commit says so, though no decision changed, or every
+def said_anew(repo: FleetRepo, computed: Computed) -> list[str]:
+    """The trailers of the state that ``computed`` would say otherwise, though
+    no decision changed: then a commit says it, so that the next reconcile
+    finds the state up to date. ``Fleet-Observed``: the state was decided
+    without the clusters' reports it now has; ``Fleet-Due``: it says it
+    changes on its own at a time it no longer does (its old copies' grace
+    period ended with no change, their job deleted since, ...), and every
     reconcile from then on would decide again."""
     base = computed.state_base
-    return base is not None and trailers(repo.commit_info(base).message).get(
-        DUE_TRAILER) != purge_due(computed.result.decisions, computed.inputs.policies)
+    if base is None:
+        return []
+    found = trailers(repo.commit_info(base).message)
+    return [name for name, was, now in (
+        (OBSERVED_TRAILER, found.get(OBSERVED_TRAILER, NO_OBSERVATIONS),
+         computed.observed or NO_OBSERVATIONS),
+        (DUE_TRAILER, found.get(DUE_TRAILER), computed.due)) if was != now]
 
 
 def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
@@ -1168,15 +1166,12 @@ def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
         info = repo.commit_info(base)
         files: dict[str, bytes | str] = {e.path: e.sha for e in repo.list_tree(base)
                                          if e.type == "blob"}
-        older, replaced = _older_reports(repo, reports, files)
+        earlier = _earlier_reports(repo, reports, files)
+        older, replaced = _older_reports(reports, earlier)
         for report in reports:
             if all(report is not o for o, _ in older):
-                earlier = files.get(status_path(report.cluster))
-                if isinstance(earlier, str):  # (what it does not list stays as it was)
-                    there, _ = read_status(status_path(report.cluster),
-                                           repo.read_blobs([earlier])[earlier])
-                    if there is not None:
-                        report.carry(there)
+                if report.cluster in earlier:  # (what it does not list stays as it was)
+                    report.carry(earlier[report.cluster])
                 files.update(report.files())
         tree = repo.write_tree(files)
         if tree == info.tree:
@@ -1199,25 +1194,33 @@ def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
 CLOCK_SKEW = dt.timedelta(minutes=5)  # a report dated further ahead of the clock: from the future
 
 
-def _older_reports(repo: FleetRepo, reports: Sequence[ClusterReport],
-                   files: Mapping[str, bytes | str]
+def _earlier_reports(repo: FleetRepo, reports: Sequence[ClusterReport],
+                     files: Mapping[str, bytes | str]) -> dict[str, ClusterObservation]:
+    """By cluster, the report ``files`` (path -> blob id) hold of each of the
+    clusters of ``reports``, when it can be read."""
+    paths = {report.cluster: status_path(report.cluster) for report in reports}
+    shas = {cluster: sha for cluster, path in paths.items()
+            if isinstance(sha := files.get(path), str)}
+    blobs = repo.read_blobs(shas.values())
+    read = {cluster: read_status(paths[cluster], blobs[sha])[0] for cluster, sha in shas.items()}
+    return {cluster: there for cluster, there in read.items() if there is not None}
+
+
+def _older_reports(reports: Sequence[ClusterReport], earlier: Mapping[str, ClusterObservation]
                    ) -> tuple[list[tuple[ClusterReport, str]], list[tuple[ClusterReport, str]]]:
-    """The ``reports`` observed before the report of their cluster in ``files``
-    (path -> blob id), each with that report's time. A report there dated
-    ahead of this machine's clock (by more than ``CLOCK_SKEW``: the clock of
-    whoever sent it was wrong) orders nothing: it would block every later
-    report of its cluster; it is replaced: the second list, with its times."""
+    """The ``reports`` observed before the ``earlier`` report of their cluster,
+    each with that report's time. A report there dated ahead of this
+    machine's clock (by more than ``CLOCK_SKEW``: the clock of whoever sent it
+    was wrong) orders nothing: it would block every later report of its
+    cluster; it is replaced: the second list, with its times."""
     out, replaced = [], []
     ahead = dt.datetime.now(dt.UTC) + CLOCK_SKEW
     for report in reports:
-        path = status_path(report.cluster)
-        sha = files.get(path)
-        if not isinstance(sha, str):
+        there = earlier.get(report.cluster)
+        if there is None:
             continue
-        there, _ = read_status(path, repo.read_blobs([sha])[sha])
-        was, now = (parse_time(there.observed_at) if there is not None else None,
-                    parse_time(report.observed_at))
-        if there is not None and was is not None and now is not None and was > now:
+        was, now = parse_time(there.observed_at), parse_time(report.observed_at)
+        if was is not None and now is not None and was > now:
             if was <= ahead:
                 out.append((report, there.observed_at))
             else:

@@ -35,7 +35,7 @@ from reconciler.core.model import (
     plain_state,
 )
 from reconciler.core.parked import Parked
-from reconciler.core.policy import candidate_groups, find_policy, select_policy
+from reconciler.core.policy import candidate_groups, default_policy, select_policy
 from reconciler.core.preemption import (
     ANY_REASON,
     RECLAIMING,
@@ -734,8 +734,7 @@ class _Cycle:
         return got
 
     def _default_policy(self) -> Policy | None:
-        ref = self.inp.settings.default_policy
-        return find_policy(self.inp.policies, ref) if ref is not None else None
+        return default_policy(self.inp.policies, self.inp.settings)
 
     def _enqueued(self, job: Job | None, key: JobKey) -> str:
         if job is not None and job.created_at:

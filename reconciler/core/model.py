@@ -227,6 +227,13 @@ class PodSet:
     node_affinity: tuple[LabelSelector, ...] = ()
 
 
+def deleted_after(deleted_when: tuple[bool, bool], phase: Phase) -> bool:
+    """Whether a job its kind deletes after it succeeds and after it fails as
+    ``deleted_when`` says (``Job.deleted_when``) is deleted once it ended in
+    ``phase`` (Finished: it succeeded; else it failed)."""
+    return deleted_when[0] if phase is Phase.FINISHED else deleted_when[1]
+
+
 @plain_state
 @dataclass(frozen=True, slots=True)
 class Job:
@@ -263,7 +270,7 @@ class Job:
 
     def deleted_after(self, phase: Phase) -> bool:
         """Whether its kind deletes it once it ended so (Finished: succeeded)."""
-        return self.deleted_when[0] if phase is Phase.FINISHED else self.deleted_when[1]
+        return deleted_after(self.deleted_when, phase)
 
     def line_of(self, field: str) -> int:
         """The line of ``field`` (one of ``field_lines``'), else the job's own."""

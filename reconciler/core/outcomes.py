@@ -47,7 +47,7 @@ from reconciler.core.model import (
     Policy,
     evolve,
 )
-from reconciler.core.policy import find_policy, select_policy
+from reconciler.core.policy import default_policy, select_policy
 from reconciler.core.resources import Resources, add_into, format_quantity
 
 _ENDED = frozenset((Phase.FINISHED, Phase.FAILED))  # (a set: hashed at once, not compared)
@@ -142,8 +142,7 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
     invalid = {bad.key for bad in inp.invalid}
     broken = inp.broken_paths
     by_ref = {p.ref: p for p in inp.policies}
-    default_ref = inp.settings.default_policy
-    default = find_policy(inp.policies, default_ref) if default_ref is not None else None
+    default = default_policy(inp.policies, inp.settings)
     out = Outcomes(ended={}, prior=dict(prior), failed_on={}, kept_on={})
     members = {c.name for c in inp.clusters}
     for p in concerned:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 
 from reconciler.core.model import (
     ClusterAffinity,
+    FleetSettings,
     Job,
     MemberCluster,
     Policy,
@@ -54,6 +55,13 @@ def find_policy(policies: Iterable[Policy], ref: tuple[str | None, str]) -> Poli
         if (p.namespace, p.name) == ref or (ref[0] is None and p.name == ref[1]):
             return p
     return None
+
+
+def default_policy(policies: Iterable[Policy], settings: FleetSettings) -> Policy | None:
+    """The policy ``fleet.yaml``'s ``defaultPolicy`` names, if any: that of
+    the jobs no policy selects."""
+    ref = settings.default_policy
+    return find_policy(policies, ref) if ref is not None else None
 
 
 def select_policy(policies: Iterable[Policy], job: Job) -> Policy | None:

@@ -22,7 +22,6 @@ from reconciler.core.model import (
     Failover,
     FleetSettings,
     JobKey,
-    LabelRequirement,
     LabelSelector,
     MemberCluster,
     Node,
@@ -46,6 +45,7 @@ from reconciler.fleet.jobs import (
     check_name,
     check_namespace,
     job_key,
+    requirements_of,
     tolerations_of,
 )
 from reconciler.jobkinds import KINDS, kind_for
@@ -896,18 +896,9 @@ def _label_selector(raw: Any, field: str) -> LabelSelector | None:
         return None
     if not isinstance(raw, dict):
         raise ManifestError(f"{field} must be a mapping", field)
-    exprs = []
-    for i, e in enumerate(raw.get("matchExpressions") or []):
-        op = str(e.get("operator"))
-        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            raise ManifestError(f"{field}.matchExpressions[{i}].operator {op!r} is not one of "
-                                f"In, NotIn, Exists, DoesNotExist",
-                                f"{field}.matchExpressions[{i}].operator")
-        exprs.append(LabelRequirement(str(e["key"]), op,
-                                      tuple(str(v) for v in e.get("values") or ())))
+    exprs = requirements_of(raw.get("matchExpressions"), f"{field}.matchExpressions")
     labels = raw.get("matchLabels") or {}
-    return LabelSelector(tuple(sorted((str(k), str(v)) for k, v in labels.items())),
-                         tuple(exprs))
+    return LabelSelector(tuple(sorted((str(k), str(v)) for k, v in labels.items())), exprs)
 
 
 def _affinity(raw: Any, field: str) -> ClusterAffinity:

@@ -133,7 +133,30 @@ def tolerations_of(raw: object, field: str) -> tuple[Toleration, ...]:
     return tuple(out)
 
 
-NODE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+NODE_OPERATORS = (*LABEL_OPERATORS, "Gt", "Lt")  # (a node affinity's)
+
+
+def requirements_of(raw: object, field: str,
+                    operators: tuple[str, ...] = LABEL_OPERATORS) -> tuple[LabelRequirement, ...]:
+    """A label selector's ``matchExpressions`` (a policy's, a pod's node
+    affinity's), each with a key, one of ``operators`` and its values (one
+    for Gt and Lt); raises ``ManifestError`` at the one that has not."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ManifestError(f"{field} must be a list", field)
+    out = []
+    for j, e in enumerate(raw):
+        op = e.get("operator") if isinstance(e, Mapping) else None
+        values = e.get("values") if isinstance(e, Mapping) else None
+        if op not in operators or not isinstance(e.get("key"), str) or not isinstance(
+                values, list | None) or (op in ("Gt", "Lt") and len(values or ()) != 1):
+            ones = " (one for Gt and Lt)" if "Gt" in operators else ""
+            raise ManifestError(f"{field}[{j}] must have a key, an operator of "
+                                f"{', '.join(operators)} and its values{ones}", f"{field}[{j}]")
+        out.append(LabelRequirement(e["key"], op, tuple(str(v) for v in values or ())))
+    return tuple(out)
 
 
 def node_affinity_of(spec: Mapping[str, Any], field: str) -> tuple[LabelSelector, ...]:
@@ -152,25 +175,10 @@ def node_affinity_of(spec: Mapping[str, Any], field: str) -> tuple[LabelSelector
     if not isinstance(terms, list) or not terms:
         raise ManifestError(f"{where}.nodeSelectorTerms must be a list of one term or more",
                             where)
-    out = []
-    for i, term in enumerate(terms):
-        at = f"{where}.nodeSelectorTerms[{i}]"
-        listed = term.get("matchExpressions") if isinstance(term, Mapping) else None
-        if not isinstance(listed, list | None):
-            raise ManifestError(f"{at}.matchExpressions must be a list", at)
-        exprs = []
-        for j, e in enumerate(listed or ()):
-            op = e.get("operator") if isinstance(e, Mapping) else None
-            values = e.get("values") if isinstance(e, Mapping) else None
-            if op not in NODE_OPERATORS or not isinstance(e.get("key"), str) or not isinstance(
-                    values, list | None) or (op in ("Gt", "Lt") and len(values or ()) != 1):
-                raise ManifestError(
-                    f"{at}.matchExpressions[{j}] must have a key, an operator of "
-                    f"{', '.join(NODE_OPERATORS)} and its values (one for Gt and Lt)",
-                    f"{at}.matchExpressions[{j}]")
-            exprs.append(LabelRequirement(e["key"], op, tuple(str(v) for v in values or ())))
-        out.append(LabelSelector(match_expressions=tuple(exprs)))
-    return tuple(out)
+    return tuple(LabelSelector(match_expressions=requirements_of(
+        term.get("matchExpressions") if isinstance(term, Mapping) else None,
+        f"{where}.nodeSelectorTerms[{i}].matchExpressions", NODE_OPERATORS))
+        for i, term in enumerate(terms))
 
 
 def _labels(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:

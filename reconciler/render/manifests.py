@@ -16,7 +16,14 @@ from typing import Any
 
 import yaml
 
-from reconciler.core.model import Decision, JobKey, MemberCluster, Phase, Policy
+from reconciler.core.model import (
+    Decision,
+    JobKey,
+    MemberCluster,
+    Phase,
+    Policy,
+    deleted_after,
+)
 from reconciler.core.problems import Problem
 from reconciler.core.quota import QUOTA_LABEL, QuotaTree
 from reconciler.fleet.inputs import Dependency, FleetInputs
@@ -278,8 +285,7 @@ def _held_on(d: Decision, deleted: tuple[bool, bool]) -> tuple[str, ...]:
     if d.phase is Phase.ADMITTED:
         return (d.cluster, *d.copies, *kept_on)
     if d.phase in (Phase.FINISHED, Phase.FAILED):
-        gone = deleted[0] if d.phase is Phase.FINISHED else deleted[1]
-        return kept_on if gone else (d.cluster, *d.copies, *kept_on)
+        return kept_on if deleted_after(deleted, d.phase) else (d.cluster, *d.copies, *kept_on)
     return kept_on
 
 
