@@ -26,6 +26,7 @@ from reconciler.core.model import (
     JobKey,
     LabelRequirement,
     LabelSelector,
+    NodeSelectorTerm,
     MemberCluster,
     Node,
     Phase,
@@ -109,7 +110,7 @@ class JobBuilder:
     def pod_set(self, name: str, replicas: int, *,
                 node_selector: Mapping[str, str] | None = None,
                 tolerations: Iterable[Toleration] = (),
-                node_affinity: Iterable[LabelSelector] = (),
+                node_affinity: Iterable[NodeSelectorTerm] = (),
                 **quantities: str) -> JobBuilder:
         self._pod_sets.append(PodSet(
             name=name, replicas=replicas, per_pod=res(**quantities),

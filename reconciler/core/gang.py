@@ -40,11 +40,11 @@ DEFAULT_PODS_PER_NODE = 110 * 1000
 NO_NODE_MATCHES = "no node admits its pods"  # (a nodeSelector or taints: not its size)
 
 
-def _labelled(ps: PodSet, labels: dict[str, str]) -> bool:
-    """Whether a node of ``labels`` has the labels ``ps``'s pods ask for: its
-    nodeSelector's, and one term's of its required node affinity."""
+def _labelled(ps: PodSet, labels: dict[str, str], name: str) -> bool:
+    """Whether node ``name`` of ``labels`` is one ``ps``'s pods ask for: with
+    its nodeSelector's labels, and matching a term of its required node affinity."""
     return not any(labels.get(k) != v for k, v in ps.node_selector) and (
-        not ps.node_affinity or any(term.matches(labels) for term in ps.node_affinity))
+        not ps.node_affinity or any(term.matches(labels, name) for term in ps.node_affinity))
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,15 +129,17 @@ class ClusterState:
             f"{self.name}: only {placed} of {ps.replicas} {ps.name} pods fit on its nodes")
 
     def _no_node_for(self, ps: PodSet) -> str:
-        """Why no node admits ``ps``'s pods: the labels of its nodeSelector no
-        node has, or the taints of the nodes that have them."""
+        """Why no node admits ``ps``'s pods: the labels of its nodeSelector (or
+        node names of its node affinity) no node has, or the taints of the
+        nodes that have them."""
         selector = ps.node_selector
-        labelled = [i for i, labels in enumerate(self.node_labels) if _labelled(ps, labels)]
+        labelled = self._labelled_nodes(ps)
         if not labelled:
             wanted = [f"nodeSelector ({', '.join(f'{k}={v}' for k, v in selector)})"
                       if selector else "", "required node affinity" if ps.node_affinity else ""]
-            return (f"{self.name}: {NO_NODE_MATCHES}: no node has the labels of the {ps.name} "
-                    f"pods' {' and '.join(w for w in wanted if w)}")
+            named = " or name" if any(term.match_fields for term in ps.node_affinity) else ""
+            return (f"{self.name}: {NO_NODE_MATCHES}: no node has the labels{named} of the "
+                    f"{ps.name} pods' {' and '.join(w for w in wanted if w)}")
         taints = sorted({f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
                          for i in labelled if (t := untolerated(self.node_taints[i],
                                                                  ps.tolerations)) is not None})
@@ -271,11 +273,16 @@ class ClusterState:
         ck = (ps.node_selector, ps.tolerations, ps.node_affinity)
         got = self._eligible_cache.get(ck)
         if got is None:
+            taints = self.node_taints
             got = self._eligible_cache[ck] = [
-                i for i, labels in enumerate(self.node_labels) if _labelled(ps, labels)
-                and not (self.node_taints[i] and untolerated(self.node_taints[i],
-                                                             ps.tolerations))]
+                i for i in self._labelled_nodes(ps)
+                if not (taints[i] and untolerated(taints[i], ps.tolerations))]
         return got
+
+    def _labelled_nodes(self, ps: PodSet) -> list[int]:
+        """The nodes ``ps``'s pods ask for by their labels (and names)."""
+        names = self.node_names
+        return [i for i, labels in enumerate(self.node_labels) if _labelled(ps, labels, names[i])]
 
     def _pack_failure(self, pod_sets: tuple[PodSet, ...]) -> str | None:
         """Why packing failed when a pod is larger than every node's free room

@@ -224,7 +224,7 @@ class PodSet:
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     # its required node affinity: terms of which a node must match one (none: any node)
-    node_affinity: tuple[LabelSelector, ...] = ()
+    node_affinity: tuple[NodeSelectorTerm, ...] = ()
 
 
 def deleted_after(deleted_when: tuple[bool, bool], phase: Phase) -> bool:
@@ -330,20 +330,43 @@ class LabelSelector:
         for key, value in self.match_labels:
             if labels.get(key) != value:
                 return False
-        for req in self.match_expressions:
-            present = req.key in labels
-            if req.operator == "In" and (not present or labels[req.key] not in req.values):
-                return False
-            if req.operator == "NotIn" and present and labels[req.key] in req.values:
-                return False
-            if req.operator == "Exists" and not present:
-                return False
-            if req.operator == "DoesNotExist" and present:
-                return False
-            if req.operator in ("Gt", "Lt") and not (present and _compares(
-                    labels[req.key], req.operator, req.values)):
-                return False
-        return True
+        return meets(self.match_expressions, labels)
+
+
+NODE_NAME_FIELD = "metadata.name"  # the one field a node affinity's matchFields may name
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """A term of a pod's required node affinity. A node matches it when its
+    labels meet every ``matchExpressions`` requirement and its name every
+    ``matchFields`` one (keyed ``metadata.name``); a term with neither matches
+    no node, as in Kubernetes."""
+
+    match_expressions: tuple[LabelRequirement, ...] = ()
+    match_fields: tuple[LabelRequirement, ...] = ()
+
+    def matches(self, labels: dict[str, str], name: str) -> bool:
+        return bool(self.match_expressions or self.match_fields) and meets(
+            self.match_expressions, labels) and meets(self.match_fields, {NODE_NAME_FIELD: name})
+
+
+def meets(requirements: tuple[LabelRequirement, ...], labels: dict[str, str]) -> bool:
+    """Whether ``labels`` meet every one of ``requirements``."""
+    for req in requirements:
+        present = req.key in labels
+        if req.operator == "In" and (not present or labels[req.key] not in req.values):
+            return False
+        if req.operator == "NotIn" and present and labels[req.key] in req.values:
+            return False
+        if req.operator == "Exists" and not present:
+            return False
+        if req.operator == "DoesNotExist" and present:
+            return False
+        if req.operator in ("Gt", "Lt") and not (present and _compares(
+                labels[req.key], req.operator, req.values)):
+            return False
+    return True
 
 
 def _compares(value: str, operator: str, values: tuple[str, ...]) -> bool:

@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler.core.model import (
+    NODE_NAME_FIELD,
     PRIORITY_CLASS_AT,
     QUOTA_AT,
     WORKLOAD_PRIORITY_CLASS_AT,
     Job,
     JobKey,
     LabelRequirement,
-    LabelSelector,
+    NodeSelectorTerm,
     OneEach,
     PodSet,
     Toleration,
@@ -135,6 +136,7 @@ def tolerations_of(raw: object, field: str) -> tuple[Toleration, ...]:
 
 LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 NODE_OPERATORS = (*LABEL_OPERATORS, "Gt", "Lt")  # (a node affinity's)
+FIELD_OPERATORS = ("In", "NotIn")  # (a node affinity's matchFields)
 
 
 def requirements_of(raw: object, field: str,
@@ -159,11 +161,11 @@ def requirements_of(raw: object, field: str,
     return tuple(out)
 
 
-def node_affinity_of(spec: Mapping[str, Any], field: str) -> tuple[LabelSelector, ...]:
+def node_affinity_of(spec: Mapping[str, Any], field: str) -> tuple[NodeSelectorTerm, ...]:
     """A pod's required node affinity (``affinity.nodeAffinity.
     requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms``): the
     terms, of which a node must match one, each the requirements on its labels
-    it must meet all of. (``matchFields`` name nodes by their fields: not read.)"""
+    (``matchExpressions``) and its name (``matchFields``) it must meet all of."""
     where = f"{field}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
     affinity = spec.get("affinity")
     node = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
@@ -175,10 +177,23 @@ def node_affinity_of(spec: Mapping[str, Any], field: str) -> tuple[LabelSelector
     if not isinstance(terms, list) or not terms:
         raise ManifestError(f"{where}.nodeSelectorTerms must be a list of one term or more",
                             where)
-    return tuple(LabelSelector(match_expressions=requirements_of(
-        term.get("matchExpressions") if isinstance(term, Mapping) else None,
-        f"{where}.nodeSelectorTerms[{i}].matchExpressions", NODE_OPERATORS))
-        for i, term in enumerate(terms))
+    out = []
+    for i, term in enumerate(terms):
+        if not isinstance(term, Mapping):
+            raise ManifestError(f"{where}.nodeSelectorTerms[{i}] must be a mapping",
+                                f"{where}.nodeSelectorTerms[{i}]")
+        at = f"{where}.nodeSelectorTerms[{i}]"
+        fields = requirements_of(term.get("matchFields"), f"{at}.matchFields", FIELD_OPERATORS)
+        for j, req in enumerate(fields):
+            if req.key != NODE_NAME_FIELD or len(req.values) != 1:
+                raise ManifestError(
+                    f"{at}.matchFields[{j}] must have the key {NODE_NAME_FIELD} and one value: "
+                    f"it is the only field of a node Kubernetes selects by",
+                    f"{at}.matchFields[{j}]")
+        out.append(NodeSelectorTerm(
+            requirements_of(term.get("matchExpressions"), f"{at}.matchExpressions",
+                            NODE_OPERATORS), fields))
+    return tuple(out)
 
 
 def _labels(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:

@@ -9,7 +9,16 @@ from hypothesis import strategies as st
 
 from reconciler.core.cycle import reconcile_cycle
 from reconciler.core.gang import ClusterState, Fit, Ranking, by_preference, job_cluster_total
-from reconciler.core.model import Job, MemberCluster, Phase, PlacementStrategy, Taint, Toleration
+from reconciler.core.model import (
+    Job,
+    LabelRequirement,
+    MemberCluster,
+    NodeSelectorTerm,
+    Phase,
+    PlacementStrategy,
+    Taint,
+    Toleration,
+)
 from tests.builders import (
     GPU,
     by_name,
@@ -164,13 +173,12 @@ def test_a_job_no_node_admits_is_told_the_labels_or_taints_and_the_fix() -> None
 def test_a_required_node_affinity_picks_the_nodes_of_one_of_its_terms() -> None:
     """It was not read: a pod asking for an H100 node was packed onto an A100
     one, where it would stay Pending."""
-    from reconciler.core.model import LabelRequirement, LabelSelector
     c = (cluster("c1").node("a100", cpu="8", gpu="8", labels={"gpu-type": "a100", "gpus": "8"})
          .node("h100", cpu="8", gpu="8", labels={"gpu-type": "h100", "gpus": "8"}).obj())
 
     def wanting(*terms: tuple[LabelRequirement, ...]) -> Job:
         return job("a").pod_set("main", 1, cpu="1", gpu="8", node_affinity=[
-            LabelSelector(match_expressions=t) for t in terms]).obj()
+            NodeSelectorTerm(match_expressions=t) for t in terms]).obj()
 
     h100 = wanting((LabelRequirement("gpu-type", "In", ("h100",)),))
     got = fit(c, h100)
@@ -183,6 +191,38 @@ def test_a_required_node_affinity_picks_the_nodes_of_one_of_its_terms() -> None:
     none = wanting((LabelRequirement("gpus", "Lt", ("8",)),))
     assert fit(c, none) == ("c1: no node admits its pods: no node has the labels of the main "
                             "pods' required node affinity")
+
+
+def test_a_node_affinitys_match_fields_pick_nodes_by_name() -> None:
+    """``matchFields`` on ``metadata.name`` were not read: a pod pinned to one
+    node was packed onto another."""
+    c = (cluster("c1").node("n1", cpu="8", labels={"pool": "a"})
+         .node("n2", cpu="8", labels={"pool": "a"}).node("n3", cpu="8").obj())
+
+    def on(*terms: NodeSelectorTerm) -> Job:
+        return job("a").pod_set("main", 1, cpu="4", node_affinity=terms).obj()
+
+    def nodes_of(j: Job) -> list[int]:
+        got = fit(c, j)
+        assert isinstance(got, Fit), got
+        return [n for n, _, _ in got.nodes]
+
+    def name(operator: str, node: str) -> LabelRequirement:
+        return LabelRequirement("metadata.name", operator, (node,))
+
+    assert nodes_of(on(NodeSelectorTerm(match_fields=(name("In", "n2"),)))) == [1]
+    # a term's labels and fields are both met; its terms are either
+    pool = LabelRequirement("pool", "Exists")
+    assert nodes_of(on(NodeSelectorTerm((pool,), (name("NotIn", "n1"),)))) == [1]
+    assert nodes_of(on(NodeSelectorTerm((pool,), (name("In", "n3"),)),
+                       NodeSelectorTerm(match_fields=(name("In", "n3"),)))) == [2]
+    assert fit(c, on(NodeSelectorTerm((pool,), (name("In", "n3"),)))) == (
+        "c1: no node admits its pods: no node has the labels or name of the main pods' "
+        "required node affinity")
+    # an empty term matches no node, as in Kubernetes
+    assert fit(c, on(NodeSelectorTerm())) == (
+        "c1: no node admits its pods: no node has the labels of the main pods' "
+        "required node affinity")
 
 
 def test_node_selector_picks_the_matching_nodes_only() -> None:

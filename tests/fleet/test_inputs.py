@@ -578,17 +578,34 @@ AFFINITY_JOB = JOB.replace("    spec:\n      containers:", """    spec:
 
 
 def test_a_pods_required_node_affinity_is_read_as_its_terms() -> None:
-    from reconciler.core.model import LabelRequirement, LabelSelector
+    from reconciler.core.model import LabelRequirement, NodeSelectorTerm
     job, = read({"jobs/j.yaml": AFFINITY_JOB}).jobs.values()
     assert job.job.pod_sets[0].node_affinity == (
-        LabelSelector(match_expressions=(LabelRequirement("gpu-type", "In", ("h100", "h200")),
-                                         LabelRequirement("gpu-count", "Gt", ("4",)))),
-        LabelSelector(match_expressions=(LabelRequirement("pool", "Exists"),)))
+        NodeSelectorTerm(match_expressions=(LabelRequirement("gpu-type", "In", ("h100", "h200")),
+                                            LabelRequirement("gpu-count", "Gt", ("4",)))),
+        NodeSelectorTerm(match_expressions=(LabelRequirement("pool", "Exists"),)))
+
+
+def test_a_node_affinitys_match_fields_are_read_with_its_expressions() -> None:
+    from reconciler.core.model import LabelRequirement, NodeSelectorTerm
+    text = AFFINITY_JOB.replace("- matchExpressions: [{key: pool, operator: Exists}]", """\
+- matchExpressions: [{key: pool, operator: Exists}]
+              matchFields: [{key: metadata.name, operator: NotIn, values: [node-1]}]""")
+    job, = read({"jobs/j.yaml": text}).jobs.values()
+    assert job.job.pod_sets[0].node_affinity[1] == NodeSelectorTerm(
+        (LabelRequirement("pool", "Exists"),),
+        (LabelRequirement("metadata.name", "NotIn", ("node-1",)),))
 
 
 @pytest.mark.parametrize(("term", "said"), [
     ("{key: gpu-count, operator: Gt, values: ['4', '8']}", "matchExpressions[0] must have"),
     ("{key: gpu-type, operator: Equals, values: [h100]}", "matchExpressions[0] must have"),
+    ("{key: pool, operator: Exists}]\n              matchFields: [{key: metadata.labels, "
+     "operator: In, values: [a]}", "matchFields[0] must have the key metadata.name and one value"),
+    ("{key: pool, operator: Exists}]\n              matchFields: [{key: metadata.name, "
+     "operator: In, values: [a, b]}", "matchFields[0] must have the key metadata.name"),
+    ("{key: pool, operator: Exists}]\n              matchFields: [{key: metadata.name, "
+     "operator: Exists}", "matchFields[0] must have a key, an operator of In, NotIn"),
 ])
 def test_a_node_affinity_kubernetes_would_refuse_is_an_error_at_its_line(
         term: str, said: str) -> None:
