@@ -67,7 +67,8 @@ class RenderedTree:
 
 def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
                tree: QuotaTree | None) -> tuple[Manifest, list[Manifest]]:
-    """The job as it goes to ``cluster``, and the PodGroups its dialect needs.
+    """The job as it goes to ``cluster``, and the PodGroups its dialect needs
+    (none for a job with no pods of its own).
 
     ``manifest`` is changed in place: pass a fresh copy.
     """
@@ -93,10 +94,13 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
     annotations[SOURCE] = decision.path
     meta["annotations"] = annotations
     kind.set_suspended(obj, False)
-    total = gang_minimum(obj, sum(p.replicas for p in decision.pod_sets))
+    pods = sum(p.replicas for p in decision.pod_sets)
+    total = gang_minimum(obj, pods)
     for ref in kind.pod_templates(obj):
         _gang(ref.template, cluster.gang_dialect, key.name, total, quota_name)
     groups: list[Manifest] = []
+    if pods == 0:  # (a RayJob on an existing RayCluster): no gang, and a PodGroup
+        return obj, groups  # of minMember 0 scheduler-plugins' CRD refuses
     if cluster.gang_dialect == "scheduler-plugins":
         groups.append({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
                        "metadata": {"name": key.name, "namespace": key.namespace,

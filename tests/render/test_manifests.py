@@ -1,0 +1,47 @@
+"""A job as ``render_job`` sends it to a member cluster, and the PodGroups beside it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reconciler.core.model import Decision, JobKey, MemberCluster, Phase, PodSetCount
+from reconciler.render.manifests import render_job
+
+POD = {"spec": {"containers": [{"name": "c", "image": "x"}]}}
+
+
+def decision(kind: str, api_version: str, name: str, *pod_sets: tuple[str, int]) -> Decision:
+    return Decision(JobKey(api_version.split("/")[0], kind, "default", name), Phase.ADMITTED,
+                    "2026-11-29T10:00:00Z", api_version=api_version, path=f"jobs/{name}.yaml",
+                    quota="root/team", cluster="m-a",
+                    pod_sets=tuple(PodSetCount(n, r) for n, r in pod_sets))
+
+
+def ray_on_existing_cluster() -> dict[str, Any]:
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob",
+            "metadata": {"name": "on-existing"},
+            "spec": {"entrypoint": "python x.py",
+                     "clusterSelector": {"ray.io/cluster": "raycluster-kuberay"}}}
+
+
+@pytest.mark.parametrize("dialect", ["scheduler-plugins", "volcano"])
+def test_a_job_with_no_pods_of_its_own_has_no_pod_group(dialect: str) -> None:
+    """A RayJob on an existing RayCluster makes no pods: a PodGroup of it would
+    have minMember 0, which scheduler-plugins' CRD refuses (minimum 1) and a
+    gang of nothing to wait for in Volcano."""
+    obj, groups = render_job(ray_on_existing_cluster(),
+                             decision("RayJob", "ray.io/v1", "on-existing"),
+                             MemberCluster("m-a", gang_dialect=dialect), None)
+    assert groups == []
+    assert obj["spec"]["clusterSelector"] == {"ray.io/cluster": "raycluster-kuberay"}
+
+
+@pytest.mark.parametrize("dialect", ["scheduler-plugins", "volcano"])
+def test_a_job_with_pods_has_its_pod_group(dialect: str) -> None:
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "p"},
+           "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": POD}}}}
+    _, groups = render_job(job, decision("PyTorchJob", "kubeflow.org/v1", "p", ("worker", 2)),
+                           MemberCluster("m-a", gang_dialect=dialect), None)
+    assert [g["spec"]["minMember"] for g in groups] == [2]
