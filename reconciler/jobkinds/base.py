@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from functools import lru_cache
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from reconciler.core.outcomes import ObservedPhase
 from reconciler.core.resources import Resources, add_into, pointwise_max
@@ -59,6 +59,15 @@ class JobKind(Protocol):
         """Whether the job's operator deletes it some time after it succeeds,
         and after it fails."""
         ...
+
+
+@runtime_checkable
+class JobWithMovedFields(Protocol):
+    """A kind whose manifests may still say a field where an older version of
+    its operator took it and its CRD now has none (the API server would drop
+    it there): rendered, the field is where the CRD has it."""
+
+    def move_old_fields(self, obj: Manifest) -> None: ...
 
 
 # (phase, since when, message): a job as its member cluster shows it

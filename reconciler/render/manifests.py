@@ -30,7 +30,13 @@ from reconciler.fleet.inputs import Dependency, FleetInputs
 from reconciler.fleet.jobs import JobSource, pod_dependencies
 from reconciler.halves import in_two, two_cores
 from reconciler.jobkinds import kind_for
-from reconciler.jobkinds.base import Manifest, ManifestError, gang_minimum, volcano_queue
+from reconciler.jobkinds.base import (
+    JobWithMovedFields,
+    Manifest,
+    ManifestError,
+    gang_minimum,
+    volcano_queue,
+)
 from reconciler.render import yamltext
 from reconciler.render.overlays import Overlays
 
@@ -94,6 +100,8 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
     annotations[SOURCE] = decision.path
     meta["annotations"] = annotations
     kind.set_suspended(obj, False)
+    if isinstance(kind, JobWithMovedFields):
+        kind.move_old_fields(obj)
     pods = sum(p.replicas for p in decision.pod_sets)
     total = gang_minimum(obj, pods)
     for ref in kind.pod_templates(obj):

@@ -94,8 +94,10 @@ def test_seed_pytorchjob_is_admitted_and_rendered_with_ack_gang_labels(
         assert pod_labels["pod-group.scheduling.sigs.k8s.io/min-available"] == "3", role
         assert pod_labels["pod-group.scheduling.sigs.k8s.io/name"] == "pytorch-test", role
         assert pod_labels["app"] == "pytorchjob", role
-    # Apart from fleetq's labels the rendered job is the source manifest.
+    # Apart from fleetq's labels the rendered job is the source manifest, its
+    # cleanPodPolicy where the training operator's CRD has it (in runPolicy).
     source = yaml.safe_load(seed("ack-fleet-pytorchjob.yaml"))
+    source["spec"]["runPolicy"] = {"cleanPodPolicy": source["spec"].pop("cleanPodPolicy")}
     assert _strip_fleetq_additions(rendered) == source
 
     kustomization = state_yaml(seed_fleet.path, "clusters/cf-hz-a/kustomization.yaml")

@@ -45,3 +45,40 @@ def test_a_job_with_pods_has_its_pod_group(dialect: str) -> None:
     _, groups = render_job(job, decision("PyTorchJob", "kubeflow.org/v1", "p", ("worker", 2)),
                            MemberCluster("m-a", gang_dialect=dialect), None)
     assert [g["spec"]["minMember"] for g in groups] == [2]
+
+
+def pytorchjob(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "p"},
+            "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 1, "template": POD}},
+                     **spec}}
+
+
+@pytest.mark.parametrize(("spec", "run_policy"), [
+    ({"cleanPodPolicy": "None"}, {"cleanPodPolicy": "None"}),
+    ({"cleanPodPolicy": "All", "runPolicy": {"suspend": True}},
+     {"suspend": False, "cleanPodPolicy": "All"}),
+    ({"cleanPodPolicy": "All", "runPolicy": {"cleanPodPolicy": "Running"}},
+     {"cleanPodPolicy": "Running"}),
+])
+def test_a_pytorchjob_s_clean_pod_policy_at_the_top_of_its_spec_goes_to_its_run_policy(
+        spec: dict[str, Any], run_policy: dict[str, Any]) -> None:
+    """The PyTorch operator's v1 took ``spec.cleanPodPolicy`` (the ACK One
+    seed job still has it); the training operator's CRD has it in
+    ``spec.runPolicy`` only, and the API server would drop it (or refuse the
+    object, under strict field validation). Where ``runPolicy`` says one, that
+    one holds, as on the cluster."""
+    obj, _ = render_job(pytorchjob(**spec),
+                        decision("PyTorchJob", "kubeflow.org/v1", "p", ("worker", 1)),
+                        MemberCluster("m-a"), None)
+    assert "cleanPodPolicy" not in obj["spec"]
+    assert obj["spec"]["runPolicy"] == run_policy
+
+
+def test_an_mpijob_v1_keeps_its_clean_pod_policy_where_its_crd_has_it() -> None:
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "MPIJob", "metadata": {"name": "m"},
+           "spec": {"cleanPodPolicy": "Running",
+                    "mpiReplicaSpecs": {"Launcher": {"template": POD}}}}
+    obj, _ = render_job(job, decision("MPIJob", "kubeflow.org/v1", "m", ("launcher", 1)),
+                        MemberCluster("m-a"), None)
+    assert obj["spec"]["cleanPodPolicy"] == "Running"
+    assert "runPolicy" not in obj["spec"]
