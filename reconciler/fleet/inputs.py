@@ -35,13 +35,15 @@ from reconciler.core.model import (
 )
 from reconciler.core.policy import find_policy
 from reconciler.core.problems import Problem
-from reconciler.core.quota import QuotaSpec, QuotaTree, build_tree
+from reconciler.core.quota import QUOTA_LABEL, QuotaSpec, QuotaTree, build_tree
 from reconciler.core.resources import Resources
 from reconciler.fleet.documents import Document, iter_mapping_docs, parse_documents
 from reconciler.fleet.jobs import (
+    CLUSTER_NAME_MOST,
     JobSource,
     api_group,
     build_job,
+    check_label_value,
     check_name,
     check_namespace,
     job_key,
@@ -881,6 +883,8 @@ def _quota_spec(doc: Document, raw: Any, field: str) -> QuotaSpec:
     namespaces = raw.get("namespaces") or []
     if not isinstance(namespaces, list):
         raise ManifestError(f"{field}.namespaces must be a list", f"{field}.namespaces")
+    check_label_value(str(raw["name"]), f"{field}.name",
+                      f"quota name (its jobs carry it as the value of label {QUOTA_LABEL})")
     return QuotaSpec(
         name=str(raw["name"]),
         min=parse_resources(raw.get("min"), f"{field}.min"),
@@ -1164,7 +1168,7 @@ def _fields_not_in(doc: Document, value: Any, known: Mapping[str, tuple[str, ...
 
 def _cluster(doc: Document) -> MemberCluster:
     meta = _meta(doc)
-    check_name(str(meta["name"]))  # (its folder's name)
+    check_name(str(meta["name"]), most=CLUSTER_NAME_MOST)  # (its folder's name, a label's value)
     spec = doc.value.get("spec")
     if not isinstance(spec, dict):
         raise ManifestError("spec is missing: a MemberCluster's spec holds its nodes", "spec")

@@ -228,7 +228,20 @@ def check_name(name: str, field: str = "metadata.name", what: str = "",
             f"letters, digits, '-' and '.', starting and ending with a letter or digit", field)
 
 
+_LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+
+
+def check_label_value(value: str, field: str, what: str) -> None:
+    """Kubernetes' rule for a label's value, for a name fleetq writes as one
+    (``what`` says where): a cluster would refuse the object that carries it."""
+    if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
+        raise ManifestError(
+            f"{field} {value!r} is not a valid {what}: at most 63 letters, digits, '-', '_' "
+            f"and '.', starting and ending with a letter or digit", field)
+
+
 JOB_NAME_MOST = 63  # a Job's pods carry its name in a label (job-name), as operators' do
+CLUSTER_NAME_MOST = 63  # its jobs carry its name in a label (fleetq.io/cluster)
 
 
 def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,

@@ -351,6 +351,8 @@ def test_a_job_named_against_kubernetes_rules_is_invalid_at_its_line(
     (CLUSTER.replace("name: c1", "name: ../c1"), "clusters/x.yaml:3: metadata.name '../c1'"),
     (CLUSTER.replace("name: c1", "name: 5"),
      "clusters/x.yaml:3: metadata.name must be a string, not 5; quote it"),
+    (CLUSTER.replace("name: c1", f"name: {'c' * 64}"),  # (the value of a label of its jobs)
+     f"clusters/x.yaml:3: metadata.name '{'c' * 64}' is not a valid name: at most 63"),
     ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a/b, namespace: default}\n",
      "clusters/x.yaml:3: metadata.name 'a/b'"),
     ("apiVersion: v1\nkind: Namespace\nmetadata: {name: ..}\n",
@@ -359,6 +361,37 @@ def test_a_job_named_against_kubernetes_rules_is_invalid_at_its_line(
 def test_other_objects_named_against_kubernetes_rules_are_errors(text: str, said: str) -> None:
     got = told(read({"clusters/x.yaml": text}))
     assert len(got) == 1 and got[0].startswith(said), got
+
+
+QUOTA_TREE = """\
+apiVersion: scheduling.sigs.k8s.io/v1beta1
+kind: ElasticQuotaTree
+metadata: {name: elasticquotatree, namespace: kube-system}
+spec:
+  root:
+    name: root
+    max: {cpu: "8"}
+    min: {cpu: "8"}
+    children:
+    - name: a
+      namespaces: [default]
+      max: {cpu: "8"}
+"""
+
+
+@pytest.mark.parametrize("name", ["Team A", "q" * 64, "-a", "a/b", "ü"])
+def test_a_quota_name_that_cannot_be_a_label_value_is_an_error(name: str) -> None:
+    """Its jobs carry it as the value of the quota label (and kueue's queue
+    label): a cluster would refuse every one of them, when they were admitted."""
+    inputs = read({"quota.yaml": QUOTA_TREE.replace("name: a", f"name: {name!r}"),
+                   "jobs/j.yaml": JOB})
+    assert told(inputs) == [
+        f"quota.yaml:10: spec.root.children[0].name {name!r} is not a valid quota name (its "
+        f"jobs carry it as the value of label quota.scheduling.alibabacloud.com/name): at most "
+        f"63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit"]
+    assert inputs.tree is None and "quota.yaml" in inputs.broken_paths
+    fine = read({"quota.yaml": QUOTA_TREE.replace("name: a", "name: Team_A.1")})
+    assert told(fine) == [] and fine.tree is not None
 
 
 def test_a_state_branch_that_is_not_a_string_is_an_error() -> None:
