@@ -258,13 +258,7 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
                 docs.append(Document(path, index, node.start_mark.line + 1, value, node))
             index += 1
     except yaml.reader.ReaderError as exc:  # (not UTF-8, or a character YAML refuses)
-        raw = data.encode() if isinstance(data, str) else data
-        line = raw[:exc.position].count(b"\n") + 1
-        what = (f"byte 0x{exc.character:02x}" if isinstance(exc.character, int)
-                else f"character {exc.character!r}")
-        return docs, Problem(path, line, (
-            f"text YAML cannot read: {exc.reason} ({what}, byte {exc.position + 1} of the "
-            f"file); save it as UTF-8 text, with no control characters"))
+        return docs, _unreadable(path, data, exc)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark is not None else 0
@@ -281,6 +275,24 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
     finally:
         loader.dispose()
     return docs, None
+
+
+def _unreadable(path: str, data: bytes | str, exc: yaml.reader.ReaderError) -> Problem:
+    """What libyaml's reader refused: the first byte that is no part of a UTF-8
+    character (its own error names the byte after a bad lead byte), or a
+    character YAML does not take."""
+    raw = data.encode() if isinstance(data, str) else data
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return Problem(path, raw[:bad.start].count(b"\n") + 1, (
+            f"not UTF-8 text: byte 0x{raw[bad.start]:02x} (byte {bad.start + 1} of the file) "
+            f"is no part of a UTF-8 character; save the file as UTF-8"))
+    line = text[:exc.position].count("\n") + 1
+    char = exc.character
+    what = f"U+{char:04X}" if isinstance(char, int) else repr(char)
+    return Problem(path, line, f"a character YAML does not take: {what} ({exc.reason}); "
+                               f"remove it")
 
 
 _LINK = re.compile(r"[^\s:]*/[^\s:]*|[^\s:/]+\.ya?ml")  # a path, as a link's blob holds
