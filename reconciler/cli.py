@@ -67,6 +67,7 @@ from reconciler.pipeline import (
     trailers,
     up_to_date,
     watch,
+    written_by_fleetq,
 )
 from reconciler.render.text import (
     json_parts,
@@ -294,14 +295,16 @@ def _cache(repo: FleetRepo, args: argparse.Namespace) -> Cache | None:
 
 
 def _computed(repo: FleetRepo, args: argparse.Namespace, *, state_base: str | None,
-              now: str | None, write: bool = True, lasting: bool = True) -> Computed:
+              now: str | None, write: bool = True, lasting: bool = True,
+              last_good_from: str | None = None) -> Computed:
     """``compute`` for a command that commits nothing (plan, explain, validate):
     with the cache, which it leaves holding the files it parsed and the fleet
     it read, for the next command or reconcile (not the fleet of a source
     that does not last: ``lasting`` false, a work tree's)."""
     cache = _cache(repo, args)
     computed = compute(repo, source_rev=args.source, state_base=state_base,
-                       now=parse_now(now), cache=cache, save_behind=True, write=write)
+                       now=parse_now(now), cache=cache, save_behind=True, write=write,
+                       last_good_from=last_good_from)
     if cache is not None and not lasting:
         cache.forget_inputs()
     save_read(cache, computed)
@@ -369,17 +372,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _validate(repo: FleetRepo, args: argparse.Namespace, work_tree: str | None) -> int:
-    """``fleetq validate`` of ``args.source`` (the ``work_tree`` commit, if any)."""
+    """``fleetq validate`` of ``args.source`` (the ``work_tree`` commit, if any).
+    A file that breaks is told, and the fleet checked as a reconcile would go
+    on with it: with its last good version, when the state branch has one."""
+    # the state branch is named by the source's fleet.yaml (a work tree's: HEAD's)
+    named_by = "HEAD" if work_tree is not None else args.source
+    state = repo.resolve(state_ref(settings_branch(repo, named_by)))
     computed = _computed(repo, args, state_base=None, now=None, write=False,
-                         lasting=work_tree is None)
-    if work_tree is not None:
-        args.source = "HEAD"  # (the branch the work tree is on names the state branch)
+                         lasting=work_tree is None,
+                         last_good_from=state if state is not None
+                         and written_by_fleetq(repo, state) else None)
+    args.source = named_by
     branch_problems = state_branch_problems(repo, computed.inputs, args.source)
     problems = sorted(computed.problems + branch_problems)
     # the clusters' reported nodes, when the state branch has them: declared
     # capacity that is not there is a warning (see ``capacity_problems``)
-    state = None if branch_problems else repo.resolve(
-        state_ref(settings_branch(repo, args.source)))
+    if branch_problems:
+        state = None
     if state is not None:
         entries = {e.path: e.sha for e in repo.list_tree(state, INVENTORY_DIR)
                    if e.type == "blob"}

@@ -275,8 +275,12 @@ def parse_in_parallel(repo: FleetRepo, entries: list[TreeEntry], progress: Progr
 def compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
             now: dt.datetime, progress: Progress = _quiet,
             cache: Cache | None = None, save_behind: bool = False,
-            write: bool = True) -> Computed:
+            write: bool = True, last_good_from: str | None = None) -> Computed:
     """Read the source commit and the state at ``state_base`` and decide everything.
+
+    ``last_good_from``: the state commit whose sources give the last good
+    versions of the files that break, when there is no ``state_base`` (a
+    check that decides from no state, as the fleet would go on from it).
 
     ``save_behind``: the ``cache``'s new parsed jobs are written by a forked
     process while the rest is done (``Cache.save_jobs_behind``), for a process
@@ -290,7 +294,8 @@ def compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     """
     with gc_paused():
         return _compute(repo, source_rev=source_rev, state_base=state_base, now=now,
-                        progress=progress, cache=cache, save_behind=save_behind, write=write)
+                        progress=progress, cache=cache, save_behind=save_behind, write=write,
+                        last_good_from=last_good_from)
 
 
 @contextlib.contextmanager
@@ -309,14 +314,16 @@ def gc_paused() -> Iterator[None]:
 
 def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
              now: dt.datetime, progress: Progress, cache: Cache | None,
-             save_behind: bool, write: bool = True) -> Computed:
+             save_behind: bool, write: bool = True,
+             last_good_from: str | None = None) -> Computed:
     progress("reading source commit")
     store: JobStore = cache if cache is not None else ParsedJobs()
     if cache is not None:
         cache.load_jobs()
     read_before = cache.kept_inputs() if cache is not None else None  # (tree, fleet read)
     info, inputs = read_inputs(repo, source_rev, store, cache, progress,
-                               last_good=earlier_versions(repo, state_base, source_rev))
+                               last_good=earlier_versions(repo, state_base or last_good_from,
+                                                          source_rev))
     progress(f"read {inputs.files} files, {len(inputs.jobs)} jobs")
     if save_behind and cache is not None:
         cache.save_jobs_behind(inputs.jobs_files)
