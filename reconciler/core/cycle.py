@@ -348,6 +348,8 @@ def _run(inp: CycleInput, left_out: dict[JobKey, tuple[Job, PriorPlacement]],
     return state.result()  # 6
 
 
+_WAITED = (Phase.QUEUED, Phase.INADMISSIBLE, Phase.INVALID)  # (a job that never ran)
+
 PROGRESS_TRIES = 5000  # queued jobs asked in step 5 between two reports of progress
 
 
@@ -627,6 +629,34 @@ class _Cycle:
                     key=bad.key, api_version=bad.api_version, path=bad.path, blob=bad.blob,
                     phase=Phase.INVALID, reason=f"{bad.path}:{bad.line}: {bad.message}",
                     enqueued_at=self._enqueued(None, bad.key))
+        if self.inp.broken_paths:
+            self._keep_waiting_of_broken_files()
+
+    def _keep_waiting_of_broken_files(self) -> None:
+        """A job of a quota that waited (queued, inadmissible, or invalid with
+        its quota known) in a file that cannot be read now stays, invalid, with
+        its enqueue time: fixed, it is back where it was in its queue (a job
+        that ran keeps its placement, step 2). Read no more, it would be a new
+        job once fixed. (One whose file never said its name has no quota.)"""
+        inp = self.inp
+        broken = inp.broken_paths
+        waiting = [p for p in inp.prior.values() if p.path in broken and p.phase in _WAITED
+                   and p.quota is not None
+                   and p.key not in inp.ended]  # (those decided apart: see core.outcomes)
+        if not waiting:
+            return
+        named = {j.key for j in inp.jobs}.union(bad.key for bad in inp.invalid)
+        for prior in waiting:
+            if prior.key in named:
+                continue
+            enqueued = prior.enqueued_at or inp.source_time
+            self.decisions[prior.key] = Decision(
+                key=prior.key, api_version=prior.api_version, path=prior.path,
+                blob=prior.blob, phase=Phase.INVALID, enqueued_at=enqueued,
+                quota=prior.quota, priority=prior.priority, requests=dict(prior.requests),
+                policy=prior.policy, reason=(
+                    f"source is invalid ({broken[prior.path]}); it keeps its enqueue time "
+                    f"({enqueued}), so its place in its queue, until it is fixed"))
 
     def resolve_more(self, jobs: list[Job], done: Container[JobKey]) -> None:
         """Step 1 again for the invalid jobs (the input changed: their enqueue

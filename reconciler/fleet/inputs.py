@@ -47,6 +47,7 @@ from reconciler.fleet.jobs import (
     check_name,
     check_namespace,
     job_key,
+    named_as_kubernetes_names,
     requirements_of,
     tolerations_of,
 )
@@ -571,9 +572,11 @@ def patch_fleet_others(before: FleetInputs, changes: Iterable[tuple[str, Blobbed
 def _take_job(inputs: FleetInputs, outcome: JobSource | InvalidJob) -> None:
     if isinstance(outcome, JobSource):
         _add_job(inputs, outcome)
-    else:
-        inputs.invalid.append(outcome)
-        inputs.problems.append(Problem(outcome.path, outcome.line, outcome.message))
+        return
+    inputs.invalid.append(outcome)
+    inputs.problems.append(Problem(outcome.path, outcome.line, outcome.message))
+    if not named_as_kubernetes_names(outcome.key):  # (which job it is, it does not say)
+        inputs.broken_paths.setdefault(outcome.path, outcome.message)
 
 
 def read_file(src: SourceFile, inputs: FleetInputs, trees: list[Document],
@@ -750,7 +753,16 @@ def _guard(inputs: FleetInputs, doc: Document, action: Callable[[Document], obje
 def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
     usable = []
     for doc in trees:
-        ns = (doc.value.get("metadata") or {}).get("namespace")
+        meta, spec = doc.value.get("metadata"), doc.value.get("spec")
+        bad = next((part for part, value in (("metadata", meta), ("spec", spec))
+                    if not isinstance(value, dict | None)), None)
+        if bad is not None:
+            value = doc.value[bad]
+            message = f"{bad} must be a mapping, not {type(value).__name__} {value!r}"
+            inputs.problems.append(Problem(doc.path, doc.line_of(bad), message))
+            inputs.broken_paths.setdefault(doc.path, message)
+            continue
+        ns = (meta or {}).get("namespace")
         if ns != "kube-system":
             message = (f"ElasticQuotaTree in namespace {ns or 'default'!r} takes no effect; "
                        f"it must be in kube-system")
@@ -767,7 +779,7 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
     if usable:
         doc = usable[0]
         try:
-            spec = _quota_spec(doc, doc.value.get("spec", {}).get("root"), "spec.root")
+            spec = _quota_spec(doc, (doc.value.get("spec") or {}).get("root"), "spec.root")
             tree, problems = build_tree(spec, path=doc.path)
             inputs.problems.extend(problems)
             inputs.tree = tree
@@ -1048,9 +1060,10 @@ def _priority_class(doc: Document, inputs: FleetInputs) -> None:
     priority (Kubernetes admits one such class: a second is a conflict, see
     ``_leave_out_conflicts``)."""
     meta = _meta(doc)
-    value = doc.value.get("value")
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ManifestError("PriorityClass value must be a whole number", "value")
+    # Kubernetes' bounds: an int32, at most 1,000,000,000 but for its own system- classes
+    most = INT32_MAX if str(meta["name"]).startswith("system-") else HIGHEST_USER_PRIORITY
+    _priority_value(doc, "PriorityClass", most)
+    value = doc.value["value"]
     what = f"PriorityClass {meta['name']}"
     if _define(inputs, what, doc):
         inputs.priority_classes[str(meta["name"])] = value
@@ -1058,11 +1071,25 @@ def _priority_class(doc: Document, inputs: FleetInputs) -> None:
         inputs.default_priority = value
 
 
-def _workload_priority_class(doc: Document, inputs: FleetInputs) -> None:
-    meta = _meta(doc)
+HIGHEST_USER_PRIORITY = 1_000_000_000  # (Kubernetes' HighestUserDefinablePriority)
+
+
+def _priority_value(doc: Document, kind: str, most: int) -> None:
+    """A priority class's value: a whole number from int32's least to ``most``,
+    as Kubernetes takes it (a larger one would outrank every job on the
+    fleet's word only: no cluster would have the class)."""
     value = doc.value.get("value")
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ManifestError("WorkloadPriorityClass value must be a whole number", "value")
+        raise ManifestError(f"{kind} value must be a whole number", "value")
+    if not -INT32_MAX - 1 <= value <= most:
+        raise ManifestError(f"{kind} value {value} is out of range: Kubernetes takes "
+                            f"{-INT32_MAX - 1} to {most}", "value")
+
+
+def _workload_priority_class(doc: Document, inputs: FleetInputs) -> None:
+    meta = _meta(doc)
+    _priority_value(doc, "WorkloadPriorityClass", INT32_MAX)
+    value = doc.value["value"]
     if _define(inputs, f"WorkloadPriorityClass {meta['name']}", doc):
         inputs.workload_priority_classes[str(meta["name"])] = value
 

@@ -7,6 +7,7 @@ its pod templates reference), sent with it when its policy propagates deps.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import pickle
 import re
@@ -77,8 +78,11 @@ def stable_name(prefix: str, path: str, index: int) -> str:
 
 def job_name(obj: Manifest, path: str, index: int) -> str:
     meta = obj.get("metadata")
-    if not isinstance(meta, Mapping):
+    if meta is None:
         raise ManifestError("metadata is missing; give the job metadata.name", "metadata")
+    if not isinstance(meta, Mapping):
+        raise ManifestError(f"metadata must be a mapping (of name, namespace, ...), not "
+                            f"{type(meta).__name__} {meta!r}", "metadata")
     name = meta.get("name")
     if isinstance(name, str) and name:
         return name
@@ -94,6 +98,9 @@ def job_name(obj: Manifest, path: str, index: int) -> str:
 def job_key(obj: Manifest, path: str, index: int) -> JobKey:
     meta = obj.get("metadata") or {}
     namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    if namespace is not None and not isinstance(namespace, str):
+        raise ManifestError(f"metadata.namespace must be a string, not {namespace!r}; quote it",
+                            "metadata.namespace")
     intern = sys.intern
     return JobKey(intern(api_group(str(obj["apiVersion"]))), intern(str(obj["kind"])),
                   intern(str(namespace or DEFAULT_NAMESPACE)), job_name(obj, path, index))
@@ -196,12 +203,54 @@ def node_affinity_of(spec: Mapping[str, Any], field: str) -> tuple[NodeSelectorT
     return tuple(out)
 
 
+def check_metadata(meta: object, field: str) -> None:
+    """An object's (or a pod template's) ``metadata``: its labels and
+    annotations are mappings when given (fleetq adds its own to them), of
+    keys and values Kubernetes takes (a cluster would refuse the object)."""
+    if meta is None:
+        return
+    if not isinstance(meta, Mapping):
+        raise ManifestError(f"{field} must be a mapping, not {type(meta).__name__} {meta!r}",
+                            field)
+    for part in ("labels", "annotations"):
+        value = meta.get(part)
+        if value is None:
+            continue
+        at = f"{field}.{part}"
+        if not isinstance(value, Mapping):
+            raise ManifestError(f"{at} must be a mapping, not {type(value).__name__} "
+                                f"{value!r}", at)
+        for k, v in value.items():
+            if not isinstance(v, str | None):
+                raise ManifestError(f"{at}: {str(k)!r} must be a string, not {v!r}; quote it",
+                                    at)
+            wrong = _label_wrong(str(k), v or "", part == "labels")
+            if wrong is not None:
+                raise ManifestError(f"{at}: {wrong}", at)
+
+
+_LABEL_RULE = ("at most 63 letters, digits, '-', '_' and '.', starting and ending with a "
+               "letter or digit")
+
+
+@functools.lru_cache(maxsize=1 << 16)  # (a fleet's jobs repeat their labels)
+def _label_wrong(key: str, value: str, label: bool) -> str | None:
+    """What Kubernetes finds wrong with a label (``label``) or annotation, if anything."""
+    prefix, slash, name = key.rpartition("/")
+    if (slash and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix))) or \
+            len(name) > 63 or not _LABEL_VALUE.fullmatch(name):
+        return (f"key {key!r} is not a valid {'label' if label else 'annotation'} key: an "
+                f"optional DNS subdomain and '/', then {_LABEL_RULE}")
+    if label and value and (len(value) > 63 or not _LABEL_VALUE.fullmatch(value)):
+        return f"{key!r}: {value[:80]!r} is not a valid label value: {_LABEL_RULE}"
+    return None
+
+
 def _labels(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    check_metadata(meta, "metadata")
     labels = meta.get("labels") or {}
-    if not isinstance(labels, Mapping):
-        raise ManifestError("metadata.labels must be a mapping", "metadata.labels")
     # interned: the same keys and values recur in every job of a fleet
-    return tuple(sorted((sys.intern(str(k)), sys.intern(str(v))) for k, v in labels.items()))
+    return tuple(sorted((sys.intern(str(k)), sys.intern(v or "")) for k, v in labels.items()))
 
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -215,6 +264,14 @@ def check_namespace(namespace: str, field: str = "metadata.namespace") -> None:
         raise ManifestError(
             f"{field} {namespace!r} is not a valid namespace name: at most 63 lower-case "
             f"letters, digits and '-', starting and ending with a letter or digit", field)
+
+
+def named_as_kubernetes_names(key: JobKey) -> bool:
+    """Whether a job's key holds a namespace and a name Kubernetes takes: a job
+    whose manifest says no such name cannot be told from another one, so the
+    job that ran from its file keeps its place until it is fixed."""
+    return len(key.namespace) <= 63 and bool(_DNS_LABEL.fullmatch(key.namespace)) and \
+        len(key.name) <= JOB_NAME_MOST and bool(_DNS_SUBDOMAIN.fullmatch(key.name))
 
 
 def check_name(name: str, field: str = "metadata.name", what: str = "",
@@ -236,8 +293,7 @@ def check_label_value(value: str, field: str, what: str) -> None:
     (``what`` says where): a cluster would refuse the object that carries it."""
     if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
         raise ManifestError(
-            f"{field} {value!r} is not a valid {what}: at most 63 letters, digits, '-', '_' "
-            f"and '.', starting and ending with a letter or digit", field)
+            f"{field} {value!r} is not a valid {what}: {_LABEL_RULE}", field)
 
 
 JOB_NAME_MOST = 63  # a Job's pods carry its name in a label (job-name), as operators' do
@@ -267,6 +323,7 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
     priority_field = "spec.runPolicy.schedulingPolicy.priorityClass"  # (unless a pod's)
     deps: set[tuple[str, str]] = set()
     for ref in kind.pod_templates(obj):
+        check_metadata(ref.template.get("metadata"), f"{ref.field}.metadata")
         per_pod = pod_requests(ref.template, ref.field)
         spec = ref.template["spec"]
         selector = spec.get("nodeSelector") or {}

@@ -646,3 +646,82 @@ def test_a_node_affinity_kubernetes_would_refuse_is_an_error_at_its_line(
     got = told(read({"jobs/j.yaml": text}))
     assert len(got) == 1 and said in got[0], got
     assert got[0].startswith("jobs/j.yaml:"), got
+
+
+@pytest.mark.parametrize(("kind", "name", "value", "said"), [
+    ("PriorityClass", "huge", 99999999999999999999,
+     "PriorityClass value 99999999999999999999 is out of range: Kubernetes takes -2147483648 "
+     "to 1000000000"),
+    ("PriorityClass", "above-users", 1000000001, "to 1000000000"),
+    ("PriorityClass", "system-mine", 2147483648, "to 2147483647"),
+    ("PriorityClass", "low", -2147483649, "takes -2147483648"),
+    ("WorkloadPriorityClass", "huge", 2147483648, "to 2147483647"),
+])
+def test_a_priority_value_kubernetes_refuses_is_an_error(kind: str, name: str, value: int,
+                                                         said: str) -> None:
+    """It was taken as it was: a class no cluster could have outranked every job."""
+    api = "scheduling.k8s.io/v1" if kind == "PriorityClass" else "kueue.x-k8s.io/v1beta1"
+    text = f"apiVersion: {api}\nkind: {kind}\nmetadata: {{name: {name}}}\nvalue: {value}\n"
+    inputs = read({"classes.yaml": text})
+    got = told(inputs)
+    assert len(got) == 1 and got[0].startswith("classes.yaml:4: ") and said in got[0], got
+    assert not inputs.priority_classes and not inputs.workload_priority_classes
+    fine = text.replace(str(value), str(1000000000 if kind == "PriorityClass" else -5))
+    assert told(read({"classes.yaml": fine})) == []
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    ("metadata: {name: elasticquotatree, namespace: kube-system}\n", "metadata: [a]\n",
+     "quota.yaml:3: metadata must be a mapping, not list ['a']"),
+    ("spec:\n  root:", "spec: []\nxspec:\n  root:", "quota.yaml:4: spec must be a mapping, "
+     "not list []"),
+    ("spec:\n  root:", "spec: x\nxspec:\n  root:", "quota.yaml:4: spec must be a mapping, "
+     "not str 'x'"),
+])
+def test_a_quota_tree_whose_metadata_or_spec_is_no_mapping_is_told(old: str, new: str,
+                                                                   said: str) -> None:
+    """It stopped every command with a traceback."""
+    inputs = read({"quota.yaml": QUOTA_TREE.replace(old, new), "jobs/j.yaml": JOB})
+    assert told(inputs) == [said]
+    assert inputs.tree is None and "quota.yaml" in inputs.broken_paths
+    assert list(inputs.jobs) != []  # (the rest of the fleet is read)
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    ("    spec:\n      containers:", "    metadata: []\n    spec:\n      containers:",
+     "jobs/j.yaml:6: spec.template.metadata must be a mapping, not list []"),
+    ("    spec:\n      containers:", "    metadata: {labels: [a]}\n    spec:\n      containers:",
+     "jobs/j.yaml:6: spec.template.metadata.labels must be a mapping, not list ['a']"),
+    ("metadata: {name: j1, namespace: default}",
+     "metadata: {name: j1, namespace: default, annotations: x}",
+     "jobs/j.yaml:3: metadata.annotations must be a mapping, not str 'x'"),
+    ("metadata: {name: j1, namespace: default}",
+     "metadata: {name: j1, namespace: default, labels: {version: 1.0}}",
+     "jobs/j.yaml:3: metadata.labels: 'version' must be a string, not 1.0; quote it"),
+    ("metadata: {name: j1, namespace: default}",
+     f"metadata: {{name: j1, namespace: default, labels: {{team: {'x' * 64}}}}}",
+     f"jobs/j.yaml:3: metadata.labels: 'team': '{'x' * 64}' is not a valid label value: at "
+     f"most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit"),
+    ("metadata: {name: j1, namespace: default}",
+     "metadata: {name: j1, namespace: default, labels: {'a b': c}}",
+     "jobs/j.yaml:3: metadata.labels: key 'a b' is not a valid label key: an optional DNS "
+     "subdomain and '/', then at most 63 letters"),
+    ("    spec:\n      containers:",
+     "    metadata: {annotations: {'Example.com/x': y}}\n    spec:\n      containers:",
+     "jobs/j.yaml:6: spec.template.metadata.annotations: key 'Example.com/x' is not a valid "
+     "annotation key"),
+    ("metadata: {name: j1, namespace: default}", "metadata: [j1]",
+     "jobs/j.yaml:3: metadata must be a mapping (of name, namespace, ...), not list ['j1']"),
+    ("metadata: {name: j1, namespace: default}", "metadata: {name: j1, namespace: [default]}",
+     "jobs/j.yaml:3: metadata.namespace must be a string, not ['default']; quote it"),
+])
+def test_a_jobs_metadata_kubernetes_would_refuse_is_an_error_at_its_line(
+        old: str, new: str, said: str) -> None:
+    """A pod template's metadata that was no mapping stopped every reconcile
+    with a traceback; labels a cluster refuses were sent to it."""
+    text = JOB.replace(old, new)
+    assert text != JOB
+    inputs = read({"jobs/j.yaml": text, "jobs/ok.yaml": JOB.replace("j1", "ok")})
+    got = told(inputs)
+    assert len(got) == 1 and got[0].startswith(said), got
+    assert [str(k) for k in inputs.jobs] == ["Job default/ok"]

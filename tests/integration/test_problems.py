@@ -114,7 +114,23 @@ def _break_quantity(text: str) -> str:
     return text.replace('cpu: "10m"', 'cpu: "ten millicores"', 1)
 
 
-@pytest.mark.parametrize("breaker", [_break_yaml, _break_quantity], ids=["yaml", "quantity"])
+def _drop_name(text: str) -> str:
+    return text.replace("  name: pytorch-test\n", "  nme: pytorch-test\n", 1)
+
+
+def _namespace_as_list(text: str) -> str:
+    return text.replace("  namespace: default\n", "  namespace: [default]\n", 1)
+
+
+def _metadata_as_list(text: str) -> str:
+    return text.replace("metadata:\n", "metadata: []\nxmetadata:\n", 1)
+
+
+# (the last three leave the job without a name Kubernetes takes: which job the
+# file now defines, it does not say, so the one that ran from it stays)
+@pytest.mark.parametrize("breaker", [_break_yaml, _break_quantity, _drop_name,
+                                     _namespace_as_list, _metadata_as_list],
+                         ids=["yaml", "quantity", "no name", "namespace list", "metadata list"])
 def test_admitted_job_whose_file_turns_invalid_keeps_its_placement(
         seed_fleet: SeedFleet, breaker: object) -> None:
     path = seed_fleet.path
@@ -160,6 +176,40 @@ def test_admitted_job_whose_file_turns_invalid_keeps_its_placement(
     assert fixed["admittedAt"] == "2026-11-29T11:00:00Z"
     assert "sourceInvalid" not in fixed
     assert state_show(path, RENDERED_SEED) == rendered_before
+
+
+def test_a_queued_job_whose_file_breaks_stays_flagged_and_keeps_its_place(
+        seed_fleet: SeedFleet) -> None:
+    """It vanished from the state while its file was broken, and came back as
+    a new job once fixed: enqueued anew, behind the jobs pushed meanwhile."""
+    path = seed_fleet.path
+    _admit_seed_then_queue_second(seed_fleet)
+    before = placements(path)["default/pytorch-second"]
+    assert (before["phase"], before["enqueuedAt"]) == ("Queued", "2026-11-29T11:05:00Z")
+    job_file = path / "jobs/default/pytorch-second.yaml"
+    good = job_file.read_text()
+    job_file.write_text(good + "oops: [\n")
+    commit_all(path, "break pytorch-second", date="2026-11-29T11:20:00Z")
+    seed_fleet.reconcile("2026-11-29T11:30:00Z")
+    kept = placements(path)["default/pytorch-second"]
+    assert (kept["phase"], kept["enqueuedAt"], kept["quota"]) == (
+        "Invalid", "2026-11-29T11:05:00Z", before["quota"]), kept
+    assert kept["reason"].startswith("source is invalid (jobs/default/pytorch-second.yaml:")
+    assert kept["reason"].endswith("it keeps its enqueue time (2026-11-29T11:05:00Z), so its "
+                                   "place in its queue, until it is fixed"), kept["reason"]
+    # another job comes meanwhile; the fixed one is ahead of it again
+    write_files(path, {"jobs/default/pytorch-third.yaml": pytorchjob("pytorch-third")})
+    commit_all(path, "third job", date="2026-11-29T11:40:00Z")
+    seed_fleet.reconcile("2026-11-29T11:50:00Z")
+    assert placements(path)["default/pytorch-second"] == kept  # (a fixed point)
+    job_file.write_text(good)
+    commit_all(path, "fix pytorch-second", date="2026-11-29T12:00:00Z")
+    seed_fleet.reconcile("2026-11-29T12:10:00Z")
+    items = placements(path)
+    assert (items["default/pytorch-second"]["phase"], items["default/pytorch-second"][
+        "enqueuedAt"], items["default/pytorch-second"]["position"]) == (
+        "Queued", "2026-11-29T11:05:00Z", 1)
+    assert items["default/pytorch-third"]["position"] == 2
 
 
 def test_deleted_admitted_job_leaves_and_the_next_one_is_admitted(
@@ -231,6 +281,11 @@ def test_a_quota_tree_or_member_cluster_file_that_breaks_leaves_the_fleet_as_it_
     assert state_tree() == good
     checked = fleetq("validate", "--repo", str(path))
     assert checked.returncode == 1 and "quota/elasticquotatree.yaml:4:" in checked.stdout
+    # checked as the fleet goes on: with the tree's last good version (its jobs
+    # were told there was no quota tree at all)
+    assert "quota/elasticquotatree.yaml: warning: the fleet goes on with this file's last " \
+           "good version" in checked.stdout
+    assert checked.stdout.count("error:") == 1, checked.stdout
 
     cluster_file = path / "clusters/gpu-hz-a.yaml"
     cluster_text = cluster_file.read_text()
