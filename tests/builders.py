@@ -454,3 +454,13 @@ def by_name(result: CycleResult) -> dict[str, Decision]:
 
 def phases(result: CycleResult) -> dict[str, Phase]:
     return {d.key.name: d.phase for d in result.decisions}
+
+
+def quota_tree_yaml(total: str, children: str) -> str:
+    """An ElasticQuotaTree in kube-system, as a fleet's file: its root's min and
+    max ``total`` (a YAML flow mapping), then ``children``, the lines of the
+    root's list of children."""
+    return ("apiVersion: scheduling.sigs.k8s.io/v1beta1\nkind: ElasticQuotaTree\n"
+            "metadata: {name: elasticquotatree, namespace: kube-system}\n"
+            f"spec:\n  root:\n    name: root\n    min: {total}\n    max: {total}\n"
+            f"    children:\n{children}")

@@ -13,6 +13,7 @@ import pytest
 from reconciler.core.model import Taint
 from reconciler.fleet.inputs import FleetInputs, SourceFile, read_fleet
 from reconciler.jobkinds.base import QUANTITY_FORM
+from tests.builders import quota_tree_yaml
 
 CLUSTER = """\
 apiVersion: fleetq.io/v1alpha1
@@ -363,20 +364,11 @@ def test_other_objects_named_against_kubernetes_rules_are_errors(text: str, said
     assert len(got) == 1 and got[0].startswith(said), got
 
 
-QUOTA_TREE = """\
-apiVersion: scheduling.sigs.k8s.io/v1beta1
-kind: ElasticQuotaTree
-metadata: {name: elasticquotatree, namespace: kube-system}
-spec:
-  root:
-    name: root
-    max: {cpu: "8"}
-    min: {cpu: "8"}
-    children:
+QUOTA_TREE = quota_tree_yaml('{cpu: "8"}', """\
     - name: a
       namespaces: [default]
       max: {cpu: "8"}
-"""
+""")
 
 
 @pytest.mark.parametrize("name", ["Team A", "q" * 64, "-a", "a/b", "ü"])

@@ -7,6 +7,8 @@ from typing import Any
 
 import yaml
 
+from tests.builders import quota_tree_yaml
+
 from .conftest import (
     NOW,
     STATE,
@@ -19,20 +21,11 @@ from .conftest import (
     state_show,
 )
 
-TREE = """\
-apiVersion: scheduling.sigs.k8s.io/v1beta1
-kind: ElasticQuotaTree
-metadata: {name: elasticquotatree, namespace: kube-system}
-spec:
-  root:
-    name: root
-    min: {cpu: 1000, memory: 4000Gi}
-    max: {cpu: 1000, memory: 4000Gi}
-    children:
+TREE = quota_tree_yaml("{cpu: 1000, memory: 4000Gi}", """\
     - name: team
       max: {cpu: 1000, memory: 4000Gi}
       namespaces: [team-bj, team-hz]
-"""
+""")
 
 
 def _pinned_policy(namespace: str, cluster: str) -> str:

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.builders import quota_tree_yaml
+
 from .conftest import (
     REPO_ROOT,
     fleetq,
@@ -21,16 +23,7 @@ from .conftest import (
 
 PRESETS = REPO_ROOT / "fleet-repo-template" / "policies"
 
-TREE = """\
-apiVersion: scheduling.sigs.k8s.io/v1beta1
-kind: ElasticQuotaTree
-metadata: {name: elasticquotatree, namespace: kube-system}
-spec:
-  root:
-    name: root
-    min: {cpu: 1000, memory: 4000Gi, nvidia.com/gpu: 64}
-    max: {cpu: 1000, memory: 4000Gi, nvidia.com/gpu: 64}
-    children:
+TREE = quota_tree_yaml("{cpu: 1000, memory: 4000Gi, nvidia.com/gpu: 64}", """\
     - name: sandbox
       max: {cpu: 100}
       namespaces: [sandbox]
@@ -43,7 +36,7 @@ spec:
     - name: platform
       max: {cpu: 100}
       namespaces: [platform]
-"""
+""")
 
 PREPULL_JOB = """\
 apiVersion: batch/v1

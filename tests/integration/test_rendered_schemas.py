@@ -38,6 +38,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.builders import quota_tree_yaml
+
 from .conftest import (
     QUEUED_CLUSTER_POLICY,
     REPO_ROOT,
@@ -432,16 +434,7 @@ def test_the_upstream_examples_pass_the_checker_as_they_are() -> None:
 
 # -- the fleets --------------------------------------------------------------
 
-TREE = """\
-apiVersion: scheduling.sigs.k8s.io/v1beta1
-kind: ElasticQuotaTree
-metadata: {name: elasticquotatree, namespace: kube-system}
-spec:
-  root:
-    name: root
-    min: {cpu: 2000, memory: 8000Gi, nvidia.com/gpu: 128}
-    max: {cpu: 2000, memory: 8000Gi, nvidia.com/gpu: 128}
-    children:
+TREE = quota_tree_yaml("{cpu: 2000, memory: 8000Gi, nvidia.com/gpu: 128}", """\
     - name: examples
       min: {cpu: 1000, memory: 4000Gi, nvidia.com/gpu: 64}
       max: {cpu: 2000, memory: 8000Gi, nvidia.com/gpu: 128}
@@ -454,7 +447,7 @@ spec:
         min: {cpu: 1000, memory: 4000Gi, nvidia.com/gpu: 64}
         max: {cpu: 2000, memory: 8000Gi, nvidia.com/gpu: 128}
         namespaces: [video]
-"""
+""")
 
 
 def _cluster(dialect: str) -> str:

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.builders import quota_tree_yaml
+
 from .conftest import (
     QUEUED_CLUSTER_POLICY,
     SHARED,
@@ -27,21 +29,12 @@ JOB_GLOBS = ("training-operator/examples/**/*.yaml", "kuberay/samples/*.yaml",
              "mpi-operator/examples/**/*.yaml")
 
 # A leaf for every namespace the examples use (most have none: `default`).
-TREE = """\
-apiVersion: scheduling.sigs.k8s.io/v1beta1
-kind: ElasticQuotaTree
-metadata: {name: elasticquotatree, namespace: kube-system}
-spec:
-  root:
-    name: root
-    min: {cpu: 1000, memory: 4000Gi, nvidia.com/gpu: 64}
-    max: {cpu: 1000, memory: 4000Gi, nvidia.com/gpu: 64}
-    children:
+TREE = quota_tree_yaml("{cpu: 1000, memory: 4000Gi, nvidia.com/gpu: 64}", """\
     - name: examples
       min: {cpu: 1000, memory: 4000Gi, nvidia.com/gpu: 64}
       max: {cpu: 1000, memory: 4000Gi, nvidia.com/gpu: 64}
       namespaces: [default, kubeflow]
-"""
+""")
 
 CLUSTER = """\
 apiVersion: fleetq.io/v1alpha1
