@@ -53,11 +53,17 @@ class Identity:
     email: str
 
 
+TMP_OBJECT = "tmp_obj_"  # (git's own prefix of an object being written: git gc prunes it)
+
+
 def _write_loose(kind: bytes, body: bytes, target: Path) -> None:
-    """One loose object, whole or not at all (written aside, then renamed)."""
+    """One loose object, whole or not at all (written aside, then renamed; the
+    file aside named as git names its own, which ``git gc`` removes should a
+    kill leave one)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".fleetq-")
+    tmp: str | None = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=TMP_OBJECT)
         with os.fdopen(fd, "wb") as fh:
             deflate = zlib.compressobj(1)
             fh.write(deflate.compress(kind + b" " + str(len(body)).encode() + b"\0"))
@@ -66,7 +72,8 @@ def _write_loose(kind: bytes, body: bytes, target: Path) -> None:
         os.chmod(tmp, 0o444)
         os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from reconciler.gitops import repo as gitrepo
@@ -108,7 +109,22 @@ def test_a_large_blob_is_written_in_the_background_and_git_waits_for_it(
     assert placements is not None and f"fleetq-write-{placements[:12]}" in started
     assert rev(behind, STATE) == rev(inline, STATE)
     git(behind, "fsck", "--strict", "--no-dangling")
-    assert not list((behind / ".git" / "objects").glob("*/.fleetq-*"))
+    assert not list((behind / ".git" / "objects").glob(f"*/{gitrepo.TMP_OBJECT}*"))
+
+
+def test_an_object_left_half_written_by_a_kill_is_one_git_gc_removes(tmp_path: Path) -> None:
+    """A reconcile killed while it wrote an object left a file git reported as
+    garbage for good (``git fsck``: bad sha1 file) and never removed."""
+    path = _fleet(tmp_path / "fleet")
+    run_reconcile(path, use_cache=False)
+    stray = path / ".git" / "objects" / "ab" / f"{gitrepo.TMP_OBJECT}x1y2z3"
+    stray.parent.mkdir(exist_ok=True)
+    stray.write_bytes(b"x\x9c half written")
+    os.utime(stray, (0, 0))  # (long ago: as git gc finds one left by a kill)
+    assert "bad sha1 file" not in git(path, "fsck", "--no-dangling")
+    git(path, "gc", "-q", "--prune=now")
+    assert not stray.exists()
+    assert "garbage: 0" in git(path, "count-objects", "-v")
 
 
 def test_a_background_write_that_fails_is_raised_at_the_next_git_call(
