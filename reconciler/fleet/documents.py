@@ -298,6 +298,9 @@ def _unreadable(path: str, data: bytes | str, exc: yaml.reader.ReaderError) -> P
 _LINK = re.compile(r"[^\s:]*/[^\s:]*|[^\s:/]+\.ya?ml")  # a path, as a link's blob holds
 
 
+_LFS_POINTER = "version https://git-lfs.github.com/spec/v1 "  # (its lines, read as one)
+
+
 def iter_mapping_docs(docs: list[Document], problems: list[Problem],
                       broken: dict[str, str] | None = None) -> Iterator[Document]:
     """Documents that are mappings with apiVersion and kind; others become
@@ -311,6 +314,11 @@ def iter_mapping_docs(docs: list[Document], problems: list[Problem],
                 f"it holds only the path {value!r}: is it a symbolic link? fleetq reads what "
                 f"git stores for a link, the path it points to, not the file there: copy the "
                 f"file here, or exclude the link in fleet.yaml"))
+        elif isinstance(value, str) and len(docs) == 1 and value.startswith(_LFS_POINTER):
+            problem = Problem(doc.path, doc.line, (
+                "it is a Git LFS pointer: fleetq reads the commit, which holds the pointer, "
+                "not the file LFS keeps; keep manifests out of LFS (.gitattributes), or "
+                "exclude the file in fleet.yaml"))
         elif not isinstance(value, dict):
             problem = Problem(doc.path, doc.line, (
                 f"document {doc.index + 1} is a {type(value).__name__}, not a Kubernetes "

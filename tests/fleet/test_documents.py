@@ -16,7 +16,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler.fleet.documents import parse_documents
+from reconciler.core.problems import Problem
+from reconciler.fleet.documents import iter_mapping_docs, parse_documents
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SHARED = REPO_ROOT.parent / "shared"
@@ -161,3 +162,18 @@ def test_text_yaml_cannot_read_is_a_problem_at_its_line(data: bytes, line: int,
     _, problem = parse_documents("jobs/x.yaml", data)
     assert problem is not None and problem.line == line, problem
     assert problem.message == said
+
+
+def test_a_git_lfs_pointer_is_told_as_one() -> None:
+    """It was told to be a str, not a Kubernetes object, with no fix."""
+    data = (b"version https://git-lfs.github.com/spec/v1\n"
+            b"oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n"
+            b"size 12345\n")
+    docs, problem = parse_documents("jobs/big.yaml", data)
+    assert problem is None
+    problems: list[Problem] = []
+    assert list(iter_mapping_docs(docs, problems)) == []
+    assert problems == [Problem("jobs/big.yaml", 1, (
+        "it is a Git LFS pointer: fleetq reads the commit, which holds the pointer, not the "
+        "file LFS keeps; keep manifests out of LFS (.gitattributes), or exclude the file in "
+        "fleet.yaml"))]
