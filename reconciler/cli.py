@@ -41,6 +41,7 @@ from reconciler.pipeline import (
     ParsedJobs,
     Round,
     branch_in_use,
+    branches_having,
     capacity_problems,
     check_remote_state,
     check_source,
@@ -172,6 +173,10 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     branch = _branch(repo, args)
     if outcome.computed is not None and outcome.computed.problems:
         print(problems_text(outcome.computed.problems), file=sys.stderr)
+    if outcome.attempts > 1:  # (said as it happens on a terminal only: said again here)
+        print(f"fleetq: the state branch moved meanwhile (another reconcile wrote it): "
+              f"decided again from its new head, {outcome.attempts} attempts in all",
+              file=sys.stderr)
     print(_outcome_line(outcome, branch, repo), file=_say(args.output))
     if args.output != "none":
         items, texts = (([decision_item(d) for d in outcome.decisions], {})
@@ -190,6 +195,12 @@ def _outcome_line(outcome: Outcome, branch: str, repo: FleetRepo | None = None) 
                     f"than {source}, of the branch {off[1]!r}, not of {off[0]!r}: if that "
                     f"branch was reconciled by mistake, commit to {off[0]!r} (git commit "
                     f"--allow-empty will do) and reconcile that commit, which is not older")
+        if repo is not None and not branches_having(repo, outcome.newer):
+            return (f"no change: {branch} is made from {outcome.newer[:12]}, a later commit "
+                    f"than {source}, which no branch here has: if the source branch was reset "
+                    f"or force-pushed back to {source}, commit on it (git commit --allow-empty "
+                    f"will do) and reconcile that commit, which is not older; reconciling "
+                    f"{source} itself would roll the state back")
         return (f"no change: {branch} is made from {outcome.newer[:12]}, a later commit than "
                 f"{source}: reconciling {source} would roll it back (to go back, revert on "
                 f"the source branch)")
@@ -258,13 +269,20 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def _state_head(repo: FleetRepo, branch: str) -> str | None:
-    """The state branch's head, for a command that reads it: the local branch,
-    else, when one remote's copy of it is here (a fresh clone on a CI runner),
-    that copy, said on stderr."""
+    """The state branch's head, for a command that reads it: the local branch
+    (told on stderr when a remote's copy of it, as last fetched, is newer, as
+    ``git status`` tells a branch behind its upstream), else, when one
+    remote's copy of it is here (a fresh clone on a CI runner), that copy,
+    said on stderr."""
     sha = repo.resolve(state_ref(branch))
-    if sha is not None:
-        return sha
     copies = remote_copies(repo, branch)
+    if sha is not None:
+        for name, copy in copies:
+            if copy != sha and repo.is_ancestor(sha, copy):
+                print(f"fleetq: {branch} is behind {name} ({copy[:12]}), as git last fetched "
+                      f"it: reading {branch} ({sha[:12]}); run fleetq reconcile --remote "
+                      f"{name.partition('/')[0]} to bring it up to date", file=sys.stderr)
+        return sha
     if len(copies) != 1:
         return None
     name, sha = copies[0]
@@ -313,12 +331,12 @@ def _computed(repo: FleetRepo, args: argparse.Namespace, *, state_base: str | No
 
 
 def _computed_on(repo: FleetRepo, args: argparse.Namespace, branch: str, *,
-                 state_base: str | None, now: str | None) -> Computed:
+                 state_base: str | None, now: str | None, write: bool = True) -> Computed:
     """``_computed`` from the state on ``branch`` (plan, explain): when it
     stops (a state that does not read back, ...), reconcile's refusal of the
     branch comes first, when it refuses it (see ``_refused``)."""
     try:
-        return _computed(repo, args, state_base=state_base, now=now)
+        return _computed(repo, args, state_base=state_base, now=now, write=write)
     except GitError:
         _refused(repo, branch, args.source)
         raise
@@ -464,9 +482,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     base = repo.fetch(args.remote, branch) if args.remote else _state_head(repo, branch)
     if args.remote and base is not None:
         check_remote_state(repo, args.remote, branch, base)
-    computed = _computed_on(repo, args, branch, state_base=base, now=args.now)
-    tree = repo.write_tree(computed.files)
-    files = diff_trees(repo, base, computed.files) if tree != computed.state_tree else []
+    # (nothing written: a plan reads, and may run where the repository is read-only)
+    computed = _computed_on(repo, args, branch, state_base=base, now=args.now, write=False)
+    files = diff_trees(repo, base, computed.files)
     changed = bool(files)
     made_from = state_source(repo, base, computed.source.sha)
     if args.output in ("json", "yaml"):
@@ -538,7 +556,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     branch = _branch(repo, args)
     check_source(repo, args.source)
     base = _state_head(repo, branch)
-    computed = _computed_on(repo, args, branch, state_base=base, now=args.now)
+    computed = _computed_on(repo, args, branch, state_base=base, now=args.now, write=False)
     wanted = args.job
     kind, namespace, name = _job_name(wanted)
     matches = [d for d in computed.result.decisions if d.key.name == name
@@ -978,7 +996,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # pragma: no cover - `fleetq status | head`
         return EXIT_OK
     except OSError as exc:  # (the environment: a read-only .git, a full disk, ...)
-        print(f"fleetq: {exc}", file=sys.stderr)
+        fix = ""
+        if isinstance(exc, PermissionError) and "/.git/" in f"{exc.filename}/":
+            fix = (f"; fleetq {args.command} writes to the repository: run it where the "
+                   f"repository is writable (fleetq plan, explain and validate only read it)")
+        print(f"fleetq: {exc}{fix}", file=sys.stderr)
         return EXIT_USAGE
 
 

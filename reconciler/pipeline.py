@@ -731,6 +731,7 @@ class _EarlierVersions:
                            "--format=%x1e%B", self.state).decode("utf-8", "replace")
             messages = out.split("\x1e")[1:]
             self.trees = [t for t in (trailers(m).get(TREE_TRAILER) for m in messages) if t]
+            _check_not_shallow(repo, set(self.trees) - repo.have_objects(self.trees))
             made_from = trailers(messages[0]).get(TRAILER) if messages else None
             self.since = made_from if made_from and repo.resolve(made_from) else None
             source = repo.resolve(self.source_rev) if self.source_rev else None
@@ -784,6 +785,18 @@ class _EarlierVersions:
             if got is not None and got not in seen:
                 seen.add(got)
                 yield SourceFile(path, got, self.repo.read_blobs([got])[got])
+
+
+def _check_not_shallow(repo: FleetRepo, missing: set[str]) -> None:
+    """Refuse to look for a broken file's last good version in a shallow clone
+    that lacks the source trees the state was made from (a CI checkout of
+    depth 1): found in none, the file would count as gone, and the fleet be
+    decided without it (every job told there is no quota tree, say)."""
+    if missing and repo.run("rev-parse", "--is-shallow-repository").strip() == b"true":
+        raise GitError(f"a file is broken and its last good version is in the source commits "
+                       f"the state was made from, which this shallow clone lacks (tree "
+                       f"{sorted(missing)[0][:12]}): fetch them (git fetch --unshallow; on CI, "
+                       f"a checkout of the whole history: fetch-depth: 0) and run again")
 
 
 def _moved(files: dict[str, str], path: str, blob: str) -> None:
@@ -1119,7 +1132,7 @@ def publish(repo: FleetRepo, remote: str | None, branch: str, sha: str, base: st
         if not repo.push_with_lease(remote, branch, sha, base):
             progress(f"state branch moved on {remote}; {then}")
             return False
-        repo.run("update-ref", state_ref(branch), sha)
+        repo.advance_ref(state_ref(branch), sha)
         return True
     if not repo.update_ref(state_ref(branch), sha, base):
         progress(f"state branch moved; {then}")
@@ -1273,13 +1286,18 @@ def made_off_branch(repo: FleetRepo, made_from: str, source: str) -> tuple[str, 
                  if sha == source and not ref.endswith("/HEAD")}
     if not at_source:
         return None
-    having = repo.run("for-each-ref", "--contains", made_from, "--format=%(refname)",
-                      "refs/heads/", "refs/remotes/", check=False
-                      ).decode("utf-8", "surrogateescape").split()
-    names = sorted({short(ref) for ref in having if not ref.endswith("/HEAD")})
+    names = sorted({short(ref) for ref in branches_having(repo, made_from)})
     if not names or at_source & set(names):
         return None
     return sorted(at_source)[0], names[0]
+
+
+def branches_having(repo: FleetRepo, commit: str) -> list[str]:
+    """The branches, local and remotes', whose history has ``commit``."""
+    having = repo.run("for-each-ref", "--contains", commit, "--format=%(refname)",
+                      "refs/heads/", "refs/remotes/", check=False
+                      ).decode("utf-8", "surrogateescape").split()
+    return [ref for ref in having if not ref.endswith("/HEAD")]
 
 
 def check_state_branch(repo: FleetRepo, branch: str, source_rev: str) -> None:
@@ -1397,8 +1415,8 @@ def _follow_remote(repo: FleetRepo, remote: str | None, branch: str, head: str |
     found there, as after a push: ``status``, ``queue`` and ``explain`` read
     the local branch, and a clone that finds the remote's state up to date
     has it at once (its old head stays in the branch's reflog)."""
-    if remote and head is not None and repo.resolve(state_ref(branch)) != head:
-        repo.run("update-ref", "-m", f"fleetq: state of {remote}", state_ref(branch), head)
+    if remote and head is not None:
+        repo.advance_ref(state_ref(branch), head, f"fleetq: state of {remote}")
 
 
 @dataclass
@@ -1619,10 +1637,12 @@ def check_remote_state(repo: FleetRepo, remote: str, branch: str, head: str) -> 
     """Refuse a remote's state branch whose head fleetq did not write (pushed
     over by hand, ``git push --force`` of another branch): read as the state,
     it holds none; the fix is on the remote, where the next fetch reads it."""
-    if written_by_fleetq(repo, head):
-        return
     local = repo.resolve(state_ref(branch))
     good = local if local is not None and written_by_fleetq(repo, local) else None
+    if written_by_fleetq(repo, head):
+        if good is not None and not repo.is_ancestor(good, head):
+            raise GitError(_rewound(repo, remote, branch, head, good))
+        return
     how = (f"git push --force {remote} {good[:12]}:refs/heads/{branch} (this clone's "
            f"{branch}, the last state it knows)" if good else
            f"git push --force {remote} <commit>:refs/heads/{branch}, <commit> the last "
@@ -1630,6 +1650,20 @@ def check_remote_state(repo: FleetRepo, remote: str, branch: str, head: str) -> 
     raise GitError(f"the state branch {branch} on {remote} is at {head[:12]}, which fleetq "
                    f"did not write (it has no {TRAILER} trailer): put fleetq's last state "
                    f"commit back there: {how}; then run again")
+
+
+def _rewound(repo: FleetRepo, remote: str, branch: str, head: str, local: str) -> str:
+    """Why a remote's state branch that lacks this clone's last state is
+    refused: built on, the state would fork, and when the jobs since were
+    enqueued and admitted be forgotten (git would call the push a non-fast-forward)."""
+    how = "is behind" if repo.is_ancestor(head, local) else "has diverged from"
+    return (f"the state branch {branch} on {remote} is at {head[:12]}, which {how} this "
+            f"clone's {branch} ({local[:12]}): it was rewound or pushed over, and built on, "
+            f"the state since would be forgotten. Push this clone's back (git push "
+            f"--force-with-lease={branch}:{head[:12]} {remote} {local[:12]}:refs/heads/"
+            f"{branch}) and run again; "
+            f"or, to go on from {remote}'s on purpose, take it here "
+            f"(git branch -f {branch} {remote}/{branch})")
 
 
 def damaged_state(state: str, problem: Problem) -> str:
@@ -1667,9 +1701,10 @@ def state_items(repo: FleetRepo, state: str, cache: Cache | None = None
 
 def diff_trees(repo: FleetRepo, base: str | None, files: dict[str, bytes | str]
                ) -> list[tuple[str, str]]:
-    """(``+``/``~``/``-``, path) for each state file that a commit of ``files`` changes."""
+    """(``+``/``~``/``-``, path) for each state file that a commit of ``files``
+    changes (their blob ids compared: nothing is written)."""
     before = {e.path: e.sha for e in repo.list_tree(base) if e.type == "blob"} if base else {}
-    after = {p: (v if isinstance(v, str) else repo.write_blob(v)) for p, v in files.items()}
+    after = {p: (v if isinstance(v, str) else blob_id(v)) for p, v in files.items()}
     out = [("-", p) for p in before if p not in after]
     out += [("+", p) for p in after if p not in before]
     out += [("~", p) for p in after if p in before and before[p] != after[p]]

@@ -517,7 +517,19 @@ class FleetRepo:
             self._commit_listing = (sha, self._tree_listing[1])
         return sha
 
-    def update_ref(self, ref: str, new: str, old: str | None) -> bool:
+    def advance_ref(self, ref: str, new: str, message: str = "fleetq reconcile") -> None:
+        """Move ``ref`` forward to ``new``: only when it is absent or in ``new``'s
+        history, by compare-and-swap, so that another writer that moved it past
+        ``new`` meanwhile keeps its move (two reconciles of one clone at once)."""
+        for _ in range(LOCK_TRIES):
+            now = self.resolve(ref)
+            if now == new or (now is not None and not self.is_ancestor(now, new)):
+                return
+            if self.update_ref(ref, new, now, message):
+                return
+
+    def update_ref(self, ref: str, new: str, old: str | None,
+                   message: str = "fleetq reconcile") -> bool:
         """Move ``ref`` to ``new`` only if it still points at ``old`` (None:
         absent): False when it moved meanwhile (a race lost); a ``GitError``
         when git could not move it for another reason (a lock file left by a
@@ -525,8 +537,8 @@ class FleetRepo:
         expected = old or "0" * 40
         self.settle()
         for attempt in range(LOCK_TRIES):
-            proc = subprocess.run(["git", "update-ref", "-m", "fleetq reconcile", ref, new,
-                                   expected], cwd=self.root, capture_output=True, check=False)
+            proc = subprocess.run(["git", "update-ref", "-m", message, ref, new, expected],
+                                  cwd=self.root, capture_output=True, check=False)
             if proc.returncode == 0:
                 return True
             if self.resolve(ref) != old:
@@ -568,8 +580,8 @@ class FleetRepo:
                                f"{new}:refs/heads/{branch}"], cwd=self.root,
                               capture_output=True, check=False)
         if proc.returncode == 0:
-            subprocess.run(["git", "update-ref", f"refs/remotes/{remote}/{branch}", new],
-                           cwd=self.root, capture_output=True, check=False)
+            with contextlib.suppress(GitError):  # (a copy: the next fetch puts it right)
+                self.advance_ref(f"refs/remotes/{remote}/{branch}", new, "fleetq: pushed")
             return True
         text = (proc.stdout + proc.stderr).decode(errors="replace")
         if "[remote rejected]" in text and "declined" in text:

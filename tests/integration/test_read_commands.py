@@ -166,3 +166,28 @@ def test_plan_explain_and_validate_say_the_same_from_the_cache_and_fill_it(
     files = subprocess.run(["git", "-C", str(copy), "ls-tree", "-r", "--name-only", "HEAD",
                             "jobs/"], check=True, capture_output=True, text=True).stdout.split()
     assert sorted(built) == sorted(set(files) - {broken["source"]["path"]})  # each, once
+
+
+def test_plan_and_explain_write_no_object_into_the_repository(tmp_path: Path) -> None:
+    """They wrote the state they would commit (placements.yaml and its tree):
+    on a read-only repository each stopped with a bare errno."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    job = (path / "jobs/text/tokenizer-ablation.yaml").read_text()
+    (path / "jobs/text/pushed.yaml").write_text(job.replace("name: tokenizer-ablation",
+                                                            "name: pushed", 1))
+    commit_all(path, "a job pushed")
+
+    def objects() -> set[str]:
+        return {str(p.relative_to(path)) for p in (path / ".git/objects").rglob("*")}
+
+    before = objects()
+    plan = fleetq("plan", "--repo", str(path), "--now", NOW, "--exit-code")
+    assert plan.returncode == 1 and "placements.yaml" in plan.stdout, plan.stdout
+    explain = fleetq("explain", "pushed", "--repo", str(path), "--now", NOW)
+    assert explain.returncode == 0 and "pushed" in explain.stdout, explain.stderr
+    assert objects() == before
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    assert objects() != before  # (a reconcile does write, and plan said what it wrote)
+    assert fleetq("plan", "--repo", str(path), "--now", NOW, "--exit-code").returncode == 0

@@ -362,3 +362,151 @@ def test_a_remote_state_branch_deleted_is_not_started_anew_over_this_clones_stat
     assert fleetq("reconcile", "--repo", str(ci), "--remote", "origin",
                   "--now", NOW).returncode == 0
     assert git(ci, "rev-parse", f"{STATE}^").strip() == good
+
+
+def test_a_remote_state_branch_rewound_is_not_built_on(tmp_path: Path) -> None:
+    """The remote's state branch set back to an older state (a force-push): built
+    on, the state forked, and when the jobs since were enqueued and admitted was
+    forgotten; refused (exit 2) with both ways on, as git refuses a push that is
+    no fast-forward."""
+    _, clones = _origin_with_clones(tmp_path, ["ci"])
+    ci = clones["ci"]
+
+    def reconcile_ci(now: str) -> subprocess.CompletedProcess[str]:
+        return fleetq("reconcile", "--repo", str(ci), "--remote", "origin", "--now", now)
+
+    assert reconcile_ci(NOW).returncode == 0
+    first = rev(ci, STATE)
+    write_files(ci, {"jobs/default/early.yaml": pytorchjob("early")})
+    commit_all(ci, "early job", date="2026-11-29T10:30:00Z")
+    git(ci, "push", "-q", "origin", "main")
+    assert reconcile_ci("2026-11-29T11:00:00Z").returncode == 0
+    good = rev(ci, STATE)
+    git(ci, "push", "-q", "--force", "origin", f"{first}:refs/heads/{STATE}")  # (by hand)
+    write_files(ci, {"jobs/default/later.yaml": pytorchjob("later")})
+    commit_all(ci, "later job", date="2026-11-29T11:30:00Z")
+    git(ci, "push", "-q", "origin", "main")
+    proc = reconcile_ci("2026-11-29T12:00:00Z")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"is at {first[:12]}, which is behind this clone's {STATE} ({good[:12]})" in \
+        proc.stderr, proc.stderr
+    push_back = f"git push --force-with-lease={STATE}:{first[:12]} origin {good[:12]}:refs/" \
+                f"heads/{STATE}"
+    assert push_back in proc.stderr and f"git branch -f {STATE} origin/{STATE}" in proc.stderr
+    assert rev(ci, STATE) == good  # (not reset to the remote's)
+    git(ci, *push_back.split()[1:])  # (the fix it names)
+    assert reconcile_ci("2026-11-29T12:00:00Z").returncode == 0
+    assert git(ci, "rev-parse", f"{STATE}^").strip() == good
+    items = {i["job"]["name"]: i for i in _remote_placements(tmp_path / "origin.git")["items"]}
+    assert items["early"]["enqueuedAt"] == "2026-11-29T10:30:00Z"  # (kept)
+
+
+def test_the_local_state_branch_only_moves_forward(tmp_path: Path) -> None:
+    """Two reconciles of one clone at once: the one that pushed first, and
+    finished last, set the local state branch back to its older commit, so
+    status, queue and explain read a state the remote had left behind."""
+    _, clones = _origin_with_clones(tmp_path, ["ci"])
+    ci = clones["ci"]
+    assert fleetq("reconcile", "--repo", str(ci), "--now", NOW).returncode == 0
+    older = rev(ci, STATE)
+    write_files(ci, {"jobs/default/newer.yaml": pytorchjob("newer")})
+    commit_all(ci, "newer job", date="2026-11-29T10:30:00Z")
+    assert fleetq("reconcile", "--repo", str(ci), "--now", NOW).returncode == 0
+    newer = rev(ci, STATE)
+    repo = FleetRepo(ci)
+    repo.advance_ref(f"refs/heads/{STATE}", older)  # (as the slower reconcile would)
+    assert rev(ci, STATE) == newer
+    git(ci, "update-ref", f"refs/heads/{STATE}", older)
+    repo.advance_ref(f"refs/heads/{STATE}", newer)
+    assert rev(ci, STATE) == newer
+    git(ci, "update-ref", "-d", "refs/remotes/origin/x")
+    repo.advance_ref("refs/remotes/origin/x", older)  # (absent: set)
+    assert rev(ci, "origin/x") == older
+
+
+def test_status_tells_a_local_state_branch_behind_its_remote_copy(tmp_path: Path) -> None:
+    """As git status tells a branch behind its upstream: it read the older
+    state without a word."""
+    _, clones = _origin_with_clones(tmp_path, ["a", "b"])
+    a, b = clones["a"], clones["b"]
+    assert fleetq("reconcile", "--repo", str(a), "--remote", "origin", "--now", NOW
+                  ).returncode == 0
+    assert fleetq("reconcile", "--repo", str(b), "--remote", "origin", "--now", NOW
+                  ).returncode == 0
+    write_files(a, {"jobs/default/newer.yaml": pytorchjob("newer")})
+    commit_all(a, "newer job", date="2026-11-29T10:30:00Z")
+    git(a, "push", "-q", "origin", "main")
+    assert fleetq("reconcile", "--repo", str(a), "--remote", "origin", "--now", NOW
+                  ).returncode == 0
+    git(b, "fetch", "-q", "origin")
+    status = fleetq("status", "--repo", str(b))
+    assert status.returncode == 0 and "newer" not in status.stdout
+    assert f"fleetq: {STATE} is behind origin/{STATE} ({rev(a, STATE)[:12]})" in \
+        status.stderr, status.stderr
+    assert fleetq("reconcile", "--repo", str(b), "--remote", "origin", "--now", NOW
+                  ).returncode == 0
+    status = fleetq("status", "--repo", str(b))
+    assert "newer" in status.stdout and "is behind" not in status.stderr
+
+
+def test_a_shallow_clone_that_lacks_a_broken_files_last_good_version_says_so(
+        tmp_path: Path) -> None:
+    """A CI checkout of depth 1 found no last good version of a broken quota
+    tree (its source commits are not there) and decided the fleet without one:
+    every queued job invalid. It stops (exit 2) and names the fetch."""
+    origin, clones = _origin_with_clones(tmp_path, ["ci"])
+    ci = clones["ci"]
+    assert fleetq("reconcile", "--repo", str(ci), "--remote", "origin", "--now", NOW
+                  ).returncode == 0
+    tree_file = ci / "seed" / "ack-fleet-elasticquotatree.yaml"
+    if not tree_file.exists():
+        tree_file = next(p for p in ci.rglob("*.yaml") if "ElasticQuotaTree" in p.read_text())
+    tree_file.write_text(tree_file.read_text() + "  broken: [\n")
+    commit_all(ci, "a typo in the quota tree", date="2026-11-29T10:30:00Z")
+    git(ci, "push", "-q", "origin", "main")
+    assert fleetq("reconcile", "--repo", str(ci), "--remote", "origin", "--now", NOW
+                  ).returncode == 0
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", "shallow")
+    shallow = tmp_path / "shallow"
+    plan = fleetq("plan", "--repo", str(shallow), "--remote", "origin", "--now", NOW)
+    assert plan.returncode == 2, plan.stdout + plan.stderr
+    assert "which this shallow clone lacks" in plan.stderr and "git fetch --unshallow" in \
+        plan.stderr, plan.stderr
+    git(shallow, "fetch", "-q", "--unshallow", "origin")
+    plan = fleetq("plan", "--repo", str(shallow), "--remote", "origin", "--now", NOW,
+                  "--exit-code")
+    assert plan.returncode == 0 and "No changes" in plan.stdout, plan.stdout + plan.stderr
+
+
+def test_a_reconcile_that_lost_the_race_says_so(tmp_path: Path) -> None:
+    """Its push was refused as another reconcile's came first; it fetched and
+    decided again, and said so only on a terminal, in a line wiped at once."""
+    origin, clones = _origin_with_clones(tmp_path, ["a", "b"])
+    a, b = clones["a"], clones["b"]
+    pushing, go = tmp_path / "a-is-pushing", tmp_path / "go"
+    hook = origin / "hooks" / "pre-receive"
+    # the first push waits in the hook until told to go on (B pushes meanwhile)
+    hook.write_text(f"#!/bin/sh\nif [ ! -e {pushing} ]; then\n  touch {pushing}\n"
+                    f"  while [ ! -e {go} ]; do sleep 0.05; done\nfi\nexit 0\n")
+    hook.chmod(0o755)
+    slow = subprocess.Popen(
+        [sys.executable, "-m", "reconciler.cli", "reconcile", "--repo", str(a), "--remote",
+         "origin", "--now", "2026-11-29T11:00:00Z", "-o", "none"],
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(1200):
+            if pushing.exists() or slow.poll() is not None:
+                break
+            subprocess.run(["sleep", "0.05"], check=True)
+        assert pushing.exists(), slow.communicate()
+        first = fleetq("reconcile", "--repo", str(b), "--remote", "origin", "--now",
+                       "2026-11-29T11:05:00Z", "-o", "none")
+        assert first.returncode == 0 and "committed" in first.stdout, first.stderr
+        assert "moved meanwhile" not in first.stderr
+    finally:
+        go.touch()
+        _, err = slow.communicate(timeout=60)
+    assert slow.returncode == 0, err
+    assert "fleetq: the state branch moved meanwhile (another reconcile wrote it): decided " \
+           "again from its new head, 2 attempts in all" in err, err
+    assert rev(a, STATE) == rev(origin, STATE)

@@ -298,3 +298,27 @@ def test_a_job_whose_requests_outgrow_its_cluster_moves_and_the_state_is_a_fixed
         assert "requests changed" not in placements(path)["text/llm-sft-hotfix"]["reason"]
         proc = fleetq("plan", "--repo", str(path), "--exit-code", "--now", now)
         assert proc.returncode == 0, proc.stdout
+
+
+def test_a_source_branch_reset_back_says_how_to_reconcile_it(tmp_path: Path) -> None:
+    """The state made from a commit no branch has any more (the source branch
+    reset, or force-pushed, back): it was told to revert, with nothing to revert."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    job = (path / "jobs/text/tokenizer-ablation.yaml").read_text()
+    (path / "jobs/text/mistake.yaml").write_text(job.replace("name: tokenizer-ablation",
+                                                             "name: mistake", 1))
+    commit_all(path, "a job by mistake")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    git(path, "reset", "-q", "--hard", "HEAD~1")
+    back = rev(path, "HEAD")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, "-o", "none")
+    assert proc.returncode == 0, proc.stderr
+    assert "which no branch here has: if the source branch was reset or force-pushed back to " \
+           f"{back[:12]}, commit on it (git commit --allow-empty will do)" in proc.stdout, \
+        proc.stdout
+    git(path, "commit", "-q", "--allow-empty", "-m", "reconcile the reset")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, "-o", "none")
+    assert proc.returncode == 0 and proc.stdout.startswith("committed"), proc.stdout
+    assert "text/mistake" not in placements(path)
