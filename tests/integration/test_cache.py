@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -772,7 +773,10 @@ def test_reconciles_run_at_once_in_one_clone_share_its_cache_safely(
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
         outputs = [run.communicate(timeout=120) for run in runs]
         assert [run.returncode for run in runs] == [0, 0, 0], outputs
-        assert not any(err for _, err in outputs), outputs
+        # (nothing on stderr but, from those that lost the race, that they did)
+        assert all(re.fullmatch(r"(fleetq: the state branch moved meanwhile \(another "
+                                r"reconcile wrote it\): decided again from its new head, "
+                                r"\d attempts in all\n)?", err) for _, err in outputs), outputs
         assert git(path, "rev-list", "--count", f"{base}..{STATE}").strip() == "1"
         tree = rev(path, f"{STATE}^{{tree}}")
         assert tree == reconciled_from_scratch(path, tmp_path / f"full-{push}", base)
