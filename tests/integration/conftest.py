@@ -288,3 +288,20 @@ def with_priority(manifest: str, name: str) -> str:
     """``manifest`` (a ``pytorchjob``) with ``priorityClassName: name`` in its pods."""
     spec = "        spec:\n"
     return manifest.replace(spec, f"{spec}          priorityClassName: {name}\n")
+
+
+def reconciled_template(tmp_path: Path) -> Path:
+    """A fleet made by ``fleetq init`` (the bundled template), reconciled once."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    return path
+
+
+def push_template_job(path: Path, name: str) -> None:
+    """Commit to a template fleet one more job, ``text/<name>``: a copy of its
+    ``tokenizer-ablation``, under another name."""
+    job = (path / "jobs/text/tokenizer-ablation.yaml").read_text()
+    (path / f"jobs/text/{name}.yaml").write_text(
+        job.replace("name: tokenizer-ablation", f"name: {name}", 1))
+    commit_all(path, f"a job pushed: {name}")

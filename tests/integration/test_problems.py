@@ -17,6 +17,7 @@ from .conftest import (
     make_fleet_repo,
     placements,
     pytorchjob,
+    reconciled_template,
     rev,
     seed_fleet_files,
     state_show,
@@ -375,11 +376,6 @@ def test_a_state_commit_that_does_not_read_back_stops_every_command_and_loses_no
     assert placements(path)["text/later"]["phase"] == "Queued"
 
 
-def _template(tmp_path: Path) -> Path:
-    path = tmp_path / "fleet"
-    assert fleetq("init", str(path)).returncode == 0
-    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
-    return path
 
 
 def _cluster_files(path: Path) -> str:
@@ -431,7 +427,7 @@ def test_a_mistake_that_still_parses_in_a_file_that_defines_the_fleet_evicts_not
     """The quota tree in the wrong namespace or under an old apiVersion, a quota
     name twice, a kind misspelt: the file is read as it last was, with the
     error told, and every job stays where it runs."""
-    path = _template(tmp_path)
+    path = reconciled_template(tmp_path)
     before, files = placements(path), _cluster_files(path)
     said_now = _break(path, *edit)
     assert said in said_now, said_now
@@ -442,7 +438,7 @@ def test_an_admitted_job_whose_priority_class_goes_keeps_its_placement(tmp_path:
     """Step 1 finds it invalid (a named class that does not exist): it keeps
     running where it runs, flagged, as a job whose own file broke does; a
     queued one is invalid."""
-    path = _template(tmp_path)
+    path = reconciled_template(tmp_path)
     before = placements(path)
     assert before["text/llama-lora-sft"]["phase"] == "Admitted"
     assert before["text/tokenizer-ablation"]["phase"] == "Queued"
@@ -463,7 +459,7 @@ def test_an_admitted_job_whose_priority_class_goes_keeps_its_placement(tmp_path:
 
 def test_a_file_renamed_and_broken_at_once_is_read_as_it_last_was(tmp_path: Path) -> None:
     """Its last good version is under its old name: found as git finds renames."""
-    path = _template(tmp_path)
+    path = reconciled_template(tmp_path)
     before, files = placements(path), _cluster_files(path)
     git(path, "mv", "clusters/gpu-bj-b.yaml", "clusters/bj.yaml")
     _break(path, "clusters/bj.yaml", "resourceReservation: false", "resourceReservation: [false")
@@ -513,7 +509,7 @@ def test_a_new_file_defining_a_running_job_again_takes_nothing_over(tmp_path: Pa
     defines ``llama-lora-sft`` again, changed: neither file is used; the
     running job keeps its place and its rendered manifest, flagged; a job
     defined twice that never ran is Invalid. Renaming one clears it."""
-    path = _template(tmp_path)
+    path = reconciled_template(tmp_path)
     before = placements(path)["text/llama-lora-sft"]
     assert before["phase"] == "Admitted"
     own = (path / "jobs/text/llama-lora-sft.yaml").read_text()
@@ -753,7 +749,7 @@ def test_a_new_file_defining_what_the_fleet_has_again_takes_nothing_over(
     file, leaves it out and renders every cluster as it was (the running jobs'
     files, their ConfigMaps, PodGroups); ``plan --exit-code`` is 0 right after,
     and so on the next commit. Removing the file changes nothing."""
-    path = _template(tmp_path)
+    path = reconciled_template(tmp_path)
     flags = ["--no-cache"] if cache == "no cache" else []
     was = _cluster_files(path)
     items = placements(path)
@@ -810,7 +806,7 @@ def test_a_quota_weight_that_is_no_usable_number_is_told_and_the_fleet_goes_on(
     weight of 0. Each is an error at its line; fleet.yaml is read as it last
     was, and reading older versions of it (where the state goes) cannot crash
     on one either."""
-    path = _template(tmp_path)
+    path = reconciled_template(tmp_path)
     before = placements(path)
     said = _break(path, "fleet.yaml", "      weight: 2", f"      weight: {weight}")
     line = line_of((path / "fleet.yaml").read_text(), f"weight: {weight}")
@@ -839,7 +835,7 @@ def test_each_binding_mistake_of_a_job_is_told_at_its_field_line_in_one_run(
     class and a priorityClassName naming none were told at the document's
     first line, and one a job (the next only once that was fixed). Each is
     told at its own line, at once; the same from the parsed-jobs cache."""
-    path = _template(tmp_path)
+    path = reconciled_template(tmp_path)
     hotfix = "jobs/text/llm-sft-hotfix.yaml"
     ablation = "jobs/text/tokenizer-ablation.yaml"
     text = (path / hotfix).read_text()

@@ -18,7 +18,17 @@ from reconciler.fleet.state import PLACEMENTS, placements_file, read_items
 from reconciler.gitops.repo import FleetRepo
 from reconciler.pipeline import state_items
 
-from .conftest import NOW, STATE, commit_all, fleetq, placements, rev, run_reconcile
+from .conftest import (
+    NOW,
+    STATE,
+    commit_all,
+    fleetq,
+    placements,
+    push_template_job,
+    reconciled_template,
+    rev,
+    run_reconcile,
+)
 
 LATER = "2026-11-29T12:00:00Z"
 
@@ -171,13 +181,8 @@ def test_plan_explain_and_validate_say_the_same_from_the_cache_and_fill_it(
 def test_plan_and_explain_write_no_object_into_the_repository(tmp_path: Path) -> None:
     """They wrote the state they would commit (placements.yaml and its tree):
     on a read-only repository each stopped with a bare errno."""
-    path = tmp_path / "fleet"
-    assert fleetq("init", str(path)).returncode == 0
-    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
-    job = (path / "jobs/text/tokenizer-ablation.yaml").read_text()
-    (path / "jobs/text/pushed.yaml").write_text(job.replace("name: tokenizer-ablation",
-                                                            "name: pushed", 1))
-    commit_all(path, "a job pushed")
+    path = reconciled_template(tmp_path)
+    push_template_job(path, "pushed")
 
     def objects() -> set[str]:
         return {str(p.relative_to(path)) for p in (path / ".git/objects").rglob("*")}

@@ -16,7 +16,9 @@ from .conftest import (
     git,
     make_fleet_repo,
     placements,
+    push_template_job,
     pytorchjob,
+    reconciled_template,
     rev,
     seed_fleet_files,
     state_show,
@@ -303,13 +305,8 @@ def test_a_job_whose_requests_outgrow_its_cluster_moves_and_the_state_is_a_fixed
 def test_a_source_branch_reset_back_says_how_to_reconcile_it(tmp_path: Path) -> None:
     """The state made from a commit no branch has any more (the source branch
     reset, or force-pushed, back): it was told to revert, with nothing to revert."""
-    path = tmp_path / "fleet"
-    assert fleetq("init", str(path)).returncode == 0
-    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
-    job = (path / "jobs/text/tokenizer-ablation.yaml").read_text()
-    (path / "jobs/text/mistake.yaml").write_text(job.replace("name: tokenizer-ablation",
-                                                             "name: mistake", 1))
-    commit_all(path, "a job by mistake")
+    path = reconciled_template(tmp_path)
+    push_template_job(path, "mistake")
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
     git(path, "reset", "-q", "--hard", "HEAD~1")
     back = rev(path, "HEAD")
