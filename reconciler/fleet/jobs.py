@@ -247,7 +247,7 @@ def _label_wrong(key: str, value: str, label: bool) -> str | None:
 
 
 def _labels(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    check_metadata(meta, "metadata")
+    """A job's labels (its metadata checked first: ``check_metadata``)."""
     labels = meta.get("labels") or {}
     # interned: the same keys and values recur in every job of a fleet
     return tuple(sorted((sys.intern(str(k)), sys.intern(v or "")) for k, v in labels.items()))
@@ -313,6 +313,7 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
         check_name(key.name, "metadata.generateName", "the name made of metadata.generateName",
                    most=JOB_NAME_MOST)
     meta = obj["metadata"]
+    check_metadata(meta, "metadata")
     labels = _labels(meta)
     label_map = dict(labels)
     pod_sets: list[PodSet] = []
