@@ -940,6 +940,8 @@ def _policy(doc: Document) -> Policy:
     _fields_not_in(doc, doc.value, _POLICY_FIELDS, errors)
     none: Policy | None = None
     policy = errors.take(partial(_build_policy, doc), none)
+    if policy is not None:
+        errors.take(partial(_not_acted_on, doc.value["spec"], policy), None)
     errors.done()
     assert policy is not None  # (else done raised)
     return policy
@@ -998,6 +1000,71 @@ def _build_policy(doc: Document) -> Policy:
         cluster_tolerations=tolerations_of(placement.get("clusterTolerations"),
                                            "spec.placement.clusterTolerations"),
         failover=failover, propagate_deps=bool(spec.get("propagateDeps")), strategy=strategy)
+
+
+def _not_acted_on(spec: Mapping[str, Any], policy: Policy) -> None:
+    """Karmada's fields that would keep a policy's jobs off clusters, or hold
+    them, and that fleetq does not act on: an error each, with what does the
+    same in fleetq. Read and left aside, such a field would let a job go where
+    its policy says it must not. (Those that only tune Karmada's own
+    controllers are read and left aside.)"""
+    errors = Errors()
+    suspension = spec.get("suspension") or {}
+    if isinstance(suspension, Mapping):
+        if suspension.get("dispatching"):
+            errors.found.append(ManifestError(
+                "spec.suspension.dispatching is not supported: fleetq sends every admitted "
+                "job to its cluster; to make the policy's jobs wait in their quota's queue "
+                "set spec.suspension.scheduling: true, or remove the field",
+                "spec.suspension.dispatching"))
+        on = suspension.get("dispatchingOnClusters")
+        if on is not None and (not isinstance(on, Mapping) or on.get("clusterNames")):
+            errors.found.append(ManifestError(
+                "spec.suspension.dispatchingOnClusters is not supported: fleetq sends every "
+                "admitted job to its cluster; to keep the policy's jobs off those clusters, "
+                "list them in spec.placement.clusterAffinity.exclude",
+                "spec.suspension.dispatchingOnClusters"))
+    placement = spec.get("placement") or {}  # (a mapping: the policy built)
+    terms = [("spec.placement.clusterAffinity", placement.get("clusterAffinity"))]
+    terms += [(f"spec.placement.clusterAffinities[{i}]", a)
+              for i, a in enumerate(placement.get("clusterAffinities") or ())]
+    for where, term in terms:
+        if isinstance(term, Mapping) and term.get("fieldSelector") is not None:
+            errors.found.append(ManifestError(
+                f"{where}.fieldSelector is not supported: fleetq's MemberClusters have no "
+                f"provider, region or zone fields; label the clusters (for example "
+                f"topology.kubernetes.io/region) and select them with {where}.labelSelector",
+                f"{where}.fieldSelector"))
+    if placement.get("workloadAffinity") is not None:
+        errors.found.append(ManifestError(
+            "spec.placement.workloadAffinity is not supported: fleetq places each job "
+            "by its own policy, apart from other jobs; remove the field",
+            "spec.placement.workloadAffinity"))
+    for i, constraint in enumerate(placement.get("spreadConstraints") or ()):
+        errors.take(partial(_spread_constraint, constraint, policy,
+                            f"spec.placement.spreadConstraints[{i}]"), None)
+    errors.done()
+
+
+def _spread_constraint(raw: Any, policy: Policy, where: str) -> None:
+    """A spread constraint that one cluster meets is what fleetq does anyway
+    (each job whole on one cluster); any other is refused."""
+    if not isinstance(raw, Mapping):
+        raise ManifestError(f"{where} must be a mapping", where)
+    least = raw.get("minGroups")
+    if least is not None and (isinstance(least, bool) or not isinstance(least, int)):
+        raise ManifestError(f"{where}.minGroups must be a whole number, not {least!r}",
+                            f"{where}.minGroups")
+    if policy.duplicated:
+        raise ManifestError(
+            f"{where}: spread constraints of a Duplicated policy are not supported: fleetq "
+            f"sends a copy to every cluster of its affinity that fits; narrow the clusters "
+            f"with spec.placement.clusterAffinity instead", where)
+    if least is not None and least > 1:
+        raise ManifestError(
+            f"{where}.minGroups {least} cannot be met: fleetq places each job whole on one "
+            f"cluster (one group); set it to 1 or remove the constraint",
+            f"{where}.minGroups")
 
 
 PURGE_MODES = ("Immediately", "Directly", "Graciously", "Gracefully", "Never")
@@ -1098,6 +1165,12 @@ def _add_policy(doc: Document, inputs: FleetInputs) -> None:
     policy = _policy(doc)
     if _define(inputs, policy.ref, doc):
         inputs.policies.append(policy)
+    failover = doc.value["spec"].get("failover")
+    if isinstance(failover, Mapping) and failover.get("cluster") is not None:
+        inputs.problems.append(Problem(doc.path, doc.line_of("spec.failover.cluster"), (
+            f"{policy.ref}: spec.failover.cluster is not acted on: fleetq moves a job when "
+            f"the job fails or does not start (spec.failover.application), not when its "
+            f"cluster stops reporting"), "warning"))
 
 
 def _define(inputs: FleetInputs, label: str, doc: Document, what: str | None = None) -> bool:

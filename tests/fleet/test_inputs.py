@@ -717,3 +717,68 @@ def test_a_jobs_metadata_kubernetes_would_refuse_is_an_error_at_its_line(
     got = told(inputs)
     assert len(got) == 1 and got[0].startswith(said), got
     assert [str(k) for k in inputs.jobs] == ["Job default/ok"]
+
+
+@pytest.mark.parametrize(("old", "new", "error"), [
+    ("spec:\n", "spec:\n  suspension: {dispatching: true}\n",
+     "policy.yaml:5: spec.suspension.dispatching is not supported: fleetq sends every "
+     "admitted job to its cluster; to make the policy's jobs wait in their quota's queue set "
+     "spec.suspension.scheduling: true, or remove the field"),
+    ("spec:\n", "spec:\n  suspension:\n    dispatchingOnClusters: {clusterNames: [c1]}\n",
+     "policy.yaml:6: spec.suspension.dispatchingOnClusters is not supported: fleetq sends "
+     "every admitted job to its cluster; to keep the policy's jobs off those clusters, list "
+     "them in spec.placement.clusterAffinity.exclude"),
+    ("placement: {", "placement: {clusterAffinity: {fieldSelector: {matchExpressions: "
+     "[{key: region, operator: In, values: [cn-hangzhou]}]}}, ",
+     "policy.yaml:6: spec.placement.clusterAffinity.fieldSelector is not supported: "
+     "fleetq's MemberClusters have no provider, region or zone fields; label the clusters "
+     "(for example topology.kubernetes.io/region) and select them with "
+     "spec.placement.clusterAffinity.labelSelector"),
+    ("placement: {", "placement: {clusterAffinities: [{affinityName: a, clusterNames: [c1]}, "
+     "{affinityName: b, fieldSelector: {}}], ",
+     "policy.yaml:6: spec.placement.clusterAffinities[1].fieldSelector is not supported: "
+     "fleetq's MemberClusters have no provider, region or zone fields; label the clusters "
+     "(for example topology.kubernetes.io/region) and select them with "
+     "spec.placement.clusterAffinities[1].labelSelector"),
+    ("placement: {", "placement: {spreadConstraints: [{spreadByField: region, minGroups: 2}], ",
+     "policy.yaml:6: spec.placement.spreadConstraints[0].minGroups 2 cannot be met: fleetq "
+     "places each job whole on one cluster (one group); set it to 1 or remove the constraint"),
+    ("customSchedulingType: Gang", "replicaSchedulingType: Duplicated",
+     None),  # (with the spread constraint below)
+    ("placement: {", "placement: {workloadAffinity: {}, ",
+     "policy.yaml:6: spec.placement.workloadAffinity is not supported: fleetq places each "
+     "job by its own policy, apart from other jobs; remove the field"),
+])
+def test_a_policy_field_fleetq_does_not_act_on_is_an_error_at_its_line(
+        old: str, new: str, error: str | None) -> None:
+    """Karmada's fields that would keep a policy's jobs off clusters, or hold
+    them: read and left aside, a job would go where its policy says it must not."""
+    text = POLICY.replace(old, new, 1)
+    if error is None:
+        text = text.replace("placement: {", "placement: {spreadConstraints: [{maxGroups: 1}], ")
+        error = ("policy.yaml:6: spec.placement.spreadConstraints[0]: spread constraints of a "
+                 "Duplicated policy are not supported: fleetq sends a copy to every cluster of "
+                 "its affinity that fits; narrow the clusters with "
+                 "spec.placement.clusterAffinity instead")
+    assert text != POLICY
+    inputs = read({"policy.yaml": text})
+    assert told(inputs) == [error]
+    assert inputs.policies == [] and inputs.unbuilt == {"policy.yaml"}
+
+
+def test_what_fleetq_does_anyway_or_does_not_need_reads() -> None:
+    """A spread constraint that one cluster meets, dispatching not suspended, and
+    cluster failover (told it is not acted on) read with no error."""
+    text = POLICY.replace("spec:\n", (
+        "spec:\n  suspension: {dispatching: false, scheduling: true}\n"
+        "  failover: {cluster: {purgeMode: Directly}}\n")).replace(
+        "placement: {", "placement: {spreadConstraints: [{spreadByField: cluster, "
+        "maxGroups: 1, minGroups: 1}, {spreadByLabel: region}], ")
+    inputs = read({"policy.yaml": text})
+    assert told(inputs) == []
+    policy, = inputs.policies
+    assert policy.queued and policy.gang
+    assert told(inputs, "warning") == [
+        "policy.yaml:6: ClusterPropagationPolicy everything: spec.failover.cluster is not "
+        "acted on: fleetq moves a job when the job fails or does not start "
+        "(spec.failover.application), not when its cluster stops reporting"]
