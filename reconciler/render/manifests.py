@@ -206,7 +206,9 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
     ``reuse`` maps paths of the previous state tree to (inputs, blob id) as
     ``RenderedTree.inputs`` said:
     a job file made from the same inputs is that blob again, not rendered.
-    Not with overlays: they may read any field of a decision.
+    Not with overlays: they may read any field of a decision. (The inputs
+    name the overlays a file was rendered under, ``Overlays.made_of``: once
+    they are gone, what they rewrote is rendered again without them.)
 
     The clusters are rendered one after the other, in name order; when many
     jobs are to be rendered, half of the clusters are rendered by a forked
@@ -323,7 +325,7 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
     made_of = "\0".join((d.blob, d.path, d.api_version, *d.key.order, d.quota or "",
                          _quota_name(d.quota, inputs.tree) or "",
                          str(sum(p.replicas for p in d.pod_sets)), cluster.name,
-                         cluster.gang_dialect))
+                         cluster.gang_dialect, overlays.made_of))
     was = reuse.get(base + job_rel) if reuse is not None else None
     if was is not None and was[0] == made_of:
         files[job_rel] = was[1]

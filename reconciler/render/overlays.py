@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 from collections.abc import Mapping
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -79,6 +80,12 @@ class Overlays:
                             and n.endswith((".j2", ".jinja", ".jinja2")))
         self._compiled: dict[str, jinja2.Template | None] = {}
         self._reported: set[str] = set()
+        # what a file rendered with these overlays was made of, besides its
+        # decision ("" with none): a file rendered under overlays is never
+        # taken for one rendered without them
+        self.made_of = hashlib.sha1("\0".join(
+            f"{n}\0{self.sources[n]}" for n in self.names).encode()).hexdigest() \
+            if self.names else ""
 
     def _template(self, name: str, problems: list[Problem]) -> jinja2.Template | None:
         if name not in self._compiled:

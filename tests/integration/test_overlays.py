@@ -235,3 +235,26 @@ def test_default_message_lists_the_first_changes_and_counts_the_rest(
     lines = git(path, "log", "-1", "--format=%B", STATE).splitlines()
     assert sum(line.startswith("* admit ") for line in lines) == 3
     assert "limit 1" in lines
+
+
+def test_a_file_rendered_under_overlays_is_rendered_again_once_they_are_gone(
+        tmp_path: Path) -> None:
+    """The render cache takes a job file for the same only when it was made of
+    the same decision under the same overlays: once the overlays are deleted,
+    the files they rewrote are rendered without them, as with no cache."""
+    from .conftest import commit_all, rev, run_reconcile
+
+    path = make_fleet_repo(tmp_path / "fleet", _files())
+    run_reconcile(path)
+    _check_overlay_applied(path)
+    (path / "templates/overlays/registry.yaml.j2").unlink()
+    commit_all(path, "no overlays")
+    run_reconcile(path)
+    bj = yaml.safe_load(state_show(path, "clusters/bj/team-bj/pytorchjob-train.yaml") or "")
+    for pod in _pod_specs(bj):
+        assert pod["containers"][0]["image"] == IMAGE
+        assert "nodeSelector" not in pod
+    tree = rev(path, f"{STATE}^{{tree}}")
+    git(path, "update-ref", "-d", f"refs/heads/{STATE}")
+    run_reconcile(path, use_cache=False)
+    assert rev(path, f"{STATE}^{{tree}}") == tree
