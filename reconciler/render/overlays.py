@@ -10,6 +10,10 @@ YAML mapping (or nothing, to skip) with any of:
 - ``imageRewrite``: a list of ``{from: prefix, to: prefix}`` applied to the
   image of every container and init container.
 
+An overlay may not change a pod set's replicas or requests (the job's quota
+and fit were decided on them): where it would, it is told and not applied
+to that job.
+
 The context is ``cluster`` (name, labels, gangDialect), ``job`` (apiVersion,
 kind, namespace, name, labels, quota, priority, podSets) and ``manifest``.
 
@@ -34,7 +38,7 @@ import yaml
 from reconciler.core.model import Decision, MemberCluster
 from reconciler.core.problems import Problem
 from reconciler.jobkinds import kind_for
-from reconciler.jobkinds.base import Manifest
+from reconciler.jobkinds.base import JobKind, Manifest, ManifestError, pod_requests
 
 if TYPE_CHECKING:
     import jinja2
@@ -100,12 +104,12 @@ class Overlays:
                 self._compiled[name] = None
         return self._compiled[name]
 
-    def _report(self, problems: list[Problem], name: str, line: int, message: str) -> None:
+    def _report(self, problems: list[Problem], name: str, line: int, message: str,
+                skipped: str = "the overlay is skipped until it is fixed") -> None:
         if name in self._reported:
             return
         self._reported.add(name)
-        problems.append(Problem(TEMPLATES_PREFIX + name, line, (
-            f"{message}; the overlay is skipped until it is fixed")))
+        problems.append(Problem(TEMPLATES_PREFIX + name, line, f"{message}; {skipped}"))
 
     def apply(self, obj: Manifest, decision: Decision, cluster: MemberCluster,
               problems: list[Problem]) -> Manifest:
@@ -125,6 +129,8 @@ class Overlays:
                                 for p in decision.pod_sets]},
             "manifest": obj,
         }
+        kind = kind_for(decision.api_version, decision.key.kind)
+        decided = _decided(obj, kind)
         for name in self.names:
             template = self._template(name, problems)
             if template is None:
@@ -149,7 +155,15 @@ class Overlays:
                     "an overlay must render to a mapping of patch, podTemplatePatch "
                     "and/or imageRewrite"))
                 continue
-            obj = _apply_one(obj, spec, decision)
+            patched = _apply_one(copy.deepcopy(obj), spec, kind)
+            if _decided(patched, kind) != decided:
+                self._report(problems, name, 0, (
+                    f"it changes the replicas or resource requests of {decision.key.kind} "
+                    f"{decision.key.namespace}/{decision.key.name} on {cluster.name}, which "
+                    f"its quota and placement were decided on; set them in the job's "
+                    f"manifest"), "it is not applied to such a job")
+                continue
+            obj = patched
         return obj
 
     def commit_message(self, context: Mapping[str, Any], problems: list[Problem]) -> str:
@@ -175,10 +189,21 @@ def default_commit_template() -> jinja2.Template:
     return _environment({}).from_string(text)
 
 
-def _apply_one(obj: Manifest, spec: Mapping[str, Any], decision: Decision) -> Manifest:
+def _decided(obj: Manifest, kind: JobKind | None) -> object:
+    """What a job's admission and fit were decided on, as its manifest says:
+    each pod set's name, replicas and requests per pod (``None``: it says none)."""
+    if kind is None:
+        return None
+    try:
+        return [(ref.name, ref.replicas, pod_requests(ref.template, ref.field))
+                for ref in kind.pod_templates(obj)]
+    except (ManifestError, TypeError, AttributeError, KeyError):
+        return None
+
+
+def _apply_one(obj: Manifest, spec: Mapping[str, Any], kind: JobKind | None) -> Manifest:
     if spec.get("patch"):
         obj = merge_patch(obj, spec["patch"])
-    kind = kind_for(decision.api_version, decision.key.kind)
     if kind is None:
         return obj
     if spec.get("podTemplatePatch"):

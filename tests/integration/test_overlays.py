@@ -258,3 +258,41 @@ def test_a_file_rendered_under_overlays_is_rendered_again_once_they_are_gone(
     git(path, "update-ref", "-d", f"refs/heads/{STATE}")
     run_reconcile(path, use_cache=False)
     assert rev(path, f"{STATE}^{{tree}}") == tree
+
+
+SCALING_OVERLAY = """\
+{% if job.namespace == "team-bj" %}
+patch:
+  spec: {pytorchReplicaSpecs: {Worker: {replicas: 8}}}
+{% else %}
+podTemplatePatch:
+  spec:
+    containers: [{name: main, image: other, resources: {requests: {cpu: "64"}}}]
+{% endif %}
+"""
+
+
+def test_an_overlay_that_changes_what_a_job_was_admitted_with_is_not_applied(
+        tmp_path: Path) -> None:
+    """Replicas and requests decide a job's quota and its fit: an overlay that
+    changes them after the decision would send a job that neither quota nor
+    cluster admitted. It is told and left out for such a job; the other
+    overlays apply."""
+    files = _files()
+    files["templates/overlays/scale.yaml.j2"] = SCALING_OVERLAY
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    told = [line for line in proc.stderr.splitlines() if "templates/" in line]
+    assert told == [
+        "templates/overlays/scale.yaml.j2: error: it changes the replicas or resource requests "
+        "of PyTorchJob team-bj/train on bj, which its quota and placement were decided on; set "
+        "them in the job's manifest; it is not applied to such a job"], proc.stderr
+    _check_overlay_applied(path)  # (registry.yaml.j2; each pod set as it was admitted)
+    hz = yaml.safe_load(state_show(path, "clusters/hz/team-hz/pytorchjob-train.yaml") or "")
+    assert [pod["containers"][0]["image"] for pod in _pod_specs(hz)] == [IMAGE, IMAGE]
+    for manifest in (hz, yaml.safe_load(
+            state_show(path, "clusters/bj/team-bj/pytorchjob-train.yaml") or "")):
+        assert manifest["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 1  # (its own)
+        for pod in _pod_specs(manifest):
+            assert pod["containers"][0]["resources"]["requests"]["cpu"] == "1"
