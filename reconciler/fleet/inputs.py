@@ -40,15 +40,18 @@ from reconciler.core.resources import Resources
 from reconciler.fleet.documents import Document, iter_mapping_docs, parse_documents
 from reconciler.fleet.jobs import (
     CLUSTER_NAME_MOST,
+    TAINT_EFFECTS,
     JobSource,
     api_group,
     build_job,
     check_label_value,
     check_name,
     check_namespace,
+    check_string,
     job_key,
     named_as_kubernetes_names,
     requirements_of,
+    string_map,
     tolerations_of,
 )
 from reconciler.jobkinds import KINDS, kind_for
@@ -913,8 +916,7 @@ def _label_selector(raw: Any, field: str) -> LabelSelector | None:
     if not isinstance(raw, dict):
         raise ManifestError(f"{field} must be a mapping", field)
     exprs = requirements_of(raw.get("matchExpressions"), f"{field}.matchExpressions")
-    labels = raw.get("matchLabels") or {}
-    return LabelSelector(tuple(sorted((str(k), str(v)) for k, v in labels.items())), exprs)
+    return LabelSelector(string_map(raw.get("matchLabels"), f"{field}.matchLabels"), exprs)
 
 
 def _affinity(raw: Any, field: str) -> ClusterAffinity:
@@ -927,9 +929,26 @@ def _affinity(raw: Any, field: str) -> ClusterAffinity:
         name=str(raw.get("affinityName") or ""))
 
 
-def _taints(raw: Any) -> tuple[Taint, ...]:
-    return tuple(Taint(key=str(t["key"]), value=str(t.get("value") or ""),
-                       effect=str(t.get("effect") or "NoSchedule")) for t in raw or ())
+def _taints(raw: Any, field: str) -> tuple[Taint, ...]:
+    """A member cluster's (or its nodes') taints; the effect is NoSchedule when
+    not given."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ManifestError(f"{field} must be a list", field)
+    out = []
+    for i, t in enumerate(raw):
+        at = f"{field}[{i}]"
+        if not isinstance(t, dict) or not t.get("key"):
+            raise ManifestError(f"{at} must be a mapping with a key", at)
+        for part in ("key", "value"):
+            check_string(t.get(part), f"{at}.{part}")
+        effect = t.get("effect") or "NoSchedule"
+        if effect not in TAINT_EFFECTS:
+            raise ManifestError(f"{at}.effect {effect!r} is not one of "
+                                f"{', '.join(TAINT_EFFECTS)}", f"{at}.effect")
+        out.append(Taint(key=t["key"], value=t.get("value") or "", effect=effect))
+    return tuple(out)
 
 
 def _policy(doc: Document) -> Policy:
@@ -1165,6 +1184,14 @@ def _add_policy(doc: Document, inputs: FleetInputs) -> None:
     policy = _policy(doc)
     if _define(inputs, policy.ref, doc):
         inputs.policies.append(policy)
+    read = {(k.api_version, k.kind) for k in KINDS}
+    for i, selector in enumerate(policy.selectors):
+        if (selector.api_version, selector.kind) not in read:
+            kinds = ", ".join(f"{v} {k}" for v, k in sorted(read))
+            inputs.problems.append(Problem(doc.path, doc.line_of(f"spec.resourceSelectors[{i}]"), (
+                f"{policy.ref}: spec.resourceSelectors[{i}] selects {selector.api_version} "
+                f"{selector.kind}, which is no job kind fleetq reads ({kinds}): it selects "
+                f"nothing"), "warning"))
     failover = doc.value["spec"].get("failover")
     if isinstance(failover, Mapping) and failover.get("cluster") is not None:
         inputs.problems.append(Problem(doc.path, doc.line_of("spec.failover.cluster"), (
@@ -1275,6 +1302,8 @@ def _cluster(doc: Document) -> MemberCluster:
     errors = Errors()
     _unknown_fields(doc, spec, _CLUSTER_FIELDS, errors)
     no_resources: Resources = {}  # (what a part that does not build counts as)
+    no_labels: tuple[tuple[str, str], ...] = ()
+    no_taints: tuple[Taint, ...] = ()
     nodes: list[Node] = []
     for i, n in enumerate(spec.get("nodes") or ()):
         where = f"spec.nodes[{i}]"
@@ -1282,9 +1311,10 @@ def _cluster(doc: Document) -> MemberCluster:
                           allocatable=errors.take(partial(
                               parse_resources, n.get("allocatable"), f"{where}.allocatable"),
                               no_resources),
-                          labels=tuple(sorted((str(k), str(v))
-                                              for k, v in (n.get("labels") or {}).items())),
-                          taints=_taints(n.get("taints"))))
+                          labels=errors.take(partial(
+                              string_map, n.get("labels"), f"{where}.labels"), no_labels),
+                          taints=errors.take(partial(
+                              _taints, n.get("taints"), f"{where}.taints"), no_taints)))
     for i, g in enumerate(spec.get("nodeGroups") or ()):
         where = f"spec.nodeGroups[{i}]"
         count = g.get("count", 1)
@@ -1294,8 +1324,9 @@ def _cluster(doc: Document) -> MemberCluster:
             count = 0
         alloc = errors.take(partial(parse_resources, g.get("allocatable"),
                                     f"{where}.allocatable"), no_resources)
-        labels = tuple(sorted((str(k), str(v)) for k, v in (g.get("labels") or {}).items()))
-        taints = _taints(g.get("taints"))
+        labels = errors.take(partial(string_map, g.get("labels"), f"{where}.labels"),
+                             no_labels)
+        taints = errors.take(partial(_taints, g.get("taints"), f"{where}.taints"), no_taints)
         base = str(g.get("name") or f"group-{i}")
         nodes.extend(Node(name=f"{base}-{k}", allocatable=alloc, labels=labels, taints=taints)
                      for k in range(count))
@@ -1317,14 +1348,17 @@ def _cluster(doc: Document) -> MemberCluster:
         caps = None
     reserved = errors.take(lambda: parse_resources(spec.get("reserved"), "spec.reserved"),
                            no_resources)
+    labels = errors.take(partial(string_map, meta.get("labels"), "metadata.labels"),
+                         no_labels)
+    taints = errors.take(partial(_taints, spec.get("taints"), "spec.taints"), no_taints)
     errors.done()
     return MemberCluster(
         name=str(meta["name"]),
-        labels=tuple(sorted((str(k), str(v)) for k, v in (meta.get("labels") or {}).items())),
+        labels=labels,
         resource_reservation=bool(reservation),
         gang_dialect=dialect,
         capabilities=tuple(str(c) for c in caps) if caps is not None else None,
-        taints=_taints(spec.get("taints")),
+        taints=taints,
         reserved=reserved,
         nodes=tuple(nodes),
         kubeconfig_context=spec.get("kubeconfigContext"))

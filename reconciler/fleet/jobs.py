@@ -132,13 +132,53 @@ def tolerations_of(raw: object, field: str) -> tuple[Toleration, ...]:
     if not isinstance(raw, list):
         raise ManifestError(f"{field} must be a list", field)
     out = []
-    for t in raw:
+    for i, t in enumerate(raw):
         if not isinstance(t, Mapping):
             raise ManifestError(f"{field} entries must be mappings", field)
-        out.append(Toleration(key=str(t.get("key") or ""),
-                              operator=str(t.get("operator") or "Equal"),
-                              value=str(t.get("value") or ""), effect=str(t.get("effect") or "")))
+        at = f"{field}[{i}]"
+        for part in ("key", "value"):
+            check_string(t.get(part), f"{at}.{part}")
+        operator = t.get("operator") or "Equal"
+        if operator not in ("Equal", "Exists"):
+            raise ManifestError(f"{at}.operator {operator!r} is not Equal or Exists",
+                                f"{at}.operator")
+        effect = t.get("effect") or ""
+        if effect and effect not in TAINT_EFFECTS:
+            raise ManifestError(f"{at}.effect {effect!r} is not one of "
+                                f"{', '.join(TAINT_EFFECTS)} (or none: every effect)",
+                                f"{at}.effect")
+        out.append(Toleration(key=t.get("key") or "", operator=operator,
+                              value=t.get("value") or "", effect=effect))
     return tuple(out)
+
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def check_string(value: object, field: str) -> None:
+    """A string field (or none): YAML reads an unquoted ``true`` or ``1`` as a
+    bool or a number, which Kubernetes refuses; taken as text it would be
+    ``True`` or ``1`` and match nothing it was meant to."""
+    if not isinstance(value, str | None):
+        raise ManifestError(f"{field} must be a string, not {value!r}; quote it", field)
+
+
+def string_map(raw: object, field: str) -> tuple[tuple[str, str], ...]:
+    """A map of strings (labels, a nodeSelector, matchLabels), as sorted pairs;
+    a key or value that is not a string is refused (``_quoted``)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping):
+        raise ManifestError(f"{field} must be a mapping, not {type(raw).__name__} {raw!r}",
+                            field)
+    for k, v in raw.items():
+        if not isinstance(k, str):
+            raise ManifestError(f"{field}: the key {k!r} must be a string; quote it (YAML "
+                                f"reads on, off, yes, no, true and false unquoted as booleans)",
+                                field)
+        if not isinstance(v, str | None):
+            raise ManifestError(f"{field}: {k!r} must be a string, not {v!r}; quote it", field)
+    return tuple(sorted((k, v or "") for k, v in raw.items()))
 
 
 LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -164,7 +204,15 @@ def requirements_of(raw: object, field: str,
             ones = " (one for Gt and Lt)" if "Gt" in operators else ""
             raise ManifestError(f"{field}[{j}] must have a key, an operator of "
                                 f"{', '.join(operators)} and its values{ones}", f"{field}[{j}]")
-        out.append(LabelRequirement(e["key"], op, tuple(str(v) for v in values or ())))
+        if op in ("In", "NotIn") and not values:
+            raise ManifestError(f"{field}[{j}]: operator {op} needs values (one or more)",
+                                f"{field}[{j}]")
+        if op in ("Exists", "DoesNotExist") and values:
+            raise ManifestError(f"{field}[{j}]: operator {op} takes no values; remove them",
+                                f"{field}[{j}]")
+        for v in values or ():
+            check_string(v, f"{field}[{j}].values")
+        out.append(LabelRequirement(e["key"], op, tuple(values or ())))
     return tuple(out)
 
 
@@ -327,10 +375,7 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
         check_metadata(ref.template.get("metadata"), f"{ref.field}.metadata")
         per_pod = pod_requests(ref.template, ref.field)
         spec = ref.template["spec"]
-        selector = spec.get("nodeSelector") or {}
-        if not isinstance(selector, Mapping):
-            raise ManifestError(f"{ref.field}.spec.nodeSelector must be a mapping", ref.field)
-        node_selector = tuple(sorted((str(k), str(v)) for k, v in selector.items()))
+        node_selector = string_map(spec.get("nodeSelector"), f"{ref.field}.spec.nodeSelector")
         tolerations = tolerations_of(spec.get("tolerations"), f"{ref.field}.spec.tolerations")
         affinity = node_affinity_of(spec, f"{ref.field}.spec")
         shape = (PodSet, ref.name, ref.replicas, tuple(per_pod.items()), node_selector,

@@ -766,6 +766,19 @@ def test_a_policy_field_fleetq_does_not_act_on_is_an_error_at_its_line(
     assert inputs.policies == [] and inputs.unbuilt == {"policy.yaml"}
 
 
+def test_a_policy_selecting_no_job_kind_fleetq_reads_is_told() -> None:
+    text = POLICY.replace("kind: Job}]", "kind: Job}, {apiVersion: apps/v1, kind: Deployment}, "
+                          "{apiVersion: kubeflow.org/v2, kind: PyTorchJob}]")
+    inputs = read({"policy.yaml": text})
+    assert told(inputs) == [] and len(inputs.policies) == 1
+    kinds = ("batch/v1 Job, kubeflow.org/v1 MPIJob, kubeflow.org/v1 PyTorchJob, "
+             "kubeflow.org/v2beta1 MPIJob, ray.io/v1 RayJob")
+    assert told(inputs, "warning") == [
+        f"policy.yaml:5: ClusterPropagationPolicy everything: spec.resourceSelectors[{i}] "
+        f"selects {what}, which is no job kind fleetq reads ({kinds}): it selects nothing"
+        for i, what in ((1, "apps/v1 Deployment"), (2, "kubeflow.org/v2 PyTorchJob"))]
+
+
 def test_what_fleetq_does_anyway_or_does_not_need_reads() -> None:
     """A spread constraint that one cluster meets, dispatching not suspended, and
     cluster failover (told it is not acted on) read with no error."""
@@ -782,3 +795,53 @@ def test_what_fleetq_does_anyway_or_does_not_need_reads() -> None:
         "policy.yaml:6: ClusterPropagationPolicy everything: spec.failover.cluster is not "
         "acted on: fleetq moves a job when the job fails or does not start "
         "(spec.failover.application), not when its cluster stops reporting"]
+
+
+@pytest.mark.parametrize(("path", "old", "new", "error"), [
+    ("clusters/c1.yaml", "metadata: {name: c1}", "metadata: {name: c1, labels: {gpu: true}}",
+     "clusters/c1.yaml:3: metadata.labels: 'gpu' must be a string, not True; quote it"),
+    ("clusters/c1.yaml", "  - {name: n1, ", "  - {labels: {zone: 1}, name: n1, ",
+     "clusters/c1.yaml:7: spec.nodes[0].labels: 'zone' must be a string, not 1; quote it"),
+    ("clusters/c1.yaml", "  nodes:\n", "  nodeGroups: [{count: 2, labels: {on: yes}}]\n"
+     "  nodes:\n",
+     "clusters/c1.yaml:6: spec.nodeGroups[0].labels: the key True must be a string; quote "
+     "it (YAML reads on, off, yes, no, true and false unquoted as booleans)"),
+    ("clusters/c1.yaml", "  nodes:\n", "  taints: [{key: gpu, effect: NoPlace}]\n  nodes:\n",
+     "clusters/c1.yaml:6: spec.taints[0].effect 'NoPlace' is not one of NoSchedule, "
+     "PreferNoSchedule, NoExecute"),
+    ("clusters/c1.yaml", "  - {name: n1, ", "  - {taints: [{key: gpu, value: 1}], name: n1, ",
+     "clusters/c1.yaml:7: spec.nodes[0].taints[0].value must be a string, not 1; quote it"),
+    ("policy.yaml", "kind: Job}]", "kind: Job, labelSelector: {matchLabels: {team: 7}}}]",
+     "policy.yaml:5: spec.resourceSelectors[0].labelSelector.matchLabels: 'team' must be a "
+     "string, not 7; quote it"),
+    ("policy.yaml", "placement: {", "placement: {clusterAffinity: {labelSelector: "
+     "{matchExpressions: [{key: gpu, operator: In}]}}, ",
+     "policy.yaml:6: spec.placement.clusterAffinity.labelSelector.matchExpressions[0]: "
+     "operator In needs values (one or more)"),
+    ("policy.yaml", "placement: {", "placement: {clusterAffinity: {labelSelector: "
+     "{matchExpressions: [{key: gpu, operator: Exists, values: [a]}]}}, ",
+     "policy.yaml:6: spec.placement.clusterAffinity.labelSelector.matchExpressions[0]: "
+     "operator Exists takes no values; remove them"),
+    ("policy.yaml", "placement: {", "placement: {clusterAffinity: {labelSelector: "
+     "{matchExpressions: [{key: gpu, operator: NotIn, values: [false]}]}}, ",
+     "policy.yaml:6: spec.placement.clusterAffinity.labelSelector.matchExpressions[0].values "
+     "must be a string, not False; quote it"),
+    ("policy.yaml", "placement: {", "placement: {clusterTolerations: [{key: a, effect: Nope}], ",
+     "policy.yaml:6: spec.placement.clusterTolerations[0].effect 'Nope' is not one of "
+     "NoSchedule, PreferNoSchedule, NoExecute (or none: every effect)"),
+    ("jobs/j1.yaml", "    spec:\n", "    spec:\n      nodeSelector: {gpu: true}\n",
+     "jobs/j1.yaml:7: spec.template.spec.nodeSelector: 'gpu' must be a string, not True; "
+     "quote it; fix the manifest"),
+    ("jobs/j1.yaml", "    spec:\n", "    spec:\n      tolerations: [{key: gpu, value: 1}]\n",
+     "jobs/j1.yaml:7: spec.template.spec.tolerations[0].value must be a string, not 1; quote "
+     "it; fix the manifest"),
+])
+def test_a_label_or_selector_value_yaml_reads_as_no_string_is_an_error_at_its_line(
+        path: str, old: str, new: str, error: str) -> None:
+    """As the Kubernetes API refuses them: taken as text, ``true`` would be
+    ``True`` and match no node or cluster labelled ``"true"``. So are a taint
+    effect that is none of Kubernetes' and an operator without its values."""
+    files = {"clusters/c1.yaml": CLUSTER, "policy.yaml": POLICY, "jobs/j1.yaml": JOB}
+    assert old in files[path]
+    files[path] = files[path].replace(old, new, 1)
+    assert told(read(files)) == [error]
