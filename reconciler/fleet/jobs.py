@@ -38,6 +38,7 @@ from reconciler.jobkinds.base import (
     Manifest,
     ManifestError,
     gang_minimum,
+    other_pod_templates,
     pod_requests,
 )
 
@@ -395,6 +396,11 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
                 priority_field = f"{ref.field}.spec.priorityClassName"
             priority_classes.add(str(spec["priorityClassName"]))
         deps.update(pod_dependencies(spec))
+    for ref in other_pod_templates(kind, obj):  # (a RayJob's submitter: what it uses goes too)
+        check_metadata(ref.template.get("metadata"), f"{ref.field}.metadata")
+        other = ref.template.get("spec")
+        if isinstance(other, Mapping):
+            deps.update(pod_dependencies(other))
     if len(priority_classes) > 1:
         names = ", ".join(sorted(priority_classes))
         raise ManifestError(

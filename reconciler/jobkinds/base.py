@@ -70,6 +70,26 @@ class JobWithMovedFields(Protocol):
     def move_old_fields(self, obj: Manifest) -> None: ...
 
 
+@runtime_checkable
+class JobWithOtherPods(Protocol):
+    """A kind whose manifests hold pod templates besides its pod sets: pods
+    its operator starts apart from the gang, not counted in its requests
+    (a RayJob's submitter). They are sent what they use, and overlays reach
+    them."""
+
+    def other_pod_templates(self, obj: Manifest) -> list[PodTemplateRef]: ...
+
+
+def other_pod_templates(kind: JobKind, obj: Manifest) -> list[PodTemplateRef]:
+    """The pod templates of ``obj`` that are no pod set (``JobWithOtherPods``)."""
+    return kind.other_pod_templates(obj) if isinstance(kind, JobWithOtherPods) else []
+
+
+def every_pod_template(kind: JobKind, obj: Manifest) -> list[PodTemplateRef]:
+    """The pod templates of ``obj``: its pod sets', then any other's."""
+    return [*kind.pod_templates(obj), *other_pod_templates(kind, obj)]
+
+
 # (phase, since when, message): a job as its member cluster shows it
 Observed = tuple[ObservedPhase, str | None, str]
 

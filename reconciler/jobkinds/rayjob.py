@@ -65,6 +65,12 @@ class RayJobKind:
                                       group["template"], f"{where}.template"))
         return out
 
+    def other_pod_templates(self, obj: Manifest) -> list[PodTemplateRef]:
+        """The submitter's (``spec.submitterPodTemplate``), when given."""
+        template = mapping_at(obj, "spec", "submitterPodTemplate")
+        return [] if template is None else [
+            PodTemplateRef("submitter", 1, template, "spec.submitterPodTemplate")]
+
     def set_suspended(self, obj: Manifest, suspended: bool) -> None:
         spec = obj.setdefault("spec", {})
         if suspended or "suspend" in spec:

@@ -34,6 +34,7 @@ from reconciler.jobkinds.base import (
     JobWithMovedFields,
     Manifest,
     ManifestError,
+    every_pod_template,
     gang_minimum,
     volcano_queue,
 )
@@ -386,7 +387,7 @@ def sent_with(rendered: bytes) -> AsItWas | None:
         if kind is None:
             return None
         deps: set[tuple[str, str]] = set()
-        for ref in kind.pod_templates(obj):
+        for ref in every_pod_template(kind, obj):
             deps.update(pod_dependencies(ref.template.get("spec") or {}))
         return AsItWas(tuple(sorted(deps)), kind.deleted_when(obj))
     except (yaml.YAMLError, ManifestError, KeyError, TypeError, AttributeError):

@@ -38,7 +38,13 @@ import yaml
 from reconciler.core.model import Decision, MemberCluster
 from reconciler.core.problems import Problem
 from reconciler.jobkinds import kind_for
-from reconciler.jobkinds.base import JobKind, Manifest, ManifestError, pod_requests
+from reconciler.jobkinds.base import (
+    JobKind,
+    Manifest,
+    ManifestError,
+    every_pod_template,
+    pod_requests,
+)
 
 if TYPE_CHECKING:
     import jinja2
@@ -207,7 +213,7 @@ def _apply_one(obj: Manifest, spec: Mapping[str, Any], kind: JobKind | None) -> 
     if kind is None:
         return obj
     if spec.get("podTemplatePatch"):
-        for ref in kind.pod_templates(obj):
+        for ref in every_pod_template(kind, obj):
             patched = merge_patch(ref.template, spec["podTemplatePatch"])
             ref.template.clear()
             ref.template.update(patched)
@@ -215,7 +221,7 @@ def _apply_one(obj: Manifest, spec: Mapping[str, Any], kind: JobKind | None) -> 
         old, new = str(rule.get("from", "")), str(rule.get("to", ""))
         if not old:
             continue
-        for ref in kind.pod_templates(obj):
+        for ref in every_pod_template(kind, obj):
             pod = ref.template.get("spec") or {}
             for group in ("containers", "initContainers"):
                 for c in pod.get(group) or ():

@@ -296,3 +296,57 @@ def test_an_overlay_that_changes_what_a_job_was_admitted_with_is_not_applied(
         assert manifest["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 1  # (its own)
         for pod in _pod_specs(manifest):
             assert pod["containers"][0]["resources"]["requests"]["cpu"] == "1"
+
+
+RAYJOB = f"""\
+apiVersion: ray.io/v1
+kind: RayJob
+metadata: {{name: ray, namespace: team-bj}}
+spec:
+  entrypoint: python /code/run.py
+  rayClusterSpec:
+    headGroupSpec:
+      template:
+        spec:
+          containers: [{{name: head, image: {IMAGE}, resources: {{requests: {{cpu: "1"}}}}}}]
+  submitterPodTemplate:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: submit
+        image: {IMAGE}
+        envFrom: [{{configMapRef: {{name: submit-env}}}}]
+"""
+CONFIG_MAP = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: submit-env, namespace: team-bj}
+data: {RAY_ADDRESS: "http://ray-head-svc:8265"}
+"""
+
+
+def test_a_rayjob_submitter_is_sent_what_it_uses_and_reached_by_overlays(
+        tmp_path: Path) -> None:
+    """The submitter pod is no part of the gang, but it runs on the cluster
+    all the same: the ConfigMap it reads goes with the job, and the registry
+    overlay rewrites its image as the others'."""
+    files = _files()
+    files["policies/team-bj.yaml"] = _pinned_policy("team-bj", "bj").replace(
+        "  resourceSelectors:\n", "  propagateDeps: true\n  resourceSelectors:\n").replace(
+        "  - {apiVersion: kubeflow.org/v1, kind: PyTorchJob}\n",
+        "  - {apiVersion: kubeflow.org/v1, kind: PyTorchJob}\n"
+        "  - {apiVersion: ray.io/v1, kind: RayJob}\n")
+    files["jobs/team-bj/ray.yaml"] = RAYJOB
+    files["jobs/team-bj/submit-env.yaml"] = CONFIG_MAP
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert placements(path)["team-bj/ray"]["cluster"] == "bj"
+    ray = yaml.safe_load(state_show(path, "clusters/bj/team-bj/rayjob-ray.yaml") or "")
+    beijing = "registry-cn-beijing.ack.aliyuncs.com/acs/nginx"
+    assert ray["spec"]["submitterPodTemplate"]["spec"]["containers"][0]["image"] == beijing
+    assert ray["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"][
+        "containers"][0]["image"] == beijing
+    sent = yaml.safe_load(state_show(path, "clusters/bj/team-bj/configmap-submit-env.yaml")
+                          or "")
+    assert sent["data"] == {"RAY_ADDRESS": "http://ray-head-svc:8265"}
