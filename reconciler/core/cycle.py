@@ -33,6 +33,7 @@ from reconciler.core.model import (
     QueueStrategy,
     evolve,
     plain_state,
+    untolerated,
 )
 from reconciler.core.parked import Parked
 from reconciler.core.policy import candidate_groups, default_policy, select_policy
@@ -805,6 +806,14 @@ class _Cycle:
                     self._as_before = False
                     self.requeue_notes[key] = f"its cluster {prior.cluster} left the fleet"
                     continue
+                taint = untolerated(cluster.no_execute, pending.policy.cluster_tolerations)
+                if taint is not None:  # (as Kubernetes evicts the pods a NoExecute taint hits)
+                    self._as_before = False
+                    self.requeue_notes[key] = (
+                        f"its cluster {cluster.name} has the taint {taint.key}"
+                        f"{'=' + taint.value if taint.value else ''}:NoExecute, which its "
+                        f"policy's clusterTolerations do not tolerate")
+                    continue
                 sets = pending.job.pod_sets  # (compared as counts, none made)
                 same = prior.requests == pending.job.requests and \
                     len(prior.pod_sets) == len(sets) and all(
@@ -813,6 +822,8 @@ class _Cycle:
                 if same:
                     self._admit(pending, cluster, None, admitted_at=prior.admitted_at,
                                 force=True, copies=prior.copies, nodes=prior.nodes)
+                    if cluster.name not in self._candidate_set(pending):
+                        self._runs_off_its_candidates(key, cluster.name)
                 else:
                     self._as_before = False
                     changed.append(pending)
@@ -842,6 +853,16 @@ class _Cycle:
                 why = fit if isinstance(fit, str) else (short or "")
                 self.requeue_notes[key] = (f"its requests changed and no longer fit where it ran "
                                            f"({why})")
+
+    def _runs_off_its_candidates(self, key: JobKey, cluster: str) -> None:
+        """Said of a running job whose cluster its policy no longer gives it
+        (its affinity, its tolerations of NoSchedule taints, the cluster's
+        capabilities): it is not stopped for that, as Kubernetes leaves a
+        running pod on a node that no longer matches its affinity."""
+        d = self.decisions[key]
+        self.decisions[key] = evolve(d, reason=(
+            f"{d.reason}; {cluster} is no longer one of the clusters its policy gives it: it "
+            f"runs on there until it ends (to move it, delete it and push it again)"))
 
     def seed_settled(self) -> None:
         """Count the ``settled`` jobs as failed on the snapshot (see step 2)."""

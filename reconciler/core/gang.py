@@ -77,6 +77,8 @@ class ClusterState:
     def __init__(self, cluster: MemberCluster) -> None:
         self.cluster = cluster
         self.name = cluster.name
+        # (the cluster's taints that evict the jobs running there untolerated)
+        self.no_execute = tuple(t for t in cluster.taints if t.effect == "NoExecute")
         self.node_free: list[Resources] = []
         self.node_labels: list[dict[str, str]] = []
         self.node_taints: list[tuple[Taint, ...]] = []

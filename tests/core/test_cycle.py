@@ -14,11 +14,14 @@ from reconciler.core.model import (
     QUOTA_AT,
     WORKLOAD_PRIORITY_CLASS_AT,
     FleetSettings,
+    MemberCluster,
     Phase,
 )
 from tests.builders import (
+    BATCH_JOB,
     GPU,
     NOW,
+    PYTORCH,
     SOURCE_TIME,
     JobBuilder,
     admitted_prior,
@@ -540,3 +543,54 @@ def test_a_job_whose_cluster_leaves_the_fleet_is_placed_again_and_says_why_once(
     assert "left the fleet" not in by_name(second)["a"].reason
     third = reconcile_cycle(replace(inp, prior={p.key: p for p in prior_of(second.decisions)}))
     assert third.decisions == second.decisions and third.moved == {}
+
+
+def _gpu_cluster_tainted(name: str, effect: str) -> MemberCluster:
+    b = cluster(name).taint("maintenance", "true", effect)
+    b.node("n0", cpu="96", memory="768Gi", gpu="8")
+    return b.obj()
+
+
+def test_a_job_on_a_cluster_that_takes_a_no_execute_taint_it_does_not_tolerate_moves() -> None:
+    """As Kubernetes evicts the pods of a node tainted NoExecute: the job is
+    placed again elsewhere, and why is said once. A job whose policy tolerates
+    the taint stays; a NoSchedule taint moves nobody."""
+    clusters = (gpu_cluster("c1", 8), gpu_cluster("c2", 8))
+    first = reconcile_cycle(cycle_input(jobs=[gpu_job("a", 4)], clusters=clusters))
+    assert by_name(first)["a"].cluster == "c1"
+    for effect, tolerated, where in (("NoSchedule", False, "c1"), ("NoExecute", True, "c1"),
+                                     ("NoExecute", False, "c2")):
+        rule = policy("gang-queued").selects(*PYTORCH).selects(*BATCH_JOB)
+        if tolerated:
+            rule = rule.tolerate("maintenance", operator="Exists")
+        inp = cycle_input(jobs=[gpu_job("a", 4)], policies=[rule.obj()],
+                          clusters=(_gpu_cluster_tainted("c1", effect), clusters[1]),
+                          prior=prior_of(first.decisions))
+        second = reconcile_cycle(inp)
+        assert by_name(second)["a"].cluster == where, (effect, tolerated)
+        if where == "c1":
+            assert second.moved == {}
+            continue
+        assert second.moved == {gpu_job("a", 4).key(): (
+            "its cluster c1 has the taint maintenance=true:NoExecute, which its policy's "
+            "clusterTolerations do not tolerate")}
+        third = reconcile_cycle(replace(inp, prior={p.key: p for p in prior_of(second.decisions)}))
+        assert third.decisions == second.decisions and third.moved == {}
+
+
+def test_a_running_job_its_policy_no_longer_gives_its_cluster_runs_on_and_says_so() -> None:
+    """Its policy's affinity edited to leave its cluster out: the job is not
+    stopped (as Kubernetes leaves a running pod whose node no longer matches),
+    and its reason says where it runs and how to move it."""
+    clusters = (gpu_cluster("c1", 8), gpu_cluster("c2", 8))
+    first = reconcile_cycle(cycle_input(jobs=[gpu_job("a", 4)], clusters=clusters))
+    assert by_name(first)["a"].cluster == "c1"
+    edited = policy("gang-queued").selects(*PYTORCH).selects(*BATCH_JOB).clusters("c2").obj()
+    second = reconcile_cycle(cycle_input(jobs=[gpu_job("a", 4)], clusters=clusters,
+                                         policies=[edited], prior=prior_of(first.decisions)))
+    a = by_name(second)["a"]
+    assert (a.phase, a.cluster) == (Phase.ADMITTED, "c1")
+    assert a.reason.endswith(
+        "; c1 is no longer one of the clusters its policy gives it: it runs on there until it "
+        "ends (to move it, delete it and push it again)")
+    assert second.moved == {}
