@@ -392,6 +392,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                                                        previous_entries))
     out.update(rendered.files)
     out.update(reports)
+    problems.extend(unsent_dependencies(result.decisions, inputs))
     problems = sorted(set(problems + inputs.problems + inputs.unknown + result.problems
                           + rendered.problems + cache_problems(cache)))
     computed = Computed(source=info, inputs=inputs, result=result, prior=prior, files=out,
@@ -480,6 +481,36 @@ def on_existing_ray_clusters(inputs: FleetInputs) -> list[Problem]:
                 f"{len(clusters)} clusters, not only the one that RayCluster is on; pin it "
                 f"there (clusterAffinity.clusterNames of a policy of its own) or give it "
                 f"spec.rayClusterSpec"), "warning"))
+    return out
+
+
+def unsent_dependencies(decisions: Iterable[Decision], inputs: FleetInputs) -> list[Problem]:
+    """A warning on each policy whose admitted jobs use ConfigMaps, Secrets,
+    claims or service accounts the fleet defines, which it does not send
+    (no ``propagateDeps: true``, as Karmada): their pods would not start
+    unless the cluster has them already."""
+    policies = {p.ref: p for p in inputs.policies}
+    defined = inputs.dependencies
+    users: dict[str, list[str]] = {}
+    for d in decisions:
+        source = inputs.jobs.get(d.key) if d.phase is Phase.ADMITTED else None
+        if source is None or not source.deps:
+            continue
+        policy = policies.get(d.policy or "")
+        if policy is None or policy.propagate_deps:
+            continue
+        used = [f"{kind} {name}" for kind, name in source.deps
+                if (kind, d.key.namespace, name) in defined]
+        if used:
+            users.setdefault(policy.ref, []).append(f"{d.key} uses {', '.join(used)}")
+    out = []
+    for ref, uses in sorted(users.items()):
+        policy = policies[ref]
+        more = f" (and {len(uses) - 1} more jobs)" if len(uses) > 1 else ""
+        out.append(Problem(policy.path, policy.line, (
+            f"{ref}: {min(uses)}{more}, which the fleet defines and this policy does not "
+            f"send, so the cluster must have them already; to send them with the jobs, "
+            f"set spec.propagateDeps: true"), "warning"))
     return out
 
 

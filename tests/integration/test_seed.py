@@ -281,6 +281,38 @@ def test_seed_rayjob_admitted_under_a_larger_quota_ships_its_configmap_unsuspend
         if p.startswith("clusters/c1/") and not p.endswith("kustomization.yaml"))
 
 
+def test_a_policy_that_does_not_send_what_its_running_jobs_use_is_told(
+        tmp_path: Path) -> None:
+    """Without ``propagateDeps: true`` (as in Karmada) the ConfigMap the
+    RayJob reads is not sent: its policy is told, so that the cluster's
+    missing ConfigMap is no surprise. A job still waiting is not counted."""
+    files = _rayjob_files()
+    files["quota/elasticquotatree.yaml"] = files["quota/elasticquotatree.yaml"].replace(
+        "cpu: 14\n", "cpu: 40\n")
+    files["policies/rayjobs.yaml"] = RAYJOB_POLICY.replace("  propagateDeps: true\n", "")
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    outcome = run_reconcile(path)
+    item = _rayjob_item(path)
+    assert item["phase"] == "Admitted", item["reason"]
+    assert state_show(path, "clusters/c1/algorithm-text/configmap-ray-job-code-sample.yaml") \
+        is None
+    assert outcome.computed is not None
+    told = [str(p) for p in outcome.computed.problems if p.path == "policies/rayjobs.yaml"]
+    assert told == [
+        f"policies/rayjobs.yaml:1: warning: ClusterPropagationPolicy rayjobs: RayJob "
+        f"algorithm-text/{item['job']['name']} uses ConfigMap ray-job-code-sample, which the "
+        f"fleet defines and this policy does not send, so the cluster must have them "
+        f"already; to send them with the jobs, set spec.propagateDeps: true"]
+
+    files["policies/rayjobs.yaml"] = RAYJOB_POLICY
+    write_files(path, files)
+    commit_all(path, "send what the jobs use")
+    outcome = run_reconcile(path)
+    assert outcome.computed is not None
+    assert not [p for p in outcome.computed.problems if p.path == "policies/rayjobs.yaml"]
+    assert state_show(path, "clusters/c1/algorithm-text/configmap-ray-job-code-sample.yaml")
+
+
 def _pod_templates(job: dict[str, Any]) -> list[dict[str, Any]]:
     return [s["template"] for s in job["spec"]["pytorchReplicaSpecs"].values()]
 
