@@ -489,15 +489,17 @@ def unsent_dependencies(decisions: Iterable[Decision], inputs: FleetInputs) -> l
     claims or service accounts the fleet defines, which it does not send
     (no ``propagateDeps: true``, as Karmada): their pods would not start
     unless the cluster has them already."""
-    policies = {p.ref: p for p in inputs.policies}
+    policies = {p.ref: p for p in inputs.policies if not p.propagate_deps}
     defined = inputs.dependencies
+    if not policies or not defined:
+        return []
     users: dict[str, list[str]] = {}
     for d in decisions:
         source = inputs.jobs.get(d.key) if d.phase is Phase.ADMITTED else None
         if source is None or not source.deps:
             continue
         policy = policies.get(d.policy or "")
-        if policy is None or policy.propagate_deps:
+        if policy is None:
             continue
         used = [f"{kind} {name}" for kind, name in source.deps
                 if (kind, d.key.namespace, name) in defined]

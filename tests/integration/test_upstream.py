@@ -118,8 +118,9 @@ def test_upstream_example_is_read_sized_and_placed(tmp_path: Path, example: str)
     kind, namespace, name, pod_sets, requests = EXPECTED[example]
     job_file = f"jobs/{Path(example).name}"
     repo = make_fleet_repo(tmp_path / "fleet", {
-        "quota.yaml": TREE, "policy.yaml": QUEUED_CLUSTER_POLICY, "clusters/gpu-a.yaml": CLUSTER,
-        job_file: text})
+        # (what the examples define beside the job, a ConfigMap of its code, goes with it)
+        "quota.yaml": TREE, "policy.yaml": QUEUED_CLUSTER_POLICY + "  propagateDeps: true\n",
+        "clusters/gpu-a.yaml": CLUSTER, job_file: text})
 
     outcome = run_reconcile(repo)
     problems = outcome.computed.problems
