@@ -140,15 +140,26 @@ class ClusterState:
             wanted = [f"nodeSelector ({', '.join(f'{k}={v}' for k, v in selector)})"
                       if selector else "", "required node affinity" if ps.node_affinity else ""]
             named = " or name" if any(term.match_fields for term in ps.node_affinity) else ""
+            # (and when the taints of every node keep them off too, that is said as well:
+            # the first fix alone would not let them run)
+            kept_off = [i for i, taints in enumerate(self.node_taints)
+                        if untolerated(taints, ps.tolerations) is not None]
+            also = (f"; nor do they tolerate a taint of any of its nodes "
+                    f"({self._untolerated(kept_off, ps)})"
+                    if kept_off and len(kept_off) == len(self.node_taints) else "")
             return (f"{self.name}: {NO_NODE_MATCHES}: no node has the labels{named} of the "
-                    f"{ps.name} pods' {' and '.join(w for w in wanted if w)}")
-        taints = sorted({f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
-                         for i in labelled if (t := untolerated(self.node_taints[i],
-                                                                 ps.tolerations)) is not None})
+                    f"{ps.name} pods' {' and '.join(w for w in wanted if w)}{also}")
         which = ("the nodes with the labels they ask for" if ps.node_affinity else
                  "the nodes with their nodeSelector labels" if selector else "its nodes")
         return (f"{self.name}: {NO_NODE_MATCHES}: the {ps.name} pods tolerate no taint of "
-                f"{which} ({', '.join(taints)})")
+                f"{which} ({self._untolerated(labelled, ps)})")
+
+    def _untolerated(self, nodes: Iterable[int], ps: PodSet) -> str:
+        """The taints of ``nodes`` that keep ``ps``'s pods off them, one each at most."""
+        return ", ".join(sorted({
+            f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
+            for i in nodes if (t := untolerated(self.node_taints[i], ps.tolerations))
+            is not None}))
 
     def fits(self, pod_sets: tuple[PodSet, ...], total: ResourcesView) -> Fit | None:
         """``fit`` without the reason: ``None`` when the job does not fit (the

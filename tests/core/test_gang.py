@@ -170,6 +170,23 @@ def test_a_job_no_node_admits_is_told_the_labels_or_taints_and_the_fix() -> None
     assert by_name(result)["a"].reason.endswith("; lower its requests or add capacity")
 
 
+def test_pods_kept_off_by_both_the_labels_and_the_taints_of_every_node_are_told_both() -> None:
+    """Told of the labels alone, the user would fix the nodeSelector and be
+    told of the taints at the next push."""
+    c = (cluster("c1").node("n1", cpu="8", labels={"disktype": "hdd"},
+                            taints=[taint("dedicated", "infra")])
+         .node("n2", cpu="8", taints=[taint("gpu", effect="NoExecute")]).obj())
+    nowhere = job("a").pod_set("main", 1, node_selector={"disktype": "nvme"}, cpu="1").obj()
+    assert fit(c, nowhere) == (
+        "c1: no node admits its pods: no node has the labels of the main pods' nodeSelector "
+        "(disktype=nvme); nor do they tolerate a taint of any of its nodes "
+        "(dedicated=infra:NoSchedule, gpu:NoExecute)")
+    open_node = cluster("c1").node("n1", cpu="8").node("n2", cpu="8",
+                                                       taints=[taint("dedicated", "infra")]).obj()
+    assert fit(open_node, nowhere) == ("c1: no node admits its pods: no node has the labels of "
+                                       "the main pods' nodeSelector (disktype=nvme)")
+
+
 def test_a_required_node_affinity_picks_the_nodes_of_one_of_its_terms() -> None:
     """It was not read: a pod asking for an H100 node was packed onto an A100
     one, where it would stay Pending."""
