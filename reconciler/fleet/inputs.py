@@ -40,18 +40,17 @@ from reconciler.core.resources import Resources
 from reconciler.fleet.documents import Document, iter_mapping_docs, parse_documents
 from reconciler.fleet.jobs import (
     CLUSTER_NAME_MOST,
-    TAINT_EFFECTS,
     JobSource,
     api_group,
     build_job,
     check_label_value,
     check_name,
     check_namespace,
-    check_string,
     job_key,
     named_as_kubernetes_names,
     requirements_of,
     string_map,
+    taint_entries,
     tolerations_of,
 )
 from reconciler.jobkinds import KINDS, kind_for
@@ -932,21 +931,10 @@ def _affinity(raw: Any, field: str) -> ClusterAffinity:
 def _taints(raw: Any, field: str) -> tuple[Taint, ...]:
     """A member cluster's (or its nodes') taints; the effect is NoSchedule when
     not given."""
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise ManifestError(f"{field} must be a list", field)
     out = []
-    for i, t in enumerate(raw):
-        at = f"{field}[{i}]"
-        if not isinstance(t, dict) or not t.get("key"):
-            raise ManifestError(f"{at} must be a mapping with a key", at)
-        for part in ("key", "value"):
-            check_string(t.get(part), f"{at}.{part}")
-        effect = t.get("effect") or "NoSchedule"
-        if effect not in TAINT_EFFECTS:
-            raise ManifestError(f"{at}.effect {effect!r} is not one of "
-                                f"{', '.join(TAINT_EFFECTS)}", f"{at}.effect")
+    for at, t, effect in taint_entries(raw, field, "NoSchedule"):
+        if not t.get("key"):
+            raise ManifestError(f"{at} must have a key", at)
         out.append(Taint(key=t["key"], value=t.get("value") or "", effect=effect))
     return tuple(out)
 

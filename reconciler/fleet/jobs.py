@@ -13,7 +13,7 @@ import pickle
 import re
 import sys
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,32 +128,40 @@ def rfc3339(value: object) -> str | None:
 def tolerations_of(raw: object, field: str) -> tuple[Toleration, ...]:
     """A list of Kubernetes tolerations (a pod's, or a policy's clusterTolerations):
     the operator is Equal when not given, as in Kubernetes."""
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise ManifestError(f"{field} must be a list", field)
     out = []
-    for i, t in enumerate(raw):
-        if not isinstance(t, Mapping):
-            raise ManifestError(f"{field} entries must be mappings", field)
-        at = f"{field}[{i}]"
-        for part in ("key", "value"):
-            check_string(t.get(part), f"{at}.{part}")
+    for at, t, effect in taint_entries(raw, field, "", " (or none: every effect)"):
         operator = t.get("operator") or "Equal"
         if operator not in ("Equal", "Exists"):
             raise ManifestError(f"{at}.operator {operator!r} is not Equal or Exists",
                                 f"{at}.operator")
-        effect = t.get("effect") or ""
-        if effect and effect not in TAINT_EFFECTS:
-            raise ManifestError(f"{at}.effect {effect!r} is not one of "
-                                f"{', '.join(TAINT_EFFECTS)} (or none: every effect)",
-                                f"{at}.effect")
         out.append(Toleration(key=t.get("key") or "", operator=operator,
                               value=t.get("value") or "", effect=effect))
     return tuple(out)
 
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def taint_entries(raw: object, field: str, default: str, unset: str = ""
+                  ) -> Iterator[tuple[str, Mapping[str, Any], str]]:
+    """Each entry of a list of taints or tolerations (``field``): where it is,
+    the entry, and its effect (``default`` when not given, as ``unset`` says),
+    its key and value strings."""
+    if raw is None:
+        return
+    if not isinstance(raw, list):
+        raise ManifestError(f"{field} must be a list", field)
+    for i, t in enumerate(raw):
+        at = f"{field}[{i}]"
+        if not isinstance(t, Mapping):
+            raise ManifestError(f"{at} must be a mapping", at)
+        for part in ("key", "value"):
+            check_string(t.get(part), f"{at}.{part}")
+        effect = t.get("effect") or default
+        if effect and effect not in TAINT_EFFECTS:
+            raise ManifestError(f"{at}.effect {effect!r} is not one of "
+                                f"{', '.join(TAINT_EFFECTS)}{unset}", f"{at}.effect")
+        yield at, t, effect
 
 
 def check_string(value: object, field: str) -> None:
