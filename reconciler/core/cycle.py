@@ -57,6 +57,7 @@ from reconciler.core.resources import MAX_JOBS, Resources, ResourcesView
 
 MAX_CLUSTER_NOTES = 3
 FITS_NO_CLUSTER = "no member cluster fits the whole gang now"  # (a reason: ``explain`` reads it)
+BLOCKED_BEHIND = "blocked behind "  # (the start of a reason: ``explain`` reads it)
 MAX_PASSES = 64  # a safety net: passes settle in 2-5 (about 11 at 100,000 jobs)
 MAX_ROUNDS = 8  # a safety net: rounds settle in 1-3
 # Tests set this to check, after each pass, that no parked job could have been
@@ -1068,7 +1069,7 @@ class _Cycle:
                     while queue:
                         _, rest = heapq.heappop(queue)
                         self._wait(rest, blocked_by=(
-                            f"blocked behind {p.job.key} at the head of StrictFIFO queue "
+                            f"{BLOCKED_BEHIND}{p.job.key} at the head of StrictFIFO queue "
                             f"{leaf}"))
                     continue
                 if self._parking:

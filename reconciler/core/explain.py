@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from reconciler.core.cycle import FITS_NO_CLUSTER
+from reconciler.core.cycle import BLOCKED_BEHIND, FITS_NO_CLUSTER
 from reconciler.core.model import (
     Decision,
     Failover,
@@ -163,7 +163,15 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         short.update({name: f"cluster {name}: " + said.get(name, (
             "its free room adds up to the job's, but is split over its nodes: no node has "
             "room for its pods as they come")) for name in places if name not in short})
-    if not advice and short:
+    blocked = d.phase is Phase.QUEUED and d.reason.startswith(BLOCKED_BEHIND)
+    if blocked:
+        head = d.reason[len(BLOCKED_BEHIND):].partition(" at the head of ")[0]
+        advice.insert(0, f"its queue {d.quota} is StrictFIFO: no job there runs before its "
+                         f"head, {head}, which waits (`fleetq explain {head.replace(' ', '/')}` "
+                         f"says for what); once that one runs or leaves the queue, this one "
+                         f"is tried (queueStrategy BestEffortFIFO would let it go past)")
+    if not advice and short and len(short) == len(places):
+        # (a cluster with room: what holds the job is not the clusters' room)
         if d.phase is Phase.QUEUED and d.position is None:
             advice.append("its policy places it by capacity alone (no suspension.scheduling: "
                           "it is in no quota queue); it waits for one member cluster to hold "
@@ -172,7 +180,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             advice.append("its quota has room; it waits for one member cluster to hold the "
                           "whole gang:")
         advice.extend(short[name] for name in sorted(short))
-    elif advice and not too_big and places and len(short) == len(places):
+    elif advice and not too_big and not blocked and places and len(short) == len(places):
         # (the quota is not all: with room there, no cluster could take it either)
         advice.append("and once the quota has room, no member cluster has room for the whole "
                       "gang now:")

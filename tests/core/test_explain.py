@@ -358,3 +358,23 @@ def test_a_job_blocked_behind_a_strict_fifo_head_is_not_told_of_nodes() -> None:
     small = by_name(result)["small"]
     assert small.phase is Phase.QUEUED and "StrictFIFO" in small.reason, small
     assert not any("split over" in line for line in explained(inp, result, "small"))
+
+
+def test_a_job_blocked_behind_a_strict_fifo_head_is_told_the_head_not_a_cluster_short() -> None:
+    """With c1 and c2 holding room for it, the job waits for the head of its
+    StrictFIFO queue, not for cluster room (c3's lack of it is no reason)."""
+    from tests.builders import settings, strict_fifo
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("h", 6, replicas=2).created("2026-01-01T00:00:00Z"),
+              gpu_job("big", 8, replicas=2).created("2026-01-01T00:00:01Z"),
+              gpu_job("small", 1).created("2026-01-01T00:00:02Z")],
+        clusters=[gpu_cluster("c1", 8), gpu_cluster("c2", 8, 8), gpu_cluster("c3", 0)],
+        tree=simple_tree(quota("qa", ns=["default"], max={"gpu": "32"})),
+        settings=settings(root__qa=strict_fifo())))
+    assert by_name(result)["big"].phase is Phase.QUEUED, by_name(result)["big"]
+    assert explained(inp, result, "small")[2:] == [
+        "- its queue root/qa is StrictFIFO: no job there runs before its head, PyTorchJob "
+        "default/big, which waits (`fleetq explain PyTorchJob/default/big` says for what); "
+        "once that one runs or leaves the queue, this one is tried (queueStrategy "
+        "BestEffortFIFO would let it go past)",
+        "- 1 job(s) are ahead of it in queue root/qa"]
