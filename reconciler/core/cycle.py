@@ -57,6 +57,8 @@ from reconciler.core.resources import MAX_JOBS, Resources, ResourcesView
 
 MAX_CLUSTER_NOTES = 3
 FITS_NO_CLUSTER = "no member cluster fits the whole gang now"  # (a reason: ``explain`` reads it)
+LOWER_OR_ADD = "lower its requests or add capacity"
+FITS_NO_CLUSTER_EMPTY = "it fits no candidate member cluster even when empty"  # (``explain``)
 BLOCKED_BEHIND = "blocked behind "  # (the start of a reason: ``explain`` reads it)
 MAX_PASSES = 64  # a safety net: passes settle in 2-5 (about 11 at 100,000 jobs)
 MAX_ROUNDS = 8  # a safety net: rounds settle in 1-3
@@ -972,11 +974,24 @@ class _Cycle:
         if p.policy.queued and self.usage is not None and p.quota is not None:
             short = self.usage.never_fits(p.quota, job.requests, preemptible=job.preemptible)
             if short is not None:
-                return (f"{short.describe().replace(' 0 used + ', ' ')} even with the quota "
-                        f"empty; lower the job's requests or raise the quota's {short.bound}")
+                said = (f"{short.describe().replace(' 0 used + ', ' ')} even with the quota "
+                        f"empty")
+                too_big = self._fits_no_cluster(p) if any(p.groups) else None
+                if too_big is None:
+                    return f"{said}; lower the job's requests or raise the quota's {short.bound}"
+                why, fix = too_big  # (a larger quota would not let it run either)
+                return f"{said}, and {why}; lower its requests" + (
+                    "" if fix == LOWER_OR_ADD else f" and {fix}")
         if not any(p.groups):
             why = "; ".join(p.notes) if p.notes else "its policy's clusterAffinity selects none"
             return f"no member cluster is a candidate for it under {p.policy.ref}: {why}"
+        too_big = self._fits_no_cluster(p)
+        return None if too_big is None else "; ".join(too_big)
+
+    def _fits_no_cluster(self, p: _Pending) -> tuple[str, str] | None:
+        """Why ``p`` fits none of its candidate clusters even when empty, and
+        the fix; None when one would hold it."""
+        job = p.job
         shape = p.shape
         reasons: list[str] = []
         names = self._sorted_candidates.get(p.like)
@@ -993,10 +1008,9 @@ class _Cycle:
                 return None
             reasons.append(why_not)
         fix = ("fix its pods' nodeSelector or tolerations, or the nodes' labels or taints"
-               if all(NO_NODE_MATCHES in r for r in reasons) else
-               "lower its requests or add capacity")
-        return "it fits no candidate member cluster even when empty: " + _join_notes(
-            reasons) + "; " + fix
+               if all(NO_NODE_MATCHES in r for r in reasons) else LOWER_OR_ADD)
+        return f"{FITS_NO_CLUSTER_EMPTY}: " + _join_notes(
+            reasons), fix
 
     def _empty_state(self, name: str) -> ClusterState:
         state = self._empty.get(name)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from reconciler.core.cycle import BLOCKED_BEHIND, FITS_NO_CLUSTER
+from reconciler.core.cycle import BLOCKED_BEHIND, FITS_NO_CLUSTER, FITS_NO_CLUSTER_EMPTY
 from reconciler.core.model import (
     Decision,
     Failover,
@@ -94,6 +94,11 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     if d.phase is Phase.INVALID:
         lines.append("To run it: fix the manifest at the place named above; "
                      "`fleetq validate` lists every problem.")
+        return lines
+    if d.phase is Phase.INADMISSIBLE and FITS_NO_CLUSTER_EMPTY in d.reason:
+        lines.append("It holds no quota or room and is not queued: no quota or job leaving "
+                     "would make room for it; once its requests, its policy or the clusters "
+                     "change as the reason says, the next reconcile tries it again.")
         return lines
     req = d.requests
     advice: list[str] = []

@@ -179,6 +179,17 @@ def test_a_job_beyond_its_quotas_max_is_inadmissible_with_an_actionable_reason()
         d.reason)
 
 
+def test_a_job_beyond_its_quota_and_every_cluster_is_not_told_to_raise_the_quota() -> None:
+    """A larger quota would not let it run: no cluster holds it even empty."""
+    result = reconcile_cycle(borrowing_input(gpu_job("huge", 8, "team-a", replicas=5)))
+    d = by_name(result)["huge"]
+    assert d.phase is Phase.INADMISSIBLE
+    assert d.reason == (
+        "quota root/qa nvidia.com/gpu: 40 requested > max 12 even with the quota empty, and "
+        "it fits no candidate member cluster even when empty: c1: free nvidia.com/gpu 32 < "
+        "40 requested; lower its requests")
+
+
 def test_max_jobs_limits_admitted_jobs_per_quota() -> None:
     result = reconcile_cycle(cycle_input(
         jobs=[gpu_job(f"j{i}", 1, "team-a").created(t(i)) for i in range(3)],

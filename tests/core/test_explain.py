@@ -56,13 +56,30 @@ def test_a_job_larger_than_its_quota_is_told_to_raise_max_not_to_preempt() -> No
     inp, result = decided(cycle_input(
         jobs=[gpu_job("small", 2, "team-a"), gpu_job("huge", 8, "team-a", replicas=2)],
         tree=simple_tree(quota("qa", ns=["team-a"], max={"gpu": "12"})),
-        priority_classes=PRIORITIES))
+        clusters=[gpu_cluster("c1", 8, 8)], priority_classes=PRIORITIES))
     lines = explained(inp, result, "huge")
     assert lines[0] == "PyTorchJob team-a/huge is Inadmissible."
     assert ("- quota root/qa nvidia.com/gpu: the job alone needs 16 but max is 12: raise max "
             "to at least 16 (in a pull request to the ElasticQuotaTree) or shrink the job"
             ) in lines
     assert not any("holding quota" in line for line in lines), lines
+
+
+def test_a_job_no_cluster_holds_even_empty_is_told_no_quota_or_preemption_would_help() -> None:
+    """Its quota full, it was told to free quota, and that with room there no
+    cluster had room now: neither lets a job no cluster holds run."""
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("small", 8, "team-a").created("2026-01-01T00:00:01Z"),
+              gpu_job("huge", 8, "team-a", replicas=3).created("2026-01-01T00:00:02Z")],
+        tree=simple_tree(quota("qa", ns=["team-a"], max={"gpu": "28"})),
+        clusters=[gpu_cluster("c1", 8, 8)], priority_classes=PRIORITIES))
+    assert explained(inp, result, "huge") == [
+        "PyTorchJob team-a/huge is Inadmissible.",
+        "Reason: it fits no candidate member cluster even when empty: c1: free nvidia.com/gpu "
+        "16 < 24 requested; lower its requests or add capacity",
+        "It holds no quota or room and is not queued: no quota or job leaving would make "
+        "room for it; once its requests, its policy or the clusters change as the reason "
+        "says, the next reconcile tries it again."]
 
 
 def test_a_job_its_quota_admits_is_told_which_clusters_lack_what() -> None:
