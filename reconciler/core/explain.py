@@ -253,8 +253,33 @@ def _higher_priority(d: Decision, shortfalls: Mapping[str, int], holders: Collec
             if x.priority < d.priority:
                 return ""  # (it outranks them already: something else holds it back)
             return (f"; a priority above {x.priority} would let it preempt "
-                    f"{i + 1} of them")
+                    f"{_fewest(victims[:i + 1], shortfalls)} of them")
     return ""
+
+
+def _fewest(victims: list[Decision], shortfalls: Mapping[str, int]) -> int:
+    """How many of ``victims`` (in the order preemption takes them), which
+    together free ``shortfalls``, preemption evicts: one that frees it all
+    alone, or those taken in order until they do, less those the rest can do
+    without (as ``find_victims`` picks them)."""
+    def frees(chosen: list[Decision]) -> bool:
+        freed: Resources = {}
+        for x in chosen:
+            add_into(freed, x.requests)
+        return all(freed.get(name, 0) >= missing for name, missing in shortfalls.items())
+
+    if any(frees([x]) for x in victims):
+        return 1
+    taken: list[Decision] = []
+    for x in victims:
+        taken.append(x)
+        if frees(taken):
+            break
+    for x in reversed(taken[:-1]):
+        rest = [y for y in taken if y is not x]
+        if frees(rest):
+            taken = rest
+    return len(taken)
 
 
 def explain_decision(decision: Decision, *, decisions: list[Decision], tree: QuotaTree | None,

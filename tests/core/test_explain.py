@@ -395,3 +395,20 @@ def test_a_job_blocked_behind_a_strict_fifo_head_is_told_the_head_not_a_cluster_
         "once that one runs or leaves the queue, this one is tried (queueStrategy "
         "BestEffortFIFO would let it go past)",
         "- 1 job(s) are ahead of it in queue root/qa"]
+
+
+def test_a_higher_priority_is_told_to_preempt_the_fewest_jobs_that_free_the_room() -> None:
+    """With a 6-GPU job and two 1-GPU jobs holding the quota, a 6-GPU job of
+    the same priority was told it would preempt 3 of them: the 6-GPU one is
+    enough."""
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("one", 1, "team-a").priority_class("low").created("2026-01-01T00:00:01Z"),
+              gpu_job("two", 1, "team-a").priority_class("low").created("2026-01-01T00:00:02Z"),
+              gpu_job("six", 6, "team-a").priority_class("low").created("2026-01-01T00:00:03Z"),
+              gpu_job("w", 6, "team-a").priority_class("low").created("2026-01-01T00:00:04Z")],
+        tree=simple_tree(quota("qa", ns=["team-a"], max={"gpu": "8"})),
+        clusters=[gpu_cluster("c1", 8, 8)], priority_classes=PRIORITIES))
+    assert by_name(result)["w"].phase is Phase.QUEUED, by_name(result)["w"]
+    assert ("- jobs holding quota root/qa: team-a/one (priority 10), team-a/six (priority 10), "
+            "team-a/two (priority 10); a priority above 10 would let it preempt 1 of them"
+            ) in explained(inp, result, "w")
