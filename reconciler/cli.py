@@ -220,7 +220,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
     source = args.source
     if source is None:
         current = repo.current_branch()
-        source = f"{args.remote}/{current}" if args.remote and current else "HEAD"
+        # (the branch it starts on: a checkout of another branch is not what it watches)
+        source = (f"{args.remote}/{current}" if args.remote and current else
+                  current or "HEAD")
     if repo.resolve(source) is not None:
         # (a watch of a source it could never reconcile stops at once, as reconcile
         # does; one not there yet, a remote branch not fetched, is waited for)

@@ -547,11 +547,22 @@ def test_the_command_reconciles_until_it_is_terminated(tmp_path: Path) -> None:
         sha = commit_all(path, "b")
         line = out.get(timeout=WAIT)
         assert f"from {sha[:12]}: 2 admitted" in line
+        # the branch it started on is watched, not whichever is checked out
+        git(path, "checkout", "-q", "-b", "feature")
+        write_files(path, {"jobs/c.yaml": pytorchjob("c", cpu="1")})
+        commit_all(path, "c on a feature branch")
+        with pytest.raises(queue.Empty):  # (it checks every 0.5 s, and wakes on the commit)
+            out.get(timeout=3)
+        git(path, "checkout", "-q", "main")
+        write_files(path, {"jobs/d.yaml": pytorchjob("d", cpu="1")})
+        sha = commit_all(path, "d")
+        line = out.get(timeout=WAIT)
+        assert f"from {sha[:12]}: 2 admitted, 1 queued" in line
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=WAIT)
     assert proc.returncode == 0, err
-    assert "watching HEAD" in err and "stopped watching" in err
+    assert "watching main and its state branch" in err and "stopped watching" in err
     assert "Traceback" not in err
 
 
