@@ -11,6 +11,7 @@ import contextlib
 import datetime as dt
 import gc
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -760,9 +761,20 @@ def template_dir() -> Path:
                    "checkout of the fleetq repository (pip install -e .)")
 
 
+FALLBACK_IDENTITY = {"name": "fleetq init", "email": "fleetq@localhost"}
+
+
 def _git(cwd: Path, *args: str) -> None:
-    env = dict(os.environ, GIT_AUTHOR_NAME="fleetq demo", GIT_AUTHOR_EMAIL="demo@fleetq.local",
-               GIT_COMMITTER_NAME="fleetq demo", GIT_COMMITTER_EMAIL="demo@fleetq.local")
+    """``git args`` in ``cwd``, as the person's git identity where git has
+    one (its configuration, GIT_AUTHOR_NAME, ...), else as ``FALLBACK_IDENTITY``
+    (a machine with none: the first commit is still made)."""
+    env = dict(os.environ)
+    for field, fallback in FALLBACK_IDENTITY.items():
+        configured = subprocess.run(["git", "config", f"user.{field}"], cwd=cwd,
+                                    capture_output=True, text=True, check=False).stdout.strip()
+        for who in ("AUTHOR", "COMMITTER"):
+            if not configured:
+                env.setdefault(f"GIT_{who}_{field.upper()}", fallback)
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
 
 
@@ -804,7 +816,11 @@ def cmd_init(args: argparse.Namespace) -> int:
     init_repo(target, commit=not args.no_git)
     print(f"created fleet repo {target} from the template"
           + ("" if args.no_git else " (git repo, branch main)"))
-    print(f"next: cd {target} && fleetq validate && fleetq reconcile && fleetq status")
+    where = shlex.quote(str(target))
+    print(f"next: cd {where} && fleetq validate && fleetq reconcile && fleetq status"
+          if not args.no_git else
+          f"next: cd {where} && git init -b main && git add -A && git commit -m 'Fleet repo' "
+          f"&& fleetq validate && fleetq reconcile")
     return EXIT_OK
 
 

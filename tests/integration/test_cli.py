@@ -18,6 +18,7 @@ import yaml
 from reconciler import cli
 
 from .conftest import (
+    AUTHOR,
     NOW,
     QUEUED_CLUSTER_POLICY,
     REPO_ROOT,
@@ -287,6 +288,39 @@ def test_init_creates_a_fleet_repo_that_validates_and_reconciles(tmp_path: Path)
     assert {"Admitted", "Queued", "Inadmissible"} <= phases
     proc = fleetq("init", str(target))
     assert proc.returncode == 2  # not empty
+
+
+@pytest.mark.parametrize(("config", "who"), [
+    ("[user]\n\tname = Ada Lovelace\n\temail = ada@example.org\n",
+     "Ada Lovelace <ada@example.org>"),
+    ("", "fleetq init <fleetq@localhost>")])
+def test_init_commits_as_the_person_and_without_an_identity_still_commits(
+        tmp_path: Path, config: str, who: str) -> None:
+    """It committed as "fleetq demo" whoever ran it."""
+    (tmp_path / "gitconfig").write_text(config)
+    target = tmp_path / "my fleet"
+    proc = fleetq("init", str(target), env={"GIT_CONFIG_GLOBAL": str(tmp_path / "gitconfig"),
+                                            "GIT_CONFIG_NOSYSTEM": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert git(target, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip() == f"{who}|{who}"
+    assert f"next: cd '{target}' && fleetq validate" in proc.stdout, proc.stdout
+
+
+def test_init_without_git_says_how_to_commit_first_and_validate_then(tmp_path: Path) -> None:
+    """Its hint began with ``fleetq validate``, which reads a git repository,
+    and did not quote a path with a space."""
+    target = tmp_path / "my fleet"
+    proc = fleetq("init", "--no-git", str(target))
+    assert proc.returncode == 0, proc.stderr
+    assert not (target / ".git").exists()
+    hint = proc.stdout.splitlines()[-1]
+    assert hint.startswith(f"next: cd '{target}' && git init -b main && git add -A && "), hint
+    steps = hint.removeprefix(f"next: cd '{target}' && ")
+    done = subprocess.run(steps, shell=True, cwd=target, capture_output=True, text=True,
+                          env={**os.environ, **AUTHOR, "PATH": f"{Path(sys.executable).parent}"
+                               f"{os.pathsep}{os.environ['PATH']}"}, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (target / ".git").is_dir() and git(target, "status", "--porcelain") == ""
 
 
 @pytest.mark.parametrize(("where", "said"), [
