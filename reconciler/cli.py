@@ -182,7 +182,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     if args.output != "none":
         items, texts = (([decision_item(d) for d in outcome.decisions], {})
                         if outcome.computed else _state_items(repo, branch, cache))
-        _print_data(items, args.output, texts=texts)
+        _print_data(items, args.output, wide=args.wide, texts=texts)
     return EXIT_OK
 
 
@@ -870,7 +870,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("reconcile", help="decide and commit the state branch")
     common(p, output=False)
-    p.add_argument("-o", "--output", choices=["none", "table", "json", "yaml"], default="none")
+    p.add_argument("-o", "--output", choices=["none", "table", "json", "yaml", "wide"],
+                   default="none")
     p.add_argument("--source", default="HEAD", help="source revision (default: HEAD)")
     p.add_argument("--state-branch", default=None, help="default: fleet.yaml or fleetq/state")
     p.add_argument("--remote", default=None, help="push the state branch to this remote "
@@ -878,7 +879,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--now", default=None, help="fix the clock (RFC 3339)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     no_cache(p)
-    p.set_defaults(func=cmd_reconcile)
+    p.set_defaults(func=cmd_reconcile, wide=False)
 
     p = sub.add_parser("watch", help="reconcile each new commit of the source, until stopped")
     common(p, output=False)

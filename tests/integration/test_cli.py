@@ -136,6 +136,22 @@ def test_reconcile_output_json_matches_status(seed_fleet: SeedFleet) -> None:
     assert yaml.safe_load(again.stdout) == json.loads(status.stdout)
 
 
+def test_reconcile_output_wide_is_the_wide_table_status_prints(seed_fleet: SeedFleet) -> None:
+    """The README's ``-o wide`` of every command that prints data: reconcile
+    refused it."""
+    write_files(seed_fleet.path, {"jobs/default/pytorch-second.yaml": pytorchjob(
+        "pytorch-second", cpu="30")})
+    commit_all(seed_fleet.path, "second job")
+    proc = fleetq("reconcile", "--repo", str(seed_fleet.path), "--now", NOW, "-o", "wide")
+    assert proc.returncode == 0, proc.stderr
+    said, _, table = proc.stdout.partition("\n")
+    assert said.startswith("committed "), said
+    status = fleetq("status", "--repo", str(seed_fleet.path), "-o", "wide")
+    assert table == status.stdout
+    reason = placements(seed_fleet.path)["default/pytorch-second"]["reason"]
+    assert len(reason) > 60 and reason in table, (reason, table)
+
+
 @pytest.mark.parametrize("command", [["status"], ["validate"], ["reconcile", "--now", NOW],
                                      ["status", "-o", "json"]])
 def test_not_a_git_repo_is_exit_2(tmp_path: Path, command: list[str]) -> None:
