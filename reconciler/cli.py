@@ -694,6 +694,10 @@ def cmd_observe(args: argparse.Namespace) -> int:
 
     repo = FleetRepo(args.repo)
     now = parse_now(args.now)
+    if args.kubeconfig is not None and not os.path.isfile(args.kubeconfig):
+        raise GitError(f"--kubeconfig {args.kubeconfig}: " + (
+            "a folder, not a file" if os.path.isdir(args.kubeconfig) else "no such file")
+            + "; name a kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     clusters = _fleet_clusters(repo, args, args.cluster)
     reports: list[ClusterReport] = []
     failed = 0

@@ -731,6 +731,21 @@ def test_a_context_missing_from_the_kubeconfig_fails_that_cluster(
     assert "status/gpu-bj-b.yaml" in state_files(fleet)
 
 
+@pytest.mark.parametrize(("where", "said"), [("missing", "no such file"),
+                                               (".", "a folder, not a file")])
+def test_a_kubeconfig_that_is_no_file_is_a_usage_error_naming_it(
+        tmp_path: Path, fleet: Path, capsys: pytest.CaptureFixture[str], where: str,
+        said: str) -> None:
+    """It failed each cluster in turn (exit 1), never naming the file."""
+    head = rev(fleet, "fleetq/state")
+    kubeconfig = str(tmp_path / where)
+    code, _, err = observe(capsys, fleet, kubeconfig)
+    assert code == 2, err
+    assert err.strip() == (f"fleetq: --kubeconfig {kubeconfig}: {said}; name a kubeconfig "
+                           f"file (default: $KUBECONFIG or ~/.kube/config)")
+    assert rev(fleet, "fleetq/state") == head
+
+
 def test_observe_before_any_reconcile_is_refused(
         tmp_path: Path, serve: Serve, capsys: pytest.CaptureFixture[str]) -> None:
     """Reports are kept beside the state: with no state yet, nothing is
