@@ -36,6 +36,7 @@ from reconciler.pipeline import (
     DEFAULT_IDENTITY,
     DUE_TRAILER,
     OBSERVED_TRAILER,
+    TRAILER,
     TREE_TRAILER,
     Computed,
     Outcome,
@@ -630,7 +631,14 @@ def _not_yet(repo: FleetRepo, args: argparse.Namespace, base: str | None, comput
                + (f" on {was['cluster']}" if was.get("cluster") else "")
                + (f", position {was['position']} in queue {was.get('quota')}"
                   if was.get("position") else ""))
-    made_from = trailers(repo.commit_info(base).message).get(TREE_TRAILER)
+    said = trailers(repo.commit_info(base).message)
+    made_from, from_commit = said.get(TREE_TRAILER), said.get(TRAILER)
+    if made_from != computed.source.tree and from_commit and \
+            repo.is_ancestor(computed.source.sha, from_commit):  # (--source an older commit)
+        return (f"Note: {sha} is older than {from_commit[:12]}, the commit the state branch "
+                f"was made from: below is what a reconcile of {sha} would decide; {now}, and "
+                f"that is what the clusters run.",
+                {"source": computed.source.sha, "state": was, "stateSource": from_commit})
     what = (f"{sha} is not reconciled yet" if made_from != computed.source.tree else
             "the state branch has not taken in what changed since its last reconcile (the "
             "clusters' reports, the time)")

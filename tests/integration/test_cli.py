@@ -865,3 +865,12 @@ def test_explain_of_a_commit_not_reconciled_yet_says_so_and_what_the_state_says(
     assert "no change" in fleetq("reconcile", "--repo", str(path), "--now", NOW).stdout
     told = fleetq("explain", "--repo", str(path), "tokenizer-ablation", "--now", NOW).stdout
     assert told.startswith("PyTorchJob text/tokenizer-ablation is Queued, position 1 "), told
+    # an older commit, reconciled before: said to be older, not "not reconciled yet"
+    told = fleetq("explain", "--repo", str(path), "tokenizer-ablation", "--now", NOW,
+                  "--source", "HEAD~2").stdout
+    assert told.startswith(
+        f"Note: {rev(path, 'HEAD~2')[:12]} is older than {rev(path, 'HEAD~1')[:12]}, the commit "
+        f"the state branch was made from: below is what a reconcile of "
+        f"{rev(path, 'HEAD~2')[:12]} would decide; the state branch says Queued, position 1 "
+        f"in queue root/algorithm/text, and that is what the clusters run.\n\n"
+        f"PyTorchJob text/tokenizer-ablation is Queued, position 2 "), told
