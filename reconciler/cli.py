@@ -435,9 +435,11 @@ def cmd_queue(args: argparse.Namespace) -> int:
     items, texts = _state_items(repo, _branch(repo, args), _cache(repo, args))
     items = [i for i in items if i.get("phase") == "Queued"]
     if args.quota:
-        items = [i for i in items if _in_quota(str(i.get("quota")), args.quota)]
-        if not items:
-            _check_quota(repo, args)
+        chosen = [i for i in items if _in_quota(str(i.get("quota")), args.quota)]
+        if not chosen:  # (a quota with none queued, a quota named as a label names it, ...)
+            path = _check_quota(repo, args)
+            chosen = [i for i in items if _in_quota(str(i.get("quota")), path)]
+        items = chosen
     # (a job with no position waits in no quota queue: its policy places it by
     # capacity alone, with no quota check; listed after the queues)
     items.sort(key=lambda i: (i.get("position") is None, str(i.get("quota")),
@@ -467,15 +469,20 @@ def _in_quota(path: str, quota: str) -> bool:
             else f"{path}/".startswith((f"{quota}/", f"root/{quota}/")))
 
 
-def _check_quota(repo: FleetRepo, args: argparse.Namespace) -> None:
-    """A usage error when ``--quota`` names no quota of the fleet's
-    ElasticQuotaTree (at HEAD): an empty list would say its queue is empty."""
+def _check_quota(repo: FleetRepo, args: argparse.Namespace) -> str:
+    """``--quota`` as a path of the fleet's ElasticQuotaTree (at HEAD), named
+    also as a job's quota label may name it (its path joined with ``-``);
+    a usage error when it names none: an empty list would say its queue is
+    empty."""
     cache = _cache(repo, args)
     _, inputs = read_inputs(repo, "HEAD", cache if cache is not None else ParsedJobs(), cache)
     paths = sorted(inputs.tree.nodes) if inputs.tree is not None else []
+    if inputs.tree is not None and args.quota in inputs.tree.by_alias:
+        return inputs.tree.by_alias[args.quota]
     if not any(_in_quota(path, args.quota) for path in paths):
         raise GitError(f"--quota {args.quota!r} names no quota of the ElasticQuotaTree; name a "
                        f"quota or its path: {', '.join(paths) or 'the fleet has none'}")
+    return str(args.quota)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -940,7 +947,8 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--state-branch", default=None)
     p.add_argument("--quota", default=None,
-                   help="only the queues of this quota and those under it (a name or a path)")
+                   help="only the queues of this quota and those under it (a name, a path, or the path "
+                   "joined with - as a quota label names it)")
     no_cache(p)
     p.set_defaults(func=cmd_queue, wide=False)
 

@@ -279,7 +279,8 @@ def test_queue_of_a_quota_takes_its_name_or_path_and_the_quotas_under_it(
 
     everything = names("root")
     assert len(everything) == 2
-    for quota in ("text", "root/algorithm/text", "algorithm/text", "algorithm", "root/algorithm"):
+    for quota in ("text", "root/algorithm/text", "algorithm/text", "algorithm", "root/algorithm",
+                  "algorithm-text", "root-algorithm-text"):  # (as a quota label names it)
         assert names(quota) == everything, quota
     for quota in ("video", "root/algorithm/video", "interns"):
         assert names(quota) == [], quota
