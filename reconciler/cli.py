@@ -947,8 +947,8 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--state-branch", default=None)
     p.add_argument("--quota", default=None,
-                   help="only the queues of this quota and those under it (a name, a path, or the path "
-                   "joined with - as a quota label names it)")
+                   help="only the queues of this quota and those under it (a name, a "
+                   "path, or the path joined with - as a quota label names it)")
     no_cache(p)
     p.set_defaults(func=cmd_queue, wide=False)
 
