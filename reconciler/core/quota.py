@@ -36,6 +36,7 @@ class QuotaSpec:
     namespaces: tuple[str, ...] = ()
     children: tuple[QuotaSpec, ...] = ()
     line: int = 0
+    lines: tuple[tuple[str, int], ...] = ()  # ("min.cpu", its line), ("max", ...), ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +49,17 @@ class QuotaNode:
     parent: str | None
     children: tuple[str, ...]
     line: int
+    lines: tuple[tuple[str, int], ...] = ()  # (see ``QuotaSpec.lines``)
 
     @property
     def is_leaf(self) -> bool:
         return not self.children
+
+    def line_of(self, section: str, name: str) -> int:
+        """The line of its ``section`` (min, max) entry of resource ``name``,
+        else of that section, else of its name."""
+        found = dict(self.lines)
+        return found.get(f"{section}.{name}") or found.get(section) or self.line
 
     @property
     def queue_name(self) -> str:
@@ -136,7 +144,8 @@ def build_tree(spec: QuotaSpec, *, path: str) -> tuple[QuotaTree | None, list[Pr
         nodes[node_path] = QuotaNode(
             path=node_path, name=node.name, min=node.min, max=node.max,
             namespaces=node.namespaces, parent=parent,
-            children=tuple(f"{node_path}/{c.name}" for c in node.children), line=node.line)
+            children=tuple(f"{node_path}/{c.name}" for c in node.children), line=node.line,
+            lines=node.lines)
         for child in node.children:
             visit(child, node_path)
 
@@ -158,7 +167,7 @@ def build_tree(spec: QuotaSpec, *, path: str) -> tuple[QuotaTree | None, list[Pr
         for name, lo in sorted(node.min.items()):
             hi = node.max.get(name)
             if hi is not None and lo > hi:
-                problems.append(Problem(path, node.line, (
+                problems.append(Problem(path, node.line_of("max", name), (
                     f"quota {node.path}: min {name} {format_quantity(name, lo)} is more than "
                     f"max {format_quantity(name, hi)}; min must be <= max")))
         if node.children:
@@ -167,14 +176,16 @@ def build_tree(spec: QuotaSpec, *, path: str) -> tuple[QuotaTree | None, list[Pr
                 add_into(child_min, nodes[child].min)
             for name, value in sorted(child_min.items()):
                 if value > node.min.get(name, 0):
-                    problems.append(Problem(path, node.line, (
+                    problems.append(Problem(path, node.line_of("min", name), (
                         f"quota {node.path}: children's min {name} add up to "
                         f"{format_quantity(name, value)}, more than its min "
                         f"{format_quantity(name, node.min.get(name, 0))}; lower the children's "
                         f"min or raise {node.path}'s")))
     root_node = nodes[root]
     if root_node.min != root_node.max:
-        problems.append(Problem(path, root_node.line, (
+        differ = sorted(n for n in {*root_node.min, *root_node.max}
+                        if root_node.min.get(n) != root_node.max.get(n))
+        problems.append(Problem(path, root_node.line_of("min", differ[0]), (
             "root quota: min must equal max (both are the fleet's total); "
             f"min {_fmt(root_node.min)} vs max {_fmt(root_node.max)}")))
     aliases: dict[str, str] = {}

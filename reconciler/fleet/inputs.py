@@ -906,7 +906,11 @@ def _quota_spec(doc: Document, raw: Any, field: str) -> QuotaSpec:
         namespaces=tuple(str(n) for n in namespaces),
         children=tuple(_quota_spec(doc, c, f"{field}.children[{i}]")
                        for i, c in enumerate(children)),
-        line=doc.line_of(f"{field}.name"))
+        line=doc.line_of(f"{field}.name"),
+        lines=tuple((f"{section}.{name}" if name else section,
+                     doc.line_of(f"{field}.{section}", *([name] if name else [])))
+                    for section in ("min", "max") if isinstance(raw.get(section), dict)
+                    for name in ("", *map(str, raw[section]))))
 
 
 def _label_selector(raw: Any, field: str) -> LabelSelector | None:

@@ -386,6 +386,31 @@ def test_a_quota_name_that_cannot_be_a_label_value_is_an_error(name: str) -> Non
     assert told(fine) == [] and fine.tree is not None
 
 
+def test_quota_limits_that_do_not_add_up_are_told_at_the_entry_to_fix() -> None:
+    """A min above max, children's min above their parent's and a root whose
+    min is not its max were told at the quota's name line."""
+    text = quota_tree_yaml('{cpu: "8", memory: 8Gi}', """\
+    - name: a
+      namespaces: [default]
+      min:
+        cpu: "6"
+      max:
+        memory: 4Gi
+        cpu: "4"
+    - name: b
+      namespaces: [other]
+      min: {cpu: "4"}
+""").replace('    max: {cpu: "8", memory: 8Gi}', '    max:\n      cpu: "8"\n      memory: 9Gi')
+    assert text.splitlines()[6] == '    min: {cpu: "8", memory: 8Gi}'
+    assert text.splitlines()[17] == '        cpu: "4"'
+    assert told(read({"quota.yaml": text})) == [
+        "quota.yaml:7: quota root: children's min cpu add up to 10, more than its min 8; lower "
+        "the children's min or raise root's",
+        "quota.yaml:7: root quota: min must equal max (both are the fleet's total); min {cpu: "
+        "8, memory: 8Gi} vs max {cpu: 8, memory: 9Gi}",
+        "quota.yaml:18: quota root/a: min cpu 6 is more than max 4; min must be <= max"]
+
+
 def test_a_state_branch_that_is_not_a_string_is_an_error() -> None:
     text = FLEET.replace("spec:\n", "spec:\n  stateBranch: 5\n")
     assert told(read({"fleet.yaml": text, "policy.yaml": POLICY})) == [
