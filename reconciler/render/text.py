@@ -40,7 +40,10 @@ def placements_table(items: Sequence[Mapping[str, Any]], *, wide: bool = False) 
     headers.extend({"failedOn": "FAILED-ON", "keptOn": "KEPT-ON"}[f] for f in failover)
     headers.append("REASON")
     rows = []
-    for i in items:
+    # (as kubectl lists objects: by namespace, then name; placements.yaml's order is
+    # that of the job's kind first)
+    for i in sorted(items, key=lambda i: (str(i["job"]["namespace"]), str(i["job"]["name"]),
+                                          str(i["job"]["kind"]))):
         job = i["job"]
         row: list[object] = [job["namespace"], job["name"], job["kind"], i["phase"],
                              i.get("quota"), i.get("priority"), i.get("cluster"),

@@ -11,6 +11,19 @@ def _item(name: str, **fields: object) -> dict[str, object]:
             "position": 1, "reason": "waiting", **fields}
 
 
+def test_the_table_lists_jobs_by_namespace_then_name_as_kubectl_does() -> None:
+    """It listed them in placements.yaml's order: by kind first."""
+    items = [{**_item(name), "job": {"apiVersion": api, "kind": kind, "namespace": ns,
+                                     "name": name}}
+             for api, kind, ns, name in [("batch/v1", "Job", "b", "x"),
+                                         ("kubeflow.org/v1", "PyTorchJob", "a", "y"),
+                                         ("ray.io/v1", "RayJob", "a", "b"),
+                                         ("batch/v1", "Job", "a", "y")]]
+    rows = [r.split()[:3] for r in placements_table(items).splitlines()[1:]]
+    assert rows == [["a", "b", "RayJob"], ["a", "y", "Job"], ["a", "y", "PyTorchJob"],
+                    ["b", "x", "Job"]]
+
+
 def test_the_preempted_by_column_counts_preemptions_only_when_there_were_some() -> None:
     """A job preempted while it ran shows its preemptor and how often; one whose
     place was reclaimed before it ever ran (no preemptions) shows the reclaimer."""
@@ -20,8 +33,9 @@ def test_the_preempted_by_column_counts_preemptions_only_when_there_were_some() 
         _item("untouched"),
     ]).splitlines()
     assert "PREEMPTED-BY" in rows[0]
-    assert "Job team-b/big (x2)" in rows[1]
-    assert "Job team-b/other" in rows[2] and "(x" not in rows[2]
+    assert [r.split()[1] for r in rows[1:]] == ["never-ran", "ran", "untouched"]
+    assert "Job team-b/big (x2)" in rows[2]
+    assert "Job team-b/other" in rows[1] and "(x" not in rows[1]
     assert rows[3].split()[8] == "-"
 
 
