@@ -7,6 +7,7 @@ Exit codes: 0 ok; 1 problems found (``validate``); 2 usage or environment error;
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import datetime as dt
 import gc
@@ -148,11 +149,8 @@ def _say(output: str) -> TextIO:
 
 
 def _summary(outcome: Outcome) -> str:
-    counts: dict[str, int] = {}
-    for d in outcome.decisions:
-        counts[d.phase.value] = counts.get(d.phase.value, 0) + 1
-    parts = [f"{counts.get(p.value, 0)} {p.value.lower()}" for p in Phase
-             if counts.get(p.value)]
+    counts = collections.Counter(d.phase for d in outcome.decisions)  # (by member: no .value)
+    parts = [f"{counts[p]} {p.value.lower()}" for p in Phase if counts.get(p)]
     return ", ".join(parts) or "no jobs"
 
 
