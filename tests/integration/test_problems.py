@@ -669,16 +669,19 @@ spec:
 
 def test_a_broken_file_goes_on_in_its_newest_good_version_not_the_states(
         tmp_path: Path) -> None:
-    """gpu-hz-a shrinks to one node in a commit that changes no decision (no
-    state commit); its file then breaks. The fleet goes on with the one-node
-    version, the newest good one, not the four-node one the state was made from."""
+    """gpu-hz-a gets a label no policy selects on, in a commit that changes no
+    decision (no state commit); its file then breaks. The fleet goes on with
+    the labelled version, the newest good one, not the one the state was made
+    from."""
     path = tmp_path / "fleet"
     assert fleetq("init", str(path)).returncode == 0
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
     file = path / "clusters/gpu-hz-a.yaml"
     text = file.read_text()
-    file.write_text(text[:text.index("  - name: hz-a-gpu-1")])
-    commit_all(path, "gpu-hz-a keeps one node")
+    assert "    region: cn-hangzhou\n" in text
+    file.write_text(text.replace("    region: cn-hangzhou\n",
+                                 "    region: cn-hangzhou\n    owner: platform\n"))
+    commit_all(path, "gpu-hz-a is the platform team's")
     one_node = git(path, "rev-parse", "HEAD:clusters/gpu-hz-a.yaml").strip()
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
     assert proc.returncode == 0 and "no change" in proc.stdout, proc.stdout
