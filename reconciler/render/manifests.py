@@ -103,9 +103,10 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
     kind.set_suspended(obj, False)
     if isinstance(kind, JobWithMovedFields):
         kind.move_old_fields(obj)
-    pods = sum(p.replicas for p in decision.pod_sets)
+    refs = kind.pod_templates(obj)  # (the gang's: not a RayJob's submitter)
+    pods = sum(ref.replicas for ref in refs)
     total = gang_minimum(obj, pods)
-    for ref in kind.pod_templates(obj):
+    for ref in refs:
         _gang(ref.template, cluster.gang_dialect, key.name, total, quota_name)
     groups: list[Manifest] = []
     if pods == 0:  # (a RayJob on an existing RayCluster): no gang, and a PodGroup

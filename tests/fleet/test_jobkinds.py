@@ -73,3 +73,81 @@ def test_replicas_beyond_what_the_api_server_holds_are_an_error(replicas: object
     assert [(t.name, t.replicas) for t in mpi.pod_templates(
         mpijob("kubeflow.org/v2beta1", replicas=2**31 - 1))] == [
         ("launcher", 1), ("worker", 2**31 - 1)]
+
+
+# -- a RayJob's submitter: counted with the job, outside its gang -------------------
+
+def _pod_sets(obj: dict[str, Any]) -> list[tuple[str, int, dict[str, int], bool]]:
+    from reconciler.fleet.jobs import build_job
+    kind = kind_for("ray.io/v1", "RayJob")
+    assert kind is not None
+    job = build_job(obj, kind, path="jobs/r.yaml", index=0, line=1, blob="0" * 40).job
+    return [(ps.name, ps.replicas, dict(ps.per_pod), ps.gang) for ps in job.pod_sets]
+
+
+MI = 2**20 * 1000  # (a MiB, in the thousandths fleetq counts in)
+DEFAULT_SUBMITTER = {"cpu": 500, "memory": 200 * MI}
+
+
+def test_a_rayjob_counts_kuberays_default_submitter_as_a_pod_outside_its_gang() -> None:
+    """K8sJobMode, the default: KubeRay starts a submitter Job of 500m cpu and
+    200Mi memory once the cluster is up. Kueue counts it (a ``submitter`` pod
+    set); fleetq did not count it at all."""
+    assert _pod_sets(rayjob(replicas=2)) == [
+        ("head", 1, {}, True), ("tpu", 2, {}, True),
+        ("submitter", 1, DEFAULT_SUBMITTER, False)]
+    obj = rayjob(replicas=2)
+    obj["spec"]["submissionMode"] = "K8sJobMode"
+    assert _pod_sets(obj)[-1] == ("submitter", 1, DEFAULT_SUBMITTER, False)
+
+
+def test_a_rayjobs_submitter_pod_template_is_counted_as_written() -> None:
+    obj = rayjob(replicas=1)
+    obj["spec"]["submitterPodTemplate"] = {"spec": {
+        "nodeSelector": {"pool": "cpu"},
+        "containers": [{"name": "s", "resources": {"requests": {"cpu": "2"}}}]}}
+    from reconciler.fleet.jobs import build_job
+    kind = kind_for("ray.io/v1", "RayJob")
+    assert kind is not None
+    job = build_job(obj, kind, path="jobs/r.yaml", index=0, line=1, blob="0" * 40).job
+    submitter = job.pod_sets[-1]
+    assert (submitter.name, submitter.gang, dict(submitter.per_pod)) == (
+        "submitter", False, {"cpu": 2000})
+    assert submitter.node_selector == (("pool", "cpu"),)
+    assert job.requests["cpu"] == 2000 and job.requests["pods"] == 3000
+
+
+@pytest.mark.parametrize(("mode", "head"), [
+    ("SidecarMode", DEFAULT_SUBMITTER), ("HTTPMode", {}), ("InteractiveMode", {})])
+def test_a_rayjob_submitted_otherwise_has_no_submitter_pod(mode: str,
+                                                           head: dict[str, int]) -> None:
+    """SidecarMode: KubeRay's default submitter container runs in the head pod
+    (its submitterPodTemplate unused); HTTPMode and InteractiveMode: no pod."""
+    obj = rayjob(replicas=1)
+    obj["spec"]["submissionMode"] = mode
+    obj["spec"]["submitterPodTemplate"] = {"spec": {"containers": [
+        {"name": "s", "resources": {"requests": {"cpu": "7"}}}]}}
+    assert _pod_sets(obj) == [("head", 1, head, True), ("tpu", 1, {}, True)]
+
+
+def test_a_worker_group_named_submitter_keeps_its_name() -> None:
+    obj = rayjob(replicas=1)
+    obj["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["groupName"] = "submitter"
+    assert [(n, gang) for n, _, _, gang in _pod_sets(obj)] == [
+        ("head", True), ("submitter", True), ("submitter-1", False)]
+
+
+def test_an_unknown_submission_mode_is_an_error_at_its_field() -> None:
+    obj = rayjob(replicas=1)
+    obj["spec"]["submissionMode"] = "K8sJob"
+    with pytest.raises(ManifestError) as err:
+        _pod_sets(obj)
+    assert err.value.field == "spec.submissionMode"
+    assert str(err.value).startswith("spec.submissionMode 'K8sJob' is not one of K8sJobMode, "
+                                     "HTTPMode, SidecarMode, InteractiveMode")
+
+
+def test_a_rayjob_on_an_existing_raycluster_counts_no_submitter() -> None:
+    obj = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "r"},
+           "spec": {"clusterSelector": {"ray.io/cluster": "c"}}}
+    assert _pod_sets(obj) == []
