@@ -6,6 +6,7 @@ from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
 from reconciler.core.explain import explain_decision
 from reconciler.core.model import Phase
 from tests.builders import (
+    JobBuilder,
     by_name,
     cluster,
     cycle_input,
@@ -32,12 +33,17 @@ def decided(inp: CycleInput) -> tuple[CycleInput, CycleResult]:
     return inp, reconcile_cycle(inp)
 
 
+def in_order(*jobs: tuple[str, int, str]) -> list[JobBuilder]:
+    """team-a's jobs (name, GPUs, priority class), created a second apart."""
+    return [gpu_job(name, gpus, "team-a").priority_class(priority)
+            .created(f"2026-01-01T00:00:{i:02d}Z") for i, (name, gpus, priority)
+            in enumerate(jobs, start=1)]
+
+
 def test_a_job_behind_its_quotas_job_limit_is_told_the_limit_the_holders_and_its_place() -> None:
     inp, result = decided(cycle_input(
-        jobs=[gpu_job("a-high", 1, "team-a").priority_class("high").created("2026-01-01T00:00:01Z"),
-              gpu_job("a-mid", 1, "team-a").priority_class("mid").created("2026-01-01T00:00:02Z"),
-              gpu_job("a-low1", 1, "team-a").priority_class("low").created("2026-01-01T00:00:03Z"),
-              gpu_job("a-low2", 1, "team-a").priority_class("low").created("2026-01-01T00:00:04Z")],
+        jobs=in_order(("a-high", 1, "high"), ("a-mid", 1, "mid"), ("a-low1", 1, "low"),
+                      ("a-low2", 1, "low")),
         tree=simple_tree(quota("qa", ns=["team-a"], max={"kube-queue/max-jobs": "2"})),
         priority_classes=PRIORITIES))
     lines = explained(inp, result, "a-low2")
@@ -402,10 +408,7 @@ def test_a_higher_priority_is_told_to_preempt_the_fewest_jobs_that_free_the_room
     the same priority was told it would preempt 3 of them: the 6-GPU one is
     enough."""
     inp, result = decided(cycle_input(
-        jobs=[gpu_job("one", 1, "team-a").priority_class("low").created("2026-01-01T00:00:01Z"),
-              gpu_job("two", 1, "team-a").priority_class("low").created("2026-01-01T00:00:02Z"),
-              gpu_job("six", 6, "team-a").priority_class("low").created("2026-01-01T00:00:03Z"),
-              gpu_job("w", 6, "team-a").priority_class("low").created("2026-01-01T00:00:04Z")],
+        jobs=in_order(("one", 1, "low"), ("two", 1, "low"), ("six", 6, "low"), ("w", 6, "low")),
         tree=simple_tree(quota("qa", ns=["team-a"], max={"gpu": "8"})),
         clusters=[gpu_cluster("c1", 8, 8)], priority_classes=PRIORITIES))
     assert by_name(result)["w"].phase is Phase.QUEUED, by_name(result)["w"]
