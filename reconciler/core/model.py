@@ -225,9 +225,6 @@ class PodSet:
     tolerations: tuple[Toleration, ...] = ()
     # its required node affinity: terms of which a node must match one (none: any node)
     node_affinity: tuple[NodeSelectorTerm, ...] = ()
-    # whether its pods are of the gang (a RayJob's submitter is not: it is placed and
-    # counted with the job, but its operator starts it once the gang runs)
-    gang: bool = True
 
 
 def deleted_after(deleted_when: tuple[bool, bool], phase: Phase) -> bool:

@@ -29,7 +29,6 @@ from reconciler.core.model import (
     OneEach,
     PodSet,
     Toleration,
-    evolve,
     plain_state,
 )
 from reconciler.core.quota import PREEMPTIBLE_LABEL, QUOTA_LABEL
@@ -38,10 +37,8 @@ from reconciler.jobkinds.base import (
     JobKind,
     Manifest,
     ManifestError,
-    PodTemplateRef,
     gang_minimum,
     other_pod_templates,
-    other_pods,
     pod_requests,
 )
 
@@ -387,8 +384,18 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
         check_metadata(ref.template.get("metadata"), f"{ref.field}.metadata")
         per_pod = pod_requests(ref.template, ref.field)
         spec = ref.template["spec"]
-        shape, pod_set = _pod_set(ref, per_pod, gang=True)
+        node_selector = string_map(spec.get("nodeSelector"), f"{ref.field}.spec.nodeSelector")
+        tolerations = tolerations_of(spec.get("tolerations"), f"{ref.field}.spec.tolerations")
+        affinity = node_affinity_of(spec, f"{ref.field}.spec")
+        shape = (PodSet, ref.name, ref.replicas, tuple(per_pod.items()), node_selector,
+                 tolerations, affinity)
         shapes.append(shape)
+        pod_set = SHARED.get(shape)  # (most jobs repeat a pod set parsed before)
+        if pod_set is None:
+            pod_set = SHARED.by(shape, PodSet(
+                name=sys.intern(ref.name), replicas=ref.replicas, per_pod=SHARED(per_pod),
+                node_selector=SHARED(node_selector), tolerations=SHARED(tolerations),
+                node_affinity=SHARED(affinity)))
         pod_sets.append(pod_set)
         add_into(total, per_pod, ref.replicas)
         pods += ref.replicas
@@ -402,27 +409,6 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
         other = ref.template.get("spec")
         if isinstance(other, Mapping):
             deps.update(pod_dependencies(other))
-    outside = 0  # pods outside the gang, counted with the job (a RayJob's submitter)
-    for extra in other_pods(kind, obj):
-        ref = extra.ref
-        per_pod = pod_requests(ref.template, ref.field)
-        if extra.beside is None:
-            shape, pod_set = _pod_set(ref, per_pod, gang=False)
-            shapes.append(shape)
-            pod_sets.append(pod_set)
-            add_into(total, per_pod, ref.replicas)
-            outside += ref.replicas
-            continue
-        i = next(i for i, ps in enumerate(pod_sets) if ps.name == extra.beside)
-        was = pod_sets[i]  # (its pods run the sidecar too)
-        shapes[i] = (*shapes[i], "beside", tuple(per_pod.items()))
-        pod_set = SHARED.get(shapes[i])
-        if pod_set is None:
-            together = dict(was.per_pod)
-            add_into(together, per_pod)
-            pod_set = SHARED.by(shapes[i], evolve(was, per_pod=SHARED(together)))
-        pod_sets[i] = pod_set
-        add_into(total, per_pod, was.replicas)
     if len(priority_classes) > 1:
         names = ", ".join(sorted(priority_classes))
         raise ManifestError(
@@ -430,7 +416,7 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
             f"priority: use the same priorityClassName everywhere")
     priority_class = next(iter(priority_classes), None) or kind.scheduling_priority_class(obj)
     gang_minimum(obj, pods)  # (one the rendered PodGroup could not hold is an error here)
-    total[PODS] = (pods + outside) * 1000
+    total[PODS] = pods * 1000
     total[MAX_JOBS] = 1000
     preemptible_raw = label_map.get(PREEMPTIBLE_LABEL)
     if preemptible_raw is not None and preemptible_raw not in ("true", "false"):
@@ -453,25 +439,6 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
 
 
 LineOf = Callable[..., int]  # (field, *keys) -> its line: ``Document.line_of``
-
-
-def _pod_set(ref: PodTemplateRef, per_pod: Resources, *, gang: bool
-             ) -> tuple[tuple[object, ...], PodSet]:
-    """The pod set of template ``ref`` (its pods requesting ``per_pod``) and
-    its key in ``SHARED``: most jobs repeat a pod set parsed before."""
-    spec = ref.template["spec"]
-    node_selector = string_map(spec.get("nodeSelector"), f"{ref.field}.spec.nodeSelector")
-    tolerations = tolerations_of(spec.get("tolerations"), f"{ref.field}.spec.tolerations")
-    affinity = node_affinity_of(spec, f"{ref.field}.spec")
-    shape = (PodSet, ref.name, ref.replicas, tuple(per_pod.items()), node_selector,
-             tolerations, affinity, gang)
-    pod_set = SHARED.get(shape)
-    if pod_set is None:
-        pod_set = SHARED.by(shape, PodSet(
-            name=sys.intern(ref.name), replicas=ref.replicas, per_pod=SHARED(per_pod),
-            node_selector=SHARED(node_selector), tolerations=SHARED(tolerations),
-            node_affinity=SHARED(affinity), gang=gang))
-    return shape, pod_set
 
 
 def _field_lines(line_of: LineOf, line: int, labels: Mapping[str, str],

@@ -70,38 +70,19 @@ class JobWithMovedFields(Protocol):
     def move_old_fields(self, obj: Manifest) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class OtherPods:
-    """Pods a kind's operator starts beside the gang (a RayJob's submitter),
-    as fleetq counts them: ``ref``'s pods, of their own (``beside`` None: a
-    pod set outside the gang), or as containers added to each pod of the pod
-    set named ``beside`` (a sidecar)."""
-
-    ref: PodTemplateRef
-    beside: str | None = None
-
-
 @runtime_checkable
 class JobWithOtherPods(Protocol):
     """A kind whose manifests hold pod templates besides its pod sets: pods
-    its operator starts apart from the gang (a RayJob's submitter). They are
-    sent what they use, and overlays reach them (``other_pod_templates``);
-    their requests count with the job's (``other_pods``), as Kueue counts
+    its operator starts apart from the gang, not counted in its requests
+    (a RayJob's submitter). They are sent what they use, and overlays reach
     them."""
 
     def other_pod_templates(self, obj: Manifest) -> list[PodTemplateRef]: ...
-
-    def other_pods(self, obj: Manifest) -> list[OtherPods]: ...
 
 
 def other_pod_templates(kind: JobKind, obj: Manifest) -> list[PodTemplateRef]:
     """The pod templates of ``obj`` that are no pod set (``JobWithOtherPods``)."""
     return kind.other_pod_templates(obj) if isinstance(kind, JobWithOtherPods) else []
-
-
-def other_pods(kind: JobKind, obj: Manifest) -> list[OtherPods]:
-    """The pods of ``obj`` outside its gang that count with it (``JobWithOtherPods``)."""
-    return kind.other_pods(obj) if isinstance(kind, JobWithOtherPods) else []
 
 
 def every_pod_template(kind: JobKind, obj: Manifest) -> list[PodTemplateRef]:

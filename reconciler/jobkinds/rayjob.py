@@ -2,14 +2,10 @@
 
 A RayJob that runs on an existing RayCluster (``clusterSelector``) has no pod
 sets of its own (warned of when its policy does not pin it to one cluster:
-``pipeline.on_existing_ray_clusters``). The submitter KubeRay starts once the
-cluster is up is no part of the gang (a PodGroup waiting for it would never
-start), but it counts with the job, as Kueue counts it: with
-``submissionMode: K8sJobMode`` (the default) a pod of its own
-(``spec.submitterPodTemplate``, else KubeRay's default submitter: 500m cpu,
-200Mi memory), placed with the job outside its gang; with ``SidecarMode`` a
-container of KubeRay's default size in the head pod; with ``HTTPMode`` and
-``InteractiveMode`` nothing.
+``pipeline.on_existing_ray_clusters``). The submitter pod KubeRay starts once
+the cluster is up (``submissionMode: K8sJobMode``) is not a pod set: it is no
+part of the gang (a PodGroup waiting for it would never start), and the job's
+requests are those of its head and worker groups.
 """
 
 from __future__ import annotations
@@ -22,20 +18,12 @@ from reconciler.jobkinds.base import (
     Manifest,
     ManifestError,
     Observed,
-    OtherPods,
     PodTemplateRef,
     mapping_at,
     replicas_of,
 )
 
 RETRYING = ("Retrying", "New", "Initializing", "Waiting")  # a deployment on its way
-SUBMISSION_MODES = ("K8sJobMode", "HTTPMode", "SidecarMode", "InteractiveMode")
-SUBMITTER = "submitter"  # (the name of its pod set, as Kueue names it)
-# KubeRay's default submitter container (GetDefaultSubmitterContainer): what it requests
-DEFAULT_SUBMITTER: Manifest = {"spec": {"containers": [{
-    "name": "ray-job-submitter",
-    "resources": {"requests": {"cpu": "500m", "memory": "200Mi"},
-                  "limits": {"cpu": "1", "memory": "1Gi"}}}]}}
 
 
 class RayJobKind:
@@ -81,32 +69,7 @@ class RayJobKind:
         """The submitter's (``spec.submitterPodTemplate``), when given."""
         template = mapping_at(obj, "spec", "submitterPodTemplate")
         return [] if template is None else [
-            PodTemplateRef(SUBMITTER, 1, template, "spec.submitterPodTemplate")]
-
-    def other_pods(self, obj: Manifest) -> list[OtherPods]:
-        """The submitter, by ``spec.submissionMode`` (see the module's words);
-        none for a job on an existing RayCluster (whose pods are not counted)."""
-        spec = obj.get("spec")
-        mode = spec.get("submissionMode") if isinstance(spec, dict) else None
-        if mode is None:
-            mode = "K8sJobMode"
-        if mode not in SUBMISSION_MODES:
-            raise ManifestError(f"spec.submissionMode {mode!r} is not one of "
-                                f"{', '.join(SUBMISSION_MODES)}", "spec.submissionMode")
-        if mapping_at(obj, "spec", "rayClusterSpec") is None or mode in ("HTTPMode",
-                                                                       "InteractiveMode"):
-            return []
-        default = "KubeRay's default submitter (500m cpu, 200Mi memory)"
-        if mode == "SidecarMode":  # (KubeRay ignores submitterPodTemplate then)
-            return [OtherPods(PodTemplateRef(SUBMITTER, 1, DEFAULT_SUBMITTER, default),
-                              beside="head")]
-        template = mapping_at(obj, "spec", "submitterPodTemplate")
-        taken = {ref.name for ref in self.pod_templates(obj)}
-        name = next(n for n in (SUBMITTER, *(f"{SUBMITTER}-{i}" for i in range(1, 99)))
-                    if n not in taken)  # (a worker group may be named "submitter")
-        return [OtherPods(PodTemplateRef(name, 1, DEFAULT_SUBMITTER, default)
-                          if template is None else
-                          PodTemplateRef(name, 1, template, "spec.submitterPodTemplate"))]
+            PodTemplateRef("submitter", 1, template, "spec.submitterPodTemplate")]
 
     def set_suspended(self, obj: Manifest, suspended: bool) -> None:
         spec = obj.setdefault("spec", {})

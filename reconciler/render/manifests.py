@@ -103,10 +103,9 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
     kind.set_suspended(obj, False)
     if isinstance(kind, JobWithMovedFields):
         kind.move_old_fields(obj)
-    refs = kind.pod_templates(obj)  # (the gang's: not a RayJob's submitter)
-    pods = sum(ref.replicas for ref in refs)
+    pods = sum(p.replicas for p in decision.pod_sets)
     total = gang_minimum(obj, pods)
-    for ref in refs:
+    for ref in kind.pod_templates(obj):
         _gang(ref.template, cluster.gang_dialect, key.name, total, quota_name)
     groups: list[Manifest] = []
     if pods == 0:  # (a RayJob on an existing RayCluster): no gang, and a PodGroup

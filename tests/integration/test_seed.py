@@ -171,17 +171,15 @@ def test_seed_rayjob_gets_a_stable_name_and_is_inadmissible(tmp_path: Path) -> N
     assert re.fullmatch(r"rayjob-sample-[a-z0-9]{5}", name), name
     assert item["job"]["namespace"] == "algorithm-text"
     assert item["quota"] == "root/algorithm/video"
-    # (its submitter, KubeRay's default: a pod of 500m cpu beside the gang, counted too)
     assert item["podSets"] == [{"name": "head", "replicas": 1},
-                               {"name": "small-group", "replicas": 30},
-                               {"name": "submitter", "replicas": 1}]
-    assert str(item["requests"]["cpu"]) == "31500m"
-    assert str(item["requests"]["pods"]) == "32"
+                               {"name": "small-group", "replicas": 30}]
+    assert str(item["requests"]["cpu"]) == "31"
+    assert str(item["requests"]["pods"]) == "31"
     assert item["phase"] == "Inadmissible"
     reason = item["reason"]
     assert "root/algorithm/video" in reason
     assert re.search(r"\bcpu\b", reason), reason
-    assert re.search(r"\b31500m\b", reason), reason
+    assert re.search(r"\b31\b", reason), reason
     assert re.search(r"\b14\b", reason), reason
     # no job file anywhere: each cluster's folder holds its empty kustomization alone
     clusters_files = [p for p in state_files(first) if p.startswith("clusters/")]

@@ -14,7 +14,6 @@ from tests.builders import quota_tree_yaml
 from .conftest import (
     QUEUED_CLUSTER_POLICY,
     SHARED,
-    commit_all,
     fleetq,
     make_fleet_repo,
     placements,
@@ -70,25 +69,24 @@ EXPECTED: dict[str, tuple[str, str, str, list[tuple[str, int]], dict[str, str]]]
         {"nvidia.com/gpu": "2"}),
     "training-operator/examples/pytorch/simple.yaml": (
         "PyTorchJob", "kubeflow", "pytorch-simple", [("master", 1), ("worker", 1)], {}),
-    # (with KubeRay's default submitter: a pod of 500m cpu and 200Mi beside the gang)
     "kuberay/samples/ray-job.kueue-toy-sample.yaml": (
-        "RayJob", "default", r"rayjob-sample-[a-z0-9]{5}",
-        [("head", 1), ("small-group", 1), ("submitter", 1)], {"cpu": "2500m", "memory": "3272Mi"}),
+        "RayJob", "default", r"rayjob-sample-[a-z0-9]{5}", [("head", 1), ("small-group", 1)],
+        {"cpu": "2", "memory": "3Gi"}),
     "kuberay/samples/ray-job.resources.yaml": (
-        "RayJob", "default", "rayjob-sample", [("head", 1), ("small-group", 1), ("submitter", 1)],
-        {"cpu": "2500m", "memory": "3272Mi"}),
+        "RayJob", "default", "rayjob-sample", [("head", 1), ("small-group", 1)],
+        {"cpu": "2", "memory": "3Gi"}),
     "kuberay/samples/ray-job.sample.yaml": (
-        "RayJob", "default", "rayjob-sample", [("head", 1), ("small-group", 1), ("submitter", 1)],
-        {"cpu": "1700m", "memory": "2248Mi"}),
+        "RayJob", "default", "rayjob-sample", [("head", 1), ("small-group", 1)],
+        {"cpu": "1200m", "memory": "2Gi"}),
     "kuberay/samples/ray-job.shutdown.yaml": (
-        "RayJob", "default", "rayjob-sample-shutdown",
-        [("head", 1), ("small-group", 1), ("submitter", 1)], {"cpu": "2500m", "memory": "3272Mi"}),
+        "RayJob", "default", "rayjob-sample-shutdown", [("head", 1), ("small-group", 1)],
+        {"cpu": "2", "memory": "3Gi"}),
     # Runs on an existing RayCluster: no pods of its own.
     "kuberay/samples/ray-job.use-existing-raycluster.yaml": (
         "RayJob", "default", "rayjob-use-existing-raycluster", [], {}),
     "kuberay/samples/ray-job.volcano-scheduler-queue.yaml": (
-        "RayJob", "default", "rayjob-sample-0", [("head", 1), ("small-group", 2), ("submitter", 1)],
-        {"cpu": "3500m", "memory": "4296Mi"}),
+        "RayJob", "default", "rayjob-sample-0", [("head", 1), ("small-group", 2)],
+        {"cpu": "3", "memory": "4Gi"}),
     "mpi-operator/examples/v2beta1/pi/pi.yaml": (
         "MPIJob", "default", "pi", [("launcher", 1), ("worker", 2)],
         {"cpu": "3", "memory": "3Gi"}),
@@ -216,33 +214,3 @@ def test_a_rayjob_on_an_existing_raycluster_is_warned_of_unless_pinned(tmp_path:
     write_files(repo, {"policy.yaml": pinned})
     proc = fleetq("validate", "--repo", str(repo))
     assert proc.returncode == 0 and "warning:" not in proc.stdout, proc.stdout
-
-
-def test_a_rayjobs_submitter_needs_room_beside_its_gang_and_is_not_of_it(
-        tmp_path: Path) -> None:
-    """KubeRay's Kueue sample: a head and a worker of 1 cpu each, and the
-    default submitter (500m cpu) KubeRay starts once they run. A node of 2 cpu
-    holds the gang but not the submitter: the job would never end there. The
-    gang the cluster's scheduler waits for is the head and the worker alone."""
-    text = shared_path("upstream/kuberay/samples/ray-job.kueue-toy-sample.yaml").read_text()
-    small = CLUSTER.replace('cpu: "96"', 'cpu: "2"').replace(
-        "  - {name: n2, allocatable: {cpu: \"2\", memory: 768Gi, nvidia.com/gpu: \"8\", "
-        "pods: \"110\"}}\n", "")
-    assert small.count("name: n") == 1, small
-    repo = make_fleet_repo(tmp_path / "fleet", {
-        "quota.yaml": TREE, "policy.yaml": QUEUED_CLUSTER_POLICY, "clusters/gpu-a.yaml": small,
-        "jobs/ray.yaml": text})
-    run_reconcile(repo)
-    item = _item_for(repo)
-    assert item is not None and item["phase"] == "Inadmissible", item
-    assert "fits no candidate member cluster even when empty" in item["reason"]
-    write_files(repo, {"clusters/gpu-a.yaml": small.replace('cpu: "2"', 'cpu: "3"')})
-    commit_all(repo, "a larger node")
-    run_reconcile(repo)
-    item = _item_for(repo)
-    assert item is not None and item["phase"] == "Admitted", item
-    job = yaml.safe_load(state_show(
-        repo, f"clusters/gpu-a/default/rayjob-{item['job']['name']}.yaml") or "")
-    head = job["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["metadata"]["labels"]
-    assert head["pod-group.scheduling.sigs.k8s.io/min-available"] == "2", head
-    assert "submitterPodTemplate" not in job["spec"]
