@@ -781,17 +781,22 @@ def template_dir() -> Path:
 FALLBACK_IDENTITY = {"name": "fleetq init", "email": "fleetq@localhost"}
 
 
-def _git(cwd: Path, *args: str) -> None:
-    """``git args`` in ``cwd``, as the person's git identity where git has
-    one (its configuration, GIT_AUTHOR_NAME, ...), else as ``FALLBACK_IDENTITY``
+def _identity(cwd: Path) -> dict[str, str]:
+    """The environment for git in ``cwd``: the person's identity where git has
+    one (its configuration, GIT_AUTHOR_NAME, ...), else ``FALLBACK_IDENTITY``
     (a machine with none: the first commit is still made)."""
     env = dict(os.environ)
     for field, fallback in FALLBACK_IDENTITY.items():
         configured = subprocess.run(["git", "config", f"user.{field}"], cwd=cwd,
                                     capture_output=True, text=True, check=False).stdout.strip()
+        if configured:
+            continue
         for who in ("AUTHOR", "COMMITTER"):
-            if not configured:
-                env.setdefault(f"GIT_{who}_{field.upper()}", fallback)
+            env.setdefault(f"GIT_{who}_{field.upper()}", fallback)
+    return env
+
+
+def _git(cwd: Path, env: dict[str, str], *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
 
 
@@ -810,9 +815,10 @@ def init_repo(target: Path, *, commit: bool) -> None:
             raise GitError(f"{target} is not empty; fleetq init needs a new or empty folder")
         shutil.copytree(template, target, dirs_exist_ok=True)
         if commit:
-            _git(target, "init", "-q", "-b", "main")
-            _git(target, "add", "-A")
-            _git(target, "commit", "-q", "-m", "Fleet repo from the fleetq template")
+            env = _identity(target)
+            _git(target, env, "init", "-q", "-b", "main")
+            _git(target, env, "add", "-A")
+            _git(target, env, "commit", "-q", "-m", "Fleet repo from the fleetq template")
     except (OSError, subprocess.CalledProcessError) as exc:
         made = [first_made] if not existed else list(target.iterdir()) if target.is_dir() \
             else []
