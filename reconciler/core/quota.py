@@ -261,9 +261,18 @@ class QuotaUsage:
             p: frozenset(r for n in nodes for r in (*n.min, *n.max))
             for p, nodes in self._paths.items()}
         # borrow_counted, per quota: the managed resources its min names, or not
-        # a counting one
+        # a counting one, or a counting one a sibling's min names (the parent's
+        # job slots or pods are then guaranteed to some of its children: the
+        # others' use of them is borrowed, 0 their min)
+        def claimed(p: str) -> frozenset[str]:
+            parent = tree.nodes[p].parent
+            return frozenset() if parent is None else frozenset(
+                r for child in tree.nodes[parent].children for r in tree.nodes[child].min
+                if r in COUNTING)
+
         self._counted: dict[str, frozenset[str]] = {
-            p: frozenset(r for r in managed if r in tree.nodes[p].min or r not in COUNTING)
+            p: frozenset(r for r in managed if r in tree.nodes[p].min or r not in COUNTING
+                         or r in claimed(p))
             for p, managed in self.managed.items()}
         # Limits in the order shortfall checks them (the tree never changes).
         self._max_order = {p: sorted(n.max) for p, n in tree.nodes.items()}
@@ -403,7 +412,9 @@ class QuotaUsage:
 
         Yes for a resource its min names; for any other resource the tree
         manages on its path (its min is then 0), except the counting resources
-        (pods, kube-queue/max-jobs), which count only where min names them.
+        (pods, kube-queue/max-jobs), which count only where min names them or
+        a sibling's min does (its guarantee is then of the parent's slots, and
+        the quota's own min of them 0).
         """
         return resource in self._counted[path]
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
 from reconciler.core.explain import explain_decision
-from reconciler.core.model import JobKey, Phase, PreemptionPolicy, QuotaSettings
+from reconciler.core.model import JobKey, Phase, PreemptionPolicy, PriorPlacement, QuotaSettings
 from reconciler.core.preemption import RECLAIMING, Ranked, _Run, most_recent_first
 from tests.builders import (
     GPU,
@@ -449,3 +449,49 @@ def test_candidates_read_one_by_one_are_those_of_the_whole_merge(
     for i in [*reads, *range(len(expected) + 2)]:
         assert ranked.at(i) == (expected[i] if i < len(expected) else None)
     assert ranked.items == expected
+
+
+def _slots_case(a_min: dict[str, str]) -> CycleResult:
+    return reconcile_cycle(_slots_input(a_min))
+
+
+def _slots_input(a_min: dict[str, str],
+                 prior: list[PriorPlacement] | None = None) -> CycleInput:
+    """qb runs the root's 3 job slots (its min names none); a-new of qa (min
+    ``a_min``) comes."""
+    bs = [gpu_job(f"b{i}", 1, "team-b").priority_class("low").created(t(i)).obj()
+          for i in range(3)]
+    return (cycle_input(
+        jobs=[*bs, gpu_job("a-new", 1, "team-a").priority_class("low").created(t(5))],
+        tree=simple_tree(quota("qa", ns=["team-a"], min=a_min,
+                               max={"gpu": "8", "max_jobs": "2"}),
+                         quota("qb", ns=["team-b"], min={"gpu": "4"}, max={"gpu": "8"}),
+                         total={"gpu": "8", "max_jobs": "3"}),
+        clusters=[gpu_cluster("c1", 8)], priority_classes=PRIORITIES,
+        prior=prior if prior is not None else [
+            admitted_prior(b, cluster="c1", quota="root/qb", priority=10, admitted_at=t(i))
+            for i, b in enumerate(bs)]))
+
+
+def test_a_job_slot_a_min_guarantees_is_reclaimed_from_a_sibling_whose_min_names_none() -> None:
+    """qa's min guarantees one of the root's job slots; qb's names none, so its
+    min of them is 0 (DESIGN §3: missing from min means 0) and the slots it
+    runs are borrowed. a-new waited, told to raise the root's max."""
+    result = _slots_case({"gpu": "4", "max_jobs": "1"})
+    d = by_name(result)
+    assert d["a-new"].phase is Phase.ADMITTED, d["a-new"].reason
+    assert evicted(result) == {"b2"} and d["b2"].phase is Phase.QUEUED  # (the newest)
+    assert "reclaiming quota root/qb" in d["b2"].reason
+    # a fixed point: b2 does not take its slot back (qb's min of them is 0)
+    again = reconcile_cycle(_slots_input({"gpu": "4", "max_jobs": "1"},
+                                         prior=prior_of(result.decisions)))
+    assert [(x.key.name, x.phase) for x in again.decisions] == [
+        (x.key.name, x.phase) for x in result.decisions]
+
+
+def test_no_job_slot_is_reclaimed_where_no_min_guarantees_one() -> None:
+    """Without a min of job slots, qa's job waits for one: no reclaim."""
+    result = _slots_case({"gpu": "4"})
+    d = by_name(result)
+    assert d["a-new"].phase is Phase.QUEUED and "at most 3 job(s)" in d["a-new"].reason
+    assert all(d[n].phase is Phase.ADMITTED for n in ("b0", "b1", "b2"))
