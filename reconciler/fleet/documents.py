@@ -149,6 +149,19 @@ _CYCLE = ("an alias refers to a node that holds it (a cycle); a Kubernetes objec
           "cannot hold itself: write the value out")
 
 
+def _unshared(value: Any) -> Any:
+    """``value`` with each of its mappings and sequences its own object: as
+    the document reads with its aliases written out. (Shared, a change made
+    where one alias is used, such as the labels fleetq adds to a job's
+    metadata, would show where the other is, a pod's nodeSelector.) Its size
+    is bounded by ``_check_nodes``."""
+    if isinstance(value, dict):
+        return {k: _unshared(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unshared(v) for v in value]
+    return value
+
+
 def _refuse_duplicate_keys(node: yaml.Node) -> None:
     seen: dict[object, int] = {}
     for key_node, _ in node.value:
@@ -251,9 +264,10 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
                 value = _construct(loader, node, memo)
                 if memo.get(_SHARED):
                     _check_nodes(node)
+                    value = _unshared(value)
             except _Unusual:
                 _check_nodes(node)
-                value = loader.construct_document(node)
+                value = _unshared(loader.construct_document(node))
             if value is not None:
                 docs.append(Document(path, index, node.start_mark.line + 1, value, node))
             index += 1
