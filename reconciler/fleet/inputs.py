@@ -59,6 +59,7 @@ from reconciler.jobkinds.base import INT32_MAX, ManifestError, parse_resources
 FLEET_FILES = ("fleet.yaml", "fleet.yml")
 TEMPLATES_DIR = "templates/"
 POLICY_API_VERSIONS = ("policy.one.alibabacloud.com/v1alpha1", "policy.karmada.io/v1alpha1")
+MAX_CLUSTER_NODES = 15_000  # (Kubernetes supports 5,000 nodes a cluster; some clouds 15,000)
 DEPENDENCY_KINDS = ("ConfigMap", "Secret", "PersistentVolumeClaim", "ServiceAccount")
 KNOWN_OTHER = {
     ("scheduling.sigs.k8s.io/v1beta1", "ElasticQuotaTree"),
@@ -1313,6 +1314,12 @@ def _cluster(doc: Document) -> MemberCluster:
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             errors.found.append(ManifestError(f"{where}.count must be a whole number >= 0",
                                               f"{where}.count"))
+            count = 0
+        elif len(nodes) + count > MAX_CLUSTER_NODES:
+            errors.found.append(ManifestError(
+                f"{where}.count {count:,} gives the cluster more than {MAX_CLUSTER_NODES:,} "
+                f"nodes, more than a Kubernetes cluster holds; give the count of its nodes",
+                f"{where}.count"))
             count = 0
         alloc = errors.take(partial(parse_resources, g.get("allocatable"),
                                     f"{where}.allocatable"), no_resources)

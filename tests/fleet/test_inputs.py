@@ -870,3 +870,35 @@ def test_a_label_or_selector_value_yaml_reads_as_no_string_is_an_error_at_its_li
     assert old in files[path]
     files[path] = files[path].replace(old, new, 1)
     assert told(read(files)) == [error]
+
+
+@pytest.mark.parametrize("count", [14_998, 99_999_999_999_999])
+def test_a_node_group_of_more_nodes_than_a_cluster_holds_is_an_error_at_its_count(
+        count: int) -> None:
+    """A count of 99,999,999,999,999 built the nodes one by one: validate and
+    reconcile ran until killed, memory growing. A cluster's nodes are bounded."""
+    text = CLUSTER + f"  nodeGroups:\n  - {{name: g, count: {count}, allocatable: {{cpu: \"8\"}}}}\n"
+    inputs = read({"clusters/c1.yaml": text})
+    if count == 14_998:  # (with the 2 nodes: 15,000, the most)
+        assert told(inputs) == [] and len(inputs.clusters[0].nodes) == 15_000
+        return
+    assert told(inputs) == [
+        f"clusters/c1.yaml:10: spec.nodeGroups[0].count {count:,} gives the cluster more than "
+        f"15,000 nodes, more than a Kubernetes cluster holds; give the count of its nodes"]
+
+
+def test_a_value_shared_by_yaml_aliases_is_read_as_if_written_out() -> None:
+    """The labels a job's metadata shares with its pods' nodeSelector (``&sel``,
+    ``*sel``): the labels fleetq adds to the job were written into the
+    nodeSelector too, so no node could take its pods."""
+    from reconciler.fleet.documents import parse_documents
+    docs, problem = parse_documents("jobs/j.yaml", JOB.replace(
+        "metadata: {name: j1, namespace: default}",
+        "metadata: {name: j1, namespace: default, labels: &sel {pool: general}}").replace(
+        "    spec:\n", "    spec:\n      nodeSelector: *sel\n", 1))
+    assert problem is None
+    job = docs[0].value
+    selector = job["spec"]["template"]["spec"]["nodeSelector"]
+    assert selector == job["metadata"]["labels"] == {"pool": "general"}
+    job["metadata"]["labels"]["fleetq.io/managed-by"] = "fleetq"
+    assert selector == {"pool": "general"}
