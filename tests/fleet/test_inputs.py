@@ -877,7 +877,8 @@ def test_a_node_group_of_more_nodes_than_a_cluster_holds_is_an_error_at_its_coun
         count: int) -> None:
     """A count of 99,999,999,999,999 built the nodes one by one: validate and
     reconcile ran until killed, memory growing. A cluster's nodes are bounded."""
-    text = CLUSTER + f"  nodeGroups:\n  - {{name: g, count: {count}, allocatable: {{cpu: \"8\"}}}}\n"
+    text = CLUSTER + (f"  nodeGroups:\n"
+                      f"  - {{name: g, count: {count}, allocatable: {{cpu: \"8\"}}}}\n")
     inputs = read({"clusters/c1.yaml": text})
     if count == 14_998:  # (with the 2 nodes: 15,000, the most)
         assert told(inputs) == [] and len(inputs.clusters[0].nodes) == 15_000
