@@ -264,15 +264,11 @@ class QuotaUsage:
         # a counting one, or a counting one a sibling's min names (the parent's
         # job slots or pods are then guaranteed to some of its children: the
         # others' use of them is borrowed, 0 their min)
-        def claimed(p: str) -> frozenset[str]:
-            parent = tree.nodes[p].parent
-            return frozenset() if parent is None else frozenset(
-                r for child in tree.nodes[parent].children for r in tree.nodes[child].min
-                if r in COUNTING)
-
+        claimed = {p: frozenset(r for child in n.children for r in tree.nodes[child].min
+                                if r in COUNTING) for p, n in tree.nodes.items()}
         self._counted: dict[str, frozenset[str]] = {
             p: frozenset(r for r in managed if r in tree.nodes[p].min or r not in COUNTING
-                         or r in claimed(p))
+                         or r in claimed.get(tree.nodes[p].parent or "", ()))
             for p, managed in self.managed.items()}
         # Limits in the order shortfall checks them (the tree never changes).
         self._max_order = {p: sorted(n.max) for p, n in tree.nodes.items()}

@@ -100,7 +100,9 @@ _SHARED = -1  # memo key (no id() is negative): how many aliases were met
 def _construct(loader: Any, node: yaml.Node, memo: dict[int, Any]) -> Any:
     """The value of ``node``, exactly as PyYAML's safe constructor builds it,
     for the plain shapes of Kubernetes manifests (strings, scalars, mappings
-    and sequences). An aliased node gives the same object, as in PyYAML.
+    and sequences). An aliased node gives the same object, as in PyYAML:
+    the document is copied apart (``_unshared``) once ``_check_nodes`` has
+    bounded what its aliases expand to (an alias bomb is refused, not built).
     Anything else raises ``_Unusual``: the document is then built by PyYAML.
     """
     cls = type(node)
