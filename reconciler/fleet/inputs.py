@@ -661,9 +661,10 @@ _KINDS_READ = _kinds_read()
 def _meant(api_version: str, kind: str) -> str | None:
     """The kind fleetq reads that an unknown one most likely means: one of the
     same API group, of the same name under another version, or a letter or
-    so away; else ``None`` (another tool's kind, left alone: Volcano's
-    batch.volcano.sh Job, scheduler-plugins' ElasticQuota, ...)."""
-    if kind in _FLEET_KINDS:  # (fleetq's own, or the scheduling kinds it reads: no other)
+    so away, or a name that only a kind fleetq reads has, under any apiVersion
+    (``ray.io/v1 PyTorchJob``); else ``None`` (another tool's kind, left alone:
+    Volcano's batch.volcano.sh Job, scheduler-plugins' ElasticQuota, ...)."""
+    if kind in _OWN_NAMES:
         return f"{' or '.join(_KINDS_READ[kind])} {kind}"
     if kind not in _KINDS_READ:
         close = difflib.get_close_matches(kind, list(_KINDS_READ), n=1, cutoff=0.9)
@@ -676,8 +677,11 @@ def _meant(api_version: str, kind: str) -> str | None:
     return f"{' or '.join(_KINDS_READ[kind])} {kind}"
 
 
-_FLEET_KINDS = {"ElasticQuotaTree", "PropagationPolicy", "ClusterPropagationPolicy",
-                "PriorityClass", "WorkloadPriorityClass", "MemberCluster", "Fleet"}
+# The kinds whose name no other kind has: fleetq's own, the scheduling kinds it
+# reads, and the job kinds but batch's Job (Volcano has a Job too).
+_OWN_NAMES = {"ElasticQuotaTree", "PropagationPolicy", "ClusterPropagationPolicy",
+              "PriorityClass", "WorkloadPriorityClass", "MemberCluster", "Fleet",
+              *(k.kind for k in KINDS if k.kind != "Job")}
 
 
 def _read_job(doc: Document, job_kind: Any, blob: str) -> JobSource | InvalidJob:

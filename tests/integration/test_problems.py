@@ -127,11 +127,18 @@ def _metadata_as_list(text: str) -> str:
     return text.replace("metadata:\n", "metadata: []\nxmetadata:\n", 1)
 
 
-# (the last three leave the job without a name Kubernetes takes: which job the
-# file now defines, it does not say, so the one that ran from it stays)
+def _wrong_group(text: str) -> str:
+    """A PyTorchJob under Ray's group: no kind of any tool, so a mistake, not
+    another tool's job to leave alone (and the job to delete)."""
+    return text.replace("apiVersion: kubeflow.org/v1\n", "apiVersion: ray.io/v1\n", 1)
+
+
+# (no name to the third to fifth, the kind to the last: which job the file now
+# defines, it does not say, so the one that ran from it stays)
 @pytest.mark.parametrize("breaker", [_break_yaml, _break_quantity, _drop_name,
-                                     _namespace_as_list, _metadata_as_list],
-                         ids=["yaml", "quantity", "no name", "namespace list", "metadata list"])
+                                     _namespace_as_list, _metadata_as_list, _wrong_group],
+                         ids=["yaml", "quantity", "no name", "namespace list", "metadata list",
+                              "group"])
 def test_admitted_job_whose_file_turns_invalid_keeps_its_placement(
         seed_fleet: SeedFleet, breaker: object) -> None:
     path = seed_fleet.path
