@@ -343,10 +343,20 @@ def iter_mapping_docs(docs: list[Document], problems: list[Problem],
                 not isinstance(value.get("kind"), str):
             problem = Problem(doc.path, doc.line, (
                 "document has no apiVersion or kind; add both "
-                "(e.g. apiVersion: kubeflow.org/v1, kind: PyTorchJob)"))
+                "(e.g. apiVersion: kubeflow.org/v1, kind: PyTorchJob), or, if the file is "
+                f"not a Kubernetes manifest, exclude it in fleet.yaml (spec.exclude: "
+                f"[{_exclude_pattern(doc.path)!r}])"))
         else:
             yield doc
             continue
         problems.append(problem)
         if broken is not None:
             broken.setdefault(doc.path, str(problem))
+
+
+def _exclude_pattern(path: str) -> str:
+    """The ``exclude`` pattern to suggest for a file that is not a manifest: its
+    top folder's when that is hidden (``.github/**``: a tool's settings), else
+    the file's own path."""
+    top, sep, _ = path.partition("/")
+    return f"{top}/**" if sep and top.startswith(".") else path

@@ -925,3 +925,41 @@ def test_a_policy_naming_a_cluster_the_fleet_lacks_is_warned_of(tmp_path: Path) 
     assert reasons == {"no member cluster is a candidate for it under PropagationPolicy "
                        "interns/gang-queued: its clusterAffinity names gpu-hz-x, which is no "
                        "MemberCluster of the fleet"}
+
+
+WORKFLOW = """\
+name: validate
+on:
+  pull_request:
+jobs:
+  validate:
+    runs-on: ubuntu-latest
+    steps:
+    - run: fleetq validate
+"""
+
+
+@pytest.mark.parametrize(("name", "pattern"), [
+    (".github/workflows/validate.yaml", ".github/**"),
+    ("values.yml", "values.yml"),
+])
+def test_a_file_that_is_no_manifest_is_told_how_to_exclude(
+        tmp_path: Path, name: str, pattern: str) -> None:
+    """A CI workflow or a tool's settings in the fleet repo: the error names the
+    pattern to exclude (the hidden folder it is in, or the file), and with it
+    in fleet.yaml the fleet validates."""
+    files = seed_fleet_files()
+    files[name] = WORKFLOW
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 1, proc.stdout
+    said = (f"{name}:1: error: document has no apiVersion or kind; add both (e.g. apiVersion: "
+            f"kubeflow.org/v1, kind: PyTorchJob), or, if the file is not a Kubernetes "
+            f"manifest, exclude it in fleet.yaml (spec.exclude: ['{pattern}'])")
+    assert said in proc.stdout + proc.stderr
+    write_files(path, {"fleet.yaml": "apiVersion: fleetq.io/v1alpha1\nkind: Fleet\n"
+                                     "metadata: {name: fleet}\n"
+                                     f"spec: {{exclude: ['{pattern}']}}\n"})
+    commit_all(path, "exclude it")
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
