@@ -107,21 +107,35 @@ def job_key(obj: Manifest, path: str, index: int) -> JobKey:
                   intern(str(namespace or DEFAULT_NAMESPACE)), job_name(obj, path, index))
 
 
+# An RFC 3339 time, as Kubernetes reads metav1.Time: a date, a time and a zone.
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)")
+_CREATED = "metadata.creationTimestamp"
+
+
 def rfc3339(value: object) -> str | None:
+    """A job's ``creationTimestamp`` in UTC to the second; a value Kubernetes
+    would refuse (a bare date, a time with no zone, another ISO 8601 form) is an
+    error: the manifest is rendered as written."""
     if value is None or value == "":
         return None
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    if isinstance(value, dt.datetime):  # (YAML's timestamp: its zone is all it may lack)
+        if value.tzinfo is None:
+            raise ManifestError(
+                f"{_CREATED} {value.isoformat(' ')} has no time zone, which Kubernetes "
+                f"refuses; write it in RFC 3339, e.g. {value.isoformat('T')}Z", _CREATED)
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
         return value.strftime("%Y-%m-%dT%H:%M:%SZ")
     if isinstance(value, dt.date):
-        return value.strftime("%Y-%m-%dT00:00:00Z")
+        raise ManifestError(f"{_CREATED} {value} is a date, not an RFC 3339 time, which "
+                            f"Kubernetes refuses; write e.g. {value}T00:00:00Z", _CREATED)
     text = str(value)
     try:
-        parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        if not _RFC3339.fullmatch(text):
+            raise ValueError(text)
+        parsed = dt.datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
     except ValueError:
-        raise ManifestError(f"metadata.creationTimestamp {text!r} is not an RFC 3339 time",
-                            "metadata.creationTimestamp") from None
+        raise ManifestError(f"{_CREATED} {text!r} is not an RFC 3339 time (e.g. "
+                            f"2026-01-01T10:00:00Z)", _CREATED) from None
     return rfc3339(parsed)
 
 

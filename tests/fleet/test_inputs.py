@@ -903,3 +903,38 @@ def test_a_value_shared_by_yaml_aliases_is_read_as_if_written_out() -> None:
     assert selector == job["metadata"]["labels"] == {"pool": "general"}
     job["metadata"]["labels"]["fleetq.io/managed-by"] = "fleetq"
     assert selector == {"pool": "general"}
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("2026-01-01", "metadata.creationTimestamp 2026-01-01 is a date, not an RFC 3339 time, "
+                   "which Kubernetes refuses; write e.g. 2026-01-01T00:00:00Z"),
+    ("2026-01-01 10:00:00", "metadata.creationTimestamp 2026-01-01 10:00:00 has no time "
+                            "zone, which Kubernetes refuses; write it in RFC 3339, e.g. "
+                            "2026-01-01T10:00:00Z"),
+    ("'20260101T100000Z'", "metadata.creationTimestamp '20260101T100000Z' is not an RFC "
+                           "3339 time (e.g. 2026-01-01T10:00:00Z)"),
+    ("'2026-01-01 10:00:00Z'", "metadata.creationTimestamp '2026-01-01 10:00:00Z' is not"),
+    ("'2026-01-01'", "metadata.creationTimestamp '2026-01-01' is not an RFC 3339 time"),
+])
+def test_a_creation_time_kubernetes_refuses_is_an_error_at_its_line(value: str,
+                                                                    said: str) -> None:
+    """Its manifest is rendered as written, which no cluster would take; the
+    job's enqueue time would be read from it meanwhile."""
+    text = JOB.replace("metadata: {name: j1, namespace: default}",
+                       f"metadata:\n  name: j1\n  creationTimestamp: {value}")
+    inputs = read({"jobs/j.yaml": text})
+    assert not inputs.jobs and [bad.key.name for bad in inputs.invalid] == ["j1"]
+    assert told(inputs) and told(inputs)[0].startswith(f"jobs/j.yaml:5: {said}"), told(inputs)
+
+
+@pytest.mark.parametrize(("value", "enqueued"), [
+    ("2026-01-01T10:00:00Z", "2026-01-01T10:00:00Z"),
+    ("'2026-01-01T12:00:00.5+02:00'", "2026-01-01T10:00:00Z"),
+    ("2026-01-01t10:00:00z", "2026-01-01T10:00:00Z"),
+])
+def test_an_rfc_3339_creation_time_is_the_enqueue_time_in_utc(value: str,
+                                                              enqueued: str) -> None:
+    text = JOB.replace("metadata: {name: j1, namespace: default}",
+                       f"metadata:\n  name: j1\n  creationTimestamp: {value}")
+    inputs = read({"jobs/j.yaml": text})
+    assert [s.job.created_at for s in inputs.jobs.values()] == [enqueued], told(inputs)
