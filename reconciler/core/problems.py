@@ -6,6 +6,7 @@ the rest of the fleet from reconciling.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 
@@ -19,3 +20,36 @@ class Problem:
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
         return f"{where}: {self.severity}: {self.message}"
+
+
+def yaml_type(value: object) -> str:
+    """What a parsed YAML value is, in YAML's words (for a message): "a list",
+    not Python's "list"; "a string", not "str"."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, dt.datetime):
+        return "a timestamp"
+    if isinstance(value, dt.date):
+        return "a date"
+    return f"a {type(value).__name__}"
+
+
+BOOLEAN_WORDS = "YAML reads on, off, yes, no, true and false unquoted as booleans"
+
+
+def as_read(value: object) -> str:
+    """A value that should have been a string, as a message shows it: a boolean
+    as the YAML it was read from could have been written, and why."""
+    if isinstance(value, bool):
+        return f"{str(value).lower()} ({BOOLEAN_WORDS})"
+    return repr(value)

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import yaml
 
-from reconciler.core.problems import Problem
+from reconciler.core.problems import Problem, yaml_type
 
 try:
     _Base: type = yaml.CSafeLoader
@@ -337,7 +337,7 @@ def iter_mapping_docs(docs: list[Document], problems: list[Problem],
                 "exclude the file in fleet.yaml"))
         elif not isinstance(value, dict):
             problem = Problem(doc.path, doc.line, (
-                f"document {doc.index + 1} is a {type(value).__name__}, not a Kubernetes "
+                f"document {doc.index + 1} is {yaml_type(value)}, not a Kubernetes "
                 f"object; every document needs apiVersion, kind and metadata"))
         elif not isinstance(value.get("apiVersion"), str) or \
                 not isinstance(value.get("kind"), str):

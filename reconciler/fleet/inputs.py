@@ -34,7 +34,7 @@ from reconciler.core.model import (
     Taint,
 )
 from reconciler.core.policy import find_policy
-from reconciler.core.problems import Problem
+from reconciler.core.problems import Problem, as_read, yaml_type
 from reconciler.core.quota import QUOTA_LABEL, QuotaSpec, QuotaTree, build_tree
 from reconciler.core.resources import Resources
 from reconciler.fleet.documents import Document, iter_mapping_docs, parse_documents
@@ -765,7 +765,7 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
                     if not isinstance(value, dict | None)), None)
         if bad is not None:
             value = doc.value[bad]
-            message = f"{bad} must be a mapping, not {type(value).__name__} {value!r}"
+            message = f"{bad} must be a mapping, not {yaml_type(value)} {value!r}"
             inputs.problems.append(Problem(doc.path, doc.line_of(bad), message))
             inputs.broken_paths.setdefault(doc.path, message)
             continue
@@ -888,8 +888,8 @@ def _meta(doc: Document) -> dict[str, Any]:
     if not isinstance(meta, dict) or not meta.get("name"):
         raise ManifestError("metadata.name is missing", "metadata")
     if not isinstance(meta["name"], str):
-        raise ManifestError(f"metadata.name must be a string, not {meta['name']!r}; quote it",
-                            "metadata.name")
+        raise ManifestError(f"metadata.name must be a string, not {as_read(meta['name'])}; "
+                            f"quote it", "metadata.name")
     return meta
 
 

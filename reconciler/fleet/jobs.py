@@ -31,6 +31,7 @@ from reconciler.core.model import (
     Toleration,
     plain_state,
 )
+from reconciler.core.problems import as_read, yaml_type
 from reconciler.core.quota import PREEMPTIBLE_LABEL, QUOTA_LABEL
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, add_into
 from reconciler.jobkinds.base import (
@@ -83,12 +84,12 @@ def job_name(obj: Manifest, path: str, index: int) -> str:
         raise ManifestError("metadata is missing; give the job metadata.name", "metadata")
     if not isinstance(meta, Mapping):
         raise ManifestError(f"metadata must be a mapping (of name, namespace, ...), not "
-                            f"{type(meta).__name__} {meta!r}", "metadata")
+                            f"{yaml_type(meta)} {meta!r}", "metadata")
     name = meta.get("name")
     if isinstance(name, str) and name:
         return name
     if name is not None and not isinstance(name, str):
-        raise ManifestError(f"metadata.name must be a string, not {name!r}; quote it",
+        raise ManifestError(f"metadata.name must be a string, not {as_read(name)}; quote it",
                             "metadata.name")
     prefix = meta.get("generateName")
     if isinstance(prefix, str) and prefix:
@@ -100,8 +101,8 @@ def job_key(obj: Manifest, path: str, index: int) -> JobKey:
     meta = obj.get("metadata") or {}
     namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
     if namespace is not None and not isinstance(namespace, str):
-        raise ManifestError(f"metadata.namespace must be a string, not {namespace!r}; quote it",
-                            "metadata.namespace")
+        raise ManifestError(f"metadata.namespace must be a string, not "
+                            f"{as_read(namespace)}; quote it", "metadata.namespace")
     intern = sys.intern
     return JobKey(intern(api_group(str(obj["apiVersion"]))), intern(str(obj["kind"])),
                   intern(str(namespace or DEFAULT_NAMESPACE)), job_name(obj, path, index))
@@ -183,7 +184,7 @@ def check_string(value: object, field: str) -> None:
     bool or a number, which Kubernetes refuses; taken as text it would be
     ``True`` or ``1`` and match nothing it was meant to."""
     if not isinstance(value, str | None):
-        raise ManifestError(f"{field} must be a string, not {value!r}; quote it", field)
+        raise ManifestError(f"{field} must be a string, not {as_read(value)}; quote it", field)
 
 
 def string_map(raw: object, field: str) -> tuple[tuple[str, str], ...]:
@@ -192,15 +193,15 @@ def string_map(raw: object, field: str) -> tuple[tuple[str, str], ...]:
     if raw is None:
         return ()
     if not isinstance(raw, Mapping):
-        raise ManifestError(f"{field} must be a mapping, not {type(raw).__name__} {raw!r}",
+        raise ManifestError(f"{field} must be a mapping, not {yaml_type(raw)} {raw!r}",
                             field)
     for k, v in raw.items():
         if not isinstance(k, str):
-            raise ManifestError(f"{field}: the key {k!r} must be a string; quote it (YAML "
-                                f"reads on, off, yes, no, true and false unquoted as booleans)",
+            raise ManifestError(f"{field}: the key {as_read(k)} must be a string; quote it",
                                 field)
         if not isinstance(v, str | None):
-            raise ManifestError(f"{field}: {k!r} must be a string, not {v!r}; quote it", field)
+            raise ManifestError(f"{field}: {k!r} must be a string, not {as_read(v)}; quote it",
+                                field)
     return tuple(sorted((k, v or "") for k, v in raw.items()))
 
 
@@ -281,7 +282,7 @@ def check_metadata(meta: object, field: str) -> None:
     if meta is None:
         return
     if not isinstance(meta, Mapping):
-        raise ManifestError(f"{field} must be a mapping, not {type(meta).__name__} {meta!r}",
+        raise ManifestError(f"{field} must be a mapping, not {yaml_type(meta)} {meta!r}",
                             field)
     for part in ("labels", "annotations"):
         value = meta.get(part)
@@ -289,11 +290,14 @@ def check_metadata(meta: object, field: str) -> None:
             continue
         at = f"{field}.{part}"
         if not isinstance(value, Mapping):
-            raise ManifestError(f"{at} must be a mapping, not {type(value).__name__} "
+            raise ManifestError(f"{at} must be a mapping, not {yaml_type(value)} "
                                 f"{value!r}", at)
         for k, v in value.items():
+            if not isinstance(k, str):
+                raise ManifestError(f"{at}: the key {as_read(k)} must be a string; quote it",
+                                    at)
             if not isinstance(v, str | None):
-                raise ManifestError(f"{at}: {str(k)!r} must be a string, not {v!r}; quote it",
+                raise ManifestError(f"{at}: {k!r} must be a string, not {as_read(v)}; quote it",
                                     at)
             wrong = _label_wrong(str(k), v or "", part == "labels")
             if wrong is not None:

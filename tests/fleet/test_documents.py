@@ -180,3 +180,14 @@ def test_a_git_lfs_pointer_is_told_as_one() -> None:
         "it is a Git LFS pointer: fleetq reads the commit, which holds the pointer, not the "
         "file LFS keeps; keep manifests out of LFS (.gitattributes), or exclude the file in "
         "fleet.yaml"))]
+
+
+def test_a_document_that_is_no_mapping_is_named_in_yaml_words() -> None:
+    """As YAML names it ("a number", "a list"), not as Python does ("a int")."""
+    docs, problem = parse_documents("jobs/x.yaml", b"5\n---\n- a\n---\ntrue\n")
+    assert problem is None
+    problems: list[Problem] = []
+    assert list(iter_mapping_docs(docs, problems)) == []
+    assert [(p.line, p.message.split(",")[0]) for p in problems] == [
+        (1, "document 1 is a number"), (3, "document 2 is a list"),
+        (5, "document 3 is a boolean")]

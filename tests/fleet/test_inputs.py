@@ -689,11 +689,11 @@ def test_a_priority_value_kubernetes_refuses_is_an_error(kind: str, name: str, v
 
 @pytest.mark.parametrize(("old", "new", "said"), [
     ("metadata: {name: elasticquotatree, namespace: kube-system}\n", "metadata: [a]\n",
-     "quota.yaml:3: metadata must be a mapping, not list ['a']"),
+     "quota.yaml:3: metadata must be a mapping, not a list ['a']"),
     ("spec:\n  root:", "spec: []\nxspec:\n  root:", "quota.yaml:4: spec must be a mapping, "
-     "not list []"),
+     "not a list []"),
     ("spec:\n  root:", "spec: x\nxspec:\n  root:", "quota.yaml:4: spec must be a mapping, "
-     "not str 'x'"),
+     "not a string 'x'"),
 ])
 def test_a_quota_tree_whose_metadata_or_spec_is_no_mapping_is_told(old: str, new: str,
                                                                    said: str) -> None:
@@ -706,15 +706,23 @@ def test_a_quota_tree_whose_metadata_or_spec_is_no_mapping_is_told(old: str, new
 
 @pytest.mark.parametrize(("old", "new", "said"), [
     ("    spec:\n      containers:", "    metadata: []\n    spec:\n      containers:",
-     "jobs/j.yaml:6: spec.template.metadata must be a mapping, not list []"),
+     "jobs/j.yaml:6: spec.template.metadata must be a mapping, not a list []"),
     ("    spec:\n      containers:", "    metadata: {labels: [a]}\n    spec:\n      containers:",
-     "jobs/j.yaml:6: spec.template.metadata.labels must be a mapping, not list ['a']"),
+     "jobs/j.yaml:6: spec.template.metadata.labels must be a mapping, not a list ['a']"),
     ("metadata: {name: j1, namespace: default}",
      "metadata: {name: j1, namespace: default, annotations: x}",
-     "jobs/j.yaml:3: metadata.annotations must be a mapping, not str 'x'"),
+     "jobs/j.yaml:3: metadata.annotations must be a mapping, not a string 'x'"),
     ("metadata: {name: j1, namespace: default}",
      "metadata: {name: j1, namespace: default, labels: {version: 1.0}}",
      "jobs/j.yaml:3: metadata.labels: 'version' must be a string, not 1.0; quote it"),
+    ("metadata: {name: j1, namespace: default}",
+     "metadata: {name: j1, namespace: default, labels: {on: 'x'}}",
+     "jobs/j.yaml:3: metadata.labels: the key true (YAML reads on, off, yes, no, true and "
+     "false unquoted as booleans) must be a string; quote it"),
+    ("metadata: {name: j1, namespace: default}",
+     "metadata: {name: j1, namespace: default, labels: {gpu: yes}}",
+     "jobs/j.yaml:3: metadata.labels: 'gpu' must be a string, not true (YAML reads on, off, "
+     "yes, no, true and false unquoted as booleans); quote it"),
     ("metadata: {name: j1, namespace: default}",
      f"metadata: {{name: j1, namespace: default, labels: {{team: {'x' * 64}}}}}",
      f"jobs/j.yaml:3: metadata.labels: 'team': '{'x' * 64}' is not a valid label value: at "
@@ -728,7 +736,7 @@ def test_a_quota_tree_whose_metadata_or_spec_is_no_mapping_is_told(old: str, new
      "jobs/j.yaml:6: spec.template.metadata.annotations: key 'Example.com/x' is not a valid "
      "annotation key"),
     ("metadata: {name: j1, namespace: default}", "metadata: [j1]",
-     "jobs/j.yaml:3: metadata must be a mapping (of name, namespace, ...), not list ['j1']"),
+     "jobs/j.yaml:3: metadata must be a mapping (of name, namespace, ...), not a list ['j1']"),
     ("metadata: {name: j1, namespace: default}", "metadata: {name: j1, namespace: [default]}",
      "jobs/j.yaml:3: metadata.namespace must be a string, not ['default']; quote it"),
 ])
@@ -824,13 +832,14 @@ def test_what_fleetq_does_anyway_or_does_not_need_reads() -> None:
 
 @pytest.mark.parametrize(("path", "old", "new", "error"), [
     ("clusters/c1.yaml", "metadata: {name: c1}", "metadata: {name: c1, labels: {gpu: true}}",
-     "clusters/c1.yaml:3: metadata.labels: 'gpu' must be a string, not True; quote it"),
+     "clusters/c1.yaml:3: metadata.labels: 'gpu' must be a string, not true (YAML reads on, "
+     "off, yes, no, true and false unquoted as booleans); quote it"),
     ("clusters/c1.yaml", "  - {name: n1, ", "  - {labels: {zone: 1}, name: n1, ",
      "clusters/c1.yaml:7: spec.nodes[0].labels: 'zone' must be a string, not 1; quote it"),
     ("clusters/c1.yaml", "  nodes:\n", "  nodeGroups: [{count: 2, labels: {on: yes}}]\n"
      "  nodes:\n",
-     "clusters/c1.yaml:6: spec.nodeGroups[0].labels: the key True must be a string; quote "
-     "it (YAML reads on, off, yes, no, true and false unquoted as booleans)"),
+     "clusters/c1.yaml:6: spec.nodeGroups[0].labels: the key true (YAML reads on, off, yes, "
+     "no, true and false unquoted as booleans) must be a string; quote it"),
     ("clusters/c1.yaml", "  nodes:\n", "  taints: [{key: gpu, effect: NoPlace}]\n  nodes:\n",
      "clusters/c1.yaml:6: spec.taints[0].effect 'NoPlace' is not one of NoSchedule, "
      "PreferNoSchedule, NoExecute"),
@@ -850,13 +859,15 @@ def test_what_fleetq_does_anyway_or_does_not_need_reads() -> None:
     ("policy.yaml", "placement: {", "placement: {clusterAffinity: {labelSelector: "
      "{matchExpressions: [{key: gpu, operator: NotIn, values: [false]}]}}, ",
      "policy.yaml:6: spec.placement.clusterAffinity.labelSelector.matchExpressions[0].values "
-     "must be a string, not False; quote it"),
+     "must be a string, not false (YAML reads on, off, yes, no, true and false unquoted as "
+     "booleans); quote it"),
     ("policy.yaml", "placement: {", "placement: {clusterTolerations: [{key: a, effect: Nope}], ",
      "policy.yaml:6: spec.placement.clusterTolerations[0].effect 'Nope' is not one of "
      "NoSchedule, PreferNoSchedule, NoExecute (or none: every effect)"),
     ("jobs/j1.yaml", "    spec:\n", "    spec:\n      nodeSelector: {gpu: true}\n",
-     "jobs/j1.yaml:7: spec.template.spec.nodeSelector: 'gpu' must be a string, not True; "
-     "quote it; fix the manifest"),
+     "jobs/j1.yaml:7: spec.template.spec.nodeSelector: 'gpu' must be a string, not true "
+     "(YAML reads on, off, yes, no, true and false unquoted as booleans); quote it; fix the "
+     "manifest"),
     ("jobs/j1.yaml", "    spec:\n", "    spec:\n      tolerations: [{key: gpu, value: 1}]\n",
      "jobs/j1.yaml:7: spec.template.spec.tolerations[0].value must be a string, not 1; quote "
      "it; fix the manifest"),
