@@ -415,8 +415,7 @@ def _validate(repo: FleetRepo, args: argparse.Namespace, work_tree: str | None) 
         problems = sorted(set(problems + capacity_problems(repo, entries, computed.inputs)))
     errors = [p for p in problems if p.severity == "error"]
     if args.output in ("json", "yaml"):
-        _print_value([{"path": p.path, "line": p.line, "severity": p.severity,
-                       "message": p.message} for p in problems], args.output)
+        _print_value([problem_value(p) for p in problems], args.output)
     else:
         if problems:
             print(problems_text(problems))
@@ -483,6 +482,12 @@ def _check_quota(repo: FleetRepo, args: argparse.Namespace) -> str:
     return str(args.quota)
 
 
+def problem_value(problem: Problem) -> dict[str, object]:
+    """A problem as ``-o json`` and ``-o yaml`` give it (validate's, plan's)."""
+    return {"path": problem.path, "line": problem.line, "severity": problem.severity,
+            "message": problem.message}
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     args.remote = _remote(repo, args, args.source)
@@ -502,7 +507,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                           "commit": made_from[0], "contained": made_from[1]},
                       "changes": computed.changes,
                       "files": [{"change": c, "path": p} for c, p in files],
-                      "problems": [str(p) for p in computed.problems]}, args.output)
+                      "problems": [problem_value(p) for p in computed.problems]},
+                     args.output)
     else:
         print(f"fleetq plan: {computed.source.sha[:12]} onto {branch} "
               f"({(base or 'empty')[:12]})")

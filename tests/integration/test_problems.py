@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -963,3 +964,18 @@ def test_a_file_that_is_no_manifest_is_told_how_to_exclude(
     commit_all(path, "exclude it")
     proc = fleetq("validate", "--repo", str(path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_plan_and_validate_give_a_problem_as_the_same_object(tmp_path: Path) -> None:
+    """``-o json``: path, line, severity and message, for a script to read the
+    same from both (plan gave each as a line of text)."""
+    files = seed_fleet_files()
+    files["jobs/default/broken.yaml"] = BROKEN_YAML
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    checked = fleetq("validate", "--repo", str(path), "-o", "json")
+    planned = fleetq("plan", "--repo", str(path), "--now", NOW, "-o", "json")
+    assert planned.returncode == 0, planned.stderr
+    told = [p for p in json.loads(checked.stdout) if p["path"] == "jobs/default/broken.yaml"]
+    assert [(p["line"], p["severity"]) for p in told] == [(BROKEN_YAML_LINE, "error")]
+    assert [p for p in json.loads(planned.stdout)["problems"]
+            if p["path"] == "jobs/default/broken.yaml"] == told
