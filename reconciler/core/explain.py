@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from reconciler.core.cycle import BLOCKED_BEHIND, FITS_NO_CLUSTER, FITS_NO_CLUSTER_EMPTY
+from reconciler.core.gang import NO_NODE_MATCHES
 from reconciler.core.model import (
     Decision,
     Failover,
@@ -165,9 +166,11 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         # (the cycle's word on a cluster, when its reason has one: "c1: no node admits ...")
         said = dict(part.split(": ", 1) for part in d.reason.partition(
             f"{FITS_NO_CLUSTER}: ")[2].split("; ") if ": " in part)
+        # (and where no node ever admits its pods, that is said, not its free room)
         short.update({name: f"cluster {name}: " + said.get(name, (
             "its free room adds up to the job's, but is split over its nodes: no node has "
-            "room for its pods as they come")) for name in places if name not in short})
+            "room for its pods as they come")) for name in places
+            if name not in short or said.get(name, "").startswith(NO_NODE_MATCHES)})
     blocked = d.phase is Phase.QUEUED and d.reason.startswith(BLOCKED_BEHIND)
     if blocked:
         head = d.reason[len(BLOCKED_BEHIND):].partition(" at the head of ")[0]

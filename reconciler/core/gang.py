@@ -118,8 +118,11 @@ class ClusterState:
         """A ``Fit`` for the job on this cluster now, or why it does not fit."""
         short = first_excess(total, self.free)
         if short is not None:
-            return (f"{self.name}: free {short} {format_quantity(short, self.free.get(short, 0))}"
-                    f" < {format_quantity(short, total[short])} requested")
+            # (a pod set no node admits, by labels or taints, is told first: room
+            # freed there would not let it run)
+            return self._admitted_nowhere(pod_sets) or (
+                f"{self.name}: free {short} {format_quantity(short, self.free.get(short, 0))}"
+                f" < {format_quantity(short, total[short])} requested")
         if not self.cluster.resource_reservation:
             return Fit(self.name, dict(total))
         got = self._pack(pod_sets, total)
@@ -129,6 +132,14 @@ class ClusterState:
         return self._pack_failure(pod_sets) or (
             self._no_node_for(ps) if placed is None else
             f"{self.name}: only {placed} of {ps.replicas} {ps.name} pods fit on its nodes")
+
+    def _admitted_nowhere(self, pod_sets: tuple[PodSet, ...]) -> str | None:
+        """Why no node admits the pods of one of ``pod_sets`` (``_no_node_for``),
+        on a cluster that packs pods onto nodes; else ``None``."""
+        if not self.cluster.resource_reservation:
+            return None
+        ps = next((ps for ps in pod_sets if ps.replicas > 0 and not self._eligible(ps)), None)
+        return self._no_node_for(ps) if ps is not None else None
 
     def _no_node_for(self, ps: PodSet) -> str:
         """Why no node admits ``ps``'s pods: the labels of its nodeSelector (or

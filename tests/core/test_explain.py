@@ -368,6 +368,24 @@ def test_a_cluster_no_node_of_admits_the_job_is_told_so_not_that_its_room_is_spl
         "- cluster c2: cpu 1 free of 4 needed"]
 
 
+def test_a_cluster_short_of_room_no_node_of_admits_the_job_is_told_so() -> None:
+    """Its free room was told, as if room freed there would let the job run."""
+    c1 = cluster("c1").node("n1", cpu="2", labels={"disk": "hdd"}).obj()
+    c2 = cluster("c2").node("n1", cpu="4", labels={"disk": "ssd"}).obj()
+    inp, result = decided(cycle_input(
+        jobs=[job("h").pod_set("main", 1, cpu="3", node_selector={"disk": "ssd"})
+              .created("2026-01-01T00:00:00Z"),
+              job("w").pod_set("main", 1, cpu="4", node_selector={"disk": "ssd"})
+              .created("2026-01-01T00:00:01Z")],
+        clusters=[c1, c2], tree=simple_tree(quota("qa", ns=["default"], max={"cpu": "16"}))))
+    assert by_name(result)["w"].phase is Phase.QUEUED, by_name(result)["w"]
+    assert explained(inp, result, "w")[2:] == [
+        "- its quota has room; it waits for one member cluster to hold the whole gang:",
+        "- cluster c1: no node admits its pods: no node has the labels of the main pods' "
+        "nodeSelector (disk=ssd)",
+        "- cluster c2: cpu 1 free of 4 needed"]
+
+
 def test_a_job_blocked_behind_a_strict_fifo_head_is_not_told_of_nodes() -> None:
     """The room split over nodes is told only of a job no cluster fits."""
     from tests.builders import settings, strict_fifo

@@ -170,6 +170,25 @@ def test_a_job_no_node_admits_is_told_the_labels_or_taints_and_the_fix() -> None
     assert by_name(result)["a"].reason.endswith("; lower its requests or add capacity")
 
 
+def test_a_cluster_short_of_room_whose_nodes_never_admit_the_pods_is_told_so() -> None:
+    """Its free sum fell short too, and that was all it was told: room freed
+    there would not let the job run, while the other cluster, full now, would."""
+    labelled = cluster("c1").node("n1", cpu="8", labels={"disktype": "nvme"}).obj()
+    other = cluster("c2").node("n1", cpu="2").obj()
+    filler = job("filler").created("2026-01-01T00:00:00Z").pod_set(
+        "main", 1, node_selector={"disktype": "nvme"}, cpu="7").obj()
+    nvme = job("a").created("2026-01-02T00:00:00Z").pod_set(
+        "main", 1, node_selector={"disktype": "nvme"}, cpu="4").obj()
+    assert fit(other, nvme) == ("c2: no node admits its pods: no node has the labels of the "
+                                "main pods' nodeSelector (disktype=nvme)")
+    result = reconcile_cycle(cycle_input(jobs=[filler, nvme], clusters=[labelled, other]))
+    d = by_name(result)["a"]
+    assert d.phase is Phase.QUEUED, d
+    assert d.reason.endswith("c1: free cpu 1 < 4 requested; c2: no node admits its pods: no "
+                             "node has the labels of the main pods' nodeSelector "
+                             "(disktype=nvme)"), d.reason
+
+
 def test_pods_kept_off_by_both_the_labels_and_the_taints_of_every_node_are_told_both() -> None:
     """Told of the labels alone, the user would fix the nodeSelector and be
     told of the taints at the next push."""
