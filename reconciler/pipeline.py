@@ -61,6 +61,7 @@ from reconciler.fleet.inputs import (
     branch_name_ok,
     excluded,
     is_yaml,
+    misnamed_yaml,
     patch_fleet,
     patch_fleet_others,
     read_file,
@@ -218,7 +219,7 @@ def read_source(repo: FleetRepo, rev: str, store: JobStore | None = None,
                        f"or pass --source REV")
     info = repo.commit_info(sha)
     entries = [e for e in repo.list_tree(sha) if e.type == "blob" and (
-        is_yaml(e.path) or e.path.startswith("templates/"))]
+        is_yaml(e.path) or e.path.startswith("templates/") or misnamed_yaml(e.path))]
     known = store.job_entry if store is not None else None
     # each file with its jobs, when the store has them (looked up once: read_fleet takes them)
     found = [(e, known(e.sha, e.path) if known is not None else None) for e in entries]
@@ -231,7 +232,8 @@ def read_source(repo: FleetRepo, rev: str, store: JobStore | None = None,
             store.put_job_entry(blob, path, record)
         found = [(e, got if got is not None else parsed.get((e.sha, e.path)))
                  for e, got in found]
-    blobs = repo.read_blobs(e.sha for e, got in found if got is None)
+    blobs = repo.read_blobs(e.sha for e, got in found
+                            if got is None and not misnamed_yaml(e.path))  # (not read)
     return info, [SourceFile(e.path, e.sha, b"", got) if got is not None
                   else SourceFile(e.path, e.sha, blobs.get(e.sha, b"")) for e, got in found]
 
@@ -692,6 +694,9 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
             again = True
             continue
         if not is_yaml(path) or excluded(path, before.exclude):
+            if misnamed_yaml(path) and not excluded(path, before.exclude):
+                _moved(others, path, new)  # (not read, but told: with the other files)
+                again = True
             continue  # not read
         was = cache.job_entry(old, path) if old != NO_BLOB else None
         if old != NO_BLOB and was is None:

@@ -153,6 +153,19 @@ def is_yaml(path: str) -> bool:
     return path.endswith((".yaml", ".yml"))
 
 
+def misnamed_yaml(path: str) -> bool:
+    """A YAML file by its name but for its case (``job.YAML``): not read, and
+    told (fleetq reads ``*.yaml`` and ``*.yml``, as the README says)."""
+    return not is_yaml(path) and path.lower().endswith((".yaml", ".yml"))
+
+
+def _misnamed(path: str) -> Problem:
+    stem, dot, suffix = path.rpartition(".")
+    return Problem(path, 0, (
+        f"not read: fleetq reads files named *.yaml and *.yml, in lowercase; rename it to "
+        f"{stem}{dot}{suffix.lower()} (or exclude it in fleet.yaml)"), "warning")
+
+
 def excluded(path: str, patterns: Iterable[str]) -> bool:
     for pattern in patterns:
         if fnmatch.fnmatchcase(path, pattern):
@@ -449,6 +462,9 @@ def _read_all(by_path: dict[str, SourceFile], cache: JobCache | None,
                 read[path] = src
             continue
         if not is_yaml(path) or excluded(path, inputs.exclude):
+            if misnamed_yaml(path) and not excluded(path, inputs.exclude):
+                inputs.other_files[path] = src.blob  # (read again with the others)
+                inputs.unknown.append(_misnamed(path))
             continue
         inputs.files += 1
         cached = src.jobs

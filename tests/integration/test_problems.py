@@ -979,3 +979,26 @@ def test_plan_and_validate_give_a_problem_as_the_same_object(tmp_path: Path) -> 
     assert [(p["line"], p["severity"]) for p in told] == [(BROKEN_YAML_LINE, "error")]
     assert [p for p in json.loads(planned.stdout)["problems"]
             if p["path"] == "jobs/default/broken.yaml"] == told
+
+
+def test_a_yaml_file_named_in_capitals_is_told_not_read_until_renamed(tmp_path: Path) -> None:
+    """``job.YAML`` was passed over without a word: its job never ran. Told
+    whether the fleet is read whole or patched from the last reconcile's."""
+    path = make_fleet_repo(tmp_path / "fleet", seed_fleet_files())
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    write_files(path, {"jobs/default/late.YAML": pytorchjob("late")})
+    commit_all(path, "a job in capitals")
+    said = ("jobs/default/late.YAML: warning: not read: fleetq reads files named *.yaml and "
+            "*.yml, in lowercase; rename it to jobs/default/late.yaml (or exclude it in "
+            "fleet.yaml)")
+    for command in (["reconcile", "--now", NOW], ["validate"],
+                    ["reconcile", "--now", NOW, "--no-cache"]):
+        proc = fleetq(*command, "--repo", str(path))
+        assert proc.returncode == 0 and said in proc.stdout + proc.stderr, proc
+    assert "default/late" not in placements(path)
+    git(path, "mv", "jobs/default/late.YAML", "jobs/default/late.yaml")
+    commit_all(path, "renamed")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and "not read" not in proc.stderr, proc.stderr
+    assert placements(path)["default/late"]["phase"] in ("Admitted", "Queued")
