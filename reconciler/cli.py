@@ -365,8 +365,24 @@ def cmd_status(args: argparse.Namespace) -> int:
         items = [i for i in items if i.get("phase", "").lower() == args.phase.lower()]
     if args.namespace:
         items = [i for i in items if i["job"]["namespace"] == args.namespace]
+    if args.jobs:
+        named = [(wanted, _job_name(wanted)) for wanted in args.jobs]
+        missing = [wanted for wanted, name in named
+                   if not any(_names(i["job"], name) for i in items)]
+        if missing:
+            print(f"fleetq: no job named {', '.join(map(repr, missing))} on "
+                  f"{_branch(repo, args)}; `fleetq status` lists them", file=sys.stderr)
+            return EXIT_USAGE
+        items = [i for i in items if any(_names(i["job"], name) for _, name in named)]
     _print_data(items, args.output, wide=args.wide, texts=texts)
     return EXIT_OK
+
+
+def _names(job: Mapping[str, Any], name: tuple[str, str, str]) -> bool:
+    """Whether an item's ``job`` is the one ``name`` names (``_job_name``)."""
+    kind, namespace, wanted = name
+    return job["name"] == wanted and (not namespace or job["namespace"] == namespace) \
+        and (not kind or str(job["kind"]).lower() == kind.lower())
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -931,6 +947,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--phase", default=None, type=_phase,
                    help="only jobs in this phase (" + ", ".join(p.value for p in Phase) + ")")
     p.add_argument("-n", "--namespace", default=None)
+    p.add_argument("jobs", nargs="*", metavar="JOB",
+                   help="only these jobs: NAME, NAMESPACE/NAME or KIND/NAMESPACE/NAME")
     no_cache(p)
     p.set_defaults(func=cmd_status, wide=False)
 

@@ -38,6 +38,8 @@ def placements_table(items: Sequence[Mapping[str, Any]], *, wide: bool = False) 
     # wide: the clusters a job failed on, and those keeping its old copy (failover)
     failover = [f for f in ("failedOn", "keptOn") if wide and any(i.get(f) for i in items)]
     headers.extend({"failedOn": "FAILED-ON", "keptOn": "KEPT-ON"}[f] for f in failover)
+    if wide:  # (and when it came, and when it was admitted)
+        headers.extend(("ENQUEUED", "ADMITTED"))
     headers.append("REASON")
     rows = []
     # (as kubectl lists objects: by namespace, then name; placements.yaml's order is
@@ -53,6 +55,8 @@ def placements_table(items: Sequence[Mapping[str, Any]], *, wide: bool = False) 
             count = i.get("preemptions")  # (none: reclaimed before it ran)
             row.append((f"{by} (x{count})" if count else str(by)) if by else None)
         row.extend(",".join(map(str, i.get(f) or ())) or None for f in failover)
+        if wide:
+            row.extend((i.get("enqueuedAt"), i.get("admittedAt")))
         row.append(i.get("reason", "") if wide else short(str(i.get("reason", ""))))
         rows.append(row)
     return table(headers, rows)

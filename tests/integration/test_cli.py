@@ -152,6 +152,26 @@ def test_reconcile_output_wide_is_the_wide_table_status_prints(seed_fleet: SeedF
     assert len(reason) > 60 and reason in table, (reason, table)
 
 
+def test_status_of_named_jobs_lists_those_alone(seed_fleet: SeedFleet) -> None:
+    """As ``kubectl get NAME``: each as NAME, NAMESPACE/NAME or KIND/NAMESPACE/NAME;
+    a name no job has is an error naming it (exit 2)."""
+    write_files(seed_fleet.path, {"jobs/default/pytorch-second.yaml": pytorchjob(
+        "pytorch-second", cpu="30")})
+    commit_all(seed_fleet.path, "second job")
+    seed_fleet.reconcile(NOW)
+    for names in (["pytorch-second"], ["default/pytorch-second"],
+                  ["pytorchjob/default/pytorch-second"]):
+        proc = fleetq("status", "--repo", str(seed_fleet.path), "-o", "json", *names)
+        assert proc.returncode == 0, proc.stderr
+        assert [i["job"]["name"] for i in json.loads(proc.stdout)] == ["pytorch-second"]
+    proc = fleetq("status", "--repo", str(seed_fleet.path), "pytorch-second", "pytorch-test")
+    assert [row.split()[1] for row in proc.stdout.splitlines()[1:]] == [
+        "pytorch-second", "pytorch-test"]
+    proc = fleetq("status", "--repo", str(seed_fleet.path), "pytorch-test", "other/x")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "no job named 'other/x' on fleetq/state" in proc.stderr
+
+
 @pytest.mark.parametrize("command", [["status"], ["validate"], ["reconcile", "--now", NOW],
                                      ["status", "-o", "json"]])
 def test_not_a_git_repo_is_exit_2(tmp_path: Path, command: list[str]) -> None:

@@ -42,11 +42,23 @@ def test_the_preempted_by_column_counts_preemptions_only_when_there_were_some() 
 def test_wide_shows_where_a_job_failed_and_kept_copies_when_any_job_has_them() -> None:
     items = [_item("moved", failedOn=["c1", "c2"], keptOn=["c2"]), _item("untouched")]
     wide = placements_table(items, wide=True).splitlines()
-    assert wide[0].split()[8:11] == ["FAILED-ON", "KEPT-ON", "REASON"]
+    assert wide[0].split()[8:13] == ["FAILED-ON", "KEPT-ON", "ENQUEUED", "ADMITTED", "REASON"]
     assert wide[1].split()[8:10] == ["c1,c2", "c2"]
     assert wide[2].split()[8:10] == ["-", "-"]
     assert "FAILED-ON" not in placements_table(items)
     assert "FAILED-ON" not in placements_table([_item("untouched")], wide=True)
+
+
+def test_wide_shows_when_each_job_came_and_was_admitted() -> None:
+    """kubectl's ``-o wide`` adds columns; fleetq's gave the whole reason alone."""
+    items = [_item("ran", phase="Admitted", enqueuedAt="2026-01-01T00:00:00Z",
+                   admittedAt="2026-01-01T00:05:00Z", position=None),
+             _item("waits", enqueuedAt="2026-01-01T00:01:00Z")]
+    wide = [row.split()[:11] for row in placements_table(items, wide=True).splitlines()]
+    assert wide[0][8:] == ["ENQUEUED", "ADMITTED", "REASON"]
+    assert wide[1][8:10] == ["2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"]
+    assert wide[2][8:10] == ["2026-01-01T00:01:00Z", "-"]
+    assert "ENQUEUED" not in placements_table(items)
 
 
 def test_json_and_yaml_are_written_in_parts_as_whole_texts_would_be() -> None:
