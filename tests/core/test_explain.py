@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
 from reconciler.core.explain import explain_decision
 from reconciler.core.model import Phase
@@ -349,28 +351,12 @@ def test_a_non_preemptible_job_is_not_told_to_drop_its_label_when_that_would_not
     assert "raise that min" in said and "drop the label" not in said, lines
 
 
-def test_a_cluster_no_node_of_admits_the_job_is_told_so_not_that_its_room_is_split() -> None:
-    """A cluster with room whose nodes lack the labels the job's pods ask
-    for was told its room was split over its nodes."""
-    c1 = cluster("c1").node("n1", cpu="8", labels={"disk": "hdd"}).obj()
-    c2 = cluster("c2").node("n1", cpu="4", labels={"disk": "ssd"}).obj()
-    inp, result = decided(cycle_input(
-        jobs=[job("h").pod_set("main", 1, cpu="3", node_selector={"disk": "ssd"})
-              .created("2026-01-01T00:00:00Z"),
-              job("w").pod_set("main", 1, cpu="4", node_selector={"disk": "ssd"})
-              .created("2026-01-01T00:00:01Z")],
-        clusters=[c1, c2], tree=simple_tree(quota("qa", ns=["default"], max={"cpu": "16"}))))
-    assert by_name(result)["w"].phase is Phase.QUEUED, by_name(result)["w"]
-    assert explained(inp, result, "w")[2:] == [
-        "- its quota has room; it waits for one member cluster to hold the whole gang:",
-        "- cluster c1: no node admits its pods: no node has the labels of the main pods' "
-        "nodeSelector (disk=ssd)",
-        "- cluster c2: cpu 1 free of 4 needed"]
-
-
-def test_a_cluster_short_of_room_no_node_of_admits_the_job_is_told_so() -> None:
-    """Its free room was told, as if room freed there would let the job run."""
-    c1 = cluster("c1").node("n1", cpu="2", labels={"disk": "hdd"}).obj()
+@pytest.mark.parametrize("cpu", ["8", "2"], ids=["with room", "short of room"])
+def test_a_cluster_no_node_of_admits_the_job_is_told_so(cpu: str) -> None:
+    """A cluster whose nodes lack the labels the job's pods ask for was told,
+    with room, that its room was split over its nodes; short of room, its free
+    room, as if room freed there would let the job run."""
+    c1 = cluster("c1").node("n1", cpu=cpu, labels={"disk": "hdd"}).obj()
     c2 = cluster("c2").node("n1", cpu="4", labels={"disk": "ssd"}).obj()
     inp, result = decided(cycle_input(
         jobs=[job("h").pod_set("main", 1, cpu="3", node_selector={"disk": "ssd"})
