@@ -289,7 +289,7 @@ def _state_head(repo: FleetRepo, branch: str) -> str | None:
         return None
     name, sha = copies[0]
     print(f"fleetq: no local branch {branch!r}: reading {name} as git last fetched it "
-          f"(git fetch {name.partition('/')[0]} for the newest, or --remote)", file=sys.stderr)
+          f"(git fetch {name.partition('/')[0]} for the newest)", file=sys.stderr)
     return sha
 
 

@@ -1387,6 +1387,8 @@ def branch_in_use(repo: FleetRepo, branch: str, source_rev: str,
         return (f"{branch!r} is the source branch ({source_rev}): fleetq would replace its "
                 f"files with the rendered state; {STATE_BRANCH_FIX}")
     _, where = (repo.branches() if branches is None else branches).get(ref, (None, ""))
+    if not where and repo.current_branch() == branch:
+        where = str(repo.root)  # (unborn here: its first commit, people's, would go on it)
     if where:
         return (f"{branch!r} is checked out in {where}: fleetq writes it (people edit the "
                 f"source branch); check out another branch there, or {STATE_BRANCH_FIX}")

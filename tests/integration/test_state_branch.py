@@ -245,6 +245,17 @@ def test_the_state_branch_checked_out_is_refused(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "is checked out in" in proc.stderr, proc.stderr
 
 
+def test_the_state_branch_checked_out_unborn_is_refused(tmp_path: Path) -> None:
+    """``git checkout --orphan fleetq/state``: fleetq wrote it, and the next
+    ``git commit`` put the fleet's source files on it."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    git(path, "checkout", "-q", "--orphan", STATE)
+    proc = fleetq("reconcile", "--repo", str(path), "--source", "main", "--now", NOW)
+    assert proc.returncode == 2 and "is checked out in" in proc.stderr, proc.stderr
+    assert rev(path, STATE) is None
+
+
 def test_a_branch_fleetq_did_not_write_or_a_state_commit_as_source_is_refused(
         tmp_path: Path) -> None:
     """Another branch named as the state (on a detached HEAD, say), a state
