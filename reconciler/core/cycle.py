@@ -1007,8 +1007,14 @@ class _Cycle:
             if why_not is None:
                 return None
             reasons.append(why_not)
-        fix = ("fix its pods' nodeSelector or tolerations, or the nodes' labels or taints"
-               if all(NO_NODE_MATCHES in r for r in reasons) else LOWER_OR_ADD)
+        fix = LOWER_OR_ADD
+        if all(NO_NODE_MATCHES in r for r in reasons):  # (what its pods ask of nodes)
+            asked = [what for what, used in (
+                ("nodeSelector", any(ps.node_selector for ps in job.pod_sets)),
+                ("node affinity", any(ps.node_affinity for ps in job.pod_sets)),
+                ("tolerations", True)) if used]
+            fix = (f"fix its pods' {', '.join(asked[:-1])}{' or ' if len(asked) > 1 else ''}"
+                   f"{asked[-1]}, or the nodes' labels or taints")
         return f"{FITS_NO_CLUSTER_EMPTY}: " + _join_notes(
             reasons), fix
 

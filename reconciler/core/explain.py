@@ -148,11 +148,15 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                       f"quota")
     held_by_min = NON_PREEMPTIBLE_MIN in d.reason
     if held_by_min:  # (its own min is the bar; dropping the label helps only if max has room)
+        fixes = ["raise that min"]
+        if not shortfalls:
+            fixes.append("let the job be preempted (drop the label)")
+        if d.phase is not Phase.INADMISSIBLE:  # (no job leaving would let it in)
+            fixes.append("wait for those jobs to end")
         advice.insert(0, f"it is not preemptible ({PREEMPTIBLE_LABEL}: \"false\"), so it runs "
                          f"only within the min of quota {d.quota}, with the other "
-                         f"non-preemptible jobs there: raise that min, "
-                         + ("" if shortfalls else "let the job be preempted (drop the label), ")
-                         + "or wait for those jobs to end")
+                         f"non-preemptible jobs there: " + ", ".join(fixes[:-1])
+                         + (", or " if len(fixes) > 1 else "") + fixes[-1])
     if advice and admitted_in_quota and not too_big and not held_by_min:
         holders = sorted(admitted_in_quota, key=lambda x: (x.priority, x.admitted_at or ""))
         names = ", ".join(f"{x.key.namespace}/{x.key.name} (priority {x.priority})"

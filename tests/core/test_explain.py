@@ -419,3 +419,17 @@ def test_a_higher_priority_is_told_to_preempt_the_fewest_jobs_that_free_the_room
     assert ("- jobs holding quota root/qa: team-a/one (priority 10), team-a/six (priority 10), "
             "team-a/two (priority 10); a priority above 10 would let it preempt 1 of them"
             ) in explained(inp, result, "w")
+
+
+def test_a_non_preemptible_job_above_its_quotas_min_is_not_told_to_wait() -> None:
+    """Inadmissible (its quota's min is below its request, even with the quota
+    empty): no job leaving would let it in, as the line after the advice says."""
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("np", 6, "team-a").labels(**NP).created("2026-01-01T00:00:01Z")],
+        clusters=[gpu_cluster("c1", 8, 8, 8)],
+        tree=simple_tree(quota("qa", ns=["team-a"], min={"gpu": "4"}, max={"gpu": "16"}),
+                         total={"cpu": "1000", "gpu": "16"})))
+    assert by_name(result)["np"].phase is Phase.INADMISSIBLE, by_name(result)["np"]
+    lines = explained(inp, result, "np")
+    said = next(line for line in lines if "it is not preemptible" in line)
+    assert "raise that min" in said and "wait for those jobs" not in said, lines

@@ -229,6 +229,24 @@ def test_a_required_node_affinity_picks_the_nodes_of_one_of_its_terms() -> None:
                             "pods' required node affinity")
 
 
+@pytest.mark.parametrize(("selector", "affinity", "fix"), [
+    ({"gpu-type": "h100"}, False, "nodeSelector or tolerations"),
+    ({}, True, "node affinity or tolerations"),
+    ({"gpu-type": "h100"}, True, "nodeSelector, node affinity or tolerations"),
+])
+def test_a_job_no_node_admits_is_told_to_fix_what_its_pods_ask(
+        selector: dict[str, str], affinity: bool, fix: str) -> None:
+    """A job asking by node affinity alone was told to fix its nodeSelector."""
+    c = cluster("c1").node("n1", cpu="8", labels={"gpu-type": "a100"}).obj()
+    terms = [NodeSelectorTerm(match_expressions=(
+        LabelRequirement("gpu-type", "In", ("h100",)),))] if affinity else []
+    j = job("a").pod_set("main", 1, cpu="1", node_selector=selector,
+                         node_affinity=terms).obj()
+    d = by_name(reconcile_cycle(cycle_input(jobs=[j], clusters=[c])))["a"]
+    assert d.phase is Phase.INADMISSIBLE and d.reason.endswith(
+        f"; fix its pods' {fix}, or the nodes' labels or taints"), d.reason
+
+
 def test_a_node_affinitys_match_fields_pick_nodes_by_name() -> None:
     """``matchFields`` on ``metadata.name`` were not read: a pod pinned to one
     node was packed onto another."""
