@@ -380,9 +380,15 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _names(job: Mapping[str, Any], name: tuple[str, str, str]) -> bool:
     """Whether an item's ``job`` is the one ``name`` names (``_job_name``)."""
-    kind, namespace, wanted = name
-    return job["name"] == wanted and (not namespace or job["namespace"] == namespace) \
-        and (not kind or str(job["kind"]).lower() == kind.lower())
+    return _is_named(name, str(job["kind"]), str(job["namespace"]), str(job["name"]))
+
+
+def _is_named(name: tuple[str, str, str], kind: str, namespace: str, job: str) -> bool:
+    """Whether job ``kind namespace/job`` is the one ``name`` names (``_job_name``:
+    its empty parts match any; the kind in any case)."""
+    want_kind, want_namespace, want_name = name
+    return job == want_name and (not want_namespace or namespace == want_namespace) \
+        and (not want_kind or kind.lower() == want_kind.lower())
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -589,10 +595,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     base = _state_head(repo, branch)
     computed = _computed_on(repo, args, branch, state_base=base, now=args.now, write=False)
     wanted = args.job
-    kind, namespace, name = _job_name(wanted)
-    matches = [d for d in computed.result.decisions if d.key.name == name
-               and (not namespace or d.key.namespace == namespace)
-               and (not kind or d.key.kind.lower() == kind.lower())]
+    name = _job_name(wanted)
+    matches = [d for d in computed.result.decisions
+               if _is_named(name, d.key.kind, d.key.namespace, d.key.name)]
     if not matches:
         print(f"fleetq: no job named {wanted!r} in {computed.source.sha[:12]}; "
               f"`fleetq status` lists them", file=sys.stderr)

@@ -218,8 +218,15 @@ def read_source(repo: FleetRepo, rev: str, store: JobStore | None = None,
         raise GitError(f"source revision {rev!r} does not exist; commit the fleet repo first "
                        f"or pass --source REV")
     info = repo.commit_info(sha)
-    entries = [e for e in repo.list_tree(sha) if e.type == "blob" and (
-        is_yaml(e.path) or e.path.startswith("templates/") or misnamed_yaml(e.path))]
+    entries: list[TreeEntry] = []
+    misnamed: list[SourceFile] = []  # (told, not read: their bytes are not needed)
+    for e in repo.list_tree(sha):
+        if e.type != "blob":
+            continue
+        if is_yaml(e.path) or e.path.startswith("templates/"):
+            entries.append(e)
+        elif misnamed_yaml(e.path):
+            misnamed.append(SourceFile(e.path, e.sha, b""))
     known = store.job_entry if store is not None else None
     # each file with its jobs, when the store has them (looked up once: read_fleet takes them)
     found = [(e, known(e.sha, e.path) if known is not None else None) for e in entries]
@@ -232,10 +239,10 @@ def read_source(repo: FleetRepo, rev: str, store: JobStore | None = None,
             store.put_job_entry(blob, path, record)
         found = [(e, got if got is not None else parsed.get((e.sha, e.path)))
                  for e, got in found]
-    blobs = repo.read_blobs(e.sha for e, got in found
-                            if got is None and not misnamed_yaml(e.path))  # (not read)
+    blobs = repo.read_blobs(e.sha for e, got in found if got is None)
     return info, [SourceFile(e.path, e.sha, b"", got) if got is not None
-                  else SourceFile(e.path, e.sha, blobs.get(e.sha, b"")) for e, got in found]
+                  else SourceFile(e.path, e.sha, blobs.get(e.sha, b"")) for e, got in found
+                  ] + misnamed
 
 
 def _parse_share(repo: FleetRepo, entries: Sequence[TreeEntry], progress: Progress = _quiet,
@@ -693,8 +700,10 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
             _moved(others, path, new)
             again = True
             continue
-        if not is_yaml(path) or excluded(path, before.exclude):
-            if misnamed_yaml(path) and not excluded(path, before.exclude):
+        if excluded(path, before.exclude):
+            continue  # not read
+        if not is_yaml(path):
+            if misnamed_yaml(path):
                 _moved(others, path, new)  # (not read, but told: with the other files)
                 again = True
             continue  # not read
@@ -1386,8 +1395,9 @@ def branch_in_use(repo: FleetRepo, branch: str, source_rev: str,
     if repo.full_name(source_rev) == ref:
         return (f"{branch!r} is the source branch ({source_rev}): fleetq would replace its "
                 f"files with the rendered state; {STATE_BRANCH_FIX}")
-    _, where = (repo.branches() if branches is None else branches).get(ref, (None, ""))
-    if not where and repo.current_branch() == branch:
+    known = repo.branches() if branches is None else branches
+    _, where = known.get(ref, (None, ""))
+    if ref not in known and repo.current_branch() == branch:
         where = str(repo.root)  # (unborn here: its first commit, people's, would go on it)
     if where:
         return (f"{branch!r} is checked out in {where}: fleetq writes it (people edit the "

@@ -51,7 +51,7 @@ from reconciler.core.preemption import (
     may_reclaim,
     would_retake,
 )
-from reconciler.core.problems import Problem
+from reconciler.core.problems import Problem, listed
 from reconciler.core.quota import QuotaTree, QuotaUsage, max_changed, max_jobs_hint
 from reconciler.core.resources import MAX_JOBS, Resources, ResourcesView
 
@@ -1013,8 +1013,7 @@ class _Cycle:
                 ("nodeSelector", any(ps.node_selector for ps in job.pod_sets)),
                 ("node affinity", any(ps.node_affinity for ps in job.pod_sets)),
                 ("tolerations", True)) if used]
-            fix = (f"fix its pods' {', '.join(asked[:-1])}{' or ' if len(asked) > 1 else ''}"
-                   f"{asked[-1]}, or the nodes' labels or taints")
+            fix = f"fix its pods' {listed(asked)}, or the nodes' labels or taints"
         return f"{FITS_NO_CLUSTER_EMPTY}: " + _join_notes(
             reasons), fix
 

@@ -19,6 +19,7 @@ from reconciler.core.model import (
     PreemptionPolicy,
 )
 from reconciler.core.preemption import RECLAIMING, within_min_after, would_retake
+from reconciler.core.problems import listed
 from reconciler.core.quota import (
     NON_PREEMPTIBLE_MIN,
     PREEMPTIBLE_LABEL,
@@ -155,8 +156,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             fixes.append("wait for those jobs to end")
         advice.insert(0, f"it is not preemptible ({PREEMPTIBLE_LABEL}: \"false\"), so it runs "
                          f"only within the min of quota {d.quota}, with the other "
-                         f"non-preemptible jobs there: " + ", ".join(fixes[:-1])
-                         + (", or " if len(fixes) > 1 else "") + fixes[-1])
+                         f"non-preemptible jobs there: {listed(fixes, ', or ')}")
     if advice and admitted_in_quota and not too_big and not held_by_min:
         holders = sorted(admitted_in_quota, key=lambda x: (x.priority, x.admitted_at or ""))
         names = ", ".join(f"{x.key.namespace}/{x.key.name} (priority {x.priority})"

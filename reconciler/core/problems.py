@@ -44,6 +44,11 @@ def yaml_type(value: object) -> str:
     return f"a {type(value).__name__}"
 
 
+def listed(words: list[str], last: str = " or ") -> str:
+    """``words`` as a sentence lists them: "a, b or c" (``last``: ", or ", " and ")."""
+    return ", ".join(words[:-1]) + (last if len(words) > 1 else "") + words[-1]
+
+
 BOOLEAN_WORDS = "YAML reads on, off, yes, no, true and false unquoted as booleans"
 
 

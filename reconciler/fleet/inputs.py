@@ -461,8 +461,10 @@ def _read_all(by_path: dict[str, SourceFile], cache: JobCache | None,
             if read is not None:
                 read[path] = src
             continue
-        if not is_yaml(path) or excluded(path, inputs.exclude):
-            if misnamed_yaml(path) and not excluded(path, inputs.exclude):
+        if excluded(path, inputs.exclude):
+            continue
+        if not is_yaml(path):
+            if misnamed_yaml(path):
                 inputs.other_files[path] = src.blob  # (read again with the others)
                 inputs.unknown.append(_misnamed(path))
             continue
