@@ -1159,6 +1159,8 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
                 _follow_remote(repo, remote, branch, base)
                 _save_cache(cache, computed, base, later)
                 return Outcome(computed, None, attempt, source=computed.source, state=base)
+            if remote and attempt == 1:
+                check_source_pushed(repo, remote, source_rev, computed.source.sha)
             message = commit_message(computed, Overlays(computed.inputs.templates))
             sha = repo.write_commit(tree=tree, parents=[base] if base else [], message=message,
                                     identity=identity(computed.inputs), when=when)
@@ -1681,6 +1683,34 @@ def check_no_remote_state(repo: FleetRepo, remote: str, branch: str) -> None:
                    f"state there ({local[:12]}): push it back (git push {remote} "
                    f"{branch}) and run again; or, to start the state anew on purpose, delete "
                    f"it here too (git branch -D {branch})")
+
+
+def check_source_pushed(repo: FleetRepo, remote: str, source_rev: str, source: str) -> None:
+    """Refuse to push a state made from a commit that is on no branch of
+    ``remote`` (committed here and not pushed, a detached HEAD): the next
+    reconcile of the remote's branch, on another clone, could not fetch it
+    and would decide that branch's older jobs over it, undoing this state
+    without a word. The remote's branches are fetched first when this clone's
+    copies of them lack it (as git last fetched them)."""
+    def pushed() -> bool:
+        return bool(repo.run("for-each-ref", "--count=1", "--contains", source,
+                             "--format=%(refname)", f"refs/remotes/{remote}/",
+                             check=False).strip())
+    if pushed():
+        return
+    repo.run("fetch", "--quiet", "--no-tags", remote, f"+refs/heads/*:refs/remotes/{remote}/*",
+             check=False)
+    if pushed():
+        return
+    named = source_rev if repo.resolve(f"refs/heads/{source_rev}") == source else None
+    if named is None and source_rev == "HEAD":
+        named = repo.current_branch()
+    push = (f"git push {remote} {named}" if named else
+            f"git push {remote} {source[:12]}:refs/heads/<branch>")
+    raise GitError(f"the source commit {source[:12]} ({source_rev}) is on no branch of {remote}: "
+                   f"a state made from it would be undone by the next reconcile of {remote}'s "
+                   f"branch, which lacks it. Push it first ({push}) and run again; or, to keep "
+                   f"the state in this clone, reconcile without a remote (--remote '')")
 
 
 def check_remote_state(repo: FleetRepo, remote: str, branch: str, head: str) -> None:

@@ -71,6 +71,7 @@ def test_stale_writer_fetches_recomputes_and_retries(tmp_path: Path) -> None:
     # B's source has one more job than A's.
     write_files(b, {"jobs/default/b-job.yaml": pytorchjob("b-job")})
     source_b = commit_all(b, "add b-job", date="2026-11-29T10:30:00Z")
+    git(b, "push", "-q", "origin", "main")  # (a state is pushed from pushed commits only)
 
     outcomes = {}
     log: list[str] = []
@@ -119,6 +120,7 @@ def test_concurrent_writers_keep_a_linear_history_and_lose_nothing(tmp_path: Pat
         write_files(clones[name], {f"jobs/default/{name}.yaml": pytorchjob(name)})
         sources[name] = commit_all(clones[name], f"add {name}",
                                    date=f"2026-11-29T10:1{i}:00Z")
+        git(clones[name], "push", "-q", "origin", f"HEAD:refs/heads/{name}")
 
     env = dict(os.environ)
     procs = {
@@ -510,3 +512,42 @@ def test_a_reconcile_that_lost_the_race_says_so(tmp_path: Path) -> None:
     assert "fleetq: the state branch moved meanwhile (another reconcile wrote it): decided " \
            "again from its new head, 2 attempts in all" in err, err
     assert rev(a, STATE) == rev(origin, STATE)
+
+
+def test_a_state_is_not_pushed_from_a_commit_the_remote_lacks(tmp_path: Path) -> None:
+    """A job committed and not pushed, reconciled with --remote: the next
+    runner, reconciling the remote's main, could not fetch the state's source
+    and would undo the job's admission without a word. Refused (exit 2) with
+    the push that puts it right, on a branch and from a detached HEAD; a commit
+    whose copy here is stale but the remote has, goes on after one fetch."""
+    origin, clones = _origin_with_clones(tmp_path, ["ci", "other"])
+    ci, other = clones["ci"], clones["other"]
+    write_files(ci, {"jobs/default/local-only.yaml": pytorchjob("local-only")})
+    local = commit_all(ci, "local job")
+
+    def reconcile_ci(*extra: str) -> subprocess.CompletedProcess[str]:
+        return fleetq("reconcile", "--repo", str(ci), "--remote", "origin", "--now", NOW,
+                      *extra)
+
+    proc = reconcile_ci()
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"the source commit {local[:12]} (HEAD) is on no branch of origin" in proc.stderr
+    assert "Push it first (git push origin main)" in proc.stderr, proc.stderr
+    assert rev(origin, STATE) is None and rev(ci, STATE) is None  # (nothing pushed, nothing kept)
+    git(ci, "checkout", "-q", "--detach")
+    detached = reconcile_ci()
+    assert detached.returncode == 2
+    assert f"git push origin {local[:12]}:refs/heads/<branch>" in detached.stderr
+    # Pushed from another clone: this clone's copy of origin/main is stale, and
+    # one fetch finds it there.
+    git(ci, "push", "-q", str(tmp_path / "origin.git"), "HEAD:refs/heads/main")
+    git(ci, "update-ref", "refs/remotes/origin/main", f"{local}~1")
+    assert reconcile_ci().returncode == 0
+    assert _trailer(origin, STATE) == local
+    assert rev(ci, "origin/main") == local
+    # Without a remote, the state stays in the clone: nothing to refuse.
+    write_files(other, {"jobs/default/mine.yaml": pytorchjob("mine")})
+    commit_all(other, "my job")
+    assert fleetq("reconcile", "--repo", str(other), "--remote", "", "--now",
+                  NOW).returncode == 0
+    assert rev(other, STATE) is not None and _trailer(other, STATE) != local
