@@ -1736,7 +1736,22 @@ def _rewound(repo: FleetRepo, remote: str, branch: str, head: str, local: str) -
     """Why a remote's state branch that lacks this clone's last state is
     refused: built on, the state would fork, and when the jobs since were
     enqueued and admitted be forgotten (git would call the push a non-fast-forward)."""
-    how = "is behind" if repo.is_ancestor(head, local) else "has diverged from"
+    behind = repo.is_ancestor(head, local)
+    if pushed_there(repo, remote, branch, local) is False:
+        count = int(repo.run("rev-list", "--count", local, f"^{head}").strip() or 0)
+        commits = f"{count} state commit{'s' if count != 1 else ''}"
+        take = f"git branch -f {branch} {remote}/{branch}"
+        if behind:
+            return (f"the state branch {branch} on {remote} ({head[:12]}) lacks {commits} of "
+                    f"this clone's ({local[:12]}), never pushed there (made by a reconcile "
+                    f"without --remote): drop them ({take}), and the next reconcile decides "
+                    f"from {remote}'s; or publish them as they are (git push {remote} "
+                    f"{branch}); then run again")
+        return (f"this clone's {branch} ({local[:12]}) has {commits} never pushed to "
+                f"{remote} (made by a reconcile without --remote), and {remote}'s "
+                f"({head[:12]}) has gone on without them: the clusters run {remote}'s. Take "
+                f"it here ({take}) and run again")
+    how = "is behind" if behind else "has diverged from"
     return (f"the state branch {branch} on {remote} is at {head[:12]}, which {how} this "
             f"clone's {branch} ({local[:12]}): it was rewound or pushed over, and built on, "
             f"the state since would be forgotten. Push this clone's back (git push "
@@ -1744,6 +1759,18 @@ def _rewound(repo: FleetRepo, remote: str, branch: str, head: str, local: str) -
             f"{branch}) and run again; "
             f"or, to go on from {remote}'s on purpose, take it here "
             f"(git branch -f {branch} {remote}/{branch})")
+
+
+def pushed_there(repo: FleetRepo, remote: str, branch: str, commit: str) -> bool | None:
+    """Was ``commit`` ever on ``remote``'s ``branch`` as this clone saw it (its
+    copy of the branch pointed at it, or at a later state, fetched or pushed,
+    by the copy's reflog)? ``None`` when that reflog is not kept here."""
+    seen = list(dict.fromkeys(repo.run("log", "-g", "--format=%H",
+                                       f"refs/remotes/{remote}/{branch}", "--",
+                                       check=False).decode().split()))
+    if not seen:
+        return None
+    return commit in seen or any(repo.is_ancestor(commit, each) for each in seen[:50])
 
 
 def damaged_state(state: str, problem: Problem) -> str:

@@ -551,3 +551,46 @@ def test_a_state_is_not_pushed_from_a_commit_the_remote_lacks(tmp_path: Path) ->
     assert fleetq("reconcile", "--repo", str(other), "--remote", "", "--now",
                   NOW).returncode == 0
     assert rev(other, STATE) is not None and _trailer(other, STATE) != local
+
+
+def test_a_local_state_never_pushed_is_told_to_be_dropped_not_forced_over_the_remote(
+        tmp_path: Path) -> None:
+    """A clone that reconciled without --remote holds state commits the
+    remote never had: not a remote rewound, so the fix is not to force this
+    clone's over the remote's newer one (which the clusters run), but to take
+    the remote's; behind it, to drop them or push them as they are."""
+    origin, clones = _origin_with_clones(tmp_path, ["ci", "other"])
+    ci, other = clones["ci"], clones["other"]
+
+    def reconcile(clone: Path, remote: str = "origin") -> subprocess.CompletedProcess[str]:
+        return fleetq("reconcile", "--repo", str(clone), "--remote", remote, "--now", NOW)
+
+    def add_job(clone: Path, name: str) -> None:
+        git(clone, "pull", "-q", "--ff-only", "origin", "main")
+        write_files(clone, {f"jobs/default/{name}.yaml": pytorchjob(name)})
+        commit_all(clone, name)
+        git(clone, "push", "-q", "origin", "main")
+
+    assert reconcile(ci).returncode == 0
+    add_job(ci, "local-only")
+    assert reconcile(ci, "").returncode == 0  # (kept in this clone)
+    local = rev(ci, STATE)
+    behind = reconcile(ci)
+    assert behind.returncode == 2
+    assert f"lacks 1 state commit of this clone's ({local[:12]}), never pushed" in \
+        behind.stderr, behind.stderr
+    assert f"git branch -f {STATE} origin/{STATE}" in behind.stderr
+    assert f"git push origin {STATE})" in behind.stderr and "--force" not in behind.stderr
+
+    add_job(other, "elsewhere")
+    assert reconcile(other).returncode == 0
+    theirs = rev(origin, STATE)
+    forked = reconcile(ci)
+    assert forked.returncode == 2
+    assert f"this clone's {STATE} ({local[:12]}) has 1 state commit never pushed to origin" in \
+        forked.stderr, forked.stderr
+    assert "--force" not in forked.stderr and "rewound" not in forked.stderr
+    assert rev(ci, STATE) == local and rev(origin, STATE) == theirs  # (nothing moved)
+    git(ci, "branch", "-f", STATE, f"origin/{STATE}")  # (the fix it names)
+    assert reconcile(ci).returncode == 0
+    assert rev(origin, STATE) == theirs == rev(ci, STATE)  # (its main is older: no change)
