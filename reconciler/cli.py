@@ -285,6 +285,14 @@ def _state_head(repo: FleetRepo, branch: str) -> str | None:
                       f"it: reading {branch} ({sha[:12]}); run fleetq reconcile --remote "
                       f"{name.partition('/')[0]} to bring it up to date", file=sys.stderr)
         return sha
+    if not copies:
+        remotes = repo.run("remote", check=False).decode().split()
+        if remotes:  # (a shallow or single-branch clone, a CI checkout, fetches main alone)
+            name = remotes[0] if len(remotes) == 1 else "<remote>"
+            print(f"fleetq: no branch {branch!r} here, nor a remote's copy of it: if {name} has "
+                  f"one, fetch it first (git fetch {name} {branch}:refs/remotes/{name}/{branch})",
+                  file=sys.stderr)
+        return None
     if len(copies) != 1:
         return None
     name, sha = copies[0]
@@ -522,7 +530,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     computed = _computed_on(repo, args, branch, state_base=base, now=args.now, write=False)
     files = diff_trees(repo, base, computed.files)
     changed = bool(files)
-    made_from = state_source(repo, base, computed.source.sha)
+    made_from = state_source(repo, base, computed.source.sha, args.remote)
     if args.output in ("json", "yaml"):
         _print_value({"source": computed.source.sha, "stateBase": base, "changed": changed,
                       "stateSource": None if made_from is None else {
@@ -539,6 +547,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print(f"\nNote: the state is made from {made_from[0][:12]}, a later commit than "
                   f"{computed.source.sha[:12]}: fleetq reconcile of it makes no change (it "
                   f"would roll the state back); below is what it would change if it did.")
+        elif made_from is not None and made_from[1] is None:
+            fetch = (f"git fetch {args.remote or '<remote>'} {made_from[0][:12]}"
+                     if repo.resolve(made_from[0]) is None else
+                     "git fetch --unshallow; on CI, a checkout of the whole history")
+            print(f"\nNote: the state is made from {made_from[0][:12]}, which is not in the "
+                  f"history this clone has of {args.source}: whether {args.source} lacks it "
+                  f"(and this plan would undo what it changed) cannot be told here ({fetch}).")
         elif made_from is not None and not made_from[1]:
             print(f"\nNote: {args.source} lacks {made_from[0][:12]}, the commit the state was "
                   f"made from: this is the plan of reconciling {args.source} as it is, which "

@@ -839,7 +839,7 @@ def _check_not_shallow(repo: FleetRepo, missing: set[str]) -> None:
     that lacks the source trees the state was made from (a CI checkout of
     depth 1): found in none, the file would count as gone, and the fleet be
     decided without it (every job told there is no quota tree, say)."""
-    if missing and repo.run("rev-parse", "--is-shallow-repository").strip() == b"true":
+    if missing and is_shallow(repo):
         raise GitError(f"a file is broken and its last good version is in the source commits "
                        f"the state was made from, which this shallow clone lacks (tree "
                        f"{sorted(missing)[0][:12]}): fetch them (git fetch --unshallow; on CI, "
@@ -1422,17 +1422,31 @@ def state_branch_problems(repo: FleetRepo, inputs: FleetInputs, source_rev: str
     return [Problem(path, line, f"spec.stateBranch {in_use}")]
 
 
-def state_source(repo: FleetRepo, state: str | None, source: str) -> tuple[str, bool] | None:
+def state_source(repo: FleetRepo, state: str | None, source: str, remote: str | None = None
+                 ) -> tuple[str, bool | None] | None:
     """The source commit the state ``state`` was made from, and whether the
-    source commit ``source`` has it in its history; None when the state names
-    none that is here. A pull request's branch made before the state's source
-    lacks what was pushed since: reconciling its head as it is would undo it."""
+    source commit ``source`` has it in its history: ``None`` when that cannot
+    be told here (the commit is not in this clone, fetched from ``remote``
+    first when one is named; or it is not in the history this shallow clone
+    has of ``source``); None when the state names none. A pull request's
+    branch made before the state's source lacks what was pushed since:
+    reconciling its head as it is would undo it."""
     if state is None:
         return None
     made_from = trailers(repo.commit_info(state).message).get(TRAILER)
-    if not made_from or repo.resolve(made_from) is None:
+    if not made_from:
         return None
-    return made_from, repo.is_ancestor(made_from, source)
+    if repo.resolve(made_from) is None and remote:
+        repo.run("fetch", "--quiet", "--no-tags", remote, made_from, check=False)
+    if repo.resolve(made_from) is None:
+        return made_from, None
+    if repo.is_ancestor(made_from, source):
+        return made_from, True
+    return made_from, None if is_shallow(repo) else False
+
+
+def is_shallow(repo: FleetRepo) -> bool:
+    return repo.run("rev-parse", "--is-shallow-repository").strip() == b"true"
 
 
 def written_by_fleetq(repo: FleetRepo, commit: str) -> bool:

@@ -594,3 +594,55 @@ def test_a_local_state_never_pushed_is_told_to_be_dropped_not_forced_over_the_re
     git(ci, "branch", "-f", STATE, f"origin/{STATE}")  # (the fix it names)
     assert reconcile(ci).returncode == 0
     assert rev(origin, STATE) == theirs == rev(ci, STATE)  # (its main is older: no change)
+
+
+def test_plan_in_a_pull_requests_clone_fetches_the_commit_the_state_was_made_from(
+        tmp_path: Path) -> None:
+    """A CI checkout of a pull request's branch alone lacks the main commit the
+    state was made from: plan --remote fetches it to tell whether the branch
+    has it (here it does not, and the plan would undo main's new job); a
+    shallow checkout's history cannot tell, and the plan says so."""
+    origin, clones = _origin_with_clones(tmp_path, ["ci"])
+    ci = clones["ci"]
+    git(ci, "checkout", "-q", "-b", "pr")  # (branched before main's new job)
+    write_files(ci, {"jobs/default/on-pr.yaml": pytorchjob("on-pr")})
+    commit_all(ci, "a job of the pull request")
+    git(ci, "push", "-q", "origin", "pr")
+    git(ci, "checkout", "-q", "main")
+    write_files(ci, {"jobs/default/on-main.yaml": pytorchjob("on-main")})
+    made_from = commit_all(ci, "a job on main")
+    git(ci, "push", "-q", "origin", "main")
+    assert fleetq("reconcile", "--repo", str(ci), "--remote", "origin",
+                  "--now", NOW).returncode == 0
+    full = tmp_path / "pr-only"
+    shallow = tmp_path / "pr-shallow"
+    git(tmp_path, "clone", "-q", "--single-branch", "--branch", "pr", f"file://{origin}",
+        str(full))  # (file://: a local path would copy every object)
+    git(tmp_path, "clone", "-q", "--depth", "1", "--branch", "pr", f"file://{origin}",
+        str(shallow))
+
+    def plan(clone: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+        return fleetq("plan", "--repo", str(clone), "--remote", "origin", "--now", NOW, *extra)
+
+    # Such a clone fetched no state branch: status says where it is, not to reconcile.
+    status = fleetq("status", "--repo", str(shallow))
+    fetch = f"git fetch origin {STATE}:refs/remotes/origin/{STATE}"
+    assert status.returncode == 2 and f"if origin has one, fetch it first ({fetch})" in \
+        status.stderr, status.stderr
+    git(shallow, *fetch.split()[1:])
+    status = fleetq("status", "--repo", str(shallow))
+    assert status.returncode == 0 and "on-main" in status.stdout, status.stderr
+
+    got = json.loads(plan(full, "-o", "json").stdout)
+    assert got["stateSource"] == {"commit": made_from, "contained": False}
+    text = plan(full).stdout
+    assert f"Note: HEAD lacks {made_from[:12]}, the commit the state was made from" in text
+    assert "delete PyTorchJob default/on-main" in text, text
+    got = json.loads(plan(shallow, "-o", "json").stdout)
+    assert got["stateSource"] == {"commit": made_from, "contained": None}
+    text = plan(shallow).stdout
+    assert f"Note: the state is made from {made_from[:12]}, which is not in the history this " \
+           f"clone has of HEAD" in text and "git fetch --unshallow" in text, text
+    git(shallow, "fetch", "-q", "--unshallow")
+    got = json.loads(plan(shallow, "-o", "json").stdout)
+    assert got["stateSource"] == {"commit": made_from, "contained": False}
