@@ -1,7 +1,8 @@
 """``fleetq`` command line: argument parsing and wiring only.
 
 Exit codes: 0 ok; 1 problems found (``validate``); 2 usage or environment error;
-130 and 143 stopped by Ctrl-C and SIGTERM (what it wrote, it wrote whole).
+130 and 143 stopped by Ctrl-C and SIGTERM (what it wrote, it wrote whole); ``watch``,
+which stops at the end of a round, then exits 0.
 """
 
 from __future__ import annotations
@@ -1066,7 +1067,11 @@ MAX_INTERVAL = 86400.0  # seconds between a watch's looks at the remote, at most
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # (told with the usage of the command they were given to, as git does)
+        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        commands.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     if getattr(args, "output", None) == "wide":
         args.output, args.wide = "table", True
     try:

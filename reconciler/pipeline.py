@@ -203,6 +203,17 @@ JobStore = Cache | ParsedJobs
 PARALLEL_MIN_FILES = 2000  # fewer new files than this are parsed in one process
 
 
+def no_revision(repo: FleetRepo, rev: str) -> str:
+    """Why the source ``rev`` cannot be read: a repository with no commit yet,
+    or a name that is no branch, tag or commit here."""
+    if repo.resolve("HEAD") is None:
+        return (f"source revision {rev!r} does not exist: the repository has no commit yet; "
+                f"commit the fleet repo first")
+    return (f"source revision {rev!r} does not exist here: no branch, tag or commit of that "
+            f"name (git branch -a lists the branches; a remote's is origin/<branch>, fetched "
+            f"first)")
+
+
 def read_source(repo: FleetRepo, rev: str, store: JobStore | None = None,
                 progress: Progress = _quiet) -> tuple[CommitInfo, list[SourceFile]]:
     """The commit's YAML files and templates; blobs the store knows are not read
@@ -215,8 +226,7 @@ def read_source(repo: FleetRepo, rev: str, store: JobStore | None = None,
     """
     sha = repo.resolve(rev)
     if sha is None:
-        raise GitError(f"source revision {rev!r} does not exist; commit the fleet repo first "
-                       f"or pass --source REV")
+        raise GitError(no_revision(repo, rev))
     info = repo.commit_info(sha)
     entries: list[TreeEntry] = []
     misnamed: list[SourceFile] = []  # (told, not read: their bytes are not needed)
@@ -402,6 +412,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     out.update(rendered.files)
     out.update(reports)
     problems.extend(unsent_dependencies(result.decisions, inputs))
+    problems.extend(no_clusters(inputs))
     problems = sorted(set(problems + inputs.problems + inputs.unknown + result.problems
                           + rendered.problems + cache_problems(cache)))
     computed = Computed(source=info, inputs=inputs, result=result, prior=prior, files=out,
@@ -411,6 +422,19 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                         due=purge_due(result.decisions, inputs.policies))
     computed.changes = describe_changes(prior, result.decisions, outcomes, result.moved)
     return computed
+
+
+def no_clusters(inputs: FleetInputs) -> list[Problem]:
+    """A warning when the fleet has jobs and no MemberCluster (none added yet,
+    the folder moved or excluded): every job is Inadmissible, and a check
+    that told no problem would look as if the fleet were ready."""
+    if not inputs.jobs or inputs.clusters:
+        return []
+    count = len(inputs.jobs)
+    return [Problem("clusters/", 0, (
+        f"the fleet has no MemberCluster, so its {count} job{'s' if count != 1 else ''} can "
+        f"run nowhere; add one (a file like clusters/<name>.yaml of kind MemberCluster: "
+        f"fleetq init writes examples)"), "warning")]
 
 
 def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info: CommitInfo,

@@ -983,6 +983,9 @@ class _Cycle:
                 return f"{said}, and {why}; lower its requests" + (
                     "" if fix == LOWER_OR_ADD else f" and {fix}")
         if not any(p.groups):
+            if not self.clusters:
+                return ("the fleet has no MemberCluster to run it on; add one (a file like "
+                        "clusters/<name>.yaml of kind MemberCluster)")
             why = "; ".join(p.notes) if p.notes else "its policy's clusterAffinity selects none"
             return f"no member cluster is a candidate for it under {p.policy.ref}: {why}"
         too_big = self._fits_no_cluster(p)

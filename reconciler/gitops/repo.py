@@ -98,7 +98,10 @@ class FleetRepo:
     def __init__(self, path: str | Path) -> None:
         try:
             repo = gitpython.Repo(str(path), search_parent_directories=True)
-        except (gitpython.InvalidGitRepositoryError, gitpython.NoSuchPathError):
+        except gitpython.NoSuchPathError:
+            raise GitError(f"{path}: no such directory; pass --repo the path of a fleet "
+                           f"repo") from None
+        except gitpython.InvalidGitRepositoryError:
             raise GitError(f"{path} is not inside a git repository; run fleetq in a fleet "
                            f"repo or pass --repo PATH") from None
         self.bare = repo.bare

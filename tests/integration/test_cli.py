@@ -184,6 +184,47 @@ def test_not_a_git_repo_is_exit_2(tmp_path: Path, command: list[str]) -> None:
     assert "Traceback" not in proc.stderr
 
 
+def test_a_mistyped_command_line_is_told_as_what_it_is(seed_fleet: SeedFleet,
+                                                        tmp_path: Path) -> None:
+    """An option the command does not take, with that command's usage (not
+    the list of commands); a --repo that is not there, a --source that names
+    nothing, and a repository with no commit yet, each told as such."""
+    repo = str(seed_fleet.path)
+    proc = fleetq("status", "--repo", repo, "--bogus")
+    assert proc.returncode == 2 and proc.stderr.startswith("usage: fleetq status "), proc.stderr
+    assert "unrecognized arguments: --bogus" in proc.stderr
+    missing = tmp_path / "nowhere"
+    proc = fleetq("status", "--repo", str(missing))
+    assert proc.returncode == 2 and f"{missing}: no such directory" in proc.stderr
+    proc = fleetq("plan", "--repo", repo, "--source", "mian", "--now", NOW)
+    assert proc.returncode == 2, proc.stderr
+    assert "source revision 'mian' does not exist here: no branch, tag or commit of that " \
+           "name" in proc.stderr and "commit the fleet repo first" not in proc.stderr
+    empty = tmp_path / "empty"
+    git(tmp_path, "init", "-q", str(empty))
+    proc = fleetq("reconcile", "--repo", str(empty), "--now", NOW)
+    assert proc.returncode == 2 and "the repository has no commit yet; commit the fleet repo " \
+        "first" in proc.stderr, proc.stderr
+
+
+def test_a_fleet_of_jobs_and_no_member_cluster_is_warned_of(tmp_path: Path) -> None:
+    """Every job Inadmissible for want of a cluster: validate warns (one
+    warning, not one a job), and explain says that, not that a policy's
+    clusterAffinity selects none."""
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("8", "32Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "jobs/a.yaml": pytorchjob("a"), "jobs/b.yaml": pytorchjob("b")})
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("warning") == 1 + 1, proc.stdout  # (the summary line's count)
+    assert "clusters/: warning: the fleet has no MemberCluster, so its 2 jobs can run " \
+           "nowhere" in proc.stdout
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    proc = fleetq("explain", "--repo", str(path), "a")
+    assert "Reason: the fleet has no MemberCluster to run it on; add one" in proc.stdout, \
+        proc.stdout
+
+
 def test_status_before_any_reconcile_is_exit_2(seed_fleet: SeedFleet) -> None:
     proc = fleetq("status", "--repo", str(seed_fleet.path))
     assert proc.returncode == 2
