@@ -467,7 +467,9 @@ def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info:
         clusters=tuple(inputs.clusters), policies=tuple(inputs.policies),
         priority_classes=inputs.priority_classes, default_priority=inputs.default_priority,
         workload_priority_classes=inputs.workload_priority_classes, prior=prior,
-        source_time=info.committed_at, now=rfc3339(now), invalid=invalid,
+        # (a commit dated ahead of the clock, or a --now before it: its new jobs
+        # are enqueued when first seen, not admitted before they were enqueued)
+        source_time=min(info.committed_at, rfc3339(now)), now=rfc3339(now), invalid=invalid,
         defined_twice=frozenset(inputs.conflicts),
         broken_paths=inputs.broken_paths, settings=inputs.settings, settled=settled)
 

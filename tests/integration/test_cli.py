@@ -936,3 +936,14 @@ def test_explain_of_a_commit_not_reconciled_yet_says_so_and_what_the_state_says(
         f"{rev(path, 'HEAD~2')[:12]} would decide; the state branch says Queued, position 1 "
         f"in queue root/algorithm/text, and that is what the clusters run.\n\n"
         f"PyTorchJob text/tokenizer-ablation is Queued, position 2 "), told
+
+
+def test_a_commit_dated_ahead_of_the_clock_enqueues_its_jobs_when_seen(
+        seed_fleet: SeedFleet) -> None:
+    """A runner whose clock is behind the commit's date (or a --now before it):
+    the job is enqueued when first seen, never admitted before it was enqueued."""
+    assert fleetq("reconcile", "--repo", str(seed_fleet.path), "--now",
+                  "2026-11-29T09:30:00Z").returncode == 0  # (the commit: 10:00)
+    item = placements(seed_fleet.path)["default/pytorch-test"]
+    assert item["phase"] == "Admitted", item
+    assert item["enqueuedAt"] == item["admittedAt"] == "2026-11-29T09:30:00Z", item
