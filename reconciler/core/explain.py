@@ -39,6 +39,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             sparing_in_quota: list[Decision] | None = None,
             candidates: Collection[str] | None = None,
             failover: Failover | None = None, spares_own: bool = True,
+            reclaimer_within_min: str | None = None,
             deleted_when: tuple[bool, bool] = (False, False),
             ahead_in_queue: Collection[Decision] = (), admitted: Collection[Decision] = (),
             preemption: PreemptionPolicy = PreemptionPolicy.LOWER_PRIORITY,
@@ -49,7 +50,9 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     ``candidates``: the clusters its policy selects for it (all of ``clusters``
     when not given); ``failover``: its policy's ``failover.application``;
     ``spares_own``: whether the job that reclaimed its place, if one did,
-    could reclaim in return, and so is spared by it; ``deleted_when``: its
+    could reclaim in return, and so is spared by it; ``reclaimer_within_min``:
+    that job's quota, when it runs within its min (nothing of it can be
+    reclaimed, spared or not); ``deleted_when``: its
     ``Job.deleted_when`` (whether its operator deletes it once it ended);
     ``ahead_in_queue``: the jobs before it in its queue (served first);
     ``admitted``: every admitted job (those holding a quota above its own are
@@ -197,10 +200,15 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         advice.append("and once the quota has room, no member cluster has room for the whole "
                       "gang now:")
         advice.extend(short[name] for name in sorted(short))
-    if d.phase is Phase.QUEUED and d.preempted_by and spares_own and \
+    if d.phase is Phase.QUEUED and d.preempted_by and \
             (d.preemption_reason or "").startswith(RECLAIMING):
-        advice.append(f"it does not reclaim from {d.preempted_by}, which reclaimed from it, "
-                      f"while it waits")
+        if reclaimer_within_min is not None:
+            advice.append(f"{d.preempted_by}, which reclaimed from it, runs within the min of "
+                          f"its quota {reclaimer_within_min}: nothing of it can be reclaimed "
+                          f"(this job borrows only what other quotas leave unused)")
+        elif spares_own:
+            advice.append(f"it does not reclaim from {d.preempted_by}, which reclaimed from "
+                          f"it, while it waits")
     for x in sparing_in_quota or ():
         advice.append(f"it does not reclaim from {x.preempted_by} while {x.key.kind} "
                       f"{x.key.namespace}/{x.key.name} of its quota, whose place that job "
@@ -308,6 +316,7 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
              and x.phase is Phase.QUEUED and x.position and x.position < d.position]
     sparing: list[Decision] = []
     spares_own = True
+    within_min: str | None = None
     if d.phase is Phase.QUEUED and tree is not None and d.quota in tree.nodes:
         usage = QuotaUsage(tree)  # (the cycle's final usage)
         for path, used in quota_used.items():
@@ -330,6 +339,10 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
             return within_min_after(usage, x.quota, x.requests, released)
 
         spares_own = returns(d.preempted_by)
+        reclaimer = running.get(d.preempted_by or "")
+        if reclaimer is not None and reclaimer.quota in usage.used and \
+                not usage.above_min(reclaimer.quota):
+            within_min = reclaimer.quota
         if preemptible:
             sparing = [x for x in decisions if x.quota == d.quota and x.phase is Phase.QUEUED
                        and x.key != d.key and x.preempted_by
@@ -342,6 +355,7 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
     return explain(d, tree=tree, quota_used=quota_used, cluster_free=cluster_free,
                    clusters=clusters, admitted_in_quota=holders, sparing_in_quota=sparing,
                    candidates=candidates, failover=failover, spares_own=spares_own,
+                   reclaimer_within_min=within_min,
                    deleted_when=deleted_when, ahead_in_queue=ahead, admitted=admitted,
                    preemption=policy,
                    not_preemptible=not_preemptible)

@@ -122,7 +122,11 @@ def test_an_invalid_job_is_told_to_fix_its_manifest() -> None:
                          "`fleetq validate` lists every problem."]
 
 
-def test_a_reclaimed_job_is_told_it_does_not_reclaim_in_return() -> None:
+def test_a_reclaimed_job_is_told_its_reclaimer_runs_within_its_quotas_min() -> None:
+    """The owner's quota runs at its min (4 of 4): nothing of it can be
+    reclaimed, so the borrower is not told it spares the owner (as if it
+    could evict it), but why it cannot (the spared case: test_preemption's
+    quota-mate case)."""
     spec = quota("root", quota("qa", ns=["team-a"], min={"cpu": "500", "gpu": "4"}),
                  quota("qb", ns=["team-b"], min={"cpu": "500", "gpu": "4"}),
                  min={"cpu": "1000", "gpu": "8"}, max={"cpu": "1000", "gpu": "8"})
@@ -134,8 +138,11 @@ def test_a_reclaimed_job_is_told_it_does_not_reclaim_in_return() -> None:
                                       prior=prior_of(first.decisions)))
     d = by_name(result)["borrower"]
     assert d.phase.value == "Queued" and d.preempted_by == "PyTorchJob team-b/owner"
-    assert ("- it does not reclaim from PyTorchJob team-b/owner, which reclaimed from it, "
-            "while it waits") in explained(inp, result, "borrower")
+    told = explained(inp, result, "borrower")
+    assert ("- PyTorchJob team-b/owner, which reclaimed from it, runs within the min of its "
+            "quota root/qb: nothing of it can be reclaimed (this job borrows only what other "
+            "quotas leave unused)") in told
+    assert not any("it does not reclaim from" in line for line in told), told
 
 
 def test_a_job_short_of_a_slot_its_parent_shares_is_told_it_does_not_reclaim_one() -> None:
