@@ -71,6 +71,11 @@ def _pod_size_key(ps: PodSet) -> tuple[int, int, int, str]:
     return (-p.get("nvidia.com/gpu", 0), -p.get("cpu", 0), -p.get("memory", 0), ps.name)
 
 
+# the resources every node has (a MemberCluster's node that lists none of one
+# was described in part)
+EVERY_NODE_HAS = frozenset({"cpu", "memory", "ephemeral-storage"})
+
+
 class ClusterState:
     """Free capacity of one member cluster, changed as jobs are placed and removed."""
 
@@ -104,6 +109,19 @@ class ClusterState:
 
     # -- reading -------------------------------------------------------------
 
+    def _undeclared(self, name: str, total: ResourcesView) -> str | None:
+        """Why a job asking for a resource every node has (``EVERY_NODE_HAS``)
+        does not fit a cluster none of whose nodes lists it in its allocatable
+        (``ephemeral-storage`` left out of the MemberCluster: fleetq knows of a
+        node only what it says), or None when a node lists it or the resource
+        is one a node may lack (a device plugin's: none free is then said)."""
+        if name not in EVERY_NODE_HAS or \
+                any(name in node.allocatable for node in self.cluster.nodes):
+            return None
+        return (f"{self.name}: no node lists {name} in its allocatable "
+                f"({format_quantity(name, total[name])} requested; add it where the nodes "
+                f"have it)")
+
     def max_node_free(self) -> Resources:
         """The most of each resource free on any one node."""
         out: Resources = {}
@@ -120,7 +138,7 @@ class ClusterState:
         if short is not None:
             # (a pod set no node admits, by labels or taints, is told first: room
             # freed there would not let it run)
-            return self._admitted_nowhere(pod_sets) or (
+            return self._admitted_nowhere(pod_sets) or self._undeclared(short, total) or (
                 f"{self.name}: free {short} {format_quantity(short, self.free.get(short, 0))}"
                 f" < {format_quantity(short, total[short])} requested")
         if not self.cluster.resource_reservation:

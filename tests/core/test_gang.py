@@ -571,3 +571,19 @@ def test_pod_sets_of_unlike_shapes_pack_on_nodes_of_unlike_shapes() -> None:
 def test_a_toleration_matches_a_taint_as_kubernetes_does(toleration: Toleration, taint: Taint,
                                                          tolerated: bool) -> None:
     assert toleration.tolerates(taint) is tolerated
+
+
+def test_a_resource_no_node_lists_is_told_as_undeclared_not_as_none_free() -> None:
+    """A job asking for ephemeral-storage of a MemberCluster whose nodes list
+    none: "free 0" read as a full cluster; it is one the file does not
+    describe. A cluster that lists it and is short says how short."""
+    asking = job("a").pod_set("main", 1, cpu="1", ephemeral_storage="10Gi").obj()
+    silent = cluster("c1").node("n1", cpu="8").obj()
+    listed = cluster("c2").node("n1", cpu="8", ephemeral_storage="4Gi").obj()
+    assert fit(silent, asking) == ("c1: no node lists ephemeral-storage in its allocatable "
+                                   "(10Gi requested; add it where the nodes have it)")
+    assert fit(listed, asking) == "c2: free ephemeral-storage 4Gi < 10Gi requested"
+    many = job("b").pod_set("main", 200, cpu="1m").obj()  # (pods: 110 a node when not listed)
+    assert fit(silent, many) == "c1: free pods 110 < 200 requested"
+    gpus = job("c").pod_set("main", 1, gpu="1").obj()  # (a cpu cluster has none: not "lists")
+    assert fit(silent, gpus) == "c1: free nvidia.com/gpu 0 < 1 requested"
