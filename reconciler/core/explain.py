@@ -195,6 +195,8 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             advice.append("its quota has room; it waits for one member cluster to hold the "
                           "whole gang:")
         advice.extend(short[name] for name in sorted(short))
+        if d.position is not None and tree is not None:
+            advice.extend(_guaranteed_beyond(d, tree, quota_used, clusters, places, admitted))
     elif advice and not too_big and not blocked and places and len(short) == len(places):
         # (the quota is not all: with room there, no cluster could take it either)
         advice.append("and once the quota has room, no member cluster has room for the whole "
@@ -218,6 +220,45 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         advice.append(f"{d.position - 1} job(s) are ahead of it in queue {d.quota}")
     lines.extend(f"- {a}" for a in advice)
     return lines
+
+
+def _guaranteed_beyond(d: Decision, tree: QuotaTree, quota_used: Mapping[str, Resources],
+                       clusters: Mapping[str, MemberCluster], places: Collection[str],
+                       admitted: Collection[Decision]) -> list[str]:
+    """When a queued job within its quota's min waits for room that the jobs
+    on its clusters hold within their own quotas' min (none borrows, so none
+    is reclaimed for it), and the tree's root guarantees more of a resource it
+    asks for than the fleet's clusters hold: the mins promise room that is
+    not there. Said, with the fix; else nothing."""
+    quota = tree.nodes.get(d.quota or "")
+    if quota is None:
+        return []
+    used = quota_used.get(quota.path, {})
+    asked = [r for r in sorted(d.requests) if r in quota.min and d.requests[r] > 0]
+    if not asked or any(used.get(r, 0) + d.requests[r] > quota.min[r] for r in asked):
+        return []  # (beyond its own min: it would borrow, and borrows only what is unused)
+
+    def borrows(path: str | None) -> bool:
+        node = tree.nodes.get(path or "")
+        return node is not None and any(
+            v > node.min.get(r, 0) for r, v in quota_used.get(node.path, {}).items()
+            if r in node.min or r in node.max)
+
+    if any(x.cluster in places and borrows(x.quota) for x in admitted):
+        return []  # (reclaimable there: the reason says what else holds it)
+    root = tree.ancestry(quota.path)[-1]
+    out = []
+    for r in asked:
+        hold = sum(sum(n.allocatable.get(r, 0) for n in c.nodes) - c.reserved.get(r, 0)
+                   for c in clusters.values())
+        if root.min.get(r, 0) > hold:
+            out.append(f"the jobs on {listed(sorted(places))} run within their quotas' min, so "
+                       f"none is reclaimed for it: the quota tree guarantees {r} "
+                       f"{_q(r, root.min[r])} in all (the min of quota {root.path}), more than the "
+                       f"member clusters hold ({_q(r, hold)}); lower the mins to what the "
+                       f"clusters hold, or add capacity")
+            break
+    return out
 
 
 def _short_clusters(req: Mapping[str, int], names: Collection[str],

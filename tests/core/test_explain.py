@@ -6,7 +6,7 @@ import pytest
 
 from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
 from reconciler.core.explain import explain_decision
-from reconciler.core.model import Phase
+from reconciler.core.model import MemberCluster, Phase
 from tests.builders import (
     JobBuilder,
     by_name,
@@ -440,3 +440,34 @@ def test_a_non_preemptible_job_above_its_quotas_min_is_not_told_to_wait() -> Non
     lines = explained(inp, result, "np")
     said = next(line for line in lines if "it is not preemptible" in line)
     assert "raise that min" in said and "wait for those jobs" not in said, lines
+
+
+def test_a_job_within_its_min_on_clusters_full_of_other_mins_is_told_the_tree_overpromises(
+        ) -> None:
+    """qa and qb are each guaranteed 8 cpu, the fleet's one cluster holds 8,
+    and qb's job fills it within qb's min: nothing can be reclaimed for qa's
+    job, which its quota has room for. Told that the tree guarantees more than
+    the clusters hold; not when the fleet holds it all, on a cluster the job's
+    pods do not go to (what holds it is then its nodeSelector)."""
+    from tests.builders import cluster, job
+
+    def case(*clusters: MemberCluster) -> list[str]:
+        spec = quota("root", quota("qa", ns=["team-a"], min={"cpu": "8"}),
+                     quota("qb", ns=["team-b"], min={"cpu": "8"}),
+                     min={"cpu": "16"}, max={"cpu": "16"})
+        b = job("b", "team-b").pod_set("main", 1, cpu="8", node_selector={"pool": "x"})
+        a = job("a", "team-a").pod_set("main", 1, cpu="4", node_selector={"pool": "x"})
+        inp, result = decided(cycle_input(jobs=[b.created("2026-01-01T00:00:01Z"),
+                                                a.created("2026-01-01T00:00:02Z")],
+                                          tree=tree(spec), clusters=list(clusters)))
+        assert by_name(result)["a"].phase.value == "Queued"
+        return explained(inp, result, "a")
+
+    c1 = cluster("c1").node("n1", cpu="8", labels={"pool": "x"}).obj()
+    told = case(c1)
+    assert ("- the jobs on c1 run within their quotas' min, so none is reclaimed for it: the "
+            "quota tree guarantees cpu 16 in all (the min of quota root), more than the member "
+            "clusters hold (8); lower the mins to what the clusters hold, or add capacity"
+            ) in told, told
+    other = cluster("c2").node("n1", cpu="8", labels={"pool": "y"}).obj()
+    assert not any("guarantees cpu" in line for line in case(c1, other))
