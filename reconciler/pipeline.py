@@ -60,6 +60,7 @@ from reconciler.fleet.inputs import (
     SourceFile,
     branch_name_ok,
     excluded,
+    is_json,
     is_yaml,
     misnamed_yaml,
     patch_fleet,
@@ -237,6 +238,8 @@ def read_source(repo: FleetRepo, rev: str, store: JobStore | None = None,
             entries.append(e)
         elif misnamed_yaml(e.path):
             misnamed.append(SourceFile(e.path, e.sha, b""))
+        elif is_json(e.path):
+            entries.append(e)  # (looked at: a Kubernetes object there is told, not read)
     known = store.job_entry if store is not None else None
     # each file with its jobs, when the store has them (looked up once: read_fleet takes them)
     found = [(e, known(e.sha, e.path) if known is not None else None) for e in entries]
@@ -729,7 +732,7 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
         if excluded(path, before.exclude):
             continue  # not read
         if not is_yaml(path):
-            if misnamed_yaml(path):
+            if misnamed_yaml(path) or is_json(path):
                 _moved(others, path, new)  # (not read, but told: with the other files)
                 again = True
             continue  # not read

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -157,6 +158,33 @@ def misnamed_yaml(path: str) -> bool:
     """A YAML file by its name but for its case (``job.YAML``): not read, and
     told (fleetq reads ``*.yaml`` and ``*.yml``, as the README says)."""
     return not is_yaml(path) and path.lower().endswith((".yaml", ".yml"))
+
+
+def is_json(path: str) -> bool:
+    """A JSON file: not read as the fleet's, but looked at, and told when it
+    holds a Kubernetes object (``kubectl get -o json``, written by a tool)."""
+    return path.lower().endswith(".json")
+
+
+def json_manifest(path: str, data: bytes) -> Problem | None:
+    """A warning when the JSON file ``path`` holds a Kubernetes object (or a
+    List of them), which fleetq does not read; None for any other JSON (a
+    tool's settings, a dashboard) or bytes that are no JSON."""
+    try:
+        value = json.loads(data)
+    except ValueError:  # (UnicodeDecodeError too)
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("kind"), str) or \
+            not isinstance(value.get("apiVersion"), str):
+        return None
+    meta = value.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    what = f"{value['kind']} {name}" if isinstance(name, str) else value["kind"]
+    stem = path[:-len(".json")]
+    return Problem(path, 1, (
+        f"not read: it holds a Kubernetes object in JSON ({what}), and fleetq reads files "
+        f"named *.yaml and *.yml; rename it to {stem}.yaml (JSON is YAML), or exclude it in "
+        f"fleet.yaml"), "warning")
 
 
 def _misnamed(path: str) -> Problem:
@@ -467,6 +495,11 @@ def _read_all(by_path: dict[str, SourceFile], cache: JobCache | None,
             if misnamed_yaml(path):
                 inputs.other_files[path] = src.blob  # (read again with the others)
                 inputs.unknown.append(_misnamed(path))
+            elif is_json(path):
+                inputs.other_files[path] = src.blob  # (looked at again with the others)
+                told = json_manifest(path, src.data)
+                if told is not None:
+                    inputs.unknown.append(told)
             continue
         inputs.files += 1
         cached = src.jobs

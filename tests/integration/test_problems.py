@@ -981,6 +981,35 @@ def test_plan_and_validate_give_a_problem_as_the_same_object(tmp_path: Path) -> 
             if p["path"] == "jobs/default/broken.yaml"] == told
 
 
+def test_a_kubernetes_object_in_json_is_told_not_read_until_renamed(tmp_path: Path) -> None:
+    """``kubectl get -o json > job.json`` was passed over without a word; a
+    tool's JSON (renovate.json, a broken one) is no concern of fleetq's. Told
+    whether the fleet is read whole or patched from the last reconcile's, and
+    read once renamed (JSON is YAML)."""
+    path = make_fleet_repo(tmp_path / "fleet", seed_fleet_files())
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    manifest = yaml.safe_load(pytorchjob("as-json"))
+    write_files(path, {"jobs/default/as-json.json": json.dumps(manifest, indent=2),
+                       "renovate.json": '{"extends": ["config:base"]}',
+                       "broken.json": "{not json"})
+    commit_all(path, "a job in JSON")
+    said = ("jobs/default/as-json.json:1: warning: not read: it holds a Kubernetes object in "
+            "JSON (PyTorchJob as-json), and fleetq reads files named *.yaml and *.yml; rename "
+            "it to jobs/default/as-json.yaml (JSON is YAML), or exclude it in fleet.yaml")
+    for command in (["reconcile", "--now", NOW], ["validate"],
+                    ["reconcile", "--now", NOW, "--no-cache"]):
+        proc = fleetq(*command, "--repo", str(path))
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0 and said in out, out
+        assert "renovate" not in out and "broken.json" not in out, out
+    assert "default/as-json" not in placements(path)
+    git(path, "mv", "jobs/default/as-json.json", "jobs/default/as-json.yaml")
+    commit_all(path, "renamed")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and "not read" not in proc.stderr, proc.stderr
+    assert placements(path)["default/as-json"]["phase"] in ("Admitted", "Queued")
+
+
 def test_a_yaml_file_named_in_capitals_is_told_not_read_until_renamed(tmp_path: Path) -> None:
     """``job.YAML`` was passed over without a word: its job never ran. Told
     whether the fleet is read whole or patched from the last reconcile's."""
