@@ -1182,6 +1182,7 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
                 return Outcome(None, None, attempt, source=source, state=base, newer=newer)
             computed = compute(repo, source_rev=source_rev, state_base=base, now=when,
                                progress=progress, cache=cache, save_behind=later is None)
+            computed.problems.extend(source_lost(repo, remote, branch, base, computed.source))
             progress("writing the state tree")
             tree = repo.write_tree(computed.files)
             if tree == computed.state_tree and not said_anew(repo, computed):
@@ -1344,6 +1345,27 @@ def newer_source(repo: FleetRepo, remote: str | None, source_rev: str,
     if repo.resolve(made_from) is None or not repo.is_ancestor(source, made_from):
         return None
     return made_from
+
+
+def source_lost(repo: FleetRepo, remote: str | None, branch: str, state: str | None,
+                source: CommitInfo) -> list[Problem]:
+    """A warning when the commit the state was made from cannot be had (here,
+    nor fetched from ``remote``: ``newer_source`` tried): dropped from the
+    source's history by a force-push, or a state pushed from a commit never
+    pushed. The reconcile goes on from the source as it is, which undoes what
+    that commit alone held; said, so that the jobs it removes are not a
+    mystery."""
+    if state is None:
+        return []
+    made_from = trailers(repo.commit_info(state).message).get(TRAILER)
+    if not made_from or made_from == source.sha or repo.resolve(made_from) is not None:
+        return []
+    where = f"neither this clone nor {remote} has" if remote else "this repository lacks"
+    return [Problem(branch, 0, (
+        f"the state was made from {made_from[:12]}, a commit {where}: dropped from "
+        f"the source's history (a force-push) or never pushed. Decided from {source.sha[:12]} "
+        f"as it is, which undoes what that commit alone held; to keep it, push it back and "
+        f"run again"), "warning")]
 
 
 def made_off_branch(repo: FleetRepo, made_from: str, source: str) -> tuple[str, str] | None:

@@ -646,3 +646,30 @@ def test_plan_in_a_pull_requests_clone_fetches_the_commit_the_state_was_made_fro
     git(shallow, "fetch", "-q", "--unshallow")
     got = json.loads(plan(shallow, "-o", "json").stdout)
     assert got["stateSource"] == {"commit": made_from, "contained": False}
+
+
+def test_a_state_made_from_a_commit_dropped_by_a_force_push_is_warned_of(
+        tmp_path: Path) -> None:
+    """main force-pushed back over the commit the state was made from (and the
+    remote's garbage collected): the next runner cannot fetch it, decides from
+    main as it is, and says why the dropped commit's job leaves the clusters."""
+    origin, clones = _origin_with_clones(tmp_path, ["ci", "runner"])
+    ci, runner = clones["ci"], clones["runner"]
+    write_files(ci, {"jobs/default/dropped.yaml": pytorchjob("dropped")})
+    dropped = commit_all(ci, "a job, pushed and then dropped")
+    git(ci, "push", "-q", "origin", "main")
+    assert fleetq("reconcile", "--repo", str(ci), "--remote", "origin",
+                  "--now", NOW).returncode == 0
+    git(ci, "push", "-q", "--force", "origin", f"{dropped}~1:refs/heads/main")
+    git(origin, "reflog", "expire", "--expire=now", "--all")
+    git(origin, "gc", "-q", "--prune=now")
+    git(runner, "pull", "-q", "--ff-only", "origin", "main")
+    proc = fleetq("reconcile", "--repo", str(runner), "--remote", "origin", "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert (f"{STATE}: warning: the state was made from {dropped[:12]}, a commit neither this "
+            f"clone nor origin has: dropped from the source's history (a force-push) or never "
+            f"pushed") in proc.stderr, proc.stderr
+    assert "default/dropped" not in {f"{i['job']['namespace']}/{i['job']['name']}"
+                                     for i in _remote_placements(origin)["items"]}
+    again = fleetq("reconcile", "--repo", str(runner), "--remote", "origin", "--now", NOW)
+    assert again.returncode == 0 and "warning" not in again.stderr  # (said once)
