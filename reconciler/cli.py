@@ -923,6 +923,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fleetq {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
+    def state_branch(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--state-branch", default=None, metavar="BRANCH",
+                       help="the state branch (default: fleet.yaml's spec.stateBranch, else "
+                            "fleetq/state)")
+
     def common(p: argparse.ArgumentParser, *, output: bool = True, repo: bool = True) -> None:
         if repo:
             p.add_argument("--repo", default=".", help="fleet repo path (default: .)")
@@ -937,9 +942,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reconcile", help="decide and commit the state branch")
     common(p, output=False)
     p.add_argument("-o", "--output", choices=["none", "table", "json", "yaml", "wide"],
-                   default="none")
+                   default="none", help="print the decisions too (default: none, the "
+                   "summary line alone)")
     p.add_argument("--source", default="HEAD", help="source revision (default: HEAD)")
-    p.add_argument("--state-branch", default=None, help="default: fleet.yaml or fleetq/state")
+    state_branch(p)
     p.add_argument("--remote", default=None, help="push the state branch to this remote "
                    "(default: fleet.yaml's spec.remote; '' for none)")
     p.add_argument("--now", default=None, help="fix the clock (RFC 3339)")
@@ -952,7 +958,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", default=None,
                    help="source revision to follow (default: HEAD; with --remote, the "
                         "remote's copy of the current branch, e.g. origin/main)")
-    p.add_argument("--state-branch", default=None, help="default: fleet.yaml or fleetq/state")
+    state_branch(p)
     p.add_argument("--remote", default=None,
                    help="fetch this remote every --interval and push the state branch to it "
                         "(default: fleet.yaml's spec.remote; '' for none)")
@@ -964,10 +970,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("status", help="show the decisions on the state branch")
     common(p)
-    p.add_argument("--state-branch", default=None)
+    state_branch(p)
     p.add_argument("--phase", default=None, type=_phase,
                    help="only jobs in this phase (" + ", ".join(p.value for p in Phase) + ")")
-    p.add_argument("-n", "--namespace", default=None)
+    p.add_argument("-n", "--namespace", default=None, help="only jobs of this namespace")
     p.add_argument("jobs", nargs="*", metavar="JOB",
                    help="only these jobs: NAME, NAMESPACE/NAME or KIND/NAMESPACE/NAME")
     no_cache(p)
@@ -984,7 +990,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="show what a reconcile of a revision would change")
     common(p)
     p.add_argument("--source", default="HEAD", help="source revision, e.g. a pull request head")
-    p.add_argument("--state-branch", default=None)
+    state_branch(p)
     p.add_argument("--remote", default=None, help="compare with the state branch of this "
                    "remote (default: fleet.yaml's spec.remote; '' for none)")
     p.add_argument("--now", default=None, help="fix the clock (RFC 3339)")
@@ -994,7 +1000,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("queue", help="list the queued jobs in queue order")
     common(p)
-    p.add_argument("--state-branch", default=None)
+    state_branch(p)
     p.add_argument("--quota", default=None,
                    help="only the queues of this quota and those under it (a name, a "
                    "path, or the path joined with - as a quota label names it)")
@@ -1004,9 +1010,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="why a job waits and what would let it run")
     common(p)
     p.add_argument("job", help="NAME, NAMESPACE/NAME or KIND/NAMESPACE/NAME")
-    p.add_argument("--source", default="HEAD")
-    p.add_argument("--state-branch", default=None)
-    p.add_argument("--now", default=None)
+    p.add_argument("--source", default="HEAD",
+                   help="explain as a reconcile of this revision would decide (default: HEAD)")
+    state_branch(p)
+    p.add_argument("--now", default=None, help="fix the clock (RFC 3339)")
     no_cache(p)
     p.set_defaults(func=cmd_explain)
 
@@ -1020,7 +1027,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "every kind fleetq places (a job missing from it is not on the cluster, "
                    "and counts as not running for failover)")
     p.add_argument("--source", default="HEAD", help="source revision (for fleet.yaml)")
-    p.add_argument("--state-branch", default=None)
+    state_branch(p)
     p.add_argument("--remote", default=None, help="push the report to this remote "
                    "(default: fleet.yaml's spec.remote; '' for none)")
     p.add_argument("--now", default=None, help="the time of the report (RFC 3339)")
@@ -1035,7 +1042,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "spec.kubeconfigContext)")
     p.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG or ~/.kube/config")
     p.add_argument("--source", default="HEAD", help="source revision (for the clusters)")
-    p.add_argument("--state-branch", default=None)
+    state_branch(p)
     p.add_argument("--remote", default=None, help="push the reports to this remote "
                    "(default: fleet.yaml's spec.remote; '' for none)")
     p.add_argument("--now", default=None, help="the time of the reports (RFC 3339)")
@@ -1045,7 +1052,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="run the whole loop on the bundled template, in a "
                        "temporary git repo")
     common(p, repo=False)
-    p.add_argument("--now", default=None)
+    p.add_argument("--now", default=None, help="fix the clock (RFC 3339)")
     p.set_defaults(func=cmd_demo, wide=False)
 
     p = sub.add_parser("init", help="start a fleet repo from the template")
