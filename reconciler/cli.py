@@ -13,6 +13,7 @@ import contextlib
 import datetime as dt
 import gc
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -31,6 +32,7 @@ from reconciler.core.policy import candidate_groups
 from reconciler.core.problems import Problem
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
+from reconciler.fleet.inputs import is_yaml
 from reconciler.fleet.observed import INVENTORY_DIR, ClusterReport, cluster_report
 from reconciler.fleet.state import decision_item
 from reconciler.gitops.repo import FleetRepo, GitError
@@ -604,6 +606,32 @@ def _job_name(text: str) -> tuple[str, str, str]:
     return parts[0], parts[1], parts[2]
 
 
+def _unread_naming(repo: FleetRepo, computed: Computed, name: str) -> str:
+    """The end of explain's "no job named" when files of the source hold an
+    error and no job (a new file that does not parse): the one that names
+    the job, with its error, else how many there are; else the usual hint."""
+    decided = {d.path for d in computed.result.decisions}
+    errors: dict[str, Problem] = {}
+    for problem in computed.problems:
+        if problem.severity == "error" and problem.path not in decided and \
+                is_yaml(problem.path):
+            errors.setdefault(problem.path, problem)
+    if not errors:
+        return "; `fleetq status` lists them"
+    naming = re.compile(rf"^\s*name:\s*[\"']?{re.escape(name)}[\"']?\s*(#.*)?$", re.MULTILINE)
+    for path in sorted(errors)[:50]:
+        text = repo.run("show", f"{computed.source.sha}:{path}", check=False).decode(
+            "utf-8", "replace")
+        if naming.search(text):
+            said = errors[path]
+            return (f": {path} names it, but fleetq cannot read it (line {said.line}: "
+                    f"{said.message}); fix the file (`fleetq validate` lists every problem)")
+    count = len(errors)
+    return (f"; `fleetq status` lists them. {count} file{'s' if count != 1 else ''} there "
+            f"hold{'' if count != 1 else 's'} no job fleetq can read (`fleetq validate` "
+            f"lists them)")
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     branch = _branch(repo, args)
@@ -615,8 +643,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     matches = [d for d in computed.result.decisions
                if _is_named(name, d.key.kind, d.key.namespace, d.key.name)]
     if not matches:
-        print(f"fleetq: no job named {wanted!r} in {computed.source.sha[:12]}; "
-              f"`fleetq status` lists them", file=sys.stderr)
+        print(f"fleetq: no job named {wanted!r} in {computed.source.sha[:12]}"
+              f"{_unread_naming(repo, computed, name[-1])}", file=sys.stderr)
         return EXIT_USAGE
     if len(matches) > 1:
         names = ", ".join(f"{d.key.kind}/{d.key.namespace}/{d.key.name}" for d in matches)

@@ -697,6 +697,26 @@ def test_demo_has_no_repo_option() -> None:
     assert "--repo" not in fleetq("demo", "--help").stdout
 
 
+def test_explain_of_a_job_whose_new_file_does_not_parse_names_the_file(
+        seed_fleet: SeedFleet) -> None:
+    """A job pushed with a YAML typo is in no decision (its file names no job
+    fleetq can read): explain of it said only that no job has that name, and
+    to look in `fleetq status`, which lists it neither. It names the file and
+    its error; of another name, how many files hold no readable job."""
+    repo = str(seed_fleet.path)
+    typo = pytorchjob("typo").replace("  pytorchReplicaSpecs:\n", "  pytorchReplicaSpecs: [\n")
+    write_files(seed_fleet.path, {"jobs/default/typo.yaml": typo})
+    commit_all(seed_fleet.path, "a job with a typo")
+    proc = fleetq("explain", "typo", "--repo", repo, "--now", NOW)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("fleetq: no job named 'typo' in ")
+    assert ": jobs/default/typo.yaml names it, but fleetq cannot read it (line " in proc.stderr
+    assert "not valid YAML" in proc.stderr, proc.stderr
+    proc = fleetq("explain", "other", "--repo", repo, "--now", NOW)
+    assert proc.returncode == 2 and "1 file there holds no job fleetq can read" in \
+        proc.stderr, proc.stderr
+
+
 def test_explain_names_an_unknown_or_ambiguous_job_as_a_usage_error(
         seed_fleet: SeedFleet) -> None:
     repo = str(seed_fleet.path)
