@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from reconciler.core.cycle import BLOCKED_BEHIND, FITS_NO_CLUSTER, FITS_NO_CLUSTER_EMPTY
-from reconciler.core.gang import NO_NODE_MATCHES
+from reconciler.core.gang import NO_NODE_MATCHES, cluster_capacity
 from reconciler.core.model import (
     Decision,
     Failover,
@@ -246,17 +246,16 @@ def _guaranteed_beyond(d: Decision, tree: QuotaTree, quota_used: Mapping[str, Re
 
     if any(x.cluster in places and borrows(x.quota) for x in admitted):
         return []  # (reclaimable there: the reason says what else holds it)
-    root = tree.ancestry(quota.path)[-1]
+    promised = tree.guaranteed()
     out = []
     for r in asked:
-        hold = sum(sum(n.allocatable.get(r, 0) for n in c.nodes) - c.reserved.get(r, 0)
-                   for c in clusters.values())
-        if root.min.get(r, 0) > hold:
+        hold = cluster_capacity(clusters.values(), r)
+        if promised.get(r, 0) > hold:
             out.append(f"the jobs on {listed(sorted(places))} run within their quotas' min, so "
-                       f"none is reclaimed for it: the quota tree guarantees {r} "
-                       f"{_q(r, root.min[r])} in all (the min of quota {root.path}), more than the "
-                       f"member clusters hold ({_q(r, hold)}); lower the mins to what the "
-                       f"clusters hold, or add capacity")
+                       f"none is reclaimed for it: the quotas' mins guarantee {r} "
+                       f"{_q(r, promised[r])} in all, more than the member clusters hold "
+                       f"({_q(r, hold)}); lower the mins to what the clusters hold, or add "
+                       f"capacity")
             break
     return out
 

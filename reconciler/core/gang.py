@@ -76,6 +76,13 @@ def _pod_size_key(ps: PodSet) -> tuple[int, int, int, str]:
 EVERY_NODE_HAS = frozenset({"cpu", "memory", "ephemeral-storage"})
 
 
+def cluster_capacity(clusters: Iterable[MemberCluster], name: str) -> int:
+    """The member clusters' ``name`` in all: their nodes' allocatable, less
+    what each reserves."""
+    return sum(sum(node.allocatable.get(name, 0) for node in c.nodes) - c.reserved.get(name, 0)
+               for c in clusters)
+
+
 class ClusterState:
     """Free capacity of one member cluster, changed as jobs are placed and removed."""
 

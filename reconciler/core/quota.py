@@ -85,6 +85,18 @@ class QuotaTree:
             cur = node.parent
         return out
 
+    def guaranteed(self) -> Resources:
+        """What the quotas under the root are guaranteed in all: their mins'
+        sum (the root's own min when it has none; the root's min is often a
+        number with no meaning, set large so as not to limit)."""
+        root = self.nodes[self.root]
+        if not root.children:
+            return dict(root.min)
+        out: Resources = {}
+        for child in root.children:
+            add_into(out, self.nodes[child].min)
+        return out
+
     def leaves(self) -> list[QuotaNode]:
         return [n for n in self.nodes.values() if n.is_leaf]
 

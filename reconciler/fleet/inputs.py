@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from reconciler.core.cycle import InvalidJob
+from reconciler.core.gang import cluster_capacity
 from reconciler.core.model import (
     ClusterAffinity,
     Failover,
@@ -37,7 +38,7 @@ from reconciler.core.model import (
 from reconciler.core.policy import find_policy
 from reconciler.core.problems import Problem, as_read, yaml_type
 from reconciler.core.quota import QUOTA_LABEL, QuotaSpec, QuotaTree, build_tree
-from reconciler.core.resources import Resources
+from reconciler.core.resources import MAX_JOBS, PODS, Resources, format_quantity
 from reconciler.fleet.documents import Document, iter_mapping_docs, parse_documents
 from reconciler.fleet.jobs import (
     CLUSTER_NAME_MOST,
@@ -859,8 +860,40 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
             f"PropagationPolicy or ClusterPropagationPolicy of the fleet; name one "
             f"(namespace/name for a PropagationPolicy) or remove it")))
     inputs.problems.extend(unknown_cluster_names(inputs.policies, inputs.clusters))
+    if inputs.tree is not None:
+        inputs.problems.extend(promised_beyond_clusters(inputs.tree, inputs.clusters))
     inputs.problems.sort()
     inputs.unknown.sort()
+
+
+def promised_beyond_clusters(tree: QuotaTree, clusters: Sequence[MemberCluster]
+                             ) -> list[Problem]:
+    """A warning on each resource the quota tree guarantees more of in all
+    (``QuotaTree.guaranteed``: the mins under its root) than the member
+    clusters hold (their nodes' allocatable, less what each reserves): the
+    mins promise room that is not there, and a job within its quota's min may
+    wait for it, with nothing to reclaim. Not for the counting resources (job
+    slots, pods), nor a fleet of no cluster (told as such)."""
+    if not clusters:
+        return []
+    root = tree.nodes[tree.root]
+    out = []
+    for name, promised in sorted(tree.guaranteed().items()):
+        if name in (MAX_JOBS, PODS):
+            continue
+        held = cluster_capacity(clusters, name)
+        if promised > held:
+            at = next((tree.nodes[c] for c in root.children if name in tree.nodes[c].min),
+                      root)
+            out.append(Problem(tree.path, at.line_of("min", name), (
+                f"the quotas' mins guarantee {name} {format_quantity(name, promised)} in all "
+                f"(under quota {root.path}), more than the member clusters hold "
+                f"({format_quantity(name, held)}): they promise room that is not there, and a "
+                f"job within its quota's min may wait for it with nothing to reclaim; lower "
+                f"them to at most {format_quantity(name, held)} in all, or add the clusters "
+                f"that hold it"), "warning"))
+    return out
+
 
 
 def unknown_cluster_names(policies: Iterable[Policy], clusters: Iterable[MemberCluster]

@@ -466,8 +466,7 @@ def test_a_job_within_its_min_on_clusters_full_of_other_mins_is_told_the_tree_ov
     c1 = cluster("c1").node("n1", cpu="8", labels={"pool": "x"}).obj()
     told = case(c1)
     assert ("- the jobs on c1 run within their quotas' min, so none is reclaimed for it: the "
-            "quota tree guarantees cpu 16 in all (the min of quota root), more than the member "
-            "clusters hold (8); lower the mins to what the clusters hold, or add capacity"
-            ) in told, told
+            "quotas' mins guarantee cpu 16 in all, more than the member clusters hold (8); "
+            "lower the mins to what the clusters hold, or add capacity") in told, told
     other = cluster("c2").node("n1", cpu="8", labels={"pool": "y"}).obj()
     assert not any("guarantees cpu" in line for line in case(c1, other))

@@ -10,12 +10,15 @@ import yaml
 
 from .conftest import (
     NOW,
+    QUEUED_CLUSTER_POLICY,
     RENDERED_SEED,
     SeedFleet,
     commit_all,
     fleetq,
     git,
     make_fleet_repo,
+    member_cluster,
+    one_leaf_tree,
     placements,
     pytorchjob,
     reconciled_template,
@@ -1031,3 +1034,27 @@ def test_a_yaml_file_named_in_capitals_is_told_not_read_until_renamed(tmp_path: 
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
     assert proc.returncode == 0 and "not read" not in proc.stderr, proc.stderr
     assert placements(path)["default/late"]["phase"] in ("Admitted", "Queued")
+
+
+def test_quotas_guaranteed_more_than_the_clusters_hold_are_warned_of(tmp_path: Path) -> None:
+    """The leaf's min of 16 cpu on a fleet of 8: a job within that min may wait
+    with nothing to reclaim. Warned at the min's line; not for a root's min
+    set large so as not to limit (the ACK documents' 999900 cpu), which
+    guarantees nobody anything, nor for job slots."""
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "clusters/c1.yaml": member_cluster("c1", cpu="8", memory="64Gi"),
+        "quota.yaml": one_leaf_tree("16", "64Gi", leaf_max_extra=", kube-queue/max-jobs: 9"),
+        "policy.yaml": QUEUED_CLUSTER_POLICY})
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert ("quota.yaml:11: warning: the quotas' mins guarantee cpu 16 in all (under quota "
+            "root), more than the member clusters hold (8): they promise room that is not "
+            "there") in proc.stdout, proc.stdout
+    assert "memory" not in proc.stdout and proc.stdout.count("warning") == 2, proc.stdout
+    write_files(path, {"quota.yaml": one_leaf_tree("8", "64Gi")})
+    commit_all(path, "the fleet's size")
+    proc = fleetq("validate", "--repo", str(path))
+    assert "0 warning(s)" in proc.stdout, proc.stdout
+    seed = make_fleet_repo(tmp_path / "seed", seed_fleet_files())
+    proc = fleetq("validate", "--repo", str(seed))
+    assert "guarantee" not in proc.stdout, proc.stdout
