@@ -49,6 +49,7 @@ from reconciler.pipeline import (
     branch_in_use,
     branches_having,
     capacity_problems,
+    check_remote_name,
     check_remote_state,
     check_source,
     check_state_branch,
@@ -160,12 +161,18 @@ def _summary(outcome: Outcome) -> str:
 def _remote(repo: FleetRepo, args: argparse.Namespace, source: str) -> str | None:
     """``--remote``, else the one fleet.yaml names; ``--remote ''`` for none."""
     remote = args.remote if args.remote is not None else settings_remote(repo, source)
+    if remote:
+        check_remote_name(repo, remote, "--remote" if args.remote else "fleet.yaml's spec.remote")
     return remote or None
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     args.remote = _remote(repo, args, args.source)
+    if args.remote and args.source.startswith(f"{args.remote}/"):
+        # (--source origin/main with --remote origin: the remote's branch as it is now,
+        # as watch and plan --remote read it, not as git last fetched it)
+        repo.fetch(args.remote, args.source.removeprefix(f"{args.remote}/"))
     show = sys.stderr.isatty() and not args.quiet
     cache = _cache(repo, args)
     outcome = reconcile(repo, source_rev=args.source, state_branch=args.state_branch,
@@ -210,7 +217,9 @@ def _outcome_line(outcome: Outcome, branch: str, repo: FleetRepo | None = None) 
     if outcome.computed is None:
         return f"no change: {branch} is up to date with {source}"
     if outcome.commit:
-        return f"committed {outcome.commit[:12]} to {branch} from {source}: {_summary(outcome)}"
+        pushed = f" and pushed it to {outcome.remote}" if outcome.remote else ""
+        return (f"committed {outcome.commit[:12]} to {branch}{pushed} from {source}: "
+                f"{_summary(outcome)}")
     return f"no change: {_summary(outcome)}"
 
 
@@ -311,6 +320,9 @@ def _state_items(repo: FleetRepo, branch: str, cache: Cache | None
     them)."""
     sha = _state_head(repo, branch)
     if sha is None:
+        if repo.run("remote", check=False).strip():
+            raise GitError(f"no state branch {branch!r} here: if a remote has one, fetch it "
+                           f"(as said above); else run `fleetq reconcile` first")
         raise GitError(f"no state branch {branch!r} yet; run `fleetq reconcile` first")
     items, texts, problem = state_items(repo, sha, cache)
     if problem is not None:

@@ -46,7 +46,7 @@ from reconciler.core.outcomes import (
     purge_due,
 )
 from reconciler.core.policy import candidate_groups, default_policy, select_policy
-from reconciler.core.problems import Problem
+from reconciler.core.problems import Problem, listed
 from reconciler.core.quota import QuotaTree, max_changed
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.inputs import (
@@ -150,6 +150,7 @@ class Outcome:
     # the state was made from this commit, of which the source is an ancestor:
     # nothing was done (a reconcile of an older commit would roll the state back)
     newer: str | None = None
+    remote: str | None = None  # the remote the state commit was pushed to
 
     @property
     def decisions(self) -> list[Decision]:
@@ -1190,14 +1191,16 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
                 _save_cache(cache, computed, base, later)
                 return Outcome(computed, None, attempt, source=computed.source, state=base)
             if remote and attempt == 1:
-                check_source_pushed(repo, remote, source_rev, computed.source.sha)
+                computed.problems.extend(check_source_pushed(
+                    repo, remote, source_rev, computed.source.sha, branch))
             message = commit_message(computed, Overlays(computed.inputs.templates))
             sha = repo.write_commit(tree=tree, parents=[base] if base else [], message=message,
                                     identity=identity(computed.inputs), when=when)
             if not publish(repo, remote, branch, sha, base, progress, "recomputing"):
                 continue
             _save_cache(cache, computed, sha, later)
-            return Outcome(computed, sha, attempt, source=computed.source, state=sha)
+            return Outcome(computed, sha, attempt, source=computed.source, state=sha,
+                           remote=remote)
     raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
 
 
@@ -1349,23 +1352,36 @@ def newer_source(repo: FleetRepo, remote: str | None, source_rev: str,
 
 def source_lost(repo: FleetRepo, remote: str | None, branch: str, state: str | None,
                 source: CommitInfo) -> list[Problem]:
-    """A warning when the commit the state was made from cannot be had (here,
-    nor fetched from ``remote``: ``newer_source`` tried): dropped from the
-    source's history by a force-push, or a state pushed from a commit never
-    pushed. The reconcile goes on from the source as it is, which undoes what
-    that commit alone held; said, so that the jobs it removes are not a
-    mystery."""
+    """A warning when the source's history lacks the commit the state was made
+    from: it cannot be had (here, nor fetched from ``remote``: ``newer_source``
+    tried), dropped by a force-push or never pushed; or it is on another
+    history (a force-push the remote still keeps the commit of, a branch
+    reconciled by mistake). The reconcile goes on from the source as it is,
+    which undoes what that commit's history alone held; said, so that the
+    jobs it removes are not a mystery. (In a shallow clone, whose history
+    is cut short, the second cannot be told.)"""
     if state is None:
         return []
     made_from = trailers(repo.commit_info(state).message).get(TRAILER)
-    if not made_from or made_from == source.sha or repo.resolve(made_from) is not None:
+    if not made_from or made_from == source.sha:
         return []
-    where = f"neither this clone nor {remote} has" if remote else "this repository lacks"
+    if repo.resolve(made_from) is None:
+        where = f"neither this clone nor {remote} has" if remote else "this repository lacks"
+        return [Problem(branch, 0, (
+            f"the state was made from {made_from[:12]}, a commit {where}: dropped from "
+            f"the source's history (a force-push) or never pushed. Decided from "
+            f"{source.sha[:12]} as it is, which undoes what that commit alone held; to keep "
+            f"it, push it back and run again"), "warning")]
+    if repo.is_ancestor(made_from, source.sha) or is_shallow(repo):
+        return []  # (the usual: a later commit of the same history; shallow: cannot tell)
+    having = sorted({ref.removeprefix("refs/heads/").removeprefix("refs/remotes/")
+                     for ref in branches_having(repo, made_from)})
+    where = f"of {', '.join(having[:3])}" if having else "on no branch"
     return [Problem(branch, 0, (
-        f"the state was made from {made_from[:12]}, a commit {where}: dropped from "
-        f"the source's history (a force-push) or never pushed. Decided from {source.sha[:12]} "
-        f"as it is, which undoes what that commit alone held; to keep it, push it back and "
-        f"run again"), "warning")]
+        f"the state was made from {made_from[:12]} ({where}), which the history of "
+        f"{source.sha[:12]} lacks: decided from {source.sha[:12]} as it is, which undoes what "
+        f"only that commit's history held (a force-push of the source branch, or another "
+        f"branch reconciled before); to keep it, merge it and run again"), "warning")]
 
 
 def made_off_branch(repo: FleetRepo, made_from: str, source: str) -> tuple[str, str] | None:
@@ -1378,10 +1394,10 @@ def made_off_branch(repo: FleetRepo, made_from: str, source: str) -> tuple[str, 
     commit of the same branch)."""
     out = repo.run("for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/",
                    "refs/remotes/", check=False).decode("utf-8", "surrogateescape")
-    def short(ref: str) -> str:
-        name = ref.removeprefix("refs/heads/")
-        return name.split("/", 1)[1] if ref.startswith("refs/remotes/") and "/" in name \
-            else name.removeprefix("refs/remotes/")
+    def short(ref: str) -> str:  # (a remote's branch by its name there: origin/dev, dev)
+        if ref.startswith("refs/remotes/"):
+            return ref.removeprefix("refs/remotes/").split("/", 1)[-1]
+        return ref.removeprefix("refs/heads/")
     at_source = {short(ref) for sha, _, ref in (line.partition(" ") for line in out.splitlines())
                  if sha == source and not ref.endswith("/HEAD")}
     if not at_source:
@@ -1750,23 +1766,35 @@ def check_no_remote_state(repo: FleetRepo, remote: str, branch: str) -> None:
                    f"it here too (git branch -D {branch})")
 
 
-def check_source_pushed(repo: FleetRepo, remote: str, source_rev: str, source: str) -> None:
+def check_source_pushed(repo: FleetRepo, remote: str, source_rev: str, source: str,
+                        branch: str) -> list[Problem]:
     """Refuse to push a state made from a commit that is on no branch of
     ``remote`` (committed here and not pushed, a detached HEAD): the next
     reconcile of the remote's branch, on another clone, could not fetch it
     and would decide that branch's older jobs over it, undoing this state
-    without a word. The remote's branches are fetched first when this clone's
-    copies of them lack it (as git last fetched them)."""
-    def pushed() -> bool:
-        return bool(repo.run("for-each-ref", "--count=1", "--contains", source,
-                             "--format=%(refname)", f"refs/remotes/{remote}/",
-                             check=False).strip())
-    if pushed():
-        return
-    repo.run("fetch", "--quiet", "--no-tags", remote, f"+refs/heads/*:refs/remotes/{remote}/*",
-             check=False)
-    if pushed():
-        return
+    without a word. The remote's branches are fetched first (and this clone's
+    copies of those deleted there dropped): a copy as git last fetched it may
+    hold a commit the remote's branches no longer do. On a branch of the
+    remote but not its default one (a feature branch, reconciled by mistake),
+    a warning: the default branch's next reconcile lacks it."""
+    repo.run("fetch", "--quiet", "--no-tags", "--prune", remote,
+             f"+refs/heads/*:refs/remotes/{remote}/*", check=False)
+    having = repo.run("for-each-ref", "--contains", source, "--format=%(refname)",
+                      f"refs/remotes/{remote}/", check=False).decode().split()
+    having = [ref.removeprefix(f"refs/remotes/{remote}/") for ref in having
+              if not ref.endswith("/HEAD")]
+    if having:
+        said = repo.run("ls-remote", "--symref", remote, "HEAD", check=False).decode()
+        default = next((line.split()[1].removeprefix("refs/heads/") for line in
+                        said.splitlines() if line.startswith("ref: ")), None)
+        if default is None or default in having or default == branch:
+            return []
+        return [Problem(branch, 0, (
+            f"the source commit {source[:12]} is on {listed(sorted(having)[:3])} of {remote}, "
+            f"not on its default branch {default}: the state is made from it, and a reconcile "
+            f"of {default}, which lacks it, will not go on from this state; if this branch "
+            f"was reconciled by mistake, reconcile {default} (after a commit on it: git "
+            f"commit --allow-empty will do)"), "warning")]
     named = source_rev if repo.resolve(f"refs/heads/{source_rev}") == source else None
     if named is None and source_rev == "HEAD":
         named = repo.current_branch()
@@ -1776,6 +1804,17 @@ def check_source_pushed(repo: FleetRepo, remote: str, source_rev: str, source: s
                    f"a state made from it would be undone by the next reconcile of {remote}'s "
                    f"branch, which lacks it. Push it first ({push}) and run again; or, to keep "
                    f"the state in this clone, reconcile without a remote (--remote '')")
+
+
+def check_remote_name(repo: FleetRepo, remote: str, given: str) -> None:
+    """Refuse a remote this repository has none of by that name (a URL or a
+    path, a typo): git would say "invalid refspec"."""
+    names = repo.run("remote", check=False).decode().split()
+    if remote in names:
+        return
+    known = f" (this repository has {', '.join(names)})" if names else ""
+    raise GitError(f"{given} names {remote!r}, which is no remote of this repository{known}: "
+                   f"name one of `git remote -v`, or add it first (git remote add NAME URL)")
 
 
 def check_remote_state(repo: FleetRepo, remote: str, branch: str, head: str) -> None:
@@ -1802,28 +1841,39 @@ def _rewound(repo: FleetRepo, remote: str, branch: str, head: str, local: str) -
     refused: built on, the state would fork, and when the jobs since were
     enqueued and admitted be forgotten (git would call the push a non-fast-forward)."""
     behind = repo.is_ancestor(head, local)
+    take = f"git branch -f {branch} {remote}/{branch}"
     if pushed_there(repo, remote, branch, local) is False:
         count = int(repo.run("rev-list", "--count", local, f"^{head}").strip() or 0)
         commits = f"{count} state commit{'s' if count != 1 else ''}"
-        take = f"git branch -f {branch} {remote}/{branch}"
         if behind:
+            made_from = trailers(repo.commit_info(local).message).get(TRAILER, "")
+            publish = (f"or publish them as they are (git push {remote} {branch})"
+                       if made_from and repo.run(
+                           "for-each-ref", "--count=1", "--contains", made_from,
+                           f"refs/remotes/{remote}/", check=False).strip() else
+                       f"they are made from {made_from[:12]}, which is on no branch of "
+                       f"{remote}: pushed, they would be undone by the next reconcile there")
             return (f"the state branch {branch} on {remote} ({head[:12]}) lacks {commits} of "
                     f"this clone's ({local[:12]}), never pushed there (made by a reconcile "
                     f"without --remote): drop them ({take}), and the next reconcile decides "
-                    f"from {remote}'s; or publish them as they are (git push {remote} "
-                    f"{branch}); then run again")
+                    f"from {remote}'s; {publish}; then run again")
         return (f"this clone's {branch} ({local[:12]}) has {commits} never pushed to "
                 f"{remote} (made by a reconcile without --remote), and {remote}'s "
                 f"({head[:12]}) has gone on without them: the clusters run {remote}'s. Take "
                 f"it here ({take}) and run again")
-    how = "is behind" if behind else "has diverged from"
-    return (f"the state branch {branch} on {remote} is at {head[:12]}, which {how} this "
-            f"clone's {branch} ({local[:12]}): it was rewound or pushed over, and built on, "
-            f"the state since would be forgotten. Push this clone's back (git push "
-            f"--force-with-lease={branch}:{head[:12]} {remote} {local[:12]}:refs/heads/"
-            f"{branch}) and run again; "
-            f"or, to go on from {remote}'s on purpose, take it here "
-            f"(git branch -f {branch} {remote}/{branch})")
+    push_back = (f"git push --force-with-lease={branch}:{head[:12]} {remote} "
+                 f"{local[:12]}:refs/heads/{branch}")
+    if behind:
+        return (f"the state branch {branch} on {remote} is at {head[:12]}, which is behind this "
+                f"clone's {branch} ({local[:12]}): it was set back (a force-push), and a "
+                f"reconcile built on it would forget the states since. Push this clone's back "
+                f"({push_back}) and run again; or, to go on from {remote}'s on purpose, take it "
+                f"here ({take})")
+    return (f"the state branch {branch} on {remote} ({head[:12]}) has gone on from an older "
+            f"state than this clone's ({local[:12]}): it was set back, then built on by "
+            f"another reconcile. The clusters run {remote}'s: take it here ({take}) and run "
+            f"again (the source's jobs are decided anew from it); or, if {remote}'s should "
+            f"not stand, push this clone's over it ({push_back})")
 
 
 def pushed_there(repo: FleetRepo, remote: str, branch: str, commit: str) -> bool | None:

@@ -594,6 +594,14 @@ def test_a_local_state_never_pushed_is_told_to_be_dropped_not_forced_over_the_re
     git(ci, "branch", "-f", STATE, f"origin/{STATE}")  # (the fix it names)
     assert reconcile(ci).returncode == 0
     assert rev(origin, STATE) == theirs == rev(ci, STATE)  # (its main is older: no change)
+    # A local state made from a commit origin lacks: publishing it is not offered.
+    git(ci, "pull", "-q", "--ff-only", "origin", "main")
+    write_files(ci, {"jobs/default/unpushed.yaml": pytorchjob("unpushed")})
+    unpushed = commit_all(ci, "not pushed")
+    assert reconcile(ci, "").returncode == 0
+    proc = reconcile(ci)
+    assert proc.returncode == 2 and f"they are made from {unpushed[:12]}, which is on no " \
+        f"branch of origin" in proc.stderr and "git push" not in proc.stderr, proc.stderr
 
 
 def test_plan_in_a_pull_requests_clone_fetches_the_commit_the_state_was_made_from(
@@ -629,6 +637,8 @@ def test_plan_in_a_pull_requests_clone_fetches_the_commit_the_state_was_made_fro
     fetch = f"git fetch origin {STATE}:refs/remotes/origin/{STATE}"
     assert status.returncode == 2 and f"if origin has one, fetch it first ({fetch})" in \
         status.stderr, status.stderr
+    assert "if a remote has one, fetch it (as said above); else run `fleetq reconcile` first" \
+        in status.stderr and " yet" not in status.stderr, status.stderr
     git(shallow, *fetch.split()[1:])
     status = fleetq("status", "--repo", str(shallow))
     assert status.returncode == 0 and "on-main" in status.stdout, status.stderr
@@ -673,3 +683,89 @@ def test_a_state_made_from_a_commit_dropped_by_a_force_push_is_warned_of(
                                      for i in _remote_placements(origin)["items"]}
     again = fleetq("reconcile", "--repo", str(runner), "--remote", "origin", "--now", NOW)
     assert again.returncode == 0 and "warning" not in again.stderr  # (said once)
+
+
+def test_a_source_on_a_branch_the_remote_deleted_or_not_its_default_is_told(
+        tmp_path: Path) -> None:
+    """This clone's copy of origin/feat still holds the commit after feat was
+    deleted there: the remote's branches are fetched before the check, and the
+    push refused. On a feature branch origin has, the state is pushed with a
+    warning that main's next reconcile will not go on from it."""
+    origin, clones = _origin_with_clones(tmp_path, ["ci", "other"])
+    ci = clones["ci"]
+    git(ci, "checkout", "-q", "-b", "feat")
+    write_files(ci, {"jobs/default/feat.yaml": pytorchjob("feat")})
+    feat = commit_all(ci, "a feature")
+    git(ci, "push", "-q", "origin", "feat")
+    git(clones["other"], "push", "-q", "origin", "--delete", "feat")
+    assert rev(ci, "origin/feat") == feat  # (the stale copy)
+    proc = fleetq("reconcile", "--repo", str(ci), "--remote", "origin", "--now", NOW)
+    assert proc.returncode == 2 and "is on no branch of origin" in proc.stderr, proc.stderr
+    assert rev(ci, "origin/feat") is None and rev(origin, STATE) is None
+    git(ci, "push", "-q", "origin", "feat")
+    proc = fleetq("reconcile", "--repo", str(ci), "--remote", "origin", "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("committed ") and " and pushed it to origin from " in \
+        proc.stdout, proc.stdout
+    assert (f"{STATE}: warning: the source commit {feat[:12]} is on feat of origin, not on "
+            f"its default branch main") in proc.stderr, proc.stderr
+
+
+def test_the_remote_is_named_and_its_branch_read_as_it_is_now(tmp_path: Path) -> None:
+    """--remote given a URL said git's "invalid refspec"; --source origin/main
+    with --remote origin read the branch as git last fetched it."""
+    origin, clones = _origin_with_clones(tmp_path, ["ci", "other"])
+    ci, other = clones["ci"], clones["other"]
+    proc = fleetq("reconcile", "--repo", str(ci), "--remote", f"file://{origin}", "--now", NOW)
+    assert proc.returncode == 2 and f"--remote names 'file://{origin}', which is no remote " \
+        f"of this repository (this repository has origin)" in proc.stderr, proc.stderr
+    write_files(other, {"jobs/default/later.yaml": pytorchjob("later")})
+    later = commit_all(other, "a later job")
+    git(other, "push", "-q", "origin", "main")
+    proc = fleetq("reconcile", "--repo", str(ci), "--remote", "origin", "--source",
+                  "origin/main", "--now", NOW)
+    assert proc.returncode == 0 and later[:12] in proc.stdout, proc.stdout
+    assert _trailer(origin, STATE) == later
+
+
+def test_the_states_of_two_clones_after_a_rewind_are_told_apart(tmp_path: Path) -> None:
+    """origin's state set back, then built on by another clone: this clone is
+    told to take origin's (which the clusters run), not first to force its own
+    over it. A force-push of main the remote still keeps the commit of (it is
+    fetchable) is warned of as one the remote's gc dropped."""
+    origin, clones = _origin_with_clones(tmp_path, ["a", "b"])
+    a, b = clones["a"], clones["b"]
+
+    def reconcile(clone: Path) -> subprocess.CompletedProcess[str]:
+        return fleetq("reconcile", "--repo", str(clone), "--remote", "origin", "--now", NOW)
+
+    assert reconcile(a).returncode == 0
+    write_files(a, {"jobs/default/second.yaml": pytorchjob("second")})
+    dropped = commit_all(a, "second")
+    git(a, "push", "-q", "origin", "main")
+    assert reconcile(a).returncode == 0
+    mine = rev(a, STATE)
+    git(a, "push", "-q", "--force", "origin", f"{STATE}~1:refs/heads/{STATE}")
+    git(b, "pull", "-q", "--ff-only", "origin", "main")
+    write_files(b, {"jobs/default/third.yaml": pytorchjob("third")})
+    commit_all(b, "third")
+    git(b, "push", "-q", "origin", "main")
+    assert reconcile(b).returncode == 0
+    theirs = rev(origin, STATE)
+    proc = reconcile(a)
+    assert proc.returncode == 2, proc.stderr
+    assert (f"has gone on from an older state than this clone's ({mine[:12]}): it was set "
+            f"back, then built on by another reconcile. The clusters run origin's: take it "
+            f"here (git branch -f {STATE} origin/{STATE})") in proc.stderr, proc.stderr
+    assert rev(origin, STATE) == theirs
+    # main set back over `dropped` (origin keeps the object: no gc has run)
+    git(b, "push", "-q", "--force", "origin", f"{dropped}~1:refs/heads/main")
+    fresh = tmp_path / "fresh"
+    git(tmp_path, "clone", "-q", str(origin), str(fresh))
+    write_files(fresh, {"jobs/default/fourth.yaml": pytorchjob("fourth")})
+    commit_all(fresh, "fourth")
+    git(fresh, "push", "-q", "origin", "main")
+    proc = reconcile(fresh)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: the state was made from " in proc.stderr and "which the history of " \
+        in proc.stderr and "lacks: decided from" in proc.stderr, proc.stderr
