@@ -211,6 +211,11 @@ def no_revision(repo: FleetRepo, rev: str) -> str:
     if repo.resolve("HEAD") is None:
         return (f"source revision {rev!r} does not exist: the repository has no commit yet; "
                 f"commit the fleet repo first")
+    remote, _, name = rev.partition("/")
+    if name and remote in repo.run("remote", check=False).decode().split():
+        return (f"source revision {rev!r} does not exist here: {remote} has no branch {name!r} "
+                f"(as git last fetched it): push it (git push -u {remote} {name}), or name "
+                f"another with --source")
     return (f"source revision {rev!r} does not exist here: no branch, tag or commit of that "
             f"name (git branch -a lists the branches; a remote's is origin/<branch>, fetched "
             f"first)")

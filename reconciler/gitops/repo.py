@@ -572,7 +572,9 @@ class FleetRepo:
                 subprocess.run(["git", "update-ref", "-d", tracking], cwd=self.root,
                                capture_output=True, check=False)
                 return None
-            raise GitError(f"git fetch {remote} {branch} failed: {err.strip()}")
+            said = err.strip() or (f"stopped by signal {-proc.returncode}" if proc.returncode < 0
+                                   else f"exit code {proc.returncode}")
+            raise GitError(f"git fetch {remote} {branch} failed: {said}")
         return self.resolve(tracking)
 
     def push_with_lease(self, remote: str, branch: str, new: str, old: str | None) -> bool:

@@ -726,6 +726,11 @@ def test_the_remote_is_named_and_its_branch_read_as_it_is_now(tmp_path: Path) ->
                   "origin/main", "--now", NOW)
     assert proc.returncode == 0 and later[:12] in proc.stdout, proc.stdout
     assert _trailer(origin, STATE) == later
+    proc = fleetq("reconcile", "--repo", str(ci), "--remote", "origin", "--source",
+                  "origin/feat", "--now", NOW)
+    assert proc.returncode == 2 and "origin has no branch 'feat' (as git last fetched it): " \
+        "push it (git push -u origin feat), or name another with --source" in proc.stderr, \
+        proc.stderr
 
 
 def test_the_states_of_two_clones_after_a_rewind_are_told_apart(tmp_path: Path) -> None:
