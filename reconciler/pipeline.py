@@ -1372,21 +1372,20 @@ def source_lost(repo: FleetRepo, remote: str | None, branch: str, state: str | N
         return []
     if repo.resolve(made_from) is None:
         where = f"neither this clone nor {remote} has" if remote else "this repository lacks"
-        return [Problem(branch, 0, (
-            f"the state was made from {made_from[:12]}, a commit {where}: dropped from "
-            f"the source's history (a force-push) or never pushed. Decided from "
-            f"{source.sha[:12]} as it is, which undoes what that commit alone held; to keep "
-            f"it, push it back and run again"), "warning")]
-    if repo.is_ancestor(made_from, source.sha) or is_shallow(repo):
+        what, fix = (f"{where}: dropped from the source's history (a force-push) or never "
+                     f"pushed"), "push it back"
+    elif repo.is_ancestor(made_from, source.sha) or is_shallow(repo):
         return []  # (the usual: a later commit of the same history; shallow: cannot tell)
-    having = sorted({ref.removeprefix("refs/heads/").removeprefix("refs/remotes/")
-                     for ref in branches_having(repo, made_from)})
-    where = f"of {', '.join(having[:3])}" if having else "on no branch"
+    else:
+        having = sorted({ref.removeprefix("refs/heads/").removeprefix("refs/remotes/")
+                         for ref in branches_having(repo, made_from)})
+        where = f"of {', '.join(having[:3])}" if having else "on no branch"
+        what, fix = (f"{where} that the history of {source.sha[:12]} lacks (a force-push of "
+                     f"the source branch, or another branch reconciled before)"), "merge it"
     return [Problem(branch, 0, (
-        f"the state was made from {made_from[:12]} ({where}), which the history of "
-        f"{source.sha[:12]} lacks: decided from {source.sha[:12]} as it is, which undoes what "
-        f"only that commit's history held (a force-push of the source branch, or another "
-        f"branch reconciled before); to keep it, merge it and run again"), "warning")]
+        f"the state was made from {made_from[:12]}, a commit {what}. Decided from "
+        f"{source.sha[:12]} as it is, which undoes what only that commit's history held; to "
+        f"keep it, {fix} and run again"), "warning")]
 
 
 def made_off_branch(repo: FleetRepo, made_from: str, source: str) -> tuple[str, str] | None:

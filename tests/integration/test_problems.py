@@ -984,6 +984,19 @@ def test_plan_and_validate_give_a_problem_as_the_same_object(tmp_path: Path) -> 
             if p["path"] == "jobs/default/broken.yaml"] == told
 
 
+def _told_by_every_read(path: Path, said: str) -> list[str]:
+    """What a reconcile patching the fleet from the last one's, validate, and a
+    reconcile reading it whole print: each says ``said``."""
+    outs = []
+    for command in (["reconcile", "--now", NOW], ["validate"],
+                    ["reconcile", "--now", NOW, "--no-cache"]):
+        proc = fleetq(*command, "--repo", str(path))
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0 and said in out, out
+        outs.append(out)
+    return outs
+
+
 def test_a_kubernetes_object_in_json_is_told_not_read_until_renamed(tmp_path: Path) -> None:
     """``kubectl get -o json > job.json`` was passed over without a word; a
     tool's JSON (renovate.json, a broken one) is no concern of fleetq's. Told
@@ -999,11 +1012,7 @@ def test_a_kubernetes_object_in_json_is_told_not_read_until_renamed(tmp_path: Pa
     said = ("jobs/default/as-json.json:1: warning: not read: it holds a Kubernetes object in "
             "JSON (PyTorchJob as-json), and fleetq reads files named *.yaml and *.yml; rename "
             "it to jobs/default/as-json.yaml (JSON is YAML), or exclude it in fleet.yaml")
-    for command in (["reconcile", "--now", NOW], ["validate"],
-                    ["reconcile", "--now", NOW, "--no-cache"]):
-        proc = fleetq(*command, "--repo", str(path))
-        out = proc.stdout + proc.stderr
-        assert proc.returncode == 0 and said in out, out
+    for out in _told_by_every_read(path, said):
         assert "renovate" not in out and "broken.json" not in out, out
     assert "default/as-json" not in placements(path)
     git(path, "mv", "jobs/default/as-json.json", "jobs/default/as-json.yaml")
@@ -1024,10 +1033,7 @@ def test_a_yaml_file_named_in_capitals_is_told_not_read_until_renamed(tmp_path: 
     said = ("jobs/default/late.YAML: warning: not read: fleetq reads files named *.yaml and "
             "*.yml, in lowercase; rename it to jobs/default/late.yaml (or exclude it in "
             "fleet.yaml)")
-    for command in (["reconcile", "--now", NOW], ["validate"],
-                    ["reconcile", "--now", NOW, "--no-cache"]):
-        proc = fleetq(*command, "--repo", str(path))
-        assert proc.returncode == 0 and said in proc.stdout + proc.stderr, proc
+    _told_by_every_read(path, said)
     assert "default/late" not in placements(path)
     git(path, "mv", "jobs/default/late.YAML", "jobs/default/late.yaml")
     commit_all(path, "renamed")

@@ -772,5 +772,5 @@ def test_the_states_of_two_clones_after_a_rewind_are_told_apart(tmp_path: Path) 
     git(fresh, "push", "-q", "origin", "main")
     proc = reconcile(fresh)
     assert proc.returncode == 0, proc.stderr
-    assert "warning: the state was made from " in proc.stderr and "which the history of " \
-        in proc.stderr and "lacks: decided from" in proc.stderr, proc.stderr
+    assert "warning: the state was made from " in proc.stderr and "that the history of " \
+        in proc.stderr and "lacks (a force-push of the source branch" in proc.stderr, proc.stderr
