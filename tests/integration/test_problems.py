@@ -997,6 +997,17 @@ def _told_by_every_read(path: Path, said: str) -> list[str]:
     return outs
 
 
+def _read_once_renamed(path: Path, file: str, job: str) -> None:
+    """The job of ``file``, not read as it is named, is read once it is renamed
+    ``*.yaml`` (and nothing is said of it then)."""
+    assert job not in placements(path)
+    git(path, "mv", file, file.rpartition(".")[0] + ".yaml")
+    commit_all(path, "renamed")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and "not read" not in proc.stderr, proc.stderr
+    assert placements(path)[job]["phase"] in ("Admitted", "Queued")
+
+
 def test_a_kubernetes_object_in_json_is_told_not_read_until_renamed(tmp_path: Path) -> None:
     """``kubectl get -o json > job.json`` was passed over without a word; a
     tool's JSON (renovate.json, a broken one) is no concern of fleetq's. Told
@@ -1014,12 +1025,7 @@ def test_a_kubernetes_object_in_json_is_told_not_read_until_renamed(tmp_path: Pa
             "it to jobs/default/as-json.yaml (JSON is YAML), or exclude it in fleet.yaml")
     for out in _told_by_every_read(path, said):
         assert "renovate" not in out and "broken.json" not in out, out
-    assert "default/as-json" not in placements(path)
-    git(path, "mv", "jobs/default/as-json.json", "jobs/default/as-json.yaml")
-    commit_all(path, "renamed")
-    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
-    assert proc.returncode == 0 and "not read" not in proc.stderr, proc.stderr
-    assert placements(path)["default/as-json"]["phase"] in ("Admitted", "Queued")
+    _read_once_renamed(path, "jobs/default/as-json.json", "default/as-json")
 
 
 def test_a_yaml_file_named_in_capitals_is_told_not_read_until_renamed(tmp_path: Path) -> None:
@@ -1034,12 +1040,7 @@ def test_a_yaml_file_named_in_capitals_is_told_not_read_until_renamed(tmp_path: 
             "*.yml, in lowercase; rename it to jobs/default/late.yaml (or exclude it in "
             "fleet.yaml)")
     _told_by_every_read(path, said)
-    assert "default/late" not in placements(path)
-    git(path, "mv", "jobs/default/late.YAML", "jobs/default/late.yaml")
-    commit_all(path, "renamed")
-    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
-    assert proc.returncode == 0 and "not read" not in proc.stderr, proc.stderr
-    assert placements(path)["default/late"]["phase"] in ("Admitted", "Queued")
+    _read_once_renamed(path, "jobs/default/late.YAML", "default/late")
 
 
 def test_quotas_guaranteed_more_than_the_clusters_hold_are_warned_of(tmp_path: Path) -> None:
