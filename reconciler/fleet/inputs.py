@@ -167,24 +167,50 @@ def is_json(path: str) -> bool:
     return path.lower().endswith(".json")
 
 
-def json_manifest(path: str, data: bytes) -> Problem | None:
-    """A warning when the JSON file ``path`` holds a Kubernetes object (or a
-    List of them), which fleetq does not read; None for any other JSON (a
-    tool's settings, a dashboard) or bytes that are no JSON."""
+def json_manifest(path: str, data: bytes, taken: Callable[[str], bool] = lambda _: False
+                  ) -> Problem | None:
+    """A warning when the JSON file ``path`` holds an object of a kind fleetq
+    reads (or a List of such), which it does not read there; None for any
+    other JSON (a tool's settings, a dashboard, another tool's objects) or
+    bytes that are no JSON. ``taken``: whether a path is a file of the commit
+    already (the rename it suggests must not be one)."""
     try:
         value = json.loads(data)
     except ValueError:  # (UnicodeDecodeError too)
         return None
-    if not isinstance(value, dict) or not isinstance(value.get("kind"), str) or \
-            not isinstance(value.get("apiVersion"), str):
+
+    def read(obj: object) -> str | None:  # ("PyTorchJob NAME" of an object fleetq reads)
+        if not isinstance(obj, dict):
+            return None
+        kind = obj.get("kind")
+        if not isinstance(kind, str) or obj.get("apiVersion") not in _KINDS_READ.get(kind, ()):
+            return None
+        meta = obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        return f"{kind} {name}" if isinstance(name, str) else kind
+
+    if not isinstance(value, dict):
         return None
-    meta = value.get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) else None
-    what = f"{value['kind']} {name}" if isinstance(name, str) else value["kind"]
+    items = value.get("items")
+    if isinstance(value.get("kind"), str) and value["kind"].endswith("List") and \
+            isinstance(items, list):
+        named = [what for what in map(read, items) if what is not None]
+        if not named:
+            return None
+        more = f" and {len(named) - 3} more" if len(named) > 3 else ""
+        return Problem(path, 1, (
+            f"not read: it holds a {value['kind']} in JSON ({', '.join(named[:3])}{more}), and "
+            f"fleetq reads YAML files (*.yaml, *.yml) of one object a document: write each of "
+            f"its items as a document of a *.yaml file (kubectl get ... -o yaml of each one), or "
+            f"exclude it in fleet.yaml"), "warning")
+    what = read(value)
+    if what is None:
+        return None
     stem = path[:-len(".json")]
+    renamed = f"{stem}.yaml" if not taken(f"{stem}.yaml") else f"{stem}-json.yaml"
     return Problem(path, 1, (
         f"not read: it holds a Kubernetes object in JSON ({what}), and fleetq reads files "
-        f"named *.yaml and *.yml; rename it to {stem}.yaml (JSON is YAML), or exclude it in "
+        f"named *.yaml and *.yml; rename it to {renamed} (JSON is YAML), or exclude it in "
         f"fleet.yaml"), "warning")
 
 
@@ -479,6 +505,7 @@ def _read_all(by_path: dict[str, SourceFile], cache: JobCache | None,
     inputs = FleetInputs()
     read_fleet_settings(by_path, inputs)
     trees: list[Document] = []
+    every = set(by_path)  # (a name a JSON file's rename must not take)
     for path in sorted(by_path):
         src = by_path.pop(path)
         if path.startswith(TEMPLATES_DIR):
@@ -498,7 +525,7 @@ def _read_all(by_path: dict[str, SourceFile], cache: JobCache | None,
                 inputs.unknown.append(_misnamed(path))
             elif is_json(path):
                 inputs.other_files[path] = src.blob  # (looked at again with the others)
-                told = json_manifest(path, src.data)
+                told = json_manifest(path, src.data, every.__contains__)
                 if told is not None:
                     inputs.unknown.append(told)
             continue

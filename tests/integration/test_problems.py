@@ -1004,7 +1004,7 @@ def _read_once_renamed(path: Path, file: str, job: str) -> None:
     git(path, "mv", file, file.rpartition(".")[0] + ".yaml")
     commit_all(path, "renamed")
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
-    assert proc.returncode == 0 and "not read" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0 and f"{file}:" not in proc.stderr, proc.stderr
     assert placements(path)[job]["phase"] in ("Admitted", "Queued")
 
 
@@ -1016,15 +1016,27 @@ def test_a_kubernetes_object_in_json_is_told_not_read_until_renamed(tmp_path: Pa
     path = make_fleet_repo(tmp_path / "fleet", seed_fleet_files())
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
     manifest = yaml.safe_load(pytorchjob("as-json"))
+    listed = {"apiVersion": "v1", "kind": "List", "items": [
+        yaml.safe_load(pytorchjob(name)) for name in ("l1", "l2")]}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}
     write_files(path, {"jobs/default/as-json.json": json.dumps(manifest, indent=2),
+                       "jobs/default/listed.json": json.dumps(listed),
+                       "jobs/default/empty.json": '{"apiVersion": "v1", "kind": "List", '
+                                                  '"items": []}',
+                       "deploy.json": json.dumps(deployment),
                        "renovate.json": '{"extends": ["config:base"]}',
                        "broken.json": "{not json"})
     commit_all(path, "a job in JSON")
+    listed_said = ("jobs/default/listed.json:1: warning: not read: it holds a List in JSON "
+                   "(PyTorchJob l1, PyTorchJob l2), and fleetq reads YAML files (*.yaml, *.yml) "
+                   "of one object a document: write each of its items as a document")
+    assert listed_said in _told_by_every_read(path, listed_said)[0]
     said = ("jobs/default/as-json.json:1: warning: not read: it holds a Kubernetes object in "
             "JSON (PyTorchJob as-json), and fleetq reads files named *.yaml and *.yml; rename "
             "it to jobs/default/as-json.yaml (JSON is YAML), or exclude it in fleet.yaml")
     for out in _told_by_every_read(path, said):
         assert "renovate" not in out and "broken.json" not in out, out
+        assert "deploy.json" not in out and "empty.json" not in out, out  # (read by none)
     _read_once_renamed(path, "jobs/default/as-json.json", "default/as-json")
 
 
