@@ -619,29 +619,32 @@ def _job_name(text: str) -> tuple[str, str, str]:
 
 
 def _unread_naming(repo: FleetRepo, computed: Computed, name: str) -> str:
-    """The end of explain's "no job named" when files of the source hold an
-    error and no job (a new file that does not parse): the one that names
-    the job, with its error, else how many there are; else the usual hint."""
-    decided = {d.path for d in computed.result.decisions}
-    errors: dict[str, Problem] = {}
+    """The end of explain's "no job named" when files of the source hold what
+    fleetq could not read (a YAML error, in a file of one job or of several; a
+    job in a JSON file or a *.YAML one): the file whose text names the job,
+    with what was said of it, else how many such files there are; else the
+    usual hint."""
+    unread: dict[str, Problem] = {}
     for problem in computed.problems:
-        if problem.severity == "error" and problem.path not in decided and \
-                is_yaml(problem.path):
-            errors.setdefault(problem.path, problem)
-    if not errors:
+        if (problem.severity == "error" and is_yaml(problem.path)) or \
+                problem.message.startswith("not read: "):
+            unread.setdefault(problem.path, problem)
+    if not unread:
         return "; `fleetq status` lists them"
-    naming = re.compile(rf"^\s*name:\s*[\"']?{re.escape(name)}[\"']?\s*(#.*)?$", re.MULTILINE)
-    for path in sorted(errors)[:50]:
+    naming = re.compile(  # (name: x, in a block or a flow mapping; "name": "x", in JSON)
+        rf"(^|[{{,\s])[\"']?name[\"']?\s*:\s*[\"']?{re.escape(name)}[\"']?\s*([,}}#]|$)",
+        re.MULTILINE)
+    for path in sorted(unread)[:50]:
         text = repo.run("show", f"{computed.source.sha}:{path}", check=False).decode(
             "utf-8", "replace")
         if naming.search(text):
-            said = errors[path]
-            return (f": {path} names it, but fleetq cannot read it (line {said.line}: "
+            said = unread[path]
+            return (f": {path} names it, but fleetq cannot read it there (line {said.line}: "
                     f"{said.message}); fix the file (`fleetq validate` lists every problem)")
-    count = len(errors)
+    count = len(unread)
     return (f"; `fleetq status` lists them. {count} file{'s' if count != 1 else ''} there "
-            f"hold{'' if count != 1 else 's'} no job fleetq can read (`fleetq validate` "
-            f"lists them)")
+            f"{'have' if count != 1 else 'has'} errors, or jobs fleetq does not read "
+            f"(`fleetq validate` lists them)")
 
 
 def cmd_explain(args: argparse.Namespace) -> int:

@@ -710,11 +710,26 @@ def test_explain_of_a_job_whose_new_file_does_not_parse_names_the_file(
     proc = fleetq("explain", "typo", "--repo", repo, "--now", NOW)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("fleetq: no job named 'typo' in ")
-    assert ": jobs/default/typo.yaml names it, but fleetq cannot read it (line " in proc.stderr
+    assert ": jobs/default/typo.yaml names it, but fleetq cannot read it there (line " in \
+        proc.stderr
     assert "not valid YAML" in proc.stderr, proc.stderr
     proc = fleetq("explain", "other", "--repo", repo, "--now", NOW)
-    assert proc.returncode == 2 and "1 file there holds no job fleetq can read" in \
-        proc.stderr, proc.stderr
+    assert proc.returncode == 2 and "1 file there has errors, or jobs fleetq does not read" \
+        in proc.stderr, proc.stderr
+    # a later document of a file of several, a flow mapping, a job in JSON
+    first, second = pytorchjob("first"), pytorchjob("second")
+    write_files(seed_fleet.path, {
+        "jobs/default/typo.yaml": first + "---\n" + second.replace(
+            "  pytorchReplicaSpecs:\n", "  pytorchReplicaSpecs: [\n"),
+        "jobs/default/flow.yaml": "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\n"
+                                  "metadata: {name: flow, namespace: default\n",
+        "jobs/default/as-json.json": json.dumps(yaml.safe_load(pytorchjob("as-json")))})
+    commit_all(seed_fleet.path, "more typos")
+    for name, path in (("second", "typo.yaml"), ("flow", "flow.yaml"),
+                       ("as-json", "as-json.json")):
+        proc = fleetq("explain", name, "--repo", repo, "--now", NOW)
+        assert proc.returncode == 2 and f": jobs/default/{path} names it, but fleetq cannot " \
+            f"read it there (line " in proc.stderr, proc.stderr
 
 
 def test_explain_names_an_unknown_or_ambiguous_job_as_a_usage_error(
