@@ -1189,6 +1189,7 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             computed = compute(repo, source_rev=source_rev, state_base=base, now=when,
                                progress=progress, cache=cache, save_behind=later is None)
             computed.problems.extend(source_lost(repo, remote, branch, base, computed.source))
+            computed.problems.extend(clock_behind(repo, branch, base, when))
             progress("writing the state tree")
             tree = repo.write_tree(computed.files)
             if tree == computed.state_tree and not said_anew(repo, computed):
@@ -1353,6 +1354,22 @@ def newer_source(repo: FleetRepo, remote: str | None, source_rev: str,
     if repo.resolve(made_from) is None or not repo.is_ancestor(source, made_from):
         return None
     return made_from
+
+
+def clock_behind(repo: FleetRepo, branch: str, state: str | None, now: dt.datetime
+                 ) -> list[Problem]:
+    """A warning when the reconcile's clock (this machine's, or ``--now``) is
+    behind the time of the state it goes on from: a job new now is enqueued
+    before jobs queued since, and goes ahead of them in its queue."""
+    if state is None:
+        return []
+    then, clock = repo.commit_info(state).committed_at, rfc3339(now)
+    if clock >= then:
+        return []
+    return [Problem(branch, 0, (
+        f"the clock ({clock}) is behind the time of the state it goes on from ({then}): jobs "
+        f"new now are enqueued before those queued since, and go ahead of them; set this "
+        f"machine's clock right (or --now)"), "warning")]
 
 
 def source_lost(repo: FleetRepo, remote: str | None, branch: str, state: str | None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from reconciler.core.cycle import BLOCKED_BEHIND, FITS_NO_CLUSTER, FITS_NO_CLUSTER_EMPTY
-from reconciler.core.gang import NO_NODE_MATCHES, cluster_capacity
+from reconciler.core.gang import NO_NODE_LISTS, NO_NODE_MATCHES, cluster_capacity
 from reconciler.core.model import (
     Decision,
     Failover,
@@ -173,11 +173,13 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         # (the cycle's word on a cluster, when its reason has one: "c1: no node admits ...")
         said = dict(part.split(": ", 1) for part in d.reason.partition(
             f"{FITS_NO_CLUSTER}: ")[2].split("; ") if ": " in part)
-        # (and where no node ever admits its pods, that is said, not its free room)
+        # (and where no node ever admits its pods, or lists what it asks for, that is
+        # said, not its free room)
         short.update({name: f"cluster {name}: " + said.get(name, (
             "its free room adds up to the job's, but is split over its nodes: no node has "
             "room for its pods as they come")) for name in places
-            if name not in short or said.get(name, "").startswith(NO_NODE_MATCHES)})
+            if name not in short or said.get(name, "").startswith((NO_NODE_MATCHES,
+                                                                   NO_NODE_LISTS))})
     blocked = d.phase is Phase.QUEUED and d.reason.startswith(BLOCKED_BEHIND)
     if blocked:
         head = d.reason[len(BLOCKED_BEHIND):].partition(" at the head of ")[0]
@@ -246,16 +248,17 @@ def _guaranteed_beyond(d: Decision, tree: QuotaTree, quota_used: Mapping[str, Re
 
     if any(x.cluster in places and borrows(x.quota) for x in admitted):
         return []  # (reclaimable there: the reason says what else holds it)
+    busy = sorted({x.cluster for x in admitted if x.cluster is not None and x.cluster in places})
     promised = tree.guaranteed()
     out = []
     for r in asked:
         hold = cluster_capacity(clusters.values(), r)
         if promised.get(r, 0) > hold:
-            out.append(f"the jobs on {listed(sorted(places))} run within their quotas' min, so "
-                       f"none is reclaimed for it: the quotas' mins guarantee {r} "
-                       f"{_q(r, promised[r])} in all, more than the member clusters hold "
-                       f"({_q(r, hold)}); lower the mins to what the clusters hold, or add "
-                       f"capacity")
+            out.append((f"the jobs on {listed(busy, ' and ')} run within their quotas' min, so "
+                        f"none is reclaimed for it: " if busy else "") +
+                       f"the quotas' mins guarantee {r} {_q(r, promised[r])} in all, more than "
+                       f"the member clusters hold ({_q(r, hold)}); lower the mins to what the "
+                       f"clusters hold, or add capacity")
             break
     return out
 

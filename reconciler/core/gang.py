@@ -74,6 +74,7 @@ def _pod_size_key(ps: PodSet) -> tuple[int, int, int, str]:
 # the resources every node has (a MemberCluster's node that lists none of one
 # was described in part)
 EVERY_NODE_HAS = frozenset({"cpu", "memory", "ephemeral-storage"})
+NO_NODE_LISTS = "no node lists"  # (what a cluster none of whose nodes lists one is told)
 
 
 def cluster_capacity(clusters: Iterable[MemberCluster], name: str) -> int:
@@ -125,8 +126,8 @@ class ClusterState:
         if name not in EVERY_NODE_HAS or \
                 any(name in node.allocatable for node in self.cluster.nodes):
             return None
-        return (f"{self.name}: no node lists {name} in its allocatable "
-                f"({format_quantity(name, total[name])} requested; add it where the nodes "
+        return (f"{self.name}: {NO_NODE_LISTS} {name} in its allocatable "
+                f"({format_quantity(name, total[name])} requested: add it where the nodes "
                 f"have it)")
 
     def max_node_free(self) -> Resources:

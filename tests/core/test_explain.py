@@ -470,3 +470,26 @@ def test_a_job_within_its_min_on_clusters_full_of_other_mins_is_told_the_tree_ov
             "lower the mins to what the clusters hold, or add capacity") in told, told
     other = cluster("c2").node("n1", cpu="8", labels={"pool": "y"}).obj()
     assert not any("guarantees cpu" in line for line in case(c1, other))
+
+
+def test_explains_bullets_name_only_clusters_that_run_jobs_and_say_what_nodes_do_not_list(
+        ) -> None:
+    """c1 full of qb's job within its min, c2 empty but too small, c3 whose
+    nodes list no cpu: the bullets say c3 lists none (not "0 free"), and the
+    jobs held within their mins are said to be on c1 alone."""
+    from tests.builders import cluster, job
+    spec = quota("root", quota("qa", ns=["team-a"], min={"cpu": "8"}),
+                 quota("qb", ns=["team-b"], min={"cpu": "8"}),
+                 min={"cpu": "16"}, max={"cpu": "16"})
+    c1 = cluster("c1").node("n1", cpu="8").obj()
+    c2 = cluster("c2").node("n1", cpu="2").obj()
+    c3 = cluster("c3").node("n1", memory="8Gi").obj()
+    b = job("b", "team-b").pod_set("main", 1, cpu="8").created("2026-01-01T00:00:01Z")
+    a = job("a", "team-a").pod_set("main", 1, cpu="4").created("2026-01-01T00:00:02Z")
+    inp, result = decided(cycle_input(jobs=[b, a], tree=tree(spec), clusters=[c1, c2, c3]))
+    told = explained(inp, result, "a")
+    assert "- cluster c3: no node lists cpu in its allocatable (4 requested: add it where the " \
+           "nodes have it)" in told, told
+    assert "- cluster c2: cpu 2 free of 4 needed" in told, told
+    assert any(line.startswith("- the jobs on c1 run within their quotas' min") for line in
+               told), told

@@ -581,7 +581,7 @@ def test_a_resource_no_node_lists_is_told_as_undeclared_not_as_none_free() -> No
     silent = cluster("c1").node("n1", cpu="8").obj()
     listed = cluster("c2").node("n1", cpu="8", ephemeral_storage="4Gi").obj()
     assert fit(silent, asking) == ("c1: no node lists ephemeral-storage in its allocatable "
-                                   "(10Gi requested; add it where the nodes have it)")
+                                   "(10Gi requested: add it where the nodes have it)")
     assert fit(listed, asking) == "c2: free ephemeral-storage 4Gi < 10Gi requested"
     many = job("b").pod_set("main", 200, cpu="1m").obj()  # (pods: 110 a node when not listed)
     assert fit(silent, many) == "c1: free pods 110 < 200 requested"

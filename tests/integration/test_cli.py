@@ -982,3 +982,11 @@ def test_a_commit_dated_ahead_of_the_clock_enqueues_its_jobs_when_seen(
     item = placements(seed_fleet.path)["default/pytorch-test"]
     assert item["phase"] == "Admitted", item
     assert item["enqueuedAt"] == item["admittedAt"] == "2026-11-29T09:30:00Z", item
+    # A clock behind the state's own time: a job new now would go ahead of those
+    # queued since; said.
+    write_files(seed_fleet.path, {"jobs/default/later.yaml": pytorchjob("later")})
+    commit_all(seed_fleet.path, "a later job")
+    proc = fleetq("reconcile", "--repo", str(seed_fleet.path), "--now", "2026-11-29T09:00:00Z")
+    assert proc.returncode == 0 and "fleetq/state: warning: the clock (2026-11-29T09:00:00Z) " \
+        "is behind the time of the state it goes on from (2026-11-29T09:30:00Z)" in \
+        proc.stderr, proc.stderr
