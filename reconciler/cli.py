@@ -422,6 +422,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         work_tree = None
         if args.source is None:
+            head = repo.resolve("HEAD")
+            if head is not None and written_by_fleetq(repo, head):
+                raise GitError(f"HEAD ({head[:12]}) is a state commit, written by fleetq (the "
+                               f"state branch is checked out): check out the source branch "
+                               f"(e.g. git checkout main), or name it with --source")
             args.source = "HEAD"
             try:
                 work_tree = stack.enter_context(
@@ -1032,7 +1037,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plan", help="show what a reconcile of a revision would change")
     common(p)
-    p.add_argument("--source", default="HEAD", help="source revision, e.g. a pull request head")
+    p.add_argument("--source", default="HEAD",
+                   help="source revision, e.g. a pull request head (default: HEAD)")
     state_branch(p)
     p.add_argument("--remote", default=None, help="compare with the state branch of this "
                    "remote (default: fleet.yaml's spec.remote; '' for none)")
@@ -1099,7 +1105,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo, wide=False)
 
     p = sub.add_parser("init", help="start a fleet repo from the template")
-    p.add_argument("path")
+    p.add_argument("path", help="the folder to write it to (new, or empty); it becomes a git "
+                   "repository of one commit, unless --no-git")
     p.add_argument("--no-git", action="store_true", help="copy files only")
     p.set_defaults(func=cmd_init)
     return parser

@@ -441,9 +441,10 @@ def no_clusters(inputs: FleetInputs) -> list[Problem]:
         return []
     count = len(inputs.jobs)
     return [Problem("clusters/", 0, (
-        f"the fleet has no MemberCluster, so its {count} job{'s' if count != 1 else ''} can "
-        f"run nowhere; add one (a file like clusters/<name>.yaml of kind MemberCluster: "
-        f"fleetq init writes examples)"), "warning")]
+        f"the fleet has no MemberCluster fleetq reads, so its {count} "
+        f"job{'s' if count != 1 else ''} can run nowhere; add one (a file like "
+        f"clusters/<name>.yaml of kind MemberCluster: fleetq init writes examples), or fix "
+        f"those that do not read, or that fleet.yaml's spec.exclude leaves out"), "warning")]
 
 
 def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info: CommitInfo,

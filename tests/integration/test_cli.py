@@ -207,6 +207,17 @@ def test_a_mistyped_command_line_is_told_as_what_it_is(seed_fleet: SeedFleet,
         "first" in proc.stderr, proc.stderr
 
 
+def test_validate_with_the_state_branch_checked_out_is_refused(seed_fleet: SeedFleet) -> None:
+    """It checked the rendered state as a fleet: errors of every PodGroup and
+    Kustomization, and of a fleet.yaml that is not there."""
+    seed_fleet.reconcile()
+    git(seed_fleet.path, "checkout", "-q", STATE)
+    proc = fleetq("validate", "--repo", str(seed_fleet.path))
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    assert "is a state commit, written by fleetq (the state branch is checked out): check " \
+           "out the source branch" in proc.stderr, proc.stderr
+
+
 def test_a_fleet_of_jobs_and_no_member_cluster_is_warned_of(tmp_path: Path) -> None:
     """Every job Inadmissible for want of a cluster: validate warns (one
     warning, not one a job), and explain says that, not that a policy's
@@ -217,8 +228,8 @@ def test_a_fleet_of_jobs_and_no_member_cluster_is_warned_of(tmp_path: Path) -> N
     proc = fleetq("validate", "--repo", str(path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("warning") == 1 + 1, proc.stdout  # (the summary line's count)
-    assert "clusters/: warning: the fleet has no MemberCluster, so its 2 jobs can run " \
-           "nowhere" in proc.stdout
+    assert "clusters/: warning: the fleet has no MemberCluster fleetq reads, so its 2 jobs " \
+           "can run nowhere" in proc.stdout
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
     proc = fleetq("explain", "--repo", str(path), "a")
     assert "Reason: the fleet has no MemberCluster to run it on; add one" in proc.stdout, \
