@@ -392,11 +392,13 @@ def cmd_status(args: argparse.Namespace) -> int:
         named = [(wanted, _job_name(wanted)) for wanted in args.jobs]
         missing = [wanted for wanted, name in named
                    if not any(_names(i["job"], name) for i in items)]
-        if missing:
+        items = [i for i in items if any(_names(i["job"], name) for _, name in named)]
+        if missing:  # (the others are listed, as kubectl get lists those it finds)
+            if items:
+                _print_data(items, args.output, wide=args.wide, texts=texts)
             print(f"fleetq: no job named {', '.join(map(repr, missing))} on "
                   f"{_branch(repo, args)}; `fleetq status` lists them", file=sys.stderr)
             return EXIT_USAGE
-        items = [i for i in items if any(_names(i["job"], name) for _, name in named)]
     _print_data(items, args.output, wide=args.wide, texts=texts)
     return EXIT_OK
 

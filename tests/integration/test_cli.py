@@ -168,8 +168,10 @@ def test_status_of_named_jobs_lists_those_alone(seed_fleet: SeedFleet) -> None:
     assert [row.split()[1] for row in proc.stdout.splitlines()[1:]] == [
         "pytorch-second", "pytorch-test"]
     proc = fleetq("status", "--repo", str(seed_fleet.path), "pytorch-test", "other/x")
-    assert proc.returncode == 2 and proc.stdout == ""
-    assert "no job named 'other/x' on fleetq/state" in proc.stderr
+    assert proc.returncode == 2 and "no job named 'other/x' on fleetq/state" in proc.stderr
+    assert [row.split()[1] for row in proc.stdout.splitlines()[1:]] == ["pytorch-test"]
+    proc = fleetq("status", "--repo", str(seed_fleet.path), "other/x", "-o", "json")
+    assert proc.returncode == 2 and proc.stdout == ""  # (none found: nothing listed)
 
 
 @pytest.mark.parametrize("command", [["status"], ["validate"], ["reconcile", "--now", NOW],
