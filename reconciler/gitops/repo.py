@@ -96,6 +96,9 @@ class FleetRepo:
     """A fleet repository on disk (a work tree or a bare repository)."""
 
     def __init__(self, path: str | Path) -> None:
+        if not str(path):
+            raise GitError("--repo '' names no folder: pass the path of a fleet repo (or leave "
+                           "--repo out for this folder)")
         try:
             repo = gitpython.Repo(str(path), search_parent_directories=True)
         except gitpython.NoSuchPathError:

@@ -198,6 +198,8 @@ def test_a_mistyped_command_line_is_told_as_what_it_is(seed_fleet: SeedFleet,
     missing = tmp_path / "nowhere"
     proc = fleetq("status", "--repo", str(missing))
     assert proc.returncode == 2 and f"{missing}: no such directory" in proc.stderr
+    proc = fleetq("status", "--repo", "")
+    assert proc.returncode == 2 and "--repo '' names no folder" in proc.stderr, proc.stderr
     proc = fleetq("plan", "--repo", repo, "--source", "mian", "--now", NOW)
     assert proc.returncode == 2, proc.stderr
     assert "source revision 'mian' does not exist here: no branch, tag or commit of that " \
