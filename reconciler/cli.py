@@ -1127,7 +1127,11 @@ MAX_INTERVAL = 86400.0  # seconds between a watch's looks at the remote, at most
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given and given[0].startswith("-") and given[0] not in ("-h", "--help", "--version"):
+        parser.error(f"unrecognized arguments: {given[0]} (the command comes first: fleetq "
+                     f"COMMAND {given[0]} ...)")
+    args, extra = parser.parse_known_args(given)
     if extra:  # (told with the usage of the command they were given to, as git does)
         commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         commands.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")

@@ -195,6 +195,9 @@ def test_a_mistyped_command_line_is_told_as_what_it_is(seed_fleet: SeedFleet,
     proc = fleetq("status", "--repo", repo, "--bogus")
     assert proc.returncode == 2 and proc.stderr.startswith("usage: fleetq status "), proc.stderr
     assert "unrecognized arguments: --bogus" in proc.stderr
+    proc = fleetq("--repo", repo, "status")  # (an option before the command)
+    assert proc.returncode == 2 and "unrecognized arguments: --repo (the command comes first: " \
+        "fleetq COMMAND --repo ...)" in proc.stderr, proc.stderr
     missing = tmp_path / "nowhere"
     proc = fleetq("status", "--repo", str(missing))
     assert proc.returncode == 2 and f"{missing}: no such directory" in proc.stderr
