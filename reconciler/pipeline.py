@@ -822,13 +822,17 @@ class _EarlierVersions:
         return self.trees
 
     def _unreconciled(self, path: str) -> Iterator[str]:
-        """The blobs of ``path`` in the source commits since the state's, newest first."""
+        """The blobs of ``path`` in the source's commits, newest first (on its
+        first parents: those since the state's first, then those it was made
+        from and those between, which made no state commit of their own; a
+        version read as the last good one by a reconcile that committed must
+        be found again by the next, with or without a cache)."""
         self._look()
         if not self.source_rev or not self.since:
             return
         out = self.repo.run("log", "--first-parent", "--follow",
                             f"--max-count={LAST_GOOD_DEPTH}", "--format=%x1e%H", "--name-only",
-                            self.source_rev, f"^{self.since}", "--", path, check=False
+                            self.source_rev, "--", path, check=False
                             ).decode("utf-8", "surrogateescape")
         for entry in out.split("\x1e")[1:]:
             commit, _, names = entry.partition("\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -443,6 +444,36 @@ def test_a_mistake_that_still_parses_in_a_file_that_defines_the_fleet_evicts_not
     said_now = _break(path, *edit)
     assert said in said_now, said_now
     assert placements(path) == before and _cluster_files(path) == files
+
+
+def test_a_broken_files_last_good_version_from_a_commit_that_changed_nothing_stays_read(
+        tmp_path: Path) -> None:
+    """interns' max cut to 12 cpu changes no decision (no state commit); then a
+    new job and a typo in the tree: the reconcile reads the tree as the cut
+    made it (the newest version that builds), and commits. The next reads,
+    with no cache (plan, a fresh clone), looked in the state commits' sources
+    alone, found the template's 64 cpu, and would admit the new job that the
+    state keeps waiting."""
+    path = reconciled_template(tmp_path)
+    tree = "quota/elasticquotatree.yaml"
+    cut = (path / tree).read_text().replace("      max:\n        cpu: 64\n",
+                                             "      max:\n        cpu: 12\n", 1)
+    assert cut != (path / tree).read_text()
+    write_files(path, {tree: cut})
+    commit_all(path, "interns max 12")
+    assert "no change" in fleetq("reconcile", "--repo", str(path), "--now", NOW).stdout
+    intern = (path / "jobs/interns/intern-mnist.yaml").read_text()
+    write_files(path, {"jobs/interns/intern-two.yaml": intern.replace(
+        "name: intern-mnist", "name: intern-two"), tree: cut + "  broken: [\n"})
+    commit_all(path, "a job and a typo")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert placements(path)["interns/intern-two"]["phase"] == "Queued"
+    used = re.search(r"last good version \(blob (\w+)\)", proc.stderr)
+    assert used is not None, proc.stderr
+    again = fleetq("plan", "--no-cache", "--exit-code", "--repo", str(path), "--now", NOW)
+    assert again.returncode == 0, again.stdout  # (no change)
+    assert f"last good version (blob {used.group(1)})" in again.stdout, again.stdout
 
 
 def test_an_admitted_job_whose_priority_class_goes_keeps_its_placement(tmp_path: Path) -> None:
