@@ -784,10 +784,10 @@ LAST_GOOD_DEPTH = 32  # state commits searched for a file's last good version
 def earlier_versions(repo: FleetRepo, state: str | None,
                      source_rev: str | None = None) -> History | None:
     """``read_fleet``'s ``last_good``: a file's versions, newest first, each
-    once and none the same as the file's blob now: first those of the source
-    commits since the one the state was made from (on ``source_rev``'s first
-    parents, ``git log --follow``: a commit that changed no decision made no
-    state commit, and its version is newer than any the state knows), then
+    once and none the same as the file's blob now: first those of the source's
+    commits (on ``source_rev``'s first parents, ``git log --follow``, at most
+    ``LAST_GOOD_DEPTH``: a commit that changed no decision made no state
+    commit, and its version may be the one a reconcile since read), then
     those of the source trees the state commits were made from
     (``Fleet-Source-Tree``), from the state ``state`` back along its first
     parents (at most ``LAST_GOOD_DEPTH`` each); followed back across renames
