@@ -209,7 +209,8 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         if reclaimer_within_min is not None:
             advice.append(f"{d.preempted_by}, which reclaimed from it, runs within the min of "
                           f"its quota {reclaimer_within_min}: nothing of it can be reclaimed "
-                          f"(this job borrows only what other quotas leave unused)")
+                          f"(a job above its own quota's min borrows only what other quotas "
+                          f"leave unused)")
         elif spares_own:
             advice.append(f"it does not reclaim from {d.preempted_by}, which reclaimed from "
                           f"it, while it waits")
@@ -229,9 +230,9 @@ def _guaranteed_beyond(d: Decision, tree: QuotaTree, quota_used: Mapping[str, Re
                        admitted: Collection[Decision]) -> list[str]:
     """When a queued job within its quota's min waits for room that the jobs
     on its clusters hold within their own quotas' min (none borrows, so none
-    is reclaimed for it), and the tree's root guarantees more of a resource it
-    asks for than the fleet's clusters hold: the mins promise room that is
-    not there. Said, with the fix; else nothing."""
+    is reclaimed for it), and the quotas' mins (``QuotaTree.guaranteed``)
+    promise more of a resource it asks for than the fleet's clusters hold:
+    room that is not there. Said, with the fix; else nothing."""
     quota = tree.nodes.get(d.quota or "")
     if quota is None:
         return []

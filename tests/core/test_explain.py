@@ -140,8 +140,8 @@ def test_a_reclaimed_job_is_told_its_reclaimer_runs_within_its_quotas_min() -> N
     assert d.phase.value == "Queued" and d.preempted_by == "PyTorchJob team-b/owner"
     told = explained(inp, result, "borrower")
     assert ("- PyTorchJob team-b/owner, which reclaimed from it, runs within the min of its "
-            "quota root/qb: nothing of it can be reclaimed (this job borrows only what other "
-            "quotas leave unused)") in told
+            "quota root/qb: nothing of it can be reclaimed (a job above its own quota's min "
+            "borrows only what other quotas leave unused)") in told
     assert not any("it does not reclaim from" in line for line in told), told
 
 
