@@ -922,7 +922,6 @@ def promised_beyond_clusters(tree: QuotaTree, clusters: Sequence[MemberCluster]
     return out
 
 
-
 def unknown_cluster_names(policies: Iterable[Policy], clusters: Iterable[MemberCluster]
                           ) -> list[Problem]:
     """A warning on each policy whose cluster affinity names a cluster the
