@@ -298,7 +298,7 @@ def _state_head(repo: FleetRepo, branch: str) -> str | None:
                       f"{name.partition('/')[0]} to bring it up to date", file=sys.stderr)
         return sha
     if not copies:
-        remotes = repo.run("remote", check=False).decode().split()
+        remotes = repo.remotes()
         if remotes:  # (a shallow or single-branch clone, a CI checkout, fetches main alone)
             name = remotes[0] if len(remotes) == 1 else "<remote>"
             print(f"fleetq: no branch {branch!r} here, nor a remote's copy of it: if {name} has "
@@ -320,7 +320,7 @@ def _state_items(repo: FleetRepo, branch: str, cache: Cache | None
     them)."""
     sha = _state_head(repo, branch)
     if sha is None:
-        if repo.run("remote", check=False).strip():
+        if repo.remotes():
             raise GitError(f"no state branch {branch!r} here: if a remote has one, fetch it "
                            f"(as said above); else run `fleetq reconcile` first")
         raise GitError(f"no state branch {branch!r} yet; run `fleetq reconcile` first")

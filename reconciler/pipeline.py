@@ -212,7 +212,7 @@ def no_revision(repo: FleetRepo, rev: str) -> str:
         return (f"source revision {rev!r} does not exist: the repository has no commit yet; "
                 f"commit the fleet repo first")
     remote, _, name = rev.partition("/")
-    if name and remote in repo.run("remote", check=False).decode().split():
+    if name and remote in repo.remotes():
         return (f"source revision {rev!r} does not exist here: {remote} has no branch {name!r} "
                 f"(as git last fetched it): push it (git push -u {remote} {name}), or name "
                 f"another with --source")
@@ -1387,17 +1387,16 @@ def source_lost(repo: FleetRepo, remote: str | None, branch: str, state: str | N
     which undoes what that commit's history alone held; said, so that the
     jobs it removes are not a mystery. (In a shallow clone, whose history
     is cut short, the second cannot be told.)"""
-    if state is None:
-        return []
-    made_from = trailers(repo.commit_info(state).message).get(TRAILER)
-    if not made_from or made_from == source.sha:
-        return []
+    found = state_source(repo, state, source.sha)  # (newer_source fetched it, if it could)
+    if found is None or found[1]:
+        return []  # (the usual: a later commit of the same history)
+    made_from = found[0]
     if repo.resolve(made_from) is None:
         where = f"neither this clone nor {remote} has" if remote else "this repository lacks"
         what, fix = (f"{where}: dropped from the source's history (a force-push) or never "
                      f"pushed"), "push it back"
-    elif repo.is_ancestor(made_from, source.sha) or is_shallow(repo):
-        return []  # (the usual: a later commit of the same history; shallow: cannot tell)
+    elif found[1] is None:
+        return []  # (a shallow clone's history: it cannot be told)
     else:
         having = sorted({ref.removeprefix("refs/heads/").removeprefix("refs/remotes/")
                          for ref in branches_having(repo, made_from)})
@@ -1469,7 +1468,7 @@ def check_state_branch(repo: FleetRepo, branch: str, source_rev: str) -> None:
                        f"{head[:12]} has no {TRAILER} trailer): if it is fleetq's state edited "
                        f"by hand, point it back at fleetq's last commit (git log it; git "
                        f"update-ref {ref} <commit>); else {fix}")
-    remote = next((r for r in repo.run("remote", check=False).decode().split()
+    remote = next((r for r in repo.remotes()
                    if branch.startswith(f"{r}/")), None)
     if remote is not None:
         raise GitError(f"the state branch {branch!r} reads as a branch of the remote "
@@ -1764,6 +1763,14 @@ def cache_problems(cache: Cache | None) -> list[Problem]:
 CACHE_PATH = ".git/fleetq"
 
 
+def remote_branches_having(repo: FleetRepo, remote: str, commit: str) -> list[str]:
+    """The branches of ``remote`` (by their names there), as this clone last
+    fetched them, whose history has ``commit``."""
+    prefix = f"refs/remotes/{remote}/"
+    return [ref.removeprefix(prefix) for ref in branches_having(repo, commit)
+            if ref.startswith(prefix)]
+
+
 def check_no_local_state(repo: FleetRepo, branch: str) -> None:
     """Refuse to start the state anew on a clone that has no state branch but a
     remote's copy of fleetq's (a fresh clone, reconciling without ``--remote``):
@@ -1805,10 +1812,7 @@ def check_source_pushed(repo: FleetRepo, remote: str, source_rev: str, source: s
     a warning: the default branch's next reconcile lacks it."""
     repo.run("fetch", "--quiet", "--no-tags", "--prune", remote,
              f"+refs/heads/*:refs/remotes/{remote}/*", check=False)
-    having = repo.run("for-each-ref", "--contains", source, "--format=%(refname)",
-                      f"refs/remotes/{remote}/", check=False).decode().split()
-    having = [ref.removeprefix(f"refs/remotes/{remote}/") for ref in having
-              if not ref.endswith("/HEAD")]
+    having = remote_branches_having(repo, remote, source)
     if having:
         said = repo.run("ls-remote", "--symref", remote, "HEAD", check=False).decode()
         default = next((line.split()[1].removeprefix("refs/heads/") for line in
@@ -1835,7 +1839,7 @@ def check_source_pushed(repo: FleetRepo, remote: str, source_rev: str, source: s
 def check_remote_name(repo: FleetRepo, remote: str, given: str) -> None:
     """Refuse a remote this repository has none of by that name (a URL or a
     path, a typo): git would say "invalid refspec"."""
-    names = repo.run("remote", check=False).decode().split()
+    names = repo.remotes()
     if remote in names:
         return
     known = f" (this repository has {', '.join(names)})" if names else ""
@@ -1874,9 +1878,7 @@ def _rewound(repo: FleetRepo, remote: str, branch: str, head: str, local: str) -
         if behind:
             made_from = trailers(repo.commit_info(local).message).get(TRAILER, "")
             publish = (f"or publish them as they are (git push {remote} {branch})"
-                       if made_from and repo.run(
-                           "for-each-ref", "--count=1", "--contains", made_from,
-                           f"refs/remotes/{remote}/", check=False).strip() else
+                       if made_from and remote_branches_having(repo, remote, made_from) else
                        f"they are made from {made_from[:12]}, which is on no branch of "
                        f"{remote}: pushed, they would be undone by the next reconcile there")
             return (f"the state branch {branch} on {remote} ({head[:12]}) lacks {commits} of "

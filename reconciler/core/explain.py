@@ -241,13 +241,9 @@ def _guaranteed_beyond(d: Decision, tree: QuotaTree, quota_used: Mapping[str, Re
     if not asked or any(used.get(r, 0) + d.requests[r] > quota.min[r] for r in asked):
         return []  # (beyond its own min: it would borrow, and borrows only what is unused)
 
-    def borrows(path: str | None) -> bool:
-        node = tree.nodes.get(path or "")
-        return node is not None and any(
-            v > node.min.get(r, 0) for r, v in quota_used.get(node.path, {}).items()
-            if r in node.min or r in node.max)
-
-    if any(x.cluster in places and borrows(x.quota) for x in admitted):
+    usage = final_usage(tree, quota_used)
+    if any(x.cluster in places and x.quota in usage.used and usage.above_min(x.quota)
+           for x in admitted):
         return []  # (reclaimable there: the reason says what else holds it)
     busy = sorted({x.cluster for x in admitted if x.cluster is not None and x.cluster in places})
     promised = tree.guaranteed()
@@ -262,6 +258,16 @@ def _guaranteed_beyond(d: Decision, tree: QuotaTree, quota_used: Mapping[str, Re
                        f"clusters hold, or add capacity")
             break
     return out
+
+
+def final_usage(tree: QuotaTree, quota_used: Mapping[str, Resources]) -> QuotaUsage:
+    """The cycle's final usage of the quotas (``CycleResult.quota_used``), to
+    ask as the cycle asked it (``QuotaUsage.above_min``, ...)."""
+    usage = QuotaUsage(tree)
+    for path, used in quota_used.items():
+        if path in usage.used:
+            usage.used[path] = dict(used)
+    return usage
 
 
 def _short_clusters(req: Mapping[str, int], names: Collection[str],
@@ -362,10 +368,7 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
     spares_own = True
     within_min: str | None = None
     if d.phase is Phase.QUEUED and tree is not None and d.quota in tree.nodes:
-        usage = QuotaUsage(tree)  # (the cycle's final usage)
-        for path, used in quota_used.items():
-            if path in usage.used:
-                usage.used[path] = dict(used)
+        usage = final_usage(tree, quota_used)
         running = {str(x.key): x for x in decisions if x.phase is Phase.ADMITTED}
 
         def returns(name: str | None) -> bool:

@@ -8,6 +8,7 @@ stops the others from being read.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import fnmatch
 import json
@@ -212,6 +213,12 @@ def json_manifest(path: str, data: bytes, taken: Callable[[str], bool] = lambda 
         f"not read: it holds a Kubernetes object in JSON ({what}), and fleetq reads files "
         f"named *.yaml and *.yml; rename it to {renamed} (JSON is YAML), or exclude it in "
         f"fleet.yaml"), "warning")
+
+
+def _listed(paths: Sequence[str], path: str) -> bool:
+    """Is ``path`` one of the sorted ``paths``?"""
+    i = bisect.bisect_left(paths, path)
+    return i < len(paths) and paths[i] == path
 
 
 def _misnamed(path: str) -> Problem:
@@ -505,8 +512,8 @@ def _read_all(by_path: dict[str, SourceFile], cache: JobCache | None,
     inputs = FleetInputs()
     read_fleet_settings(by_path, inputs)
     trees: list[Document] = []
-    every = set(by_path)  # (a name a JSON file's rename must not take)
-    for path in sorted(by_path):
+    paths = sorted(by_path)  # (also the names a JSON file's rename must not take)
+    for path in paths:
         src = by_path.pop(path)
         if path.startswith(TEMPLATES_DIR):
             inputs.templates[path[len(TEMPLATES_DIR):]] = src.data.decode("utf-8", "replace")
@@ -525,7 +532,7 @@ def _read_all(by_path: dict[str, SourceFile], cache: JobCache | None,
                 inputs.unknown.append(_misnamed(path))
             elif is_json(path):
                 inputs.other_files[path] = src.blob  # (looked at again with the others)
-                told = json_manifest(path, src.data, every.__contains__)
+                told = json_manifest(path, src.data, partial(_listed, paths))
                 if told is not None:
                     inputs.unknown.append(told)
             continue

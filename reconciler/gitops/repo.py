@@ -186,6 +186,10 @@ class FleetRepo:
                                rev], cwd=self.root, capture_output=True, check=False)
         return proc.stdout.decode().strip() or None
 
+    def remotes(self) -> list[str]:
+        """The names of this repository's remotes (``git remote``)."""
+        return self.run("remote", check=False).decode().split()
+
     def current_branch(self) -> str | None:
         out = subprocess.run(["git", "symbolic-ref", "--quiet", "--short", "HEAD"],
                              cwd=self.root, capture_output=True, check=False)
