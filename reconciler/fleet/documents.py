@@ -212,13 +212,29 @@ def _check_nodes(root: yaml.Node) -> None:
 
 @dataclass
 class Document:
-    """One YAML document of a file: its value, where it starts, and its nodes."""
+    """One YAML document of a file: its value, where it starts, and its nodes.
+
+    An item of a ``v1 List`` is read as a document of its own (``expand_lists``):
+    ``index`` counts it among the file's objects (a job's identity when it has
+    no name of its own), ``number`` is the document of the file that holds it
+    (1 is the first), and ``item`` its place in the List's items (1 is the
+    first; ``None`` for a document that is no List's item)."""
 
     path: str
     index: int
     line: int
     value: Any
     node: yaml.Node | None = None
+    number: int = 0  # (0: index + 1)
+    item: int | None = None
+
+    @property
+    def place(self) -> str:
+        """``document 2``, or ``item 3 of the List of document 2``."""
+        number = self.number or self.index + 1
+        if self.item is None:
+            return f"document {number}"
+        return f"item {self.item} of the List of document {number}"
 
     def line_of(self, field: str, *keys: str) -> int:
         """The line of a dotted field (``spec.root.children[0].max``), then of
@@ -293,6 +309,59 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
     return docs, None
 
 
+def expand_lists(docs: list[Document], problems: list[Problem]) -> list[Document]:
+    """The documents of a file with each ``apiVersion: v1, kind: List`` (what
+    ``kubectl get -o yaml`` writes) replaced by its items, each a document of
+    its own at its line, as ``kubectl apply`` and Argo CD take them; a List
+    whose ``items`` is not a list becomes a problem. ``index`` then counts the
+    file's objects, so that each stays apart (``Document``)."""
+    if not any(_is_list(doc.value) for doc in docs):
+        return docs
+    out: list[Document] = []
+    for doc in docs:
+        number = doc.number or doc.index + 1
+        if not _is_list(doc.value):
+            out.append(Document(doc.path, len(out), doc.line, doc.value, doc.node, number,
+                                doc.item))
+            continue
+        items = doc.value.get("items")
+        nodes = _items_node(doc.node)
+        if items is None:
+            continue  # (an empty List, as kubectl writes none)
+        if not isinstance(items, list):
+            problems.append(Problem(doc.path, doc.line_of("items"), (
+                f"the items of this List are {yaml_type(items)}, not a list; give each "
+                f"object as an item (- apiVersion: ...), or as a document of its own")))
+            continue
+        for i, item in enumerate(items):
+            node = nodes[i] if nodes is not None and i < len(nodes) else None
+            line = node.start_mark.line + 1 if node is not None else doc.line
+            inner = Document(doc.path, 0, line, item, node, number, i + 1)
+            if _is_list(item):  # (a List in a List: its items too, told as its item)
+                for got in expand_lists([inner], problems):
+                    got.index, got.item = len(out), i + 1
+                    out.append(got)
+            else:
+                inner.index = len(out)
+                out.append(inner)
+    return out
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("kind") == "List" and \
+        value.get("apiVersion") == "v1"
+
+
+def _items_node(node: yaml.Node | None) -> list[yaml.Node] | None:
+    """The nodes of a List's items, in order; ``None`` if not a sequence."""
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    for key, value in node.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == "items":
+            return value.value if isinstance(value, yaml.SequenceNode) else None
+    return None
+
+
 def _unreadable(path: str, data: bytes | str, exc: yaml.reader.ReaderError) -> Problem:
     """What libyaml's reader refused: the first byte that is no part of a UTF-8
     character (its own error names the byte after a bad lead byte), or a
@@ -337,12 +406,13 @@ def iter_mapping_docs(docs: list[Document], problems: list[Problem],
                 "exclude the file in fleet.yaml"))
         elif not isinstance(value, dict):
             problem = Problem(doc.path, doc.line, (
-                f"document {doc.index + 1} is {yaml_type(value)}, not a Kubernetes "
+                f"{doc.place} is {yaml_type(value)}, not a Kubernetes "
                 f"object; every document needs apiVersion, kind and metadata"))
         elif not isinstance(value.get("apiVersion"), str) or \
                 not isinstance(value.get("kind"), str):
             problem = Problem(doc.path, doc.line, (
-                "document has no apiVersion or kind; add both "
+                f"{'document' if doc.item is None else doc.place} has no apiVersion or kind; "
+                "add both "
                 "(e.g. apiVersion: kubeflow.org/v1, kind: PyTorchJob), or, if the file is "
                 f"not a Kubernetes manifest, exclude it in fleet.yaml (spec.exclude: "
                 f"[{_exclude_pattern(doc.path)!r}])"))

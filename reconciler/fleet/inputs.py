@@ -40,7 +40,7 @@ from reconciler.core.policy import find_policy
 from reconciler.core.problems import Problem, as_read, yaml_type
 from reconciler.core.quota import QUOTA_LABEL, QuotaSpec, QuotaTree, build_tree
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, format_quantity
-from reconciler.fleet.documents import Document, iter_mapping_docs, parse_documents
+from reconciler.fleet.documents import Document, expand_lists, iter_mapping_docs, parse_documents
 from reconciler.fleet.jobs import (
     CLUSTER_NAME_MOST,
     JobSource,
@@ -171,7 +171,8 @@ def is_json(path: str) -> bool:
 def json_manifest(path: str, data: bytes, taken: Callable[[str], bool] = lambda _: False
                   ) -> Problem | None:
     """A warning when the JSON file ``path`` holds an object of a kind fleetq
-    reads (or a List of such), which it does not read there; None for any
+    reads (or a List of such), which it does not read there, as it would
+    read the file renamed ``*.yaml``; None for any
     other JSON (a tool's settings, a dashboard, another tool's objects) or
     bytes that are no JSON. ``taken``: whether a path is a file of the commit
     already (the rename it suggests must not be one)."""
@@ -199,20 +200,23 @@ def json_manifest(path: str, data: bytes, taken: Callable[[str], bool] = lambda 
         if not named:
             return None
         more = f" and {len(named) - 3} more" if len(named) > 3 else ""
-        return Problem(path, 1, (
-            f"not read: it holds a {value['kind']} in JSON ({', '.join(named[:3])}{more}), and "
-            f"fleetq reads YAML files (*.yaml, *.yml) of one object a document: write each of "
-            f"its items as a document of a *.yaml file (kubectl get ... -o yaml of each one), or "
-            f"exclude it in fleet.yaml"), "warning")
-    what = read(value)
-    if what is None:
-        return None
+        what = f"a {value['kind']} in JSON ({', '.join(named[:3])}{more})"
+        if value["kind"] != "List" or value.get("apiVersion") != "v1":
+            return Problem(path, 1, (
+                f"not read: it holds {what}, and fleetq reads YAML files (*.yaml, *.yml) "
+                f"of Kubernetes objects, or of v1 Lists of them: write its items as a v1 List "
+                f"or as documents of a *.yaml file (kubectl get ... -o yaml), or exclude it "
+                f"in fleet.yaml"), "warning")
+    else:
+        named_one = read(value)
+        if named_one is None:
+            return None
+        what = f"a Kubernetes object in JSON ({named_one})"
     stem = path[:-len(".json")]
     renamed = f"{stem}.yaml" if not taken(f"{stem}.yaml") else f"{stem}-json.yaml"
     return Problem(path, 1, (
-        f"not read: it holds a Kubernetes object in JSON ({what}), and fleetq reads files "
-        f"named *.yaml and *.yml; rename it to {renamed} (JSON is YAML), or exclude it in "
-        f"fleet.yaml"), "warning")
+        f"not read: it holds {what}, and fleetq reads files named *.yaml and *.yml; rename "
+        f"it to {renamed} (JSON is YAML), or exclude it in fleet.yaml"), "warning")
 
 
 def _listed(paths: Sequence[str], path: str) -> bool:
@@ -677,10 +681,14 @@ def read_file(src: SourceFile, inputs: FleetInputs, trees: list[Document],
     """
     path = src.path
     docs, problem = parse_documents(path, src.data)
-    jobs_only = problem is None and bool(docs)
     if problem is not None:
         inputs.problems.append(problem)
         inputs.broken_paths[path] = str(problem)
+    listed = len(inputs.problems)
+    docs = expand_lists(docs, inputs.problems)
+    if len(inputs.problems) > listed:  # (a List whose items are no list: what it held is lost)
+        inputs.broken_paths.setdefault(path, str(inputs.problems[listed]))
+    jobs_only = problem is None and bool(docs) and len(inputs.problems) == listed
     for doc in docs:
         if not (isinstance(doc.value, dict) and kind_for(
                 str(doc.value.get("apiVersion")), str(doc.value.get("kind")))):

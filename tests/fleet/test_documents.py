@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reconciler.core.problems import Problem
-from reconciler.fleet.documents import iter_mapping_docs, parse_documents
+from reconciler.fleet.documents import expand_lists, iter_mapping_docs, parse_documents
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SHARED = REPO_ROOT.parent / "shared"
@@ -191,3 +191,72 @@ def test_a_document_that_is_no_mapping_is_named_in_yaml_words() -> None:
     assert [(p.line, p.message.split(",")[0]) for p in problems] == [
         (1, "document 1 is a number"), (3, "document 2 is a list"),
         (5, "document 3 is a boolean")]
+
+
+LISTED = b"""\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: before}
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: first}
+- apiVersion: v1
+  kind: List
+  items:
+  - {apiVersion: v1, kind: ConfigMap, metadata: {name: inner}}
+- 7
+---
+apiVersion: v1
+kind: List
+items: null
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: after}
+"""
+
+
+def test_the_items_of_a_v1_list_are_read_as_documents_at_their_lines() -> None:
+    """What ``kubectl get -o yaml`` writes (``kind: List``), as ``kubectl apply``
+    takes it: each item an object of the file at its own line, a List in a
+    List read through, an empty one nothing; a document that is not a List is
+    kept as it is, and ``index`` counts objects, so that each stays apart."""
+    docs, problem = parse_documents("jobs/x.yaml", LISTED)
+    assert problem is None and len(docs) == 4
+    problems: list[Problem] = []
+    read = expand_lists(docs, problems)
+    assert [(d.index, d.line, d.place) for d in read] == [
+        (0, 1, "document 1"), (1, 8, "item 1 of the List of document 2"),
+        (2, 14, "item 2 of the List of document 2"), (3, 15, "item 3 of the List of document 2"),
+        (4, 21, "document 4")]
+    assert [d.value["metadata"]["name"] for d in read if isinstance(d.value, dict)] == [
+        "before", "first", "inner", "after"]
+    assert read[1].line_of("metadata.name") == 10  # (its own nodes: a field's line)
+    kept = list(iter_mapping_docs(read, problems))
+    assert len(kept) == 4
+    assert [(p.line, p.message.split(",")[0]) for p in problems] == [
+        (15, "item 3 of the List of document 2 is a number")]
+
+
+@pytest.mark.parametrize("items", ["{a: 1}", "just text"])
+def test_a_list_whose_items_are_no_list_is_a_problem_at_the_line_of_its_items(
+        items: str) -> None:
+    docs, _ = parse_documents("jobs/x.yaml", f"apiVersion: v1\nkind: List\nitems: {items}\n")
+    problems: list[Problem] = []
+    assert expand_lists(docs, problems) == []
+    assert [(p.line, p.message.split(";")[0]) for p in problems] == [
+        (3, f"the items of this List are {'a mapping' if '{' in items else 'a string'}, "
+            f"not a list")]
+
+
+def test_only_a_v1_list_is_expanded() -> None:
+    """Another tool's kind named ...List (fleetq's own PlacementList) is an
+    object of that kind, not a List: left as it is."""
+    data = b"apiVersion: fleetq.io/v1alpha1\nkind: PlacementList\nitems: [{a: 1}]\n"
+    docs, _ = parse_documents("x.yaml", data)
+    problems: list[Problem] = []
+    assert expand_lists(docs, problems) is docs and problems == []

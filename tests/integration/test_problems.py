@@ -26,6 +26,7 @@ from .conftest import (
     rev,
     seed_fleet_files,
     state_show,
+    state_yaml,
     write_files,
 )
 
@@ -1050,7 +1051,10 @@ def test_a_kubernetes_object_in_json_is_told_not_read_until_renamed(tmp_path: Pa
     listed = {"apiVersion": "v1", "kind": "List", "items": [
         yaml.safe_load(pytorchjob(name)) for name in ("l1", "l2")]}
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}
+    api_list = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJobList",
+                "items": [yaml.safe_load(pytorchjob("a1"))]}
     write_files(path, {"jobs/default/as-json.json": json.dumps(manifest, indent=2),
+                       "jobs/default/api.json": json.dumps(api_list),
                        "jobs/default/listed.json": json.dumps(listed),
                        "jobs/default/empty.json": '{"apiVersion": "v1", "kind": "List", '
                                                   '"items": []}',
@@ -1059,9 +1063,13 @@ def test_a_kubernetes_object_in_json_is_told_not_read_until_renamed(tmp_path: Pa
                        "broken.json": "{not json"})
     commit_all(path, "a job in JSON")
     listed_said = ("jobs/default/listed.json:1: warning: not read: it holds a List in JSON "
-                   "(PyTorchJob l1, PyTorchJob l2), and fleetq reads YAML files (*.yaml, *.yml) "
-                   "of one object a document: write each of its items as a document")
+                   "(PyTorchJob l1, PyTorchJob l2), and fleetq reads files named *.yaml and "
+                   "*.yml; rename it to jobs/default/listed.yaml (JSON is YAML)")
     assert listed_said in _told_by_every_read(path, listed_said)[0]
+    api_said = ("jobs/default/api.json:1: warning: not read: it holds a PyTorchJobList in JSON "
+                "(PyTorchJob a1), and fleetq reads YAML files (*.yaml, *.yml) of Kubernetes "
+                "objects, or of v1 Lists of them: write its items as a v1 List")
+    assert api_said in _told_by_every_read(path, api_said)[0]
     said = ("jobs/default/as-json.json:1: warning: not read: it holds a Kubernetes object in "
             "JSON (PyTorchJob as-json), and fleetq reads files named *.yaml and *.yml; rename "
             "it to jobs/default/as-json.yaml (JSON is YAML), or exclude it in fleet.yaml")
@@ -1069,6 +1077,59 @@ def test_a_kubernetes_object_in_json_is_told_not_read_until_renamed(tmp_path: Pa
         assert "renovate" not in out and "broken.json" not in out, out
         assert "deploy.json" not in out and "empty.json" not in out, out  # (read by none)
     _read_once_renamed(path, "jobs/default/as-json.json", "default/as-json")
+    _read_once_renamed(path, "jobs/default/listed.json", "default/l2")
+
+
+def _listed(*items: str) -> str:
+    """A v1 List of the given manifests, as ``kubectl get -o yaml`` writes one."""
+    body = "".join("- " + item.replace("\n", "\n  ").rstrip() + "\n" for item in items)
+    return f"apiVersion: v1\nkind: List\nmetadata: {{resourceVersion: \"\"}}\nitems:\n{body}"
+
+
+def test_the_jobs_of_a_v1_list_are_read_each_as_a_document(tmp_path: Path) -> None:
+    """``kubectl get pytorchjobs -o yaml > jobs.yaml`` (a v1 List), which
+    ``kubectl apply`` and Argo CD take item by item: each job is read, queued
+    and rendered as if written as a document of its own, from the List's file.
+    An item without a kind is an error at its own line; the List's jobs then
+    keep their places, and the rest of the fleet is reconciled."""
+    path = make_fleet_repo(tmp_path / "fleet", seed_fleet_files())
+    write_files(path, {"jobs/default/listed.yaml": _listed(pytorchjob("l1"), pytorchjob("l2"))})
+    commit_all(path, "a List of jobs")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and "listed" not in proc.stdout + proc.stderr, proc.stderr
+    got = placements(path)
+    for name in ("l1", "l2"):
+        item = got[f"default/{name}"]
+        assert item["source"]["path"] == "jobs/default/listed.yaml"
+        assert item["phase"] in ("Admitted", "Queued"), item
+    admitted = [i for i in got.values() if i["phase"] == "Admitted" and i["job"]["name"] in
+                ("l1", "l2")]
+    assert admitted, got
+    for item in admitted:
+        rendered = state_yaml(path, f"clusters/{item['cluster']}/default/pytorchjob-"
+                                    f"{item['job']['name']}.yaml")
+        assert rendered["kind"] == "PyTorchJob" and \
+            rendered["metadata"]["name"] == item["job"]["name"]
+    before = {name: got[f"default/{name}"] for name in ("l1", "l2")}
+
+    kindless = "apiVersion: kubeflow.org/v1\nmetadata: {name: l3, namespace: default}\n"
+    write_files(path, {"jobs/default/listed.yaml": _listed(pytorchjob("l1"), pytorchjob("l2"),
+                                                            kindless),
+                       "jobs/default/alone.yaml": pytorchjob("alone")})
+    commit_all(path, "a third item without its kind, and a job beside")
+    lines = (path / "jobs/default/listed.yaml").read_text().splitlines()
+    line = lines.index("- apiVersion: kubeflow.org/v1", 5 + len(lines) // 2) + 1
+    said = (f"jobs/default/listed.yaml:{line}: error: item 3 of the List of document 1 has no "
+            f"apiVersion or kind")
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 1 and said in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert said in proc.stderr, proc.stderr
+    got = placements(path)
+    assert got["default/alone"]["phase"] in ("Admitted", "Queued")
+    for name in ("l1", "l2"):  # (where they ran, they run on)
+        assert (got[f"default/{name}"]["phase"], got[f"default/{name}"].get("cluster")) == (
+            before[name]["phase"], before[name].get("cluster"))
 
 
 def test_a_yaml_file_named_in_capitals_is_told_not_read_until_renamed(tmp_path: Path) -> None:
