@@ -139,6 +139,7 @@ class Computed:
     due: str | None = None  # when the state it makes changes with no new input (Fleet-Due)
     changes: list[str] = field(default_factory=list)
     written: Written = field(default_factory=dict)  # each decision read back, its item
+    now: dt.datetime | None = None  # the time it decided at (``state_clock``)
 
 
 @dataclass
@@ -345,6 +346,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
              now: dt.datetime, progress: Progress, cache: Cache | None,
              save_behind: bool, write: bool = True,
              last_good_from: str | None = None) -> Computed:
+    if state_base is not None:
+        now = state_clock(repo, state_base, now)
     progress("reading source commit")
     store: JobStore = cache if cache is not None else ParsedJobs()
     if cache is not None:
@@ -429,7 +432,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                         problems=problems, state_base=state_base, state_tree=state_tree,
                         rendered_from=rendered.inputs, written=written,
                         observed=observed_id(reports),
-                        due=purge_due(result.decisions, inputs.policies))
+                        due=purge_due(result.decisions, inputs.policies), now=now)
     computed.changes = describe_changes(prior, result.decisions, outcomes, result.moved)
     return computed
 
@@ -1207,7 +1210,8 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
                     repo, remote, source_rev, computed.source.sha, branch))
             message = commit_message(computed, Overlays(computed.inputs.templates))
             sha = repo.write_commit(tree=tree, parents=[base] if base else [], message=message,
-                                    identity=identity(computed.inputs), when=when)
+                                    identity=identity(computed.inputs),
+                                    when=computed.now or when)
             if not publish(repo, remote, branch, sha, base, progress, "recomputing"):
                 continue
             _save_cache(cache, computed, sha, later)
@@ -1298,7 +1302,8 @@ def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
         title = "; ".join(r.summary() for r in reports if all(r is not o for o, _ in older))
         message = f"Report {title}\n\n{carried}"
         sha = repo.write_commit(tree=tree, parents=[base], message=message,
-                                identity=identity(fleet_git(repo, source_rev)), when=when)
+                                identity=identity(fleet_git(repo, source_rev)),
+                                when=state_clock(repo, base, when))  # (never back: see there)
         if not publish(repo, remote, branch, sha, base, progress, "trying again"):
             continue
         return branch, sha, replaced, older
@@ -1362,20 +1367,29 @@ def newer_source(repo: FleetRepo, remote: str | None, source_rev: str,
     return made_from
 
 
+def state_clock(repo: FleetRepo, state: str, now: dt.datetime) -> dt.datetime:
+    """The time a reconcile from ``state`` decides at: ``now``, or the state's
+    own time when ``now`` is before it (a runner whose clock is behind
+    another's, a --now from the past). A state's times never go back: a job
+    new now is enqueued no earlier than the jobs queued before it, and goes
+    behind them in its queue, as it came after them (``clock_behind`` says so)."""
+    then = parse_now(repo.commit_info(state).committed_at)
+    return max(now, then)
+
+
 def clock_behind(repo: FleetRepo, branch: str, state: str | None, now: dt.datetime
                  ) -> list[Problem]:
     """A warning when the reconcile's clock (this machine's, or ``--now``) is
-    behind the time of the state it goes on from: a job new now is enqueued
-    before jobs queued since, and goes ahead of them in its queue."""
+    behind the time of the state it goes on from (see ``state_clock``)."""
     if state is None:
         return []
     then, clock = repo.commit_info(state).committed_at, rfc3339(now)
     if clock >= then:
         return []
     return [Problem(branch, 0, (
-        f"the clock ({clock}) is behind the time of the state it goes on from ({then}): jobs "
-        f"new now are enqueued before those queued since, and go ahead of them; set this "
-        f"machine's clock right (or --now)"), "warning")]
+        f"the clock ({clock}) is behind the time of the state it goes on from ({then}): it "
+        f"decides at {then}, so that jobs new now are queued behind those queued before "
+        f"them; set this machine's clock right (or --now)"), "warning")]
 
 
 def source_lost(repo: FleetRepo, remote: str | None, branch: str, state: str | None,

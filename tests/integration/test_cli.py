@@ -1000,11 +1000,23 @@ def test_a_commit_dated_ahead_of_the_clock_enqueues_its_jobs_when_seen(
     item = placements(seed_fleet.path)["default/pytorch-test"]
     assert item["phase"] == "Admitted", item
     assert item["enqueuedAt"] == item["admittedAt"] == "2026-11-29T09:30:00Z", item
-    # A clock behind the state's own time: a job new now would go ahead of those
-    # queued since; said.
-    write_files(seed_fleet.path, {"jobs/default/later.yaml": pytorchjob("later")})
+    write_files(seed_fleet.path, {"jobs/default/pytorch-second.yaml": pytorchjob(
+        "pytorch-second")})
+    commit_all(seed_fleet.path, "second job")
+    assert fleetq("reconcile", "--repo", str(seed_fleet.path), "--now",
+                  "2026-11-29T09:45:00Z").returncode == 0
+    assert placements(seed_fleet.path)["default/pytorch-second"]["position"] == 1
+    # A clock behind the state's own time (a runner's clock behind the one that
+    # wrote it): said, and the state's time taken, so that a job new now queues
+    # behind those queued before it, not ahead of them.
+    write_files(seed_fleet.path, {"jobs/default/queued-later.yaml": pytorchjob("queued-later")})
     commit_all(seed_fleet.path, "a later job")
     proc = fleetq("reconcile", "--repo", str(seed_fleet.path), "--now", "2026-11-29T09:00:00Z")
     assert proc.returncode == 0 and "fleetq/state: warning: the clock (2026-11-29T09:00:00Z) " \
-        "is behind the time of the state it goes on from (2026-11-29T09:30:00Z)" in \
-        proc.stderr, proc.stderr
+        "is behind the time of the state it goes on from (2026-11-29T09:45:00Z): it decides " \
+        "at 2026-11-29T09:45:00Z" in proc.stderr, proc.stderr
+    got = placements(seed_fleet.path)
+    assert (got["default/pytorch-second"]["position"], got["default/queued-later"]["position"],
+            got["default/queued-later"]["enqueuedAt"]) == (1, 2, "2026-11-29T09:45:00Z"), got
+    assert git(seed_fleet.path, "log", "-1", "--format=%cI", STATE).strip() in (
+        "2026-11-29T09:45:00Z", "2026-11-29T09:45:00+00:00")
