@@ -11,6 +11,7 @@ import argparse
 import collections
 import contextlib
 import datetime as dt
+import difflib
 import gc
 import os
 import re
@@ -69,6 +70,7 @@ from reconciler.pipeline import (
     settings_branch,
     settings_remote,
     state_branch_problems,
+    state_branches,
     state_items,
     state_ref,
     state_source,
@@ -125,9 +127,10 @@ def _end_progress(enabled: bool) -> None:
 
 
 def _print_data(items: list[dict[str, Any]], output: str, *, wide: bool = False,
-                texts: Mapping[int, bytes] | None = None) -> None:
+                texts: Mapping[int, bytes] | None = None, none: str = "No jobs.") -> None:
     """``items`` as ``output`` says. ``texts``: the text of items (by ``id``) as
-    placements.yaml has them, which is their YAML (``emit``), written as it is."""
+    placements.yaml has them, which is their YAML (``emit``), written as it is;
+    ``none``: the table's line when there are no items."""
     if output == "json":
         write_parts(json_parts(items), sys.stdout)
     elif output == "yaml" and texts and items and all(id(i) in texts for i in items):
@@ -138,7 +141,7 @@ def _print_data(items: list[dict[str, Any]], output: str, *, wide: bool = False,
     elif items:
         print(placements_table(items, wide=wide))
     else:
-        print("No jobs.")
+        print(none)
 
 
 def _print_value(value: Any, output: str) -> None:
@@ -320,6 +323,10 @@ def _state_items(repo: FleetRepo, branch: str, cache: Cache | None
     them)."""
     sha = _state_head(repo, branch)
     if sha is None:
+        others = state_branches(repo)
+        if others:  # (a typo, or a branch named by another fleet.yaml)
+            raise GitError(f"no state branch {branch!r}; the state here is on "
+                           f"{', '.join(others)}: --state-branch {others[0]} reads it")
         if repo.remotes():
             raise GitError(f"no state branch {branch!r} here: if a remote has one, fetch it "
                            f"(as said above); else run `fleetq reconcile` first")
@@ -384,6 +391,7 @@ def _branch(repo: FleetRepo, args: argparse.Namespace) -> str:
 def cmd_status(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     items, texts = _state_items(repo, _branch(repo, args), _cache(repo, args))
+    every = items
     if args.phase:
         items = [i for i in items if i.get("phase", "").lower() == args.phase.lower()]
     if args.namespace:
@@ -399,8 +407,33 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"fleetq: no job named {', '.join(map(repr, missing))} on "
                   f"{_branch(repo, args)}; `fleetq status` lists them", file=sys.stderr)
             return EXIT_USAGE
-    _print_data(items, args.output, wide=args.wide, texts=texts)
+    _print_data(items, args.output, wide=args.wide, texts=texts,
+                none=_none_found(every, args.phase, args.namespace))
     return EXIT_OK
+
+
+def _none_found(every: list[dict[str, Any]], phase: str | None, namespace: str | None) -> str:
+    """What ``status`` says when its filters leave no job, as ``kubectl get``
+    does ("No resources found in x namespace."), with the namespaces that have
+    jobs when none is in the one asked for (a typo, most likely)."""
+    where = (f" in phase {phase}" if phase else "") + \
+        (f" in namespace {namespace}" if namespace else "")
+    said = f"No jobs{where}."
+    if not namespace or any(i["job"]["namespace"] == namespace for i in every):
+        return said
+    spaces = sorted({str(i["job"]["namespace"]) for i in every})
+    if not spaces:
+        return said
+    close = difflib.get_close_matches(namespace, spaces, n=1)
+    listed = ", ".join(spaces[:MAX_LISTED]) + (
+        f" and {len(spaces) - MAX_LISTED} more" if len(spaces) > MAX_LISTED else "")
+    meant = f" (did you mean {close[0]}?)" if close else ""
+    if phase:
+        meant = f", which has no job at all{meant}"
+    return f"No jobs{where}{meant}: the jobs are in {listed}."
+
+
+MAX_LISTED = 10  # namespaces named when none has the jobs asked for
 
 
 def _names(job: Mapping[str, Any], name: tuple[str, str, str]) -> bool:

@@ -1561,6 +1561,16 @@ def written_by_fleetq(repo: FleetRepo, commit: str) -> bool:
     return TRAILER in trailers(repo.commit_info(commit).message)
 
 
+def state_branches(repo: FleetRepo) -> list[str]:
+    """The local branches whose head is a state commit fleetq wrote, sorted
+    (one git command)."""
+    out = repo.run("for-each-ref", f"--format=%(refname:short)%00%(trailers:key={TRAILER},"
+                   f"valueonly,separator=%x2C)", "refs/heads/",
+                   check=False).decode("utf-8", "surrogateescape")
+    return sorted(name for name, _, source in (line.partition("\0") for line in out.splitlines())
+                  if source.strip())
+
+
 def remote_copies(repo: FleetRepo, branch: str) -> list[tuple[str, str]]:
     """(``<remote>/<branch>``, its commit) of each remote's copy of ``branch``
     this repository has (as git last fetched it)."""

@@ -125,6 +125,27 @@ def test_status_json_and_yaml(seed_fleet: SeedFleet) -> None:
             "Failed") in proc.stderr
 
 
+def test_status_says_what_its_filters_found_nothing_in(seed_fleet: SeedFleet) -> None:
+    """As ``kubectl get -n x`` says "No resources found in x namespace.": the
+    filters named, and, when no job at all is in the namespace asked for (a
+    typo, most likely), the namespaces that have jobs, the closest first."""
+    repo = str(seed_fleet.path)
+    assert fleetq("reconcile", "--repo", repo, "--now", NOW).returncode == 0
+    cases = {("-n", "defualt"): "No jobs in namespace defualt (did you mean default?): the "
+                                "jobs are in default.",
+             ("-n", "default", "--phase", "failed"): "No jobs in phase Failed in namespace "
+                                                     "default.",
+             ("--phase", "failed"): "No jobs in phase Failed.",
+             ("-n", "prod", "--phase", "queued"): "No jobs in phase Queued in namespace prod, "
+                                                  "which has no job at all: the jobs are in "
+                                                  "default."}
+    for args, said in cases.items():
+        proc = fleetq("status", "--repo", repo, *args)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, said + "\n", ""), args
+    proc = fleetq("status", "--repo", repo, "-n", "prod", "-o", "json")
+    assert (proc.returncode, json.loads(proc.stdout)) == (0, [])  # (data: nothing else)
+
+
 def test_reconcile_output_json_matches_status(seed_fleet: SeedFleet) -> None:
     proc = fleetq("reconcile", "--repo", str(seed_fleet.path), "--now", NOW, "-o", "json")
     assert proc.returncode == 0, proc.stderr

@@ -196,6 +196,13 @@ def test_fleet_yaml_state_branch_and_exclude(tmp_path: Path) -> None:
     proc = fleetq("status", "--repo", str(path), "-o", "json")
     assert proc.returncode == 0, proc.stderr
     assert '"pytorch-test"' in proc.stdout
+    # A state branch mistyped, or the default one fleet.yaml no longer names:
+    # not "run reconcile" (which would start a second state), but where it is.
+    for wrong in ("fleet/rendred", STATE):
+        proc = fleetq("status", "--repo", str(path), "--state-branch", wrong)
+        assert (proc.returncode, proc.stdout) == (2, ""), proc.stdout
+        assert (f"no state branch {wrong!r}; the state here is on fleet/rendered: "
+                f"--state-branch fleet/rendered reads it") in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize(("how", "said"), [
