@@ -196,14 +196,14 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         else:
             advice.append("its quota has room; it waits for one member cluster to hold the "
                           "whole gang:")
-        advice.extend(short[name] for name in sorted(short))
+        advice.extend(NESTED + short[name] for name in sorted(short))
         if d.position is not None and tree is not None:
             advice.extend(_guaranteed_beyond(d, tree, quota_used, clusters, places, admitted))
     elif advice and not too_big and not blocked and places and len(short) == len(places):
         # (the quota is not all: with room there, no cluster could take it either)
         advice.append("and once the quota has room, no member cluster has room for the whole "
                       "gang now:")
-        advice.extend(short[name] for name in sorted(short))
+        advice.extend(NESTED + short[name] for name in sorted(short))
     if d.phase is Phase.QUEUED and d.preempted_by and \
             (d.preemption_reason or "").startswith(RECLAIMING):
         if reclaimer_within_min is not None:
@@ -221,8 +221,12 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                       f"borrowing above the quota's min, to be reclaimed again")
     if d.position and d.position > 1:
         advice.append(f"{d.position - 1} job(s) are ahead of it in queue {d.quota}")
-    lines.extend(f"- {a}" for a in advice)
+    lines.extend(f"  - {a[len(NESTED):]}" if a.startswith(NESTED) else f"- {a}"
+                 for a in advice)
     return lines
+
+
+NESTED = "\t"  # (an advice of the list of the one before it: each cluster's room, indented)
 
 
 def _guaranteed_beyond(d: Decision, tree: QuotaTree, quota_used: Mapping[str, Resources],

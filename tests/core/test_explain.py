@@ -100,8 +100,8 @@ def test_a_job_its_quota_admits_is_told_which_clusters_lack_what() -> None:
     assert lines[0] == "PyTorchJob team-a/second is Queued, position 1 in queue root/qa."
     assert lines[2:] == [
         "- its quota has room; it waits for one member cluster to hold the whole gang:",
-        "- cluster c1: nvidia.com/gpu 0 free of 8 needed",
-        "- cluster c2: nvidia.com/gpu 0 free of 8 needed"]
+        "  - cluster c1: nvidia.com/gpu 0 free of 8 needed",
+        "  - cluster c2: nvidia.com/gpu 0 free of 8 needed"]
 
 
 def test_an_admitted_job_is_told_where_it_runs_and_nothing_more() -> None:
@@ -321,7 +321,7 @@ def test_a_job_short_of_quota_and_of_cluster_room_is_told_both() -> None:
     lines = explained(inp, result, "w")
     at = lines.index("- and once the quota has room, no member cluster has room for the whole "
                      "gang now:")
-    assert lines[at + 1] == "- cluster c1: nvidia.com/gpu 0 free of 4 needed", lines
+    assert lines[at + 1] == "  - cluster c1: nvidia.com/gpu 0 free of 4 needed", lines
     assert any(line.startswith("- quota root/qa nvidia.com/gpu: 8 used of max 8") for line in
                lines[:at])
 
@@ -337,8 +337,8 @@ def test_a_job_whose_cluster_room_is_split_over_nodes_is_told_so() -> None:
     assert by["w"].phase is Phase.QUEUED, by["w"]
     assert explained(inp, result, "w")[2:] == [
         "- its quota has room; it waits for one member cluster to hold the whole gang:",
-        "- cluster c1: a worker pod needs nvidia.com/gpu 4 but no node has more than 2 free",
-        "- cluster c2: nvidia.com/gpu 2 free of 4 needed"]
+        "  - cluster c1: a worker pod needs nvidia.com/gpu 4 but no node has more than 2 free",
+        "  - cluster c2: nvidia.com/gpu 2 free of 4 needed"]
 
 
 def test_a_non_preemptible_job_is_not_told_to_drop_its_label_when_that_would_not_help(
@@ -374,9 +374,9 @@ def test_a_cluster_no_node_of_admits_the_job_is_told_so(cpu: str) -> None:
     assert by_name(result)["w"].phase is Phase.QUEUED, by_name(result)["w"]
     assert explained(inp, result, "w")[2:] == [
         "- its quota has room; it waits for one member cluster to hold the whole gang:",
-        "- cluster c1: no node admits its pods: no node has the labels of the main pods' "
+        "  - cluster c1: no node admits its pods: no node has the labels of the main pods' "
         "nodeSelector (disk=ssd)",
-        "- cluster c2: cpu 1 free of 4 needed"]
+        "  - cluster c2: cpu 1 free of 4 needed"]
 
 
 def test_a_job_blocked_behind_a_strict_fifo_head_is_not_told_of_nodes() -> None:
@@ -488,8 +488,8 @@ def test_explains_bullets_name_only_clusters_that_run_jobs_and_say_what_nodes_do
     a = job("a", "team-a").pod_set("main", 1, cpu="4").created("2026-01-01T00:00:02Z")
     inp, result = decided(cycle_input(jobs=[b, a], tree=tree(spec), clusters=[c1, c2, c3]))
     told = explained(inp, result, "a")
-    assert "- cluster c3: no node lists cpu in its allocatable (4 requested: add it where the " \
+    assert "  - cluster c3: no node lists cpu in its allocatable (4 requested: add it where the " \
            "nodes have it)" in told, told
-    assert "- cluster c2: cpu 2 free of 4 needed" in told, told
+    assert "  - cluster c2: cpu 2 free of 4 needed" in told, told
     assert any(line.startswith("- the jobs on c1 run within their quotas' min") for line in
                told), told

@@ -202,8 +202,8 @@ def test_a_failed_job_fails_over_its_old_copy_kept_until_the_new_one_runs(
 "or 600 s after it failed over (from gpu-hz-a at 2026-12-04T10:32:00Z) at the latest "
             "(gracePeriodSeconds), as its policy's failover purgeMode (Graciously) says."
             ) in told.stdout
-    listed = [line for line in told.stdout.splitlines() if line.startswith("- cluster ")]
-    assert listed and all(line.startswith("- cluster gpu-bj-b:") for line in listed), told.stdout
+    listed = [line for line in told.stdout.splitlines() if line.startswith("  - cluster ")]
+    assert listed and all(line.startswith("  - cluster gpu-bj-b:") for line in listed), told.stdout
     # a fixed point: the next reconcile changes nothing, and plan says so
     assert "up to date" in reconcile(fleet, "2026-12-04T10:32:30Z").stdout
     assert fleetq("plan", "--repo", str(fleet), "--now", "2026-12-04T10:32:40Z",
