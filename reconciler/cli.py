@@ -59,6 +59,7 @@ from reconciler.pipeline import (
     diff_trees,
     made_off_branch,
     newer_source,
+    no_revision,
     parse_now,
     read_inputs,
     reconcile,
@@ -242,6 +243,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
         # (a watch of a source it could never reconcile stops at once, as reconcile
         # does; one not there yet, a remote branch not fetched, is waited for)
         check_state_branch(repo, args.state_branch or settings_branch(repo, source), source)
+    elif not args.remote and repo.resolve("HEAD") is not None:
+        # (with no remote to bring it, a name that is no revision here is a typo: a
+        # repository with no commit yet, or a remote's branch, is waited for)
+        raise GitError(no_revision(repo, source))
     show = sys.stderr.isatty() and not args.quiet
     stop = threading.Event()
 

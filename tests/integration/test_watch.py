@@ -667,6 +667,20 @@ def test_an_interval_a_watch_could_not_keep_is_a_usage_error(tmp_path: Path,
     assert git(path, "rev-parse", "--verify", "--quiet", STATE, check=False) == ""
 
 
+def test_the_command_stops_at_once_on_a_source_no_remote_could_bring(tmp_path: Path) -> None:
+    """``watch --source relase`` (a typo) waited for ever, saying the same error
+    once; with no remote to bring the branch, it stops, exit 2, as reconcile
+    does. A remote's branch not fetched yet is still waited for."""
+    path = make_fleet_repo(tmp_path / "fleet", {"jobs/a.yaml": pytorchjob("a")})
+    proc = subprocess.run([sys.executable, "-m", "reconciler.cli", "watch", "--repo", str(path),
+                           "--source", "relase", "--remote", ""], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert "source revision 'relase' does not exist here: no branch, tag or commit of that " \
+        "name" in proc.stderr, proc.stderr
+    assert git(path, "rev-parse", "--verify", "--quiet", STATE, check=False) == ""
+
+
 def test_watch_purges_an_old_copy_when_its_grace_period_ends_with_no_new_commit(
         tmp_path: Path, watching: list[Watching]) -> None:
     """On the real clock: job ``a`` fails on c1 (its only cluster), its copy
