@@ -492,7 +492,7 @@ def named_by_order(inputs: FleetInputs) -> list[Problem]:
     """A warning on each job named by ``generateName`` in a file of several
     jobs: its name hashes its place in the file (DESIGN §2), so deleting or
     moving a document before it renames it: it would be deleted and run again."""
-    several = {s.job.path for s in inputs.jobs.values() if s.index > 0}
+    several = {s.job.path for s in inputs.jobs.values() if s.index != 0}
     if not several:
         return []
     out = []
@@ -502,7 +502,8 @@ def named_by_order(inputs: FleetInputs) -> list[Problem]:
                 job.key.name[:-5], job.path, source.index):
             out.append(Problem(job.path, job.line, (
                 f"{job.key} is named by its metadata.generateName and its place in a file of "
-                f"several jobs: deleting or moving a document before it renames it, and a "
+                f"several jobs: deleting or moving a document (or a List's item) before it "
+                f"renames it, and a "
                 f"renamed job is deleted and run again; give it a metadata.name"), "warning"))
     return out
 

@@ -215,26 +215,33 @@ class Document:
     """One YAML document of a file: its value, where it starts, and its nodes.
 
     An item of a ``v1 List`` is read as a document of its own (``expand_lists``):
-    ``index`` counts it among the file's objects (a job's identity when it has
-    no name of its own), ``number`` is the document of the file that holds it
-    (1 is the first), and ``item`` its place in the List's items (1 is the
-    first; ``None`` for a document that is no List's item)."""
+    ``index`` is then the List's, and ``items`` its place in the List (1 is the
+    first item; more than one number for a List in a List)."""
 
     path: str
-    index: int
+    index: int  # its place among the file's documents (0 is the first)
     line: int
     value: Any
     node: yaml.Node | None = None
-    number: int = 0  # (0: index + 1)
-    item: int | None = None
+    items: tuple[int, ...] = ()
 
     @property
     def place(self) -> str:
         """``document 2``, or ``item 3 of the List of document 2``."""
-        number = self.number or self.index + 1
-        if self.item is None:
-            return f"document {number}"
-        return f"item {self.item} of the List of document {number}"
+        text = f"document {self.index + 1}"
+        for number in self.items:
+            text = f"item {number} of the List of {text}"
+        return text
+
+    @property
+    def seat(self) -> int | str:
+        """Where in its file it is, for what takes its identity from that (a
+        job named by ``generateName``): its index, or for an item of a List,
+        ``index/item...`` (so that a List's items leave the documents after it
+        where they were)."""
+        if not self.items:
+            return self.index
+        return "/".join(map(str, (self.index, *self.items)))
 
     def line_of(self, field: str, *keys: str) -> int:
         """The line of a dotted field (``spec.root.children[0].max``), then of
@@ -312,20 +319,16 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
 def expand_lists(docs: list[Document], problems: list[Problem]) -> list[Document]:
     """The documents of a file with each ``apiVersion: v1, kind: List`` (what
     ``kubectl get -o yaml`` writes) replaced by its items, each a document of
-    its own at its line, as ``kubectl apply`` and Argo CD take them; a List
-    whose ``items`` is not a list becomes a problem. ``index`` then counts the
-    file's objects, so that each stays apart (``Document``)."""
+    its own at its line (``Document.items``), as ``kubectl apply`` and Argo CD
+    take them; a List whose ``items`` is not a list becomes a problem."""
     if not any(_is_list(doc.value) for doc in docs):
         return docs
     out: list[Document] = []
     for doc in docs:
-        number = doc.number or doc.index + 1
         if not _is_list(doc.value):
-            out.append(Document(doc.path, len(out), doc.line, doc.value, doc.node, number,
-                                doc.item))
+            out.append(doc)
             continue
         items = doc.value.get("items")
-        nodes = _items_node(doc.node)
         if items is None:
             continue  # (an empty List, as kubectl writes none)
         if not isinstance(items, list):
@@ -333,17 +336,13 @@ def expand_lists(docs: list[Document], problems: list[Problem]) -> list[Document
                 f"the items of this List are {yaml_type(items)}, not a list; give each "
                 f"object as an item (- apiVersion: ...), or as a document of its own")))
             continue
+        nodes = _items_node(doc.node)
         for i, item in enumerate(items):
             node = nodes[i] if nodes is not None and i < len(nodes) else None
             line = node.start_mark.line + 1 if node is not None else doc.line
-            inner = Document(doc.path, 0, line, item, node, number, i + 1)
-            if _is_list(item):  # (a List in a List: its items too, told as its item)
-                for got in expand_lists([inner], problems):
-                    got.index, got.item = len(out), i + 1
-                    out.append(got)
-            else:
-                inner.index = len(out)
-                out.append(inner)
+            # (a List in a List: its items too)
+            out.extend(expand_lists([Document(doc.path, doc.index, line, item, node,
+                                              (*doc.items, i + 1))], problems))
     return out
 
 
@@ -411,7 +410,7 @@ def iter_mapping_docs(docs: list[Document], problems: list[Problem],
         elif not isinstance(value.get("apiVersion"), str) or \
                 not isinstance(value.get("kind"), str):
             problem = Problem(doc.path, doc.line, (
-                f"{'document' if doc.item is None else doc.place} has no apiVersion or kind; "
+                f"{doc.place if doc.items else 'document'} has no apiVersion or kind; "
                 "add both "
                 "(e.g. apiVersion: kubeflow.org/v1, kind: PyTorchJob), or, if the file is "
                 f"not a Kubernetes manifest, exclude it in fleet.yaml (spec.exclude: "

@@ -780,16 +780,16 @@ _OWN_NAMES = {"ElasticQuotaTree", "PropagationPolicy", "ClusterPropagationPolicy
 
 def _read_job(doc: Document, job_kind: Any, blob: str) -> JobSource | InvalidJob:
     try:
-        return build_job(doc.value, job_kind, path=doc.path, index=doc.index, line=doc.line,
+        return build_job(doc.value, job_kind, path=doc.path, index=doc.seat, line=doc.line,
                          blob=blob, line_of=doc.line_of)
     except ManifestError as exc:
         line = doc.line_of(exc.field)
         try:
-            key = job_key(doc.value, doc.path, doc.index)
+            key = job_key(doc.value, doc.path, doc.seat)
         except (ManifestError, KeyError, TypeError):
             key = JobKey(str(doc.value.get("apiVersion")).rsplit("/", 1)[0],
                          str(doc.value.get("kind")), "default",
-                         f"<unnamed:{doc.path}#{doc.index}>")
+                         f"<unnamed:{doc.path}#{doc.seat}>")
         return InvalidJob(key=key, api_version=str(doc.value["apiVersion"]), path=doc.path,
                           line=line, blob=blob, message=f"{exc}; fix the manifest")
 

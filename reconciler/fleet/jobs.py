@@ -57,7 +57,7 @@ class JobSource:
 
     job: Job
     deps: tuple[tuple[str, str], ...]  # (kind, name) in the job's namespace
-    index: int  # document index in its file
+    index: int | str  # where in its file it is (``Document.seat``)
     # the parsed manifest, pickled and compressed (a third of the bytes: a fleet
     # holds every job's, and renders only the admitted) without a second parse
     manifest: bytes = b""
@@ -72,13 +72,13 @@ def api_group(api_version: str) -> str:
     return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
 
 
-def stable_name(prefix: str, path: str, index: int) -> str:
+def stable_name(prefix: str, path: str, index: int | str) -> str:
     """``generateName`` plus a short hash of the source path: the same every time."""
     seed = path if index == 0 else f"{path}#{index}"
     return prefix + hashlib.sha256(seed.encode()).hexdigest()[:5]
 
 
-def job_name(obj: Manifest, path: str, index: int) -> str:
+def job_name(obj: Manifest, path: str, index: int | str) -> str:
     meta = obj.get("metadata")
     if meta is None:
         raise ManifestError("metadata is missing; give the job metadata.name", "metadata")
@@ -97,7 +97,7 @@ def job_name(obj: Manifest, path: str, index: int) -> str:
     raise ManifestError("metadata.name (or metadata.generateName) is missing", "metadata")
 
 
-def job_key(obj: Manifest, path: str, index: int) -> JobKey:
+def job_key(obj: Manifest, path: str, index: int | str) -> JobKey:
     meta = obj.get("metadata") or {}
     namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
     if namespace is not None and not isinstance(namespace, str):
@@ -375,7 +375,7 @@ JOB_NAME_MOST = 63  # a Job's pods carry its name in a label (job-name), as oper
 CLUSTER_NAME_MOST = 63  # its jobs carry its name in a label (fleetq.io/cluster)
 
 
-def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int, line: int,
+def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int | str, line: int,
               blob: str, line_of: LineOf | None = None) -> JobSource:
     """The core ``Job`` of a manifest; raises ``ManifestError`` naming the field.
     ``line_of``: the line of a field of it (``Document.line_of``), for those

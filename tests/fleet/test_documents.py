@@ -224,15 +224,16 @@ def test_the_items_of_a_v1_list_are_read_as_documents_at_their_lines() -> None:
     """What ``kubectl get -o yaml`` writes (``kind: List``), as ``kubectl apply``
     takes it: each item an object of the file at its own line, a List in a
     List read through, an empty one nothing; a document that is not a List is
-    kept as it is, and ``index`` counts objects, so that each stays apart."""
+    kept as it is, where it was in the file (its ``seat``: a job named by
+    generateName keeps its name), and each item has a seat of its own."""
     docs, problem = parse_documents("jobs/x.yaml", LISTED)
     assert problem is None and len(docs) == 4
     problems: list[Problem] = []
     read = expand_lists(docs, problems)
-    assert [(d.index, d.line, d.place) for d in read] == [
-        (0, 1, "document 1"), (1, 8, "item 1 of the List of document 2"),
-        (2, 14, "item 2 of the List of document 2"), (3, 15, "item 3 of the List of document 2"),
-        (4, 21, "document 4")]
+    assert [(d.seat, d.line, d.place) for d in read] == [
+        (0, 1, "document 1"), ("1/1", 8, "item 1 of the List of document 2"),
+        ("1/2/1", 14, "item 1 of the List of item 2 of the List of document 2"),
+        ("1/3", 15, "item 3 of the List of document 2"), (3, 21, "document 4")]
     assert [d.value["metadata"]["name"] for d in read if isinstance(d.value, dict)] == [
         "before", "first", "inner", "after"]
     assert read[1].line_of("metadata.name") == 10  # (its own nodes: a field's line)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -1130,6 +1131,27 @@ def test_the_jobs_of_a_v1_list_are_read_each_as_a_document(tmp_path: Path) -> No
     for name in ("l1", "l2"):  # (where they ran, they run on)
         assert (got[f"default/{name}"]["phase"], got[f"default/{name}"].get("cluster")) == (
             before[name]["phase"], before[name].get("cluster"))
+
+
+def test_a_list_leaves_the_names_of_the_jobs_after_it_as_they_were(tmp_path: Path) -> None:
+    """A job named by generateName takes its name from its place in its file:
+    the documents after a List keep their places (the List's items do not
+    count), so that a job running before Lists were read is not renamed (deleted
+    and run again); each item of a List has a name of its own."""
+    configmap = "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {}}}\ndata: {{a: b}}\n"
+    generated = pytorchjob("x").replace("  name: x\n", "  generateName: gen-job-\n")
+    path = make_fleet_repo(tmp_path / "fleet", {
+        **seed_fleet_files(),
+        "jobs/default/gen.yaml": _listed(configmap.format("c1"), configmap.format("c2"),
+                                         generated) + "---\n" + generated})
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    names = {name for name in placements(path) if name.startswith("default/gen-job-")}
+    seats = ("jobs/default/gen.yaml#1", "jobs/default/gen.yaml#0/3")
+    assert names == {"default/gen-job-" + hashlib.sha256(seat.encode()).hexdigest()[:5]
+                     for seat in seats}, names
+    assert "deleting or moving a document (or a List's item) before it renames it" in \
+        proc.stderr, proc.stderr
 
 
 def test_a_yaml_file_named_in_capitals_is_told_not_read_until_renamed(tmp_path: Path) -> None:
