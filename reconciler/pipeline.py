@@ -1311,7 +1311,7 @@ def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
     raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
 
 
-CLOCK_SKEW = dt.timedelta(minutes=5)  # a report dated further ahead of the clock: from the future
+CLOCK_SKEW = dt.timedelta(minutes=5)  # a report or state dated further ahead: a wrong clock
 
 
 def _earlier_reports(repo: FleetRepo, reports: Sequence[ClusterReport],
@@ -1369,28 +1369,48 @@ def newer_source(repo: FleetRepo, remote: str | None, source_rev: str,
 
 
 def state_clock(repo: FleetRepo, state: str, now: dt.datetime) -> dt.datetime:
-    """The time a reconcile from ``state`` decides at: ``now``, or the state's
-    own time when ``now`` is before it (a runner whose clock is behind
-    another's, a --now from the past). A state's times never go back: a job
-    new now is enqueued no earlier than the jobs queued before it, and goes
-    behind them in its queue, as it came after them (``clock_behind`` says so)."""
-    then = parse_now(repo.commit_info(state).committed_at)
-    return max(now, then)
+    """The time a reconcile from ``state`` decides at (``decides_at``)."""
+    return decides_at(parse_now(repo.commit_info(state).committed_at), now)
+
+
+def decides_at(then: dt.datetime, now: dt.datetime) -> dt.datetime:
+    """The time a reconcile at ``now`` from a state dated ``then`` decides at.
+
+    ``now``, unless it is before ``then`` (a runner whose clock is behind the
+    one that wrote the state, a --now from the past): then a second after
+    ``then``, so that a state's times never go back and a job new now is
+    enqueued after the jobs queued before it, and goes behind them in its queue
+    (even behind those of a name that sorts after it). But a state dated more
+    than ``CLOCK_SKEW`` ahead of ``now`` is taken as written by a wrong clock,
+    which is not followed (else one such state would hold every later one at
+    its time): ``now``. ``clock_behind`` says which."""
+    if now >= then or now + CLOCK_SKEW < then:
+        return now
+    return then + dt.timedelta(seconds=1)
 
 
 def clock_behind(repo: FleetRepo, branch: str, state: str | None, now: dt.datetime
                  ) -> list[Problem]:
     """A warning when the reconcile's clock (this machine's, or ``--now``) is
-    behind the time of the state it goes on from (see ``state_clock``)."""
+    behind the time of the state it goes on from (see ``decides_at``)."""
     if state is None:
         return []
-    then, clock = repo.commit_info(state).committed_at, rfc3339(now)
-    if clock >= then:
+    then = parse_now(repo.commit_info(state).committed_at)
+    if now >= then:
         return []
+    at = decides_at(then, now)
+    if at != now:
+        return [Problem(branch, 0, (
+            f"the clock ({rfc3339(now)}) is behind the time of the state it goes on from "
+            f"({rfc3339(then)}): it decides at {rfc3339(at)}, so that jobs new now are queued "
+            f"behind those queued before them; set this machine's clock right (or --now)"),
+            "warning")]
     return [Problem(branch, 0, (
-        f"the clock ({clock}) is behind the time of the state it goes on from ({then}): it "
-        f"decides at {then}, so that jobs new now are queued behind those queued before "
-        f"them; set this machine's clock right (or --now)"), "warning")]
+        f"the state it goes on from is dated {rfc3339(then)}, more than "
+        f"{CLOCK_SKEW.seconds // 60} minutes ahead of the clock ({rfc3339(now)}): taken as "
+        f"written by a wrong clock, it decides at {rfc3339(now)}, and jobs new now may be "
+        f"queued ahead of those queued before them; if this machine's clock is the wrong one, "
+        f"set it right (or --now)"), "warning")]
 
 
 def source_lost(repo: FleetRepo, remote: str | None, branch: str, state: str | None,

@@ -1028,16 +1028,34 @@ def test_a_commit_dated_ahead_of_the_clock_enqueues_its_jobs_when_seen(
                   "2026-11-29T09:45:00Z").returncode == 0
     assert placements(seed_fleet.path)["default/pytorch-second"]["position"] == 1
     # A clock behind the state's own time (a runner's clock behind the one that
-    # wrote it): said, and the state's time taken, so that a job new now queues
-    # behind those queued before it, not ahead of them.
-    write_files(seed_fleet.path, {"jobs/default/queued-later.yaml": pytorchjob("queued-later")})
-    commit_all(seed_fleet.path, "a later job")
-    proc = fleetq("reconcile", "--repo", str(seed_fleet.path), "--now", "2026-11-29T09:00:00Z")
-    assert proc.returncode == 0 and "fleetq/state: warning: the clock (2026-11-29T09:00:00Z) " \
+    # wrote it): said, and a second after the state's time taken, so that a job
+    # new now queues behind those queued before it, even one whose name sorts
+    # first (a tie of enqueue times goes by name).
+    path = seed_fleet.path
+    write_files(path, {"jobs/default/a-later.yaml": pytorchjob("a-later")})
+    commit_all(path, "a later job")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T09:43:00Z")
+    assert proc.returncode == 0 and "fleetq/state: warning: the clock (2026-11-29T09:43:00Z) " \
         "is behind the time of the state it goes on from (2026-11-29T09:45:00Z): it decides " \
-        "at 2026-11-29T09:45:00Z" in proc.stderr, proc.stderr
-    got = placements(seed_fleet.path)
-    assert (got["default/pytorch-second"]["position"], got["default/queued-later"]["position"],
-            got["default/queued-later"]["enqueuedAt"]) == (1, 2, "2026-11-29T09:45:00Z"), got
-    assert git(seed_fleet.path, "log", "-1", "--format=%cI", STATE).strip() in (
-        "2026-11-29T09:45:00Z", "2026-11-29T09:45:00+00:00")
+        "at 2026-11-29T09:45:01Z" in proc.stderr, proc.stderr
+    got = placements(path)
+    assert (got["default/pytorch-second"]["position"], got["default/a-later"]["position"],
+            got["default/a-later"]["enqueuedAt"]) == (1, 2, "2026-11-29T09:45:01Z"), got
+    assert _committed_at(path) == "2026-11-29T09:45:01"
+    # A state dated more than 5 minutes ahead of the clock: a wrong clock wrote it
+    # (one that would hold every later state at its time, if followed): the clock
+    # is, and the state it makes is dated by it.
+    write_files(path, {"jobs/default/b-later.yaml": pytorchjob("b-later")})
+    commit_all(path, "another job")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T09:30:00Z")
+    assert proc.returncode == 0 and "fleetq/state: warning: the state it goes on from is " \
+        "dated 2026-11-29T09:45:01Z, more than 5 minutes ahead of the clock " \
+        "(2026-11-29T09:30:00Z): taken as written by a wrong clock, it decides at " \
+        "2026-11-29T09:30:00Z" in proc.stderr, proc.stderr
+    assert placements(path)["default/b-later"]["enqueuedAt"] == "2026-11-29T09:30:00Z"
+    assert _committed_at(path) == "2026-11-29T09:30:00"
+
+
+def _committed_at(path: Path) -> str:
+    """The state's commit time, to the second, in UTC."""
+    return git(path, "log", "-1", "--format=%cI", STATE).strip()[:19]
