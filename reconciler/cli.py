@@ -306,6 +306,10 @@ def _state_head(repo: FleetRepo, branch: str) -> str | None:
                       f"{name.partition('/')[0]} to bring it up to date", file=sys.stderr)
         return sha
     if not copies:
+        elsewhere = _elsewhere(repo, branch)
+        if elsewhere is not None:
+            print(f"fleetq: no state branch {branch!r}; {elsewhere}", file=sys.stderr)
+            return None
         remotes = repo.remotes()
         if remotes:  # (a shallow or single-branch clone, a CI checkout, fetches main alone)
             name = remotes[0] if len(remotes) == 1 else "<remote>"
@@ -321,17 +325,31 @@ def _state_head(repo: FleetRepo, branch: str) -> str | None:
     return sha
 
 
+def _elsewhere(repo: FleetRepo, branch: str) -> str | None:
+    """Where fleetq's state is, when not on ``branch`` (a typo, the branch of
+    another fleet.yaml), and the option that reads it; ``None`` when no other
+    branch here, nor a remote's copy of one, holds a state."""
+    others = [(name, remote) for name, remote in state_branches(repo) if name != branch]
+    if not others:
+        return None
+    names = sorted({name for name, _ in others})
+    best = (difflib.get_close_matches(branch, names, n=1, cutoff=0) or names)[0]
+    where = ", ".join(name if remote is None else f"{remote}/{name} (as git last fetched it)"
+                      for name, remote in others)
+    return f"the state here is on {where}: --state-branch {best} reads it"
+
+
 def _state_items(repo: FleetRepo, branch: str, cache: Cache | None
                  ) -> tuple[list[dict[str, Any]], dict[int, bytes]]:
     """The state's items, and the text of each in placements.yaml when the
     cache gave it, by ``id`` of the item (a list filtered or sorted keeps
     them)."""
+    if repo.resolve(state_ref(branch)) is None and not remote_copies(repo, branch):
+        elsewhere = _elsewhere(repo, branch)
+        if elsewhere is not None:
+            raise GitError(f"no state branch {branch!r}; {elsewhere}")
     sha = _state_head(repo, branch)
     if sha is None:
-        others = state_branches(repo)
-        if others:  # (a typo, or a branch named by another fleet.yaml)
-            raise GitError(f"no state branch {branch!r}; the state here is on "
-                           f"{', '.join(others)}: --state-branch {others[0]} reads it")
         if repo.remotes():
             raise GitError(f"no state branch {branch!r} here: if a remote has one, fetch it "
                            f"(as said above); else run `fleetq reconcile` first")
@@ -403,8 +421,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         items = [i for i in items if i["job"]["namespace"] == args.namespace]
     if args.jobs:
         named = [(wanted, _job_name(wanted)) for wanted in args.jobs]
+        # (one the filters leave out is not missing: as kubectl get with a selector)
         missing = [wanted for wanted, name in named
-                   if not any(_names(i["job"], name) for i in items)]
+                   if not any(_names(i["job"], name) for i in every)]
         items = [i for i in items if any(_names(i["job"], name) for _, name in named)]
         if missing:  # (the others are listed, as kubectl get lists those it finds)
             if items:
@@ -429,7 +448,8 @@ def _none_found(every: list[dict[str, Any]], phase: str | None, namespace: str |
     spaces = sorted({str(i["job"]["namespace"]) for i in every})
     if not spaces:
         return said
-    close = difflib.get_close_matches(namespace, spaces, n=1)
+    lowered = {space.lower(): space for space in spaces}
+    close = [lowered[c] for c in difflib.get_close_matches(namespace.lower(), list(lowered), n=1)]
     listed = ", ".join(spaces[:MAX_LISTED]) + (
         f" and {len(spaces) - MAX_LISTED} more" if len(spaces) > MAX_LISTED else "")
     meant = f" (did you mean {close[0]}?)" if close else ""

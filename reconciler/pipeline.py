@@ -1582,14 +1582,26 @@ def written_by_fleetq(repo: FleetRepo, commit: str) -> bool:
     return TRAILER in trailers(repo.commit_info(commit).message)
 
 
-def state_branches(repo: FleetRepo) -> list[str]:
-    """The local branches whose head is a state commit fleetq wrote, sorted
-    (one git command)."""
-    out = repo.run("for-each-ref", f"--format=%(refname:short)%00%(trailers:key={TRAILER},"
-                   f"valueonly,separator=%x2C)", "refs/heads/",
+def state_branches(repo: FleetRepo) -> list[tuple[str, str | None]]:
+    """(branch, ``None``) of each local branch whose head is a state commit
+    fleetq wrote, and (branch, remote) of each remote's copy of one (as git
+    last fetched it), sorted (one git command)."""
+    out = repo.run("for-each-ref", f"--format=%(refname)%00%(trailers:key={TRAILER},"
+                   f"valueonly,separator=%x2C)", "refs/heads/", "refs/remotes/",
                    check=False).decode("utf-8", "surrogateescape")
-    return sorted(name for name, _, source in (line.partition("\0") for line in out.splitlines())
-                  if source.strip())
+    remotes = repo.remotes()
+    found: list[tuple[str, str | None]] = []
+    for ref, _, source in (line.partition("\0") for line in out.splitlines()):
+        if not source.strip():
+            continue
+        if ref.startswith("refs/heads/"):
+            found.append((ref.removeprefix("refs/heads/"), None))
+            continue
+        name = ref.removeprefix("refs/remotes/")
+        remote = next((r for r in remotes if name.startswith(r + "/")), None)
+        if remote is not None:
+            found.append((name.removeprefix(remote + "/"), remote))
+    return sorted(found, key=lambda f: (f[0], f[1] or ""))
 
 
 def remote_copies(repo: FleetRepo, branch: str) -> list[tuple[str, str]]:

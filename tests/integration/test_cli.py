@@ -133,6 +133,12 @@ def test_status_says_what_its_filters_found_nothing_in(seed_fleet: SeedFleet) ->
     assert fleetq("reconcile", "--repo", repo, "--now", NOW).returncode == 0
     cases = {("-n", "defualt"): "No jobs in namespace defualt (did you mean default?): the "
                                 "jobs are in default.",
+             ("-n", "DEFAULT"): "No jobs in namespace DEFAULT (did you mean default?): the "
+                                "jobs are in default.",
+             # (a job the filters leave out is not missing: as kubectl get -l says)
+             ("-n", "defualt", "pytorch-test"): "No jobs in namespace defualt (did you mean "
+                                                "default?): the jobs are in default.",
+             ("--phase", "failed", "default/pytorch-test"): "No jobs in phase Failed.",
              ("-n", "default", "--phase", "failed"): "No jobs in phase Failed in namespace "
                                                      "default.",
              ("--phase", "failed"): "No jobs in phase Failed.",

@@ -203,6 +203,20 @@ def test_fleet_yaml_state_branch_and_exclude(tmp_path: Path) -> None:
         assert (proc.returncode, proc.stdout) == (2, ""), proc.stdout
         assert (f"no state branch {wrong!r}; the state here is on fleet/rendered: "
                 f"--state-branch fleet/rendered reads it") in proc.stderr, proc.stderr
+    # The closest of several; in a clone (a CI runner's), the remote's copies; and
+    # plan, which goes on from no state, says so too.
+    git(path, "branch", "a-backup", "fleet/rendered")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(path), str(clone))
+    for where, listed in ((path, "a-backup, fleet/rendered"),
+                          (clone, "origin/a-backup (as git last fetched it), "
+                                  "origin/fleet/rendered (as git last fetched it)")):
+        said = (f"no state branch 'fleet/rendred'; the state here is on {listed}: "
+                f"--state-branch fleet/rendered reads it")
+        for command in ("status", "plan"):
+            proc = fleetq(command, "--repo", str(where), "--state-branch", "fleet/rendred")
+            assert said in proc.stderr, (command, proc.stderr)
+            assert "git fetch" not in proc.stderr and "run `fleetq reconcile`" not in proc.stderr
 
 
 @pytest.mark.parametrize(("how", "said"), [
