@@ -83,6 +83,7 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
     key = decision.key
     kind = kind_for(decision.api_version, key.kind)
     assert kind is not None, f"{decision.api_version} {key.kind} is a job kind"
+    as_created(obj)
     meta = obj.setdefault("metadata", {})
     meta.pop("generateName", None)
     meta["name"] = key.name
@@ -127,6 +128,34 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
     return obj, groups
 
 
+# What the API server sets on an object it keeps, which ``kubectl get -o yaml``
+# writes out: a manifest that carries them (one exported from a cluster) is
+# refused on create (resourceVersion), would be deleted at once by the garbage
+# collector of a cluster its owner is not on (ownerReferences: another
+# cluster's uid), or says what is not so (status). creationTimestamp, which
+# the server sets anew, stays: it is the job's enqueue time (DESIGN §2).
+SERVER_SET = ("uid", "resourceVersion", "generation", "managedFields", "selfLink",
+              "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences")
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def as_created(obj: Manifest) -> None:
+    """``obj`` as an object to create, in place: without what the API server
+    set on the object it was read from (``SERVER_SET``, ``status``, and
+    kubectl's copy of what was last applied)."""
+    obj.pop("status", None)
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return
+    for name in SERVER_SET:
+        meta.pop(name, None)
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict) and LAST_APPLIED in annotations:
+        del annotations[LAST_APPLIED]
+        if not annotations:
+            del meta["annotations"]
+
+
 def _quota_name(path: str | None, tree: QuotaTree | None) -> str | None:
     if path is None:
         return None
@@ -165,6 +194,7 @@ KEEP_NAMESPACE = {"argocd.argoproj.io/sync-options": "Prune=false",
 def _namespace_manifest(ns: str, source: Mapping[str, Any] | None) -> Manifest:
     if source is not None:
         obj = copy.deepcopy(dict(source))
+        as_created(obj)
     else:
         obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
     meta = obj.setdefault("metadata", {})
@@ -180,6 +210,7 @@ def _namespace_manifest(ns: str, source: Mapping[str, Any] | None) -> Manifest:
 
 def _dependency_manifest(dep: Dependency) -> Manifest:
     obj = copy.deepcopy(dep.manifest)
+    as_created(obj)
     meta = obj.setdefault("metadata", {})
     meta["namespace"] = dep.namespace
     meta.setdefault("labels", {})

@@ -1094,7 +1094,11 @@ def test_the_jobs_of_a_v1_list_are_read_each_as_a_document(tmp_path: Path) -> No
     An item without a kind is an error at its own line; the List's jobs then
     keep their places, and the rest of the fleet is reconciled."""
     path = make_fleet_repo(tmp_path / "fleet", seed_fleet_files())
-    write_files(path, {"jobs/default/listed.yaml": _listed(pytorchjob("l1"), pytorchjob("l2"))})
+    # (as kubectl writes them: with what the API server set, which is not sent)
+    exported = [pytorchjob(name).replace(
+        "  namespace: default\n", "  namespace: default\n  resourceVersion: \"4711\"\n"
+        f"  uid: 5d0c-{name}\n") + "status:\n  conditions: []\n" for name in ("l1", "l2")]
+    write_files(path, {"jobs/default/listed.yaml": _listed(*exported)})
     commit_all(path, "a List of jobs")
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
     assert proc.returncode == 0 and "listed" not in proc.stdout + proc.stderr, proc.stderr
@@ -1111,6 +1115,8 @@ def test_the_jobs_of_a_v1_list_are_read_each_as_a_document(tmp_path: Path) -> No
                                     f"{item['job']['name']}.yaml")
         assert rendered["kind"] == "PyTorchJob" and \
             rendered["metadata"]["name"] == item["job"]["name"]
+        assert "status" not in rendered and "resourceVersion" not in rendered["metadata"]
+        assert "uid" not in rendered["metadata"]
     before = {name: got[f"default/{name}"] for name in ("l1", "l2")}
 
     kindless = "apiVersion: kubeflow.org/v1\nmetadata: {name: l3, namespace: default}\n"

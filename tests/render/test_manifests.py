@@ -82,3 +82,29 @@ def test_an_mpijob_v1_keeps_its_clean_pod_policy_where_its_crd_has_it() -> None:
                         MemberCluster("m-a"), None)
     assert obj["spec"]["cleanPodPolicy"] == "Running"
     assert "runPolicy" not in obj["spec"]
+
+
+def test_what_the_api_server_set_on_a_job_read_from_a_cluster_is_not_sent() -> None:
+    """A job from ``kubectl get -o yaml`` carries what the server set: its
+    resourceVersion makes the create fail, its ownerReferences (another
+    cluster's uid) have it deleted by the garbage collector; neither is sent,
+    nor its status or kubectl's last-applied copy. Its creationTimestamp, its
+    enqueue time, stays (the server sets it anew)."""
+    job = pytorchjob()
+    job["metadata"].update({
+        "uid": "0c4b9f1e", "resourceVersion": "4711", "generation": 3,
+        "creationTimestamp": "2026-11-01T08:00:00Z", "selfLink": "/apis/x",
+        "managedFields": [{"manager": "kubectl"}],
+        "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "o", "uid": "u"}],
+        "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}",
+                        "team/owner": "text"}})
+    job["status"] = {"conditions": [{"type": "Running", "status": "True"}]}
+    obj, _ = render_job(job, decision("PyTorchJob", "kubeflow.org/v1", "p", ("worker", 1)),
+                        MemberCluster("m-a"), None)
+    assert "status" not in obj
+    meta = obj["metadata"]
+    assert not {"uid", "resourceVersion", "generation", "selfLink", "managedFields",
+                "ownerReferences"} & set(meta), meta
+    assert meta["creationTimestamp"] == "2026-11-01T08:00:00Z"
+    assert meta["annotations"]["team/owner"] == "text"
+    assert "kubectl.kubernetes.io/last-applied-configuration" not in meta["annotations"]
