@@ -454,7 +454,7 @@ def no_clusters(inputs: FleetInputs) -> list[Problem]:
 def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info: CommitInfo,
                  now: dt.datetime, settled: frozenset[JobKey],
                  problems: list[Problem] | None = None) -> CycleInput:
-    """The cycle's input. A job defined in more than one file is invalid: which
+    """The cycle's input. A job defined more than once is invalid: which
     file would count would depend on their names, and a new file must not
     take a running job over (one that ran keeps its place, flagged); so are
     jobs of two kinds with one namespace and name (``shared_names``), each an
@@ -473,7 +473,7 @@ def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info:
         twice = inputs.twice
         invalid += tuple(InvalidJob(
             j.key, j.api_version, j.path, j.line, j.blob,
-            f"{j.key} is defined in more than one file (see the errors of fleetq validate): "
+            f"{j.key} is defined more than once (see the errors of fleetq validate): "
             f"none of them is used; rename all but one") for j in jobs if j.key in twice)
         jobs = tuple(j for j in jobs if j.key not in twice)
     return CycleInput(

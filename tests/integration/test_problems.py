@@ -572,7 +572,7 @@ def test_a_new_file_defining_a_running_job_again_takes_nothing_over(tmp_path: Pa
     kept = after["text/llama-lora-sft"]
     assert (kept["phase"], kept["cluster"], kept.get("sourceInvalid")) == \
         ("Admitted", before["cluster"], True), kept
-    assert "defined in more than one file" in kept["reason"]
+    assert "is defined more than once (see the errors of fleetq validate)" in kept["reason"]
     assert state_show(path, rendered) == was
     assert after["text/tokenizer-ablation"]["phase"] == "Invalid"
     # renamed: the copy is a job of its own, and the running one is as it was
