@@ -54,6 +54,7 @@ from reconciler.pipeline import (
     check_remote_state,
     check_source,
     check_state_branch,
+    clock_behind,
     compute,
     damaged_state,
     diff_trees,
@@ -608,6 +609,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         check_remote_state(repo, args.remote, branch, base)
     # (nothing written: a plan reads, and may run where the repository is read-only)
     computed = _computed_on(repo, args, branch, state_base=base, now=args.now, write=False)
+    computed.problems.extend(clock_behind(repo, branch, base, parse_now(args.now)))
     files = diff_trees(repo, base, computed.files)
     changed = bool(files)
     made_from = state_source(repo, base, computed.source.sha, args.remote)

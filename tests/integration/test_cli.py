@@ -1060,6 +1060,11 @@ def test_a_commit_dated_ahead_of_the_clock_enqueues_its_jobs_when_seen(
         "2026-11-29T09:30:00Z" in proc.stderr, proc.stderr
     assert placements(path)["default/b-later"]["enqueuedAt"] == "2026-11-29T09:30:00Z"
     assert _committed_at(path) == "2026-11-29T09:30:00"
+    # plan, which decides as reconcile would, says so too
+    proc = fleetq("plan", "--repo", str(path), "--now", "2026-11-29T09:29:00Z")
+    assert proc.returncode == 0 and "fleetq/state: warning: the clock (2026-11-29T09:29:00Z) " \
+        "is behind the time of the state it goes on from (2026-11-29T09:30:00Z): it decides " \
+        "at 2026-11-29T09:30:01Z" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
 
 
 def _committed_at(path: Path) -> str:
