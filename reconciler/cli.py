@@ -22,13 +22,13 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from reconciler import __version__
-from reconciler.core.explain import explain_decision
-from reconciler.core.model import Decision, MemberCluster, Phase, PreemptionPolicy
+from reconciler.core.explain import Fits, explain_decision
+from reconciler.core.model import Decision, Job, MemberCluster, Phase, PreemptionPolicy
 from reconciler.core.policy import candidate_groups
 from reconciler.core.problems import Problem
 from reconciler.fleet.cache import Cache
@@ -714,6 +714,18 @@ def _unread_naming(repo: FleetRepo, computed: Computed, name: str) -> str:
             f"(`fleetq validate` lists them)")
 
 
+def _fits(computed: Computed, job: Job, candidates: list[str] | None) -> Fits:
+    """``explain``'s ``fits`` for ``job``: why it would not fit on each of its
+    candidate clusters as the cycle left them, with some running jobs gone."""
+    jobs = computed.inputs.jobs
+    names = candidates if candidates is not None else [c.name for c in computed.inputs.clusters]
+
+    def fits(gone: Collection[Decision]) -> Mapping[str, str]:
+        return computed.result.cluster_fits(job, names, {
+            x.key: jobs[x.key].job.pod_sets for x in gone if x.key in jobs})
+    return fits
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     branch = _branch(repo, args)
@@ -753,7 +765,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
                              deleted_when=source.job.deleted_when if source is not None
                              else (False, False),
                              not_preemptible={k for k, s in inputs.jobs.items()
-                                              if not s.job.preemptible})
+                                              if not s.job.preemptible},
+                             fits=_fits(computed, source.job, candidates)
+                             if source is not None and d.phase is Phase.QUEUED else None)
     said = _not_yet(repo, args, base, computed, d)
     if args.output in ("json", "yaml"):
         _print_value({"job": decision_item(d), "explanation": lines,

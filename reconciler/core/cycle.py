@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import heapq
 import operator
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 
 from reconciler.core.gang import NO_NODE_MATCHES, ClusterState, Fit, Ranking, job_cluster_total
@@ -145,6 +145,35 @@ class CycleResult:
     # left the fleet; its requests changed and no longer fit there): an event of
     # this reconcile, for the commit message, not a reason the next one restates.
     moved: dict[JobKey, str] = field(default_factory=dict)
+    # The member clusters as the cycle left them, their nodes and what runs on
+    # each (for ``explain``: whether a waiting job's pods would pack there now).
+    clusters: dict[str, ClusterState] = field(default_factory=dict, compare=False, repr=False)
+
+    def cluster_fits(self, job: Job, names: Iterable[str],
+                     without: Mapping[JobKey, tuple[PodSet, ...]] | None = None
+                     ) -> dict[str, str]:
+        """Why ``job``'s gang would not fit now on each of the clusters ``names``
+        that it would not fit on, its quota aside (``ClusterState.fit``); with
+        the running jobs ``without`` (their pod sets) gone, when given (a
+        what-if: each is put back as it was)."""
+        total = job_cluster_total(job.pod_sets)
+        out = {}
+        for name in names:
+            state = self.clusters.get(name)
+            if state is None:
+                continue
+            gone = [(key, pod_sets, state.placed[key]) for key, pod_sets in (without or {}).items()
+                    if key in state.placed]
+            for key, pod_sets, _ in gone:
+                state.remove(key, pod_sets)
+            try:
+                got = state.fit(job.key, job.pod_sets, total)
+            finally:
+                for key, pod_sets, fit in reversed(gone):
+                    state.undo_remove(key, pod_sets, fit)
+            if isinstance(got, str):
+                out[name] = got
+        return out
 
 
 @dataclass
@@ -1743,7 +1772,8 @@ class _Cycle:
         return CycleResult(decisions=result, problems=sorted(self.problems),
                            quota_used=quota_used, cluster_free=cluster_free,
                            from_prior=frozenset(from_prior), ahead=self.ahead,
-                           moved=dict(sorted(self.requeue_notes.items())))
+                           moved=dict(sorted(self.requeue_notes.items())),
+                           clusters=self.clusters)
 
 
 _job_key: Callable[[Job], JobKey] = operator.attrgetter("key")

@@ -6,7 +6,7 @@ free capacity, and returns sentences a person can act on.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from reconciler.core.cycle import BLOCKED_BEHIND, FITS_NO_CLUSTER, FITS_NO_CLUSTER_EMPTY
 from reconciler.core.gang import NO_NODE_LISTS, NO_NODE_MATCHES, cluster_capacity
@@ -28,6 +28,10 @@ from reconciler.core.quota import (
 )
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, add_into, format_quantity
 
+# Why a waiting job would not fit on each candidate cluster where it would not, with
+# the running jobs given gone (``CycleResult.cluster_fits``, for the job)
+Fits = Callable[[Collection[Decision]], Mapping[str, str]]
+
 
 def _q(name: str, milli: int) -> str:
     return format_quantity(name, milli)
@@ -43,7 +47,8 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             deleted_when: tuple[bool, bool] = (False, False),
             ahead_in_queue: Collection[Decision] = (), admitted: Collection[Decision] = (),
             preemption: PreemptionPolicy = PreemptionPolicy.LOWER_PRIORITY,
-            not_preemptible: Collection[JobKey] = ()) -> list[str]:
+            not_preemptible: Collection[JobKey] = (),
+            fits: Fits | None = None) -> list[str]:
     """Sentences: the state, the blocking limits, and what would unblock the job.
     ``sparing_in_quota``: the jobs of its quota that wait sparing the job that
     reclaimed their place and could evict it in turn (see ``find_victims``).
@@ -57,7 +62,10 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     ``ahead_in_queue``: the jobs before it in its queue (served first);
     ``admitted``: every admitted job (those holding a quota above its own are
     named); ``preemption``: its quota's preemption policy, and
-    ``not_preemptible`` the jobs none may preempt."""
+    ``not_preemptible`` the jobs none may preempt; ``fits``: why its gang
+    would not fit now on each cluster where it would not, its pods packed onto
+    nodes, with some running jobs gone (``CycleResult.cluster_fits``; else told
+    from the clusters' free sums)."""
     d = decision
     where = (f" (it ran on {', '.join((d.cluster or '', *d.copies))})" if d.copies
              and d.phase in (Phase.FINISHED, Phase.FAILED) else f" on {d.cluster}")
@@ -160,15 +168,28 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         advice.insert(0, f"it is not preemptible ({PREEMPTIBLE_LABEL}: \"false\"), so it runs "
                          f"only within the min of quota {d.quota}, with the other "
                          f"non-preemptible jobs there: {listed(fixes, ', or ')}")
+    places = sorted(clusters if candidates is None else {n for n in candidates if n in clusters})
+    short = _short_clusters(req, places, cluster_free) if fits is None else {
+        name: f"cluster {name}: {why.removeprefix(name + ': ')}"
+        for name, why in fits(()).items() if name in places}
+    for name in short:  # (one that could not hold it even empty: it is not waited for)
+        never = _never_holds(req, clusters[name])
+        if never is not None:
+            short[name] = f"cluster {name}: {never}"
     if advice and admitted_in_quota and not too_big and not held_by_min:
         holders = sorted(admitted_in_quota, key=lambda x: (x.priority, x.admitted_at or ""))
         names = ", ".join(f"{x.key.namespace}/{x.key.name} (priority {x.priority})"
                           for x in holders[:5])
         more = f" and {len(holders) - 5} more" if len(holders) > 5 else ""
-        advice.append(f"jobs holding quota {d.quota}: {names}{more}" + _higher_priority(
-            d, shortfalls, admitted_in_quota, preemption, not_preemptible))
-    places = sorted(clusters if candidates is None else {n for n in candidates if n in clusters})
-    short = _short_clusters(req, places, cluster_free)
+        higher, victims = _higher_priority(d, shortfalls, admitted_in_quota, preemption,
+                                           not_preemptible)
+        if higher and places and len(short) == len(places) and not (
+                len(fits(victims)) < len(places) if fits is not None else
+                _room_without(req, short, cluster_free, victims)):
+            # (the quota is not all: with those out, no cluster would have room either)
+            higher = ("; a higher priority would not let it in: with those it could preempt "
+                      "gone, no member cluster would have room for it (below)")
+        advice.append(f"jobs holding quota {d.quota}: {names}{more}{higher}")
     if d.phase is Phase.QUEUED and FITS_NO_CLUSTER in d.reason:  # (no cluster fits it now)
         # (the cycle's word on a cluster, when its reason has one: "c1: no node admits ...")
         said = dict(part.split(": ", 1) for part in d.reason.partition(
@@ -289,6 +310,21 @@ def _short_clusters(req: Mapping[str, int], names: Collection[str],
     return out
 
 
+def _never_holds(req: Mapping[str, int], cluster: MemberCluster) -> str | None:
+    """Why ``cluster`` could not hold the job's total ``req`` even with nothing
+    else on it (its nodes' allocatable, less what it reserves), if so."""
+    for name in sorted(req):
+        if name in (PODS, MAX_JOBS) or req[name] <= 0:
+            continue
+        has = cluster_capacity((cluster,), name)
+        if has <= 0:
+            return f"no {name} at all ({_q(name, req[name])} needed): it never holds this job"
+        if has < req[name]:
+            return (f"{name} {_q(name, has)} in all, even empty ({_q(name, req[name])} needed): "
+                    f"it never holds this job")
+    return None
+
+
 def _users(path: str, name: str, admitted: Collection[Decision], own: str | None) -> list[str]:
     """The jobs of other quotas that use the most ``name`` of quota ``path``
     (a quota above the job's own), named: what holds the limit it waits on."""
@@ -304,13 +340,15 @@ def _users(path: str, name: str, admitted: Collection[Decision], own: str | None
 
 
 def _higher_priority(d: Decision, shortfalls: Mapping[str, int], holders: Collection[Decision],
-                     preemption: PreemptionPolicy, not_preemptible: Collection[JobKey]) -> str:
+                     preemption: PreemptionPolicy, not_preemptible: Collection[JobKey]
+                     ) -> tuple[str, list[Decision]]:
     """``; a priority above N would let it preempt ...``, when one would: its
     quota lets jobs preempt, and the preemptible jobs of its quota of priority
     N or less free what it lacks at every level (they count in each); else
-    nothing (a higher priority would not help)."""
+    nothing (a higher priority would not help). With the jobs it could then
+    preempt."""
     if preemption is PreemptionPolicy.NEVER or not shortfalls:
-        return ""
+        return "", []
     victims = sorted((x for x in holders if x.key not in not_preemptible),
                      key=lambda x: (x.priority, str(x.key)))
     freed: Resources = {}
@@ -320,10 +358,24 @@ def _higher_priority(d: Decision, shortfalls: Mapping[str, int], holders: Collec
             continue  # (a priority above x's passes over all of that priority)
         if all(freed.get(name, 0) >= missing for name, missing in shortfalls.items()):
             if x.priority < d.priority:
-                return ""  # (it outranks them already: something else holds it back)
+                return "", []  # (it outranks them already: something else holds it back)
             return (f"; a priority above {x.priority} would let it preempt "
-                    f"{_fewest(victims[:i + 1], shortfalls)} of them")
-    return ""
+                    f"{_fewest(victims[:i + 1], shortfalls)} of them"), victims[:i + 1]
+    return "", []
+
+
+def _room_without(req: Mapping[str, int], short: Collection[str],
+                  cluster_free: Mapping[str, Resources], victims: Collection[Decision]) -> bool:
+    """Would one of the clusters ``short`` of room for the job's total ``req``
+    have it in its free sum with ``victims`` gone from it?"""
+    for name in short:
+        free = dict(cluster_free.get(name, {}))
+        for x in victims:
+            if x.cluster == name:
+                add_into(free, x.requests)
+        if all(free.get(r, 0) >= v for r, v in req.items() if r not in (PODS, MAX_JOBS)):
+            return True
+    return False
 
 
 def _fewest(victims: list[Decision], shortfalls: Mapping[str, int]) -> int:
@@ -358,7 +410,8 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                      preemptible: bool = True, candidates: Collection[str] | None = None,
                      failover: Failover | None = None,
                      deleted_when: tuple[bool, bool] = (False, False),
-                     not_preemptible: Collection[JobKey] = ()) -> list[str]:
+                     not_preemptible: Collection[JobKey] = (),
+                     fits: Fits | None = None) -> list[str]:
     """``explain`` for one of a cycle's ``decisions``, the jobs its quota admitted
     found among them, and those that wait sparing a reclaimer and could evict it
     (by its quota's preemption ``policy``; never when it is not ``preemptible``),
@@ -409,4 +462,4 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                    reclaimer_within_min=within_min,
                    deleted_when=deleted_when, ahead_in_queue=ahead, admitted=admitted,
                    preemption=policy,
-                   not_preemptible=not_preemptible)
+                   not_preemptible=not_preemptible, fits=fits)

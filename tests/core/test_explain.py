@@ -101,7 +101,7 @@ def test_a_job_its_quota_admits_is_told_which_clusters_lack_what() -> None:
     assert lines[2:] == [
         "- its quota has room; it waits for one member cluster to hold the whole gang:",
         "  - cluster c1: nvidia.com/gpu 0 free of 8 needed",
-        "  - cluster c2: nvidia.com/gpu 0 free of 8 needed"]
+        "  - cluster c2: no nvidia.com/gpu at all (8 needed): it never holds this job"]
 
 
 def test_an_admitted_job_is_told_where_it_runs_and_nothing_more() -> None:
@@ -338,7 +338,8 @@ def test_a_job_whose_cluster_room_is_split_over_nodes_is_told_so() -> None:
     assert explained(inp, result, "w")[2:] == [
         "- its quota has room; it waits for one member cluster to hold the whole gang:",
         "  - cluster c1: a worker pod needs nvidia.com/gpu 4 but no node has more than 2 free",
-        "  - cluster c2: nvidia.com/gpu 2 free of 4 needed"]
+        "  - cluster c2: nvidia.com/gpu 2 in all, even empty (4 needed): it never holds "
+        "this job"]
 
 
 def test_a_non_preemptible_job_is_not_told_to_drop_its_label_when_that_would_not_help(
@@ -490,6 +491,7 @@ def test_explains_bullets_name_only_clusters_that_run_jobs_and_say_what_nodes_do
     told = explained(inp, result, "a")
     assert "  - cluster c3: no node lists cpu in its allocatable (4 requested: add it where the " \
            "nodes have it)" in told, told
-    assert "  - cluster c2: cpu 2 free of 4 needed" in told, told
+    assert "  - cluster c2: cpu 2 in all, even empty (4 needed): it never holds this job" \
+        in told, told
     assert any(line.startswith("- the jobs on c1 run within their quotas' min") for line in
                told), told

@@ -20,17 +20,23 @@ import pytest
 import yaml
 
 from .conftest import (
+    NOW,
+    QUEUED_CLUSTER_POLICY,
     REPO_ROOT,
     commit_all,
     fleetq,
     git,
+    make_fleet_repo,
+    member_cluster,
     placements,
+    pytorchjob,
     rev,
     run_reconcile,
     state_files,
     state_show,
     state_yaml,
     when,
+    write_files,
 )
 
 START = "2026-12-04T10:00:00Z"
@@ -694,3 +700,57 @@ def test_a_job_its_operator_deletes_once_failed_keeps_no_old_copy_on_failover(
             ) in message
     told = fleetq("explain", "--repo", str(fleet), MAE, "--now", later).stdout
     assert "earlier copy stays" not in told, told
+
+
+TWO_TEAMS = """\
+apiVersion: scheduling.sigs.k8s.io/v1beta1
+kind: ElasticQuotaTree
+metadata: {name: elasticquotatree, namespace: kube-system}
+spec:
+  root:
+    name: root
+    min: {cpu: "288", memory: 2Ti}
+    max: {cpu: "288", memory: 2Ti}
+    children:
+    - name: team
+      min: {cpu: "100", memory: 1Ti}
+      max: {cpu: "200", memory: 1Ti, kube-queue/max-jobs: "2"}
+      namespaces: [default]
+    - name: other
+      min: {cpu: "188", memory: 1Ti}
+      max: {cpu: "288", memory: 1Ti}
+      namespaces: [other]
+"""
+
+
+def test_explain_tells_the_room_of_each_node_and_a_priority_that_would_not_help(
+        tmp_path: Path) -> None:
+    """A job waiting for a job slot whose pods would not pack on any node once
+    it had one (each node has 36 cpu free, 108 in all, for two pods of 40):
+    explain told it only of the slot, and that a higher priority would let it
+    preempt a job of its quota, whose leaving frees a cpu, and no node, so that
+    it waited on. Said now: no cluster has room for it, a node at a time, and a
+    higher priority would not let it in."""
+    others = {f"jobs/other/f{i}.yaml": pytorchjob(f"f{i}", namespace="other", workers=0,
+                                                   cpu="60") for i in (1, 2, 3)}
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": TWO_TEAMS, "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/c1.yaml": member_cluster("c1", cpu="96", memory="512Gi", nodes=3),
+        **others,
+        "jobs/default/x1.yaml": pytorchjob("x1", workers=0), "jobs/default/x2.yaml":
+            pytorchjob("x2", workers=0)})
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    write_files(path, {"jobs/default/t.yaml": pytorchjob("t", cpu="40")})
+    commit_all(path, "a job of two 40-cpu pods")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    assert placements(path)["default/t"]["phase"] == "Queued"
+    told = fleetq("explain", "--repo", str(path), "--now", NOW, "default/t")
+    assert told.returncode == 0, told.stderr
+    lines = told.stdout.splitlines()
+    assert lines[3] == (
+        "- jobs holding quota root/team: default/x1 (priority 0), default/x2 (priority 0); a "
+        "higher priority would not let it in: with those it could preempt gone, no member "
+        "cluster would have room for it (below)"), told.stdout
+    assert lines[4:] == [
+        "- and once the quota has room, no member cluster has room for the whole gang now:",
+        "  - cluster c1: a master pod needs cpu 40 but no node has more than 36 free"], lines
