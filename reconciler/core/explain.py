@@ -121,6 +121,8 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     ahead: Resources = {}
     for x in ahead_in_queue:
         add_into(ahead, x.requests)
+    limits_at, limits = len(advice), 0  # (where the lines of the limits it is short at start)
+    also: list[str] = []  # limits the jobs ahead of it would fill before it, but not it alone
     if tree is not None and d.quota in tree.nodes:
         for node in tree.ancestry(d.quota):
             used = quota_used.get(node.path, {})
@@ -130,6 +132,10 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                     continue
                 have = used.get(name, 0)
                 limit = node.max[name]
+                if need <= limit and have + need <= limit < have + need + ahead.get(name, 0):
+                    also.append(f"quota {node.path} {name} max raised to "
+                                f"{_q(name, have + need + ahead.get(name, 0))} ("
+                                f"{_q(name, limit)} now, {_q(name, have)} used)")
                 if need > limit:
                     too_big = True
                     advice.append(
@@ -148,12 +154,20 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                               f"first)" if first else "")
                     whole = (" (the root's max is the fleet's: raise it with the clusters' "
                              "capacity)" if node.parent is None else "")
+                    limits += 1
                     advice.append(
                         f"quota {node.path} {name}: {_q(name, have)} used of max "
                         f"{_q(name, limit)}; {_q(name, missing)} more must be freed, or max "
                         f"raised to {_q(name, have + need)}{served}{whole}")
                     if node.path != d.quota:
                         advice.extend(_users(node.path, name, admitted, d.quota))
+    if limits > 1 and not too_big:  # (each is short: one raised is not enough)
+        advice[limits_at:] = [NESTED + a for a in advice[limits_at:]]
+        advice.insert(limits_at, "it is short at each of these (room at all of them lets it in):")
+    if also and shortfalls and not too_big:
+        advice.append(f"with the {len(ahead_in_queue)} job(s) ahead of it in its queue, "
+                      f"served first, it would also need {listed(also, ' and ')}: else those "
+                      f"run and it still waits")
     if short_of_slots and tree is not None and MAX_JOBS not in tree.nodes[d.quota or ""].min:
         advice.append(f"the min of quota {d.quota} names no {MAX_JOBS}, so it guarantees no "
                       f"job slot: the job waits for one rather than reclaim it from another "

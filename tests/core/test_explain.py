@@ -495,3 +495,37 @@ def test_explains_bullets_name_only_clusters_that_run_jobs_and_say_what_nodes_do
         in told, told
     assert any(line.startswith("- the jobs on c1 run within their quotas' min") for line in
                told), told
+
+
+def test_a_job_short_at_several_limits_is_told_it_needs_room_at_all_of_them() -> None:
+    """Each limit's line read as if raising that one were enough."""
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("h1", 8, "team-a").created("2026-01-01T00:00:01Z"),
+              gpu_job("w", 4, "team-a").created("2026-01-01T00:00:02Z")],
+        clusters=[gpu_cluster("c1", 8, 8)],
+        tree=simple_tree(quota("algo", quota("qa", ns=["team-a"], max={"gpu": "8"}),
+                               max={"gpu": "8"}))))
+    lines = explained(inp, result, "w")
+    at = lines.index("- it is short at each of these (room at all of them lets it in):")
+    assert sorted(lines[at + 1:at + 3]) == [
+        "  - quota root/algo nvidia.com/gpu: 8 used of max 8; 4 more must be freed, or max "
+        "raised to 12",
+        "  - quota root/algo/qa nvidia.com/gpu: 8 used of max 8; 4 more must be freed, or max "
+        "raised to 12"], lines
+
+
+def test_a_job_is_told_what_the_jobs_ahead_of_it_would_take_of_the_limits_it_passes() -> None:
+    """Told to raise the job limit as far as the jobs ahead of it need, it
+    waited on: they took the GPUs, a limit it was never told of."""
+    inp, result = decided(cycle_input(
+        jobs=in_order(("a1", 2, "mid"), ("a2", 2, "mid"), ("a3", 4, "mid"), ("a4", 1, "mid")),
+        clusters=[gpu_cluster("c1", 8, 8)], priority_classes=PRIORITIES,
+        tree=simple_tree(quota("qa", ns=["team-a"],
+                               max={"gpu": "8", "kube-queue/max-jobs": "2"}))))
+    lines = explained(inp, result, "a4")
+    assert lines[2] == ("- quota root/qa kube-queue/max-jobs: 2 used of max 2; 1 more must be "
+                        "freed, or max raised to 3 (4 with the 1 job(s) ahead of it in its "
+                        "queue, served first)"), lines
+    assert lines[3] == ("- with the 1 job(s) ahead of it in its queue, served first, it would "
+                        "also need quota root/qa nvidia.com/gpu max raised to 9 (8 now, 4 used): "
+                        "else those run and it still waits"), lines
