@@ -6,7 +6,7 @@ free capacity, and returns sentences a person can act on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from reconciler.core.cycle import BLOCKED_BEHIND, FITS_NO_CLUSTER, FITS_NO_CLUSTER_EMPTY
 from reconciler.core.gang import NO_NODE_LISTS, NO_NODE_MATCHES, cluster_capacity
@@ -23,6 +23,7 @@ from reconciler.core.problems import listed
 from reconciler.core.quota import (
     NON_PREEMPTIBLE_MIN,
     PREEMPTIBLE_LABEL,
+    QuotaNode,
     QuotaTree,
     QuotaUsage,
 )
@@ -118,13 +119,19 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     too_big = False  # a limit the job breaks alone: preempting cannot help
     short_of_slots = False
     shortfalls: dict[str, int] = {}  # resource -> the most missing at any level
-    ahead: Resources = {}
-    for x in ahead_in_queue:
-        add_into(ahead, x.requests)
-    limits_at, limits = len(advice), 0  # (where the lines of the limits it is short at start)
+    limit_lines: list[str] = []
+    users: list[str] = []  # the jobs of other quotas holding a limit above its own
     also: list[str] = []  # limits the jobs ahead of it would fill before it, but not it alone
     if tree is not None and d.quota in tree.nodes:
-        for node in tree.ancestry(d.quota):
+        path = tree.ancestry(d.quota)
+        short_at = {(node.path, name) for node in path for name in node.max
+                    if req.get(name, 0) > 0 and quota_used.get(node.path, {}).get(name, 0)
+                    + req[name] > node.max[name]}
+        # the usage once the jobs ahead of it that would run before it ran, those
+        # limits raised (a job ahead that some other limit holds back is passed)
+        served = _served_first(ahead_in_queue, path, quota_used, short_at)
+        ran = served.pop("", {}).get(MAX_JOBS, 0)
+        for node in path:
             used = quota_used.get(node.path, {})
             for name in sorted(node.max):
                 need = req.get(name, 0)
@@ -132,10 +139,11 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                     continue
                 have = used.get(name, 0)
                 limit = node.max[name]
-                if need <= limit and have + need <= limit < have + need + ahead.get(name, 0):
+                first = served[node.path].get(name, 0)
+                if need <= limit and have + need <= limit < first + need:
                     also.append(f"quota {node.path} {name} max raised to "
-                                f"{_q(name, have + need + ahead.get(name, 0))} ("
-                                f"{_q(name, limit)} now, {_q(name, have)} used)")
+                                f"{_q(name, first + need)} ({_q(name, limit)} now, "
+                                f"{_q(name, have)} used)")
                 if need > limit:
                     too_big = True
                     advice.append(
@@ -148,26 +156,26 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                     # (slots shared with other quotas: another quota's may look reclaimable)
                     short_of_slots = short_of_slots or (name == MAX_JOBS and
                                                         node.path != d.quota)
-                    first = ahead.get(name, 0)
-                    served = (f" ({_q(name, have + need + first)} with the "
-                              f"{len(ahead_in_queue)} job(s) ahead of it in its queue, served "
-                              f"first)" if first else "")
+                    more = (f" ({_q(name, first + need)} with the {ran} job(s) ahead of it in "
+                            f"its queue, served first)" if first > have else "")
                     whole = (" (the root's max is the fleet's: raise it with the clusters' "
                              "capacity)" if node.parent is None else "")
-                    limits += 1
-                    advice.append(
+                    limit_lines.append(
                         f"quota {node.path} {name}: {_q(name, have)} used of max "
                         f"{_q(name, limit)}; {_q(name, missing)} more must be freed, or max "
-                        f"raised to {_q(name, have + need)}{served}{whole}")
+                        f"raised to {_q(name, have + need)}{more}{whole}")
                     if node.path != d.quota:
-                        advice.extend(_users(node.path, name, admitted, d.quota))
-    if limits > 1 and not too_big:  # (each is short: one raised is not enough)
-        advice[limits_at:] = [NESTED + a for a in advice[limits_at:]]
-        advice.insert(limits_at, "it is short at each of these (room at all of them lets it in):")
+                        users.extend(_users(node.path, name, admitted, d.quota))
+    if len(limit_lines) > 1 and not too_big:  # (each is short: one raised is not enough)
+        advice.append("it is short at each of these (room at all of them lets it in):")
+        advice.extend(NESTED + line for line in limit_lines)
+    else:
+        advice.extend(limit_lines)
+    advice.extend(users)
     if also and shortfalls and not too_big:
-        advice.append(f"with the {len(ahead_in_queue)} job(s) ahead of it in its queue, "
-                      f"served first, it would also need {listed(also, ' and ')}: else those "
-                      f"run and it still waits")
+        advice.append(f"with the {ran} job(s) ahead of it in its queue, served first, it "
+                      f"would also need {listed(also, ' and ')}: else those run and it still "
+                      f"waits")
     if short_of_slots and tree is not None and MAX_JOBS not in tree.nodes[d.quota or ""].min:
         advice.append(f"the min of quota {d.quota} names no {MAX_JOBS}, so it guarantees no "
                       f"job slot: the job waits for one rather than reclaim it from another "
@@ -322,6 +330,27 @@ def _short_clusters(req: Mapping[str, int], names: Collection[str],
         if short:
             out[name] = f"cluster {name}: " + ", ".join(short)
     return out
+
+
+def _served_first(ahead: Collection[Decision], path: Sequence[QuotaNode],
+                  quota_used: Mapping[str, Resources], raised: Collection[tuple[str, str]]
+                  ) -> dict[str, Resources]:
+    """The usage of each quota of ``path`` (a job's, root first or last) once
+    the jobs ``ahead`` of it in its queue ran, in queue order, each that the
+    limits let in then (those ``raised``, (quota, resource), aside: it passes
+    any other, as a BestEffortFIFO queue does); under ``""``, how many ran
+    (as its ``kube-queue/max-jobs``)."""
+    state = {node.path: dict(quota_used.get(node.path, {})) for node in path}
+    ran = 0
+    for x in sorted(ahead, key=lambda x: x.position or 0):
+        if all(state[node.path].get(name, 0) + x.requests.get(name, 0) <= limit
+               for node in path for name, limit in node.max.items()
+               if x.requests.get(name, 0) and (node.path, name) not in raised):
+            for node in path:
+                add_into(state[node.path], x.requests)
+            ran += 1
+    state[""] = {MAX_JOBS: ran}
+    return state
 
 
 def _never_holds(req: Mapping[str, int], cluster: MemberCluster) -> str | None:

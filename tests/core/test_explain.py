@@ -529,3 +529,21 @@ def test_a_job_is_told_what_the_jobs_ahead_of_it_would_take_of_the_limits_it_pas
     assert lines[3] == ("- with the 1 job(s) ahead of it in its queue, served first, it would "
                         "also need quota root/qa nvidia.com/gpu max raised to 9 (8 now, 4 used): "
                         "else those run and it still waits"), lines
+
+
+def test_a_job_ahead_that_another_limit_holds_back_is_not_counted_as_served_first() -> None:
+    """A BestEffortFIFO queue passes a job ahead that a limit other than the one
+    raised holds back (10 GPUs, with 8 of 16 used): it takes nothing first, and
+    the job behind it needs the job limit raised by one, not by two."""
+    jobs = [gpu_job(name, gpus, "team-a", replicas=replicas).priority_class("mid")
+            .created(f"2026-01-01T00:00:0{i}Z") for i, (name, gpus, replicas) in enumerate(
+                [("x1", 4, 1), ("x2", 4, 1), ("a1", 5, 2), ("t", 4, 1)], start=1)]
+    inp, result = decided(cycle_input(
+        jobs=jobs, clusters=[gpu_cluster("c1", 8, 8, 8)], priority_classes=PRIORITIES,
+        tree=simple_tree(quota("qa", ns=["team-a"],
+                               max={"gpu": "16", "kube-queue/max-jobs": "2"}))))
+    assert (by_name(result)["a1"].position, by_name(result)["t"].position) == (1, 2)
+    lines = explained(inp, result, "t")
+    assert lines[2] == ("- quota root/qa kube-queue/max-jobs: 2 used of max 2; 1 more must be "
+                        "freed, or max raised to 3"), lines
+    assert not any("would also need" in line for line in lines), lines
