@@ -203,14 +203,17 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         names = ", ".join(f"{x.key.namespace}/{x.key.name} (priority {x.priority})"
                           for x in holders[:5])
         more = f" and {len(holders) - 5} more" if len(holders) > 5 else ""
-        higher, victims = _higher_priority(d, shortfalls, admitted_in_quota, preemption,
-                                           not_preemptible)
-        if higher and places and len(short) == len(places) and not (
-                len(fits(victims)) < len(places) if fits is not None else
-                _room_without(req, short, cluster_free, victims)):
-            # (the quota is not all: with those out, no cluster would have room either)
-            higher = ("; a higher priority would not let it in: with those it could preempt "
-                      "gone, no member cluster would have room for it (below)")
+
+        def room(victims: list[Decision]) -> bool:
+            """Would a cluster have room for it with ``victims`` gone?"""
+            if fits is not None:
+                return len(fits(victims)) < len(places)
+            return _room_without(req, short, cluster_free, victims)
+
+        # (the quota is not all: with no cluster having room, victims must leave one)
+        higher = _higher_priority(d, shortfalls, admitted_in_quota, preemption,
+                                  not_preemptible,
+                                  room if places and len(short) == len(places) else None)
         advice.append(f"jobs holding quota {d.quota}: {names}{more}{higher}")
     if d.phase is Phase.QUEUED and FITS_NO_CLUSTER in d.reason:  # (no cluster fits it now)
         # (the cycle's word on a cluster, when its reason has one: "c1: no node admits ...")
@@ -383,28 +386,37 @@ def _users(path: str, name: str, admitted: Collection[Decision], own: str | None
 
 
 def _higher_priority(d: Decision, shortfalls: Mapping[str, int], holders: Collection[Decision],
-                     preemption: PreemptionPolicy, not_preemptible: Collection[JobKey]
-                     ) -> tuple[str, list[Decision]]:
+                     preemption: PreemptionPolicy, not_preemptible: Collection[JobKey],
+                     room: Callable[[list[Decision]], bool] | None = None) -> str:
     """``; a priority above N would let it preempt ...``, when one would: its
-    quota lets jobs preempt, and the preemptible jobs of its quota of priority
-    N or less free what it lacks at every level (they count in each); else
-    nothing (a higher priority would not help). With the jobs it could then
-    preempt."""
+    quota lets jobs preempt, the preemptible jobs of its quota of priority N
+    or less free what it lacks at every level (they count in each), and, when
+    no cluster has room for it now, ``room`` says one would with them gone;
+    else nothing (a higher priority would not help), or, when one would free
+    the quota but no cluster, that it would not let it in."""
     if preemption is PreemptionPolicy.NEVER or not shortfalls:
-        return "", []
+        return ""
     victims = sorted((x for x in holders if x.key not in not_preemptible),
                      key=lambda x: (x.priority, str(x.key)))
     freed: Resources = {}
+    roomless = False  # a level freed the quota, but no cluster
     for i, x in enumerate(victims):
         add_into(freed, x.requests)
         if i + 1 < len(victims) and victims[i + 1].priority == x.priority:
             continue  # (a priority above x's passes over all of that priority)
-        if all(freed.get(name, 0) >= missing for name, missing in shortfalls.items()):
-            if x.priority < d.priority:
-                return "", []  # (it outranks them already: something else holds it back)
-            return (f"; a priority above {x.priority} would let it preempt "
-                    f"{_fewest(victims[:i + 1], shortfalls)} of them"), victims[:i + 1]
-    return "", []
+        if not all(freed.get(name, 0) >= missing for name, missing in shortfalls.items()):
+            continue
+        if room is not None and not room(victims[:i + 1]):
+            roomless = True
+            continue  # (more of them gone, a cluster may have room)
+        if x.priority < d.priority:
+            return ""  # (it outranks them already: something else holds it back)
+        return (f"; a priority above {x.priority} would let it preempt "
+                f"{_fewest(victims[:i + 1], shortfalls)} of them")
+    if roomless:
+        return ("; a higher priority would not let it in: with those it could preempt gone, "
+                "no member cluster would have room for it (below)")
+    return ""
 
 
 def _room_without(req: Mapping[str, int], short: Collection[str],

@@ -547,3 +547,26 @@ def test_a_job_ahead_that_another_limit_holds_back_is_not_counted_as_served_firs
     assert lines[2] == ("- quota root/qa kube-queue/max-jobs: 2 used of max 2; 1 more must be "
                         "freed, or max raised to 3"), lines
     assert not any("would also need" in line for line in lines), lines
+
+
+def test_a_priority_is_advised_as_high_as_it_takes_to_free_a_cluster_too() -> None:
+    """Preempting the job of priority 100 frees the job slot but no GPU; the
+    one of 1000 frees both: a priority above 1000 lets it in (it was told a
+    higher priority would not, from the first level that freed the slot)."""
+    x1 = job("x1", "team-a").pod_set("main", 1, cpu="1").priority_class("mid") \
+        .created("2026-01-01T00:00:01Z")
+    x2 = gpu_job("x2", 8, "team-a").priority_class("high").created("2026-01-01T00:00:02Z")
+    t = gpu_job("t", 8, "team-a").priority_class("mid").created("2026-01-01T00:00:03Z")
+    inp, result = decided(cycle_input(
+        jobs=[x1, x2, t], clusters=[gpu_cluster("c1", 8)], priority_classes=PRIORITIES,
+        tree=simple_tree(quota("qa", ns=["team-a"], max={"kube-queue/max-jobs": "2"}))))
+    lines = explain_decision(by_name(result)["t"], decisions=result.decisions, tree=inp.tree,
+                             quota_used=result.quota_used, cluster_free=result.cluster_free,
+                             clusters={c.name: c for c in inp.clusters},
+                             fits=lambda gone: result.cluster_fits(
+                                 next(j for j in inp.jobs if j.key.name == "t"), ["c1"],
+                                 {x.key: next(j for j in inp.jobs if j.key == x.key).pod_sets
+                                  for x in gone}))
+    assert lines[3] == ("- jobs holding quota root/qa: team-a/x1 (priority 100), team-a/x2 "
+                        "(priority 1000); a priority above 1000 would let it preempt 1 of them"
+                        ), lines
