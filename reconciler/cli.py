@@ -720,7 +720,9 @@ def _fits(computed: Computed, job: Job, candidates: list[str] | None) -> Fits:
     jobs = computed.inputs.jobs
     names = candidates if candidates is not None else [c.name for c in computed.inputs.clusters]
 
-    def fits(gone: Collection[Decision]) -> Mapping[str, str]:
+    def fits(gone: Collection[Decision] | None) -> Mapping[str, str]:
+        if gone is None:
+            return computed.result.cluster_fits(job, names, empty=True)
         return computed.result.cluster_fits(job, names, {
             x.key: jobs[x.key].job.pod_sets for x in gone if x.key in jobs})
     return fits

@@ -150,18 +150,20 @@ class CycleResult:
     clusters: dict[str, ClusterState] = field(default_factory=dict, compare=False, repr=False)
 
     def cluster_fits(self, job: Job, names: Iterable[str],
-                     without: Mapping[JobKey, tuple[PodSet, ...]] | None = None
-                     ) -> dict[str, str]:
+                     without: Mapping[JobKey, tuple[PodSet, ...]] | None = None, *,
+                     empty: bool = False) -> dict[str, str]:
         """Why ``job``'s gang would not fit now on each of the clusters ``names``
         that it would not fit on, its quota aside (``ClusterState.fit``); with
         the running jobs ``without`` (their pod sets) gone, when given (a
-        what-if: each is put back as it was)."""
+        what-if: each is put back as it was); ``empty``: with none on it."""
         total = job_cluster_total(job.pod_sets)
         out = {}
         for name in names:
             state = self.clusters.get(name)
             if state is None:
                 continue
+            if empty:
+                state = ClusterState(state.cluster)
             gone = [(key, pod_sets, state.placed[key]) for key, pod_sets in (without or {}).items()
                     if key in state.placed]
             for key, pod_sets, _ in gone:

@@ -30,8 +30,9 @@ from reconciler.core.quota import (
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, add_into, format_quantity
 
 # Why a waiting job would not fit on each candidate cluster where it would not, with
-# the running jobs given gone (``CycleResult.cluster_fits``, for the job)
-Fits = Callable[[Collection[Decision]], Mapping[str, str]]
+# the running jobs given gone; ``None``: with every job gone, the clusters empty
+# (``CycleResult.cluster_fits``, for the job)
+Fits = Callable[[Collection[Decision] | None], Mapping[str, str]]
 
 
 def _q(name: str, milli: int) -> str:
@@ -194,10 +195,14 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     short = _short_clusters(req, places, cluster_free) if fits is None else {
         name: f"cluster {name}: {why.removeprefix(name + ': ')}"
         for name, why in fits(()).items() if name in places}
-    for name in short:  # (one that could not hold it even empty: it is not waited for)
-        never = _never_holds(req, clusters[name])
-        if never is not None:
-            short[name] = f"cluster {name}: {never}"
+    # (one that could not hold it even empty: it is not waited for)
+    never = fits(None) if fits is not None and short else {}
+    for name in short:
+        why = _never_holds(req, clusters[name])
+        if why is None and name in never:
+            why = f"{never[name].removeprefix(name + ': ')}, even empty: it never holds this job"
+        if why is not None:
+            short[name] = f"cluster {name}: {why}"
     if advice and admitted_in_quota and not too_big and not held_by_min:
         holders = sorted(admitted_in_quota, key=lambda x: (x.priority, x.admitted_at or ""))
         names = ", ".join(f"{x.key.namespace}/{x.key.name} (priority {x.priority})"

@@ -566,7 +566,28 @@ def test_a_priority_is_advised_as_high_as_it_takes_to_free_a_cluster_too() -> No
                              fits=lambda gone: result.cluster_fits(
                                  next(j for j in inp.jobs if j.key.name == "t"), ["c1"],
                                  {x.key: next(j for j in inp.jobs if j.key == x.key).pod_sets
-                                  for x in gone}))
+                                  for x in gone or ()}, empty=gone is None))
     assert lines[3] == ("- jobs holding quota root/qa: team-a/x1 (priority 100), team-a/x2 "
                         "(priority 1000); a priority above 1000 would let it preempt 1 of them"
                         ), lines
+
+
+def test_a_cluster_whose_nodes_are_all_smaller_than_a_pod_is_said_never_to_hold_it() -> None:
+    """c1 has 16 GPUs in all, 8 a node, for a pod of 10: it was told the job
+    waited for room there, as on c2, which holds it once x leaves."""
+    x = gpu_job("x", 16, "team-a").created("2026-01-01T00:00:01Z")
+    t = gpu_job("t", 10, "team-a").created("2026-01-01T00:00:02Z")
+    inp, result = decided(cycle_input(
+        jobs=[x, t], clusters=[gpu_cluster("c1", 8, 8), gpu_cluster("c2", 16)],
+        tree=simple_tree(quota("qa", ns=["team-a"], max={"kube-queue/max-jobs": "1"}))))
+    job_t = next(j for j in inp.jobs if j.key.name == "t")
+    lines = explain_decision(by_name(result)["t"], decisions=result.decisions, tree=inp.tree,
+                             quota_used=result.quota_used, cluster_free=result.cluster_free,
+                             clusters={c.name: c for c in inp.clusters},
+                             fits=lambda gone: result.cluster_fits(
+                                 job_t, ["c1", "c2"], {}, empty=True) if gone is None
+                             else result.cluster_fits(job_t, ["c1", "c2"]))
+    assert lines[-2].startswith("  - cluster c1: "), lines
+    assert lines[-2].endswith("no node has more than 8 free, even empty: it never holds this "
+                              "job"), lines
+    assert lines[-1] == "  - cluster c2: free nvidia.com/gpu 0 < 10 requested", lines
