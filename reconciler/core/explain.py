@@ -50,7 +50,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             ahead_in_queue: Collection[Decision] = (), admitted: Collection[Decision] = (),
             preemption: PreemptionPolicy = PreemptionPolicy.LOWER_PRIORITY,
             not_preemptible: Collection[JobKey] = (),
-            fits: Fits | None = None) -> list[str]:
+            fits: Fits | None = None, reclaimable: Collection[Decision] = ()) -> list[str]:
     """Sentences: the state, the blocking limits, and what would unblock the job.
     ``sparing_in_quota``: the jobs of its quota that wait sparing the job that
     reclaimed their place and could evict it in turn (see ``find_victims``).
@@ -67,7 +67,8 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     ``not_preemptible`` the jobs none may preempt; ``fits``: why its gang
     would not fit now on each cluster where it would not, its pods packed onto
     nodes, with some running jobs gone (``CycleResult.cluster_fits``; else told
-    from the clusters' free sums)."""
+    from the clusters' free sums); ``reclaimable``: the running jobs of other
+    quotas it may reclaim room from (``explain_decision``)."""
     d = decision
     where = (f" (it ran on {', '.join((d.cluster or '', *d.copies))})" if d.copies
              and d.phase in (Phase.FINISHED, Phase.FAILED) else f" on {d.cluster}")
@@ -251,10 +252,19 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         if d.position is not None and tree is not None:
             advice.extend(_guaranteed_beyond(d, tree, quota_used, clusters, places, admitted))
     elif advice and not too_big and not blocked and places and len(short) == len(places):
-        # (the quota is not all: with room there, no cluster could take it either)
-        advice.append("and once the quota has room, no member cluster has room for the whole "
-                      "gang now:")
-        advice.extend(NESTED + short[name] for name in sorted(short))
+        # (the quota is not all: with room there, no cluster could take it either, unless
+        # it reclaims room from quotas that borrow)
+        if fits is not None and reclaimable and len(fits(reclaimable)) < len(places):
+            names = ", ".join(f"{x.key.namespace}/{x.key.name} ({x.quota})"
+                              for x in sorted(reclaimable, key=lambda x: str(x.key))[:3])
+            more = f" and {len(reclaimable) - 3} more" if len(reclaimable) > 3 else ""
+            advice.append(f"once the quota has room, no member cluster has room for the whole "
+                          f"gang now, but within its quota's min it may reclaim room from jobs "
+                          f"of quotas above their min: {names}{more}")
+        else:
+            advice.append("and once the quota has room, no member cluster has room for the "
+                          "whole gang now:")
+            advice.extend(NESTED + short[name] for name in sorted(short))
     if d.phase is Phase.QUEUED and d.preempted_by and \
             (d.preemption_reason or "").startswith(RECLAIMING):
         if reclaimer_within_min is not None:
@@ -482,6 +492,7 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
     ahead = [x for x in decisions if d.position and x.quota == d.quota
              and x.phase is Phase.QUEUED and x.position and x.position < d.position]
     sparing: list[Decision] = []
+    reclaimable: list[Decision] = []
     spares_own = True
     within_min: str | None = None
     if d.phase is Phase.QUEUED and tree is not None and d.quota in tree.nodes:
@@ -503,6 +514,10 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
             return within_min_after(usage, x.quota, x.requests, released)
 
         spares_own = returns(d.preempted_by)
+        if within_min_after(usage, d.quota, d.requests):  # (it may reclaim: see may_reclaim)
+            reclaimable = [x for x in admitted if x.quota not in (None, d.quota)
+                           and x.quota in usage.used and usage.above_min(x.quota)
+                           and x.key not in not_preemptible]
         reclaimer = running.get(d.preempted_by or "")
         if reclaimer is not None and reclaimer.quota in usage.used and \
                 not usage.above_min(reclaimer.quota):
@@ -522,4 +537,4 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                    reclaimer_within_min=within_min,
                    deleted_when=deleted_when, ahead_in_queue=ahead, admitted=admitted,
                    preemption=policy,
-                   not_preemptible=not_preemptible, fits=fits)
+                   not_preemptible=not_preemptible, fits=fits, reclaimable=reclaimable)

@@ -754,3 +754,39 @@ def test_explain_tells_the_room_of_each_node_and_a_priority_that_would_not_help(
     assert lines[4:] == [
         "- and once the quota has room, no member cluster has room for the whole gang now:",
         "  - cluster c1: a master pod needs cpu 40 but no node has more than 36 free"], lines
+
+
+def test_explain_tells_of_room_it_may_reclaim_and_its_advice_then_lets_it_in(
+        tmp_path: Path) -> None:
+    """The same, but the other quota's jobs borrow above its min (100): once
+    the job has a slot it reclaims a node from one of them. It was told no
+    cluster had room; told now that it may reclaim, and the advice it is
+    given, a third slot, lets it in."""
+    borrowing = TWO_TEAMS.replace('      min: {cpu: "188", memory: 1Ti}\n',
+                                  '      min: {cpu: "100", memory: 1Ti}\n')
+    others = {f"jobs/other/f{i}.yaml": pytorchjob(f"f{i}", namespace="other", workers=0,
+                                                   cpu="60") for i in (1, 2, 3)}
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": borrowing, "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/c1.yaml": member_cluster("c1", cpu="96", memory="512Gi", nodes=3),
+        **others,
+        "jobs/default/x1.yaml": pytorchjob("x1", workers=0), "jobs/default/x2.yaml":
+            pytorchjob("x2", workers=0)})
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    write_files(path, {"jobs/default/t.yaml": pytorchjob("t", cpu="40")})
+    commit_all(path, "a job of two 40-cpu pods")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    told = fleetq("explain", "--repo", str(path), "--now", NOW, "default/t")
+    assert told.returncode == 0, told.stderr
+    lines = told.stdout.splitlines()
+    assert lines[2] == ("- quota root/team kube-queue/max-jobs: 2 used of max 2; 1 more must "
+                        "be freed, or max raised to 3"), lines
+    assert lines[-1] == (
+        "- once the quota has room, no member cluster has room for the whole gang now, but "
+        "within its quota's min it may reclaim room from jobs of quotas above their min: "
+        "other/f1 (root/other), other/f2 (root/other), other/f3 (root/other)"), lines
+    write_files(path, {"quota.yaml": borrowing.replace('kube-queue/max-jobs: "2"',
+                                                       'kube-queue/max-jobs: "3"')})
+    commit_all(path, "a third job slot, as explain says")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    assert placements(path)["default/t"]["phase"] == "Admitted"
