@@ -723,18 +723,14 @@ spec:
 """
 
 
-def test_explain_tells_the_room_of_each_node_and_a_priority_that_would_not_help(
-        tmp_path: Path) -> None:
-    """A job waiting for a job slot whose pods would not pack on any node once
-    it had one (each node has 36 cpu free, 108 in all, for two pods of 40):
-    explain told it only of the slot, and that a higher priority would let it
-    preempt a job of its quota, whose leaving frees a cpu, and no node, so that
-    it waited on. Said now: no cluster has room for it, a node at a time, and a
-    higher priority would not let it in."""
+def _waiting_for_a_slot(tmp_path: Path, tree: str) -> Path:
+    """A fleet of ``tree`` (``TWO_TEAMS``): one cluster of three 96-cpu nodes,
+    each with a 60-cpu job of quota other; x1 and x2 (a cpu each) hold both
+    job slots of quota team, and t (two pods of 40 cpu) waits for one."""
     others = {f"jobs/other/f{i}.yaml": pytorchjob(f"f{i}", namespace="other", workers=0,
                                                    cpu="60") for i in (1, 2, 3)}
     path = make_fleet_repo(tmp_path / "fleet", {
-        "quota.yaml": TWO_TEAMS, "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "quota.yaml": tree, "policy.yaml": QUEUED_CLUSTER_POLICY,
         "clusters/c1.yaml": member_cluster("c1", cpu="96", memory="512Gi", nodes=3),
         **others,
         "jobs/default/x1.yaml": pytorchjob("x1", workers=0), "jobs/default/x2.yaml":
@@ -743,6 +739,18 @@ def test_explain_tells_the_room_of_each_node_and_a_priority_that_would_not_help(
     write_files(path, {"jobs/default/t.yaml": pytorchjob("t", cpu="40")})
     commit_all(path, "a job of two 40-cpu pods")
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    return path
+
+
+def test_explain_tells_the_room_of_each_node_and_a_priority_that_would_not_help(
+        tmp_path: Path) -> None:
+    """A job waiting for a job slot whose pods would not pack on any node once
+    it had one (each node has 36 cpu free, 108 in all, for two pods of 40):
+    explain told it only of the slot, and that a higher priority would let it
+    preempt a job of its quota, whose leaving frees a cpu, and no node, so that
+    it waited on. Said now: no cluster has room for it, a node at a time, and a
+    higher priority would not let it in."""
+    path = _waiting_for_a_slot(tmp_path, TWO_TEAMS)
     assert placements(path)["default/t"]["phase"] == "Queued"
     told = fleetq("explain", "--repo", str(path), "--now", NOW, "default/t")
     assert told.returncode == 0, told.stderr
@@ -764,18 +772,7 @@ def test_explain_tells_of_room_it_may_reclaim_and_its_advice_then_lets_it_in(
     given, a third slot, lets it in."""
     borrowing = TWO_TEAMS.replace('      min: {cpu: "188", memory: 1Ti}\n',
                                   '      min: {cpu: "100", memory: 1Ti}\n')
-    others = {f"jobs/other/f{i}.yaml": pytorchjob(f"f{i}", namespace="other", workers=0,
-                                                   cpu="60") for i in (1, 2, 3)}
-    path = make_fleet_repo(tmp_path / "fleet", {
-        "quota.yaml": borrowing, "policy.yaml": QUEUED_CLUSTER_POLICY,
-        "clusters/c1.yaml": member_cluster("c1", cpu="96", memory="512Gi", nodes=3),
-        **others,
-        "jobs/default/x1.yaml": pytorchjob("x1", workers=0), "jobs/default/x2.yaml":
-            pytorchjob("x2", workers=0)})
-    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
-    write_files(path, {"jobs/default/t.yaml": pytorchjob("t", cpu="40")})
-    commit_all(path, "a job of two 40-cpu pods")
-    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    path = _waiting_for_a_slot(tmp_path, borrowing)
     told = fleetq("explain", "--repo", str(path), "--now", NOW, "default/t")
     assert told.returncode == 0, told.stderr
     lines = told.stdout.splitlines()
