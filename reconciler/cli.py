@@ -28,7 +28,14 @@ from typing import Any, NoReturn, TextIO
 
 from reconciler import __version__
 from reconciler.core.explain import Fits, explain_decision
-from reconciler.core.model import Decision, Job, MemberCluster, Phase, PreemptionPolicy
+from reconciler.core.model import (
+    Decision,
+    Job,
+    MemberCluster,
+    Phase,
+    PreemptionPolicy,
+    QueueStrategy,
+)
 from reconciler.core.policy import candidate_groups
 from reconciler.core.problems import Problem
 from reconciler.fleet.cache import Cache
@@ -769,7 +776,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
                              not_preemptible={k for k, s in inputs.jobs.items()
                                               if not s.job.preemptible},
                              fits=_fits(computed, source.job, candidates)
-                             if source is not None and d.phase is Phase.QUEUED else None)
+                             if source is not None and d.phase is Phase.QUEUED else None,
+                             strict_fifo=d.quota is not None and inputs.settings.for_quota(
+                                 d.quota).strategy is QueueStrategy.STRICT_FIFO)
     said = _not_yet(repo, args, base, computed, d)
     if args.output in ("json", "yaml"):
         _print_value({"job": decision_item(d), "explanation": lines,

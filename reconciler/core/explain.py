@@ -50,7 +50,8 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             ahead_in_queue: Collection[Decision] = (), admitted: Collection[Decision] = (),
             preemption: PreemptionPolicy = PreemptionPolicy.LOWER_PRIORITY,
             not_preemptible: Collection[JobKey] = (),
-            fits: Fits | None = None, reclaimable: Collection[Decision] = ()) -> list[str]:
+            fits: Fits | None = None, reclaimable: Collection[Decision] = (),
+            strict_fifo: bool = False, held_out: Collection[Decision] = ()) -> list[str]:
     """Sentences: the state, the blocking limits, and what would unblock the job.
     ``sparing_in_quota``: the jobs of its quota that wait sparing the job that
     reclaimed their place and could evict it in turn (see ``find_victims``).
@@ -68,7 +69,9 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     would not fit now on each cluster where it would not, its pods packed onto
     nodes, with some running jobs gone (``CycleResult.cluster_fits``; else told
     from the clusters' free sums); ``reclaimable``: the running jobs of other
-    quotas it may reclaim room from (``explain_decision``)."""
+    quotas it may reclaim room from (``explain_decision``); ``strict_fifo``:
+    whether its queue is StrictFIFO, and ``held_out`` the Inadmissible jobs of
+    its quota (a limit raised for it may let one in, ahead of it)."""
     d = decision
     where = (f" (it ran on {', '.join((d.cluster or '', *d.copies))})" if d.copies
              and d.phase in (Phase.FINISHED, Phase.FAILED) else f" on {d.cluster}")
@@ -122,6 +125,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     short_of_slots = False
     shortfalls: dict[str, int] = {}  # resource -> the most missing at any level
     limit_lines: list[str] = []
+    raised: dict[tuple[str, str], int] = {}  # (quota, resource) -> the most it is told
     users: list[str] = []  # the jobs of other quotas holding a limit above its own
     also: list[str] = []  # limits the jobs ahead of it would fill before it, but not it alone
     if tree is not None and d.quota in tree.nodes:
@@ -162,6 +166,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                             f"its queue, served first)" if first > have else "")
                     whole = (" (the root's max is the fleet's: raise it with the clusters' "
                              "capacity)" if node.parent is None else "")
+                    raised[(node.path, name)] = max(have + need, first + need)
                     limit_lines.append(
                         f"quota {node.path} {name}: {_q(name, have)} used of max "
                         f"{_q(name, limit)}; {_q(name, missing)} more must be freed, or max "
@@ -174,6 +179,15 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     else:
         advice.extend(limit_lines)
     advice.extend(users)
+    if strict_fifo and raised and not too_big and tree is not None:
+        let_in = _let_in_ahead(d, held_out, tree, raised)
+        if let_in:
+            names = ", ".join(f"{x.key.namespace}/{x.key.name}" for x in let_in[:3]) + (
+                f" and {len(let_in) - 3} more" if len(let_in) > 3 else "")
+            advice.append(f"its queue {d.quota} is StrictFIFO: those limits raised would also "
+                          f"let in {names} (Inadmissible now: too big for them), ahead of it "
+                          f"in the queue, where a head that waits holds back every job behind "
+                          f"it")
     if also and shortfalls and not too_big:
         advice.append(f"with the {ran} job(s) ahead of it in its queue, served first, it "
                       f"would also need {listed(also, ' and ')}: else those run and it still "
@@ -371,6 +385,25 @@ def _served_first(ahead: Collection[Decision], path: Sequence[QuotaNode],
     return state
 
 
+def _let_in_ahead(d: Decision, held_out: Collection[Decision], tree: QuotaTree,
+                  raised: Mapping[tuple[str, str], int]) -> list[Decision]:
+    """The Inadmissible jobs of ``held_out`` that come before ``d`` in its
+    queue (priority, then enqueue time) and that the limits ``raised`` (to the
+    values given) would no longer hold out: each limit one breaks alone is
+    one of those, raised as far as it needs."""
+    out = []
+    for x in held_out:
+        if (-x.priority, x.enqueued_at) >= (-d.priority, d.enqueued_at) or \
+                x.quota is None or x.quota not in tree.nodes:
+            continue
+        broken = [(node.path, name, need) for node in tree.ancestry(x.quota)
+                  for name, limit in node.max.items()
+                  if (need := x.requests.get(name, 0)) > limit]
+        if broken and all(raised.get((path, name), -1) >= need for path, name, need in broken):
+            out.append(x)
+    return sorted(out, key=lambda x: (-x.priority, x.enqueued_at, str(x.key)))
+
+
 def _never_holds(req: Mapping[str, int], cluster: MemberCluster) -> str | None:
     """Why ``cluster`` could not hold the job's total ``req`` even with nothing
     else on it (its nodes' allocatable, less what it reserves), if so."""
@@ -481,7 +514,7 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                      failover: Failover | None = None,
                      deleted_when: tuple[bool, bool] = (False, False),
                      not_preemptible: Collection[JobKey] = (),
-                     fits: Fits | None = None) -> list[str]:
+                     fits: Fits | None = None, strict_fifo: bool = False) -> list[str]:
     """``explain`` for one of a cycle's ``decisions``, the jobs its quota admitted
     found among them, and those that wait sparing a reclaimer and could evict it
     (by its quota's preemption ``policy``; never when it is not ``preemptible``),
@@ -537,4 +570,7 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                    reclaimer_within_min=within_min,
                    deleted_when=deleted_when, ahead_in_queue=ahead, admitted=admitted,
                    preemption=policy,
-                   not_preemptible=not_preemptible, fits=fits, reclaimable=reclaimable)
+                   not_preemptible=not_preemptible, fits=fits, reclaimable=reclaimable,
+                   strict_fifo=strict_fifo,
+                   held_out=[x for x in decisions if x.phase is Phase.INADMISSIBLE
+                             and x.quota == d.quota] if strict_fifo else ())

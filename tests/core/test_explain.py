@@ -18,7 +18,9 @@ from tests.builders import (
     policy,
     prior_of,
     quota,
+    settings,
     simple_tree,
+    strict_fifo,
     tree,
 )
 
@@ -382,7 +384,6 @@ def test_a_cluster_no_node_of_admits_the_job_is_told_so(cpu: str) -> None:
 
 def test_a_job_blocked_behind_a_strict_fifo_head_is_not_told_of_nodes() -> None:
     """The room split over nodes is told only of a job no cluster fits."""
-    from tests.builders import settings, strict_fifo
     inp, result = decided(cycle_input(
         jobs=[gpu_job("h", 8).created("2026-01-01T00:00:00Z"),
               gpu_job("big", 8, replicas=2).created("2026-01-01T00:00:01Z"),
@@ -398,7 +399,6 @@ def test_a_job_blocked_behind_a_strict_fifo_head_is_not_told_of_nodes() -> None:
 def test_a_job_blocked_behind_a_strict_fifo_head_is_told_the_head_not_a_cluster_short() -> None:
     """With c1 and c2 holding room for it, the job waits for the head of its
     StrictFIFO queue, not for cluster room (c3's lack of it is no reason)."""
-    from tests.builders import settings, strict_fifo
     inp, result = decided(cycle_input(
         jobs=[gpu_job("h", 6, replicas=2).created("2026-01-01T00:00:00Z"),
               gpu_job("big", 8, replicas=2).created("2026-01-01T00:00:01Z"),
@@ -591,3 +591,25 @@ def test_a_cluster_whose_nodes_are_all_smaller_than_a_pod_is_said_never_to_hold_
     assert lines[-2].endswith("no node has more than 8 free, even empty: it never holds this "
                               "job"), lines
     assert lines[-1] == "  - cluster c2: free nvidia.com/gpu 0 < 10 requested", lines
+
+
+def test_a_limit_raised_in_a_strict_fifo_queue_that_lets_a_bigger_job_in_ahead_is_told() -> None:
+    """Told to raise the GPU max to 12, in a StrictFIFO queue: that also lets in
+    the 12-GPU job of higher priority, held out until then, which becomes the
+    head and, waiting, holds it back."""
+    jobs = [gpu_job("run", 8, "team-a").priority_class("mid").created("2026-01-01T00:00:01Z"),
+            gpu_job("big", 6, "team-a", replicas=2).priority_class("high")
+            .created("2026-01-01T00:00:02Z"),
+            gpu_job("w", 4, "team-a").priority_class("mid").created("2026-01-01T00:00:03Z")]
+    inp, result = decided(cycle_input(
+        jobs=jobs, clusters=[gpu_cluster("c1", 8, 8)], priority_classes=PRIORITIES,
+        tree=simple_tree(quota("qa", ns=["team-a"], max={"gpu": "10"})),
+        settings=settings(root__qa=strict_fifo())))
+    by = by_name(result)
+    assert (by["big"].phase, by["w"].phase) == (Phase.INADMISSIBLE, Phase.QUEUED), by
+    lines = explain_decision(by["w"], decisions=result.decisions, tree=inp.tree,
+                             quota_used=result.quota_used, cluster_free=result.cluster_free,
+                             clusters={c.name: c for c in inp.clusters}, strict_fifo=True)
+    assert ("- its queue root/qa is StrictFIFO: those limits raised would also let in "
+            "team-a/big (Inadmissible now: too big for them), ahead of it in the queue, where "
+            "a head that waits holds back every job behind it") in lines, lines
