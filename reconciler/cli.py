@@ -1091,8 +1091,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("watch", help="reconcile each new commit of the source, until stopped")
     common(p, output=False)
     p.add_argument("--source", default=None,
-                   help="source revision to follow (default: HEAD; with --remote, the "
-                        "remote's copy of the current branch, e.g. origin/main)")
+                   help="source revision to follow (default: the branch checked out when "
+                        "it starts, HEAD when none is; with --remote, the remote's copy of "
+                        "that branch, e.g. origin/main)")
     state_branch(p)
     p.add_argument("--remote", default=None,
                    help="fetch this remote every --interval and push the state branch to it "

@@ -771,9 +771,11 @@ class _Cycle:
                 fix = ("add one or set spec.defaultPolicy in fleet.yaml" if ref is None else
                        f"add one, or fix spec.defaultPolicy in fleet.yaml: it names "
                        f"{'/'.join(n for n in ref if n)!r}, which is no policy of the fleet")
-                self.decisions[key] = evolve(base, phase=Phase.INADMISSIBLE, reason=(
-                    f"no PropagationPolicy or ClusterPropagationPolicy selects "
-                    f"{job.api_version} {key.kind} {key.namespace}/{key.name}; {fix}"))
+                unselected = (f"no PropagationPolicy or ClusterPropagationPolicy selects "
+                              f"{job.api_version} {key.kind} {key.namespace}/{key.name}; {fix}")
+                self.decisions[key] = evolve(base, phase=Phase.INADMISSIBLE, reason=unselected)
+                # (said where the job is, too: validate passed a job no policy would place)
+                self.problems.append(Problem(job.path, job.line, unselected, "warning"))
                 continue
             groups, notes = self._groups(policy, key.kind_ref)
             excluded = prior.failed_on if prior is not None else ()

@@ -214,7 +214,7 @@ def test_a_job_bound_to_no_leaf_is_invalid() -> None:
 
 def test_a_job_no_policy_selects_is_inadmissible_and_says_so() -> None:
     result = reconcile_cycle(cycle_input(
-        jobs=[gpu_job("orphan", 1, "team-a")],
+        jobs=[gpu_job("orphan", 1, "team-a").path("jobs/team-a/orphan.yaml", 7)],
         policies=[policy("other-ns", ns="team-b").selects()]))
     d = by_name(result)["orphan"]
     assert d.phase is Phase.INADMISSIBLE
@@ -222,6 +222,9 @@ def test_a_job_no_policy_selects_is_inadmissible_and_says_so() -> None:
     assert "no PropagationPolicy or ClusterPropagationPolicy selects" in d.reason
     assert "team-a/orphan" in d.reason and "defaultPolicy" in d.reason
     assert d.policy is None
+    # said at the job's line too: validate, which reads files, passed it
+    assert [(p.path, p.line, p.message, p.severity) for p in result.problems] == [
+        ("jobs/team-a/orphan.yaml", 7, d.reason, "warning")]
 
 
 def test_the_fleet_default_policy_places_an_unselected_job() -> None:

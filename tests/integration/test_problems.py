@@ -1160,6 +1160,27 @@ def test_a_list_leaves_the_names_of_the_jobs_after_it_as_they_were(tmp_path: Pat
         proc.stderr, proc.stderr
 
 
+def test_validate_warns_of_a_job_no_policy_selects_at_its_line(tmp_path: Path) -> None:
+    """A kubeflow.org/v1 MPIJob in a fleet whose policy selects PyTorchJobs: every
+    file read well, and validate passed it; the next reconcile left it
+    Inadmissible, as no policy places it. Warned of where it is written."""
+    mpijob = ("apiVersion: kubeflow.org/v1\nkind: MPIJob\nmetadata:\n  name: mnist\n"
+              "  namespace: default\nspec:\n  mpiReplicaSpecs:\n    Launcher:\n"
+              "      replicas: 1\n      template:\n        spec:\n          containers:\n"
+              "          - name: l\n            image: x\n            resources:\n"
+              "              requests: {cpu: \"1\"}\n")
+    path = make_fleet_repo(tmp_path / "fleet", {**seed_fleet_files(),
+                                                "jobs/default/mnist.yaml": "\n" + mpijob})
+    said = ("jobs/default/mnist.yaml:2: warning: no PropagationPolicy or "
+            "ClusterPropagationPolicy selects kubeflow.org/v1 MPIJob default/mnist; add one or "
+            "set spec.defaultPolicy in fleet.yaml")
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 0 and said in proc.stdout, proc.stdout + proc.stderr
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and said in proc.stderr, proc.stderr
+    assert placements(path)["default/mnist"]["phase"] == "Inadmissible"
+
+
 def test_a_yaml_file_named_in_capitals_is_told_not_read_until_renamed(tmp_path: Path) -> None:
     """``job.YAML`` was passed over without a word: its job never ran. Told
     whether the fleet is read whole or patched from the last reconcile's."""
