@@ -185,8 +185,8 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             names = ", ".join(f"{x.key.namespace}/{x.key.name}" for x in let_in[:3]) + (
                 f" and {len(let_in) - 3} more" if len(let_in) > 3 else "")
             advice.append(f"its queue {d.quota} is StrictFIFO: those limits raised would also "
-                          f"let in {names} (Inadmissible now: too big for them), ahead of it "
-                          f"in the queue, where a head that waits holds back every job behind "
+                          f"bring {names} (Inadmissible now: too big for them) into the queue, "
+                          f"ahead of it, where a head that waits holds back every job behind "
                           f"it")
     if also and shortfalls and not too_big:
         advice.append(f"with the {ran} job(s) ahead of it in its queue, served first, it "
@@ -394,8 +394,8 @@ def _let_in_ahead(d: Decision, held_out: Collection[Decision], tree: QuotaTree,
     out = []
     for x in held_out:
         if (-x.priority, x.enqueued_at) >= (-d.priority, d.enqueued_at) or \
-                x.quota is None or x.quota not in tree.nodes:
-            continue
+                x.quota is None or x.quota not in tree.nodes or FITS_NO_CLUSTER_EMPTY in x.reason:
+            continue  # (after it, or held out by the clusters too: no limit lets it in)
         broken = [(node.path, name, need) for node in tree.ancestry(x.quota)
                   for name, limit in node.max.items()
                   if (need := x.requests.get(name, 0)) > limit]

@@ -600,16 +600,19 @@ def test_a_limit_raised_in_a_strict_fifo_queue_that_lets_a_bigger_job_in_ahead_i
     jobs = [gpu_job("run", 8, "team-a").priority_class("mid").created("2026-01-01T00:00:01Z"),
             gpu_job("big", 6, "team-a", replicas=2).priority_class("high")
             .created("2026-01-01T00:00:02Z"),
+            # (too big for the max, and for every node: no max lets it in)
+            gpu_job("huge", 11, "team-a").priority_class("high").created("2026-01-01T00:00:02Z"),
             gpu_job("w", 4, "team-a").priority_class("mid").created("2026-01-01T00:00:03Z")]
     inp, result = decided(cycle_input(
         jobs=jobs, clusters=[gpu_cluster("c1", 8, 8)], priority_classes=PRIORITIES,
         tree=simple_tree(quota("qa", ns=["team-a"], max={"gpu": "10"})),
         settings=settings(root__qa=strict_fifo())))
     by = by_name(result)
-    assert (by["big"].phase, by["w"].phase) == (Phase.INADMISSIBLE, Phase.QUEUED), by
+    assert (by["big"].phase, by["huge"].phase, by["w"].phase) == (
+        Phase.INADMISSIBLE, Phase.INADMISSIBLE, Phase.QUEUED), by
     lines = explain_decision(by["w"], decisions=result.decisions, tree=inp.tree,
                              quota_used=result.quota_used, cluster_free=result.cluster_free,
                              clusters={c.name: c for c in inp.clusters}, strict_fifo=True)
-    assert ("- its queue root/qa is StrictFIFO: those limits raised would also let in "
-            "team-a/big (Inadmissible now: too big for them), ahead of it in the queue, where "
+    assert ("- its queue root/qa is StrictFIFO: those limits raised would also bring "
+            "team-a/big (Inadmissible now: too big for them) into the queue, ahead of it, where "
             "a head that waits holds back every job behind it") in lines, lines
