@@ -37,7 +37,7 @@ from reconciler.core.model import (
     QueueStrategy,
 )
 from reconciler.core.policy import candidate_groups
-from reconciler.core.problems import Problem
+from reconciler.core.problems import Problem, first_of
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
 from reconciler.fleet.inputs import is_yaml
@@ -298,12 +298,14 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _state_head(repo: FleetRepo, branch: str) -> str | None:
+def _state_head(repo: FleetRepo, branch: str, *, needed: bool = False) -> str | None:
     """The state branch's head, for a command that reads it: the local branch
     (told on stderr when a remote's copy of it, as last fetched, is newer, as
     ``git status`` tells a branch behind its upstream), else, when one
     remote's copy of it is here (a fresh clone on a CI runner), that copy,
-    said on stderr."""
+    said on stderr. When there is none but the state is on another branch
+    (``_elsewhere``), that is said, on stderr, or raised when it is
+    ``needed``."""
     sha = repo.resolve(state_ref(branch))
     copies = remote_copies(repo, branch)
     if sha is not None:
@@ -316,6 +318,8 @@ def _state_head(repo: FleetRepo, branch: str) -> str | None:
     if not copies:
         elsewhere = _elsewhere(repo, branch)
         if elsewhere is not None:
+            if needed:
+                raise GitError(f"no state branch {branch!r}; {elsewhere}")
             print(f"fleetq: no state branch {branch!r}; {elsewhere}", file=sys.stderr)
             return None
         remotes = repo.remotes()
@@ -352,11 +356,7 @@ def _state_items(repo: FleetRepo, branch: str, cache: Cache | None
     """The state's items, and the text of each in placements.yaml when the
     cache gave it, by ``id`` of the item (a list filtered or sorted keeps
     them)."""
-    if repo.resolve(state_ref(branch)) is None and not remote_copies(repo, branch):
-        elsewhere = _elsewhere(repo, branch)
-        if elsewhere is not None:
-            raise GitError(f"no state branch {branch!r}; {elsewhere}")
-    sha = _state_head(repo, branch)
+    sha = _state_head(repo, branch, needed=True)
     if sha is None:
         if repo.remotes():
             raise GitError(f"no state branch {branch!r} here: if a remote has one, fetch it "
@@ -458,8 +458,7 @@ def _none_found(every: list[dict[str, Any]], phase: str | None, namespace: str |
         return said
     lowered = {space.lower(): space for space in spaces}
     close = [lowered[c] for c in difflib.get_close_matches(namespace.lower(), list(lowered), n=1)]
-    listed = ", ".join(spaces[:MAX_LISTED]) + (
-        f" and {len(spaces) - MAX_LISTED} more" if len(spaces) > MAX_LISTED else "")
+    listed = first_of(spaces, MAX_LISTED)
     meant = f" (did you mean {close[0]}?)" if close else ""
     if phase:
         meant = f", which has no job at all{meant}"

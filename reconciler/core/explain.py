@@ -19,7 +19,7 @@ from reconciler.core.model import (
     PreemptionPolicy,
 )
 from reconciler.core.preemption import RECLAIMING, within_min_after, would_retake
-from reconciler.core.problems import listed
+from reconciler.core.problems import first_of, listed
 from reconciler.core.quota import (
     NON_PREEMPTIBLE_MIN,
     PREEMPTIBLE_LABEL,
@@ -135,8 +135,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                     + req[name] > node.max[name]}
         # the usage once the jobs ahead of it that would run before it ran, those
         # limits raised (a job ahead that some other limit holds back is passed)
-        served = _served_first(ahead_in_queue, path, quota_used, short_at)
-        ran = served.pop("", {}).get(MAX_JOBS, 0)
+        served, ran = _served_first(ahead_in_queue, path, quota_used, short_at)
         for node in path:
             used = quota_used.get(node.path, {})
             for name in sorted(node.max):
@@ -182,8 +181,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     if strict_fifo and raised and not too_big and tree is not None:
         let_in = _let_in_ahead(d, held_out, tree, raised)
         if let_in:
-            names = ", ".join(f"{x.key.namespace}/{x.key.name}" for x in let_in[:3]) + (
-                f" and {len(let_in) - 3} more" if len(let_in) > 3 else "")
+            names = first_of([f"{x.key.namespace}/{x.key.name}" for x in let_in], 3)
             advice.append(f"its queue {d.quota} is StrictFIFO: those limits raised would also "
                           f"bring {names} (Inadmissible now: too big for them) into the queue, "
                           f"ahead of it, where a head that waits holds back every job behind "
@@ -220,9 +218,8 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             short[name] = f"cluster {name}: {why}"
     if advice and admitted_in_quota and not too_big and not held_by_min:
         holders = sorted(admitted_in_quota, key=lambda x: (x.priority, x.admitted_at or ""))
-        names = ", ".join(f"{x.key.namespace}/{x.key.name} (priority {x.priority})"
-                          for x in holders[:5])
-        more = f" and {len(holders) - 5} more" if len(holders) > 5 else ""
+        names = first_of([f"{x.key.namespace}/{x.key.name} (priority {x.priority})"
+                          for x in holders], 5)
 
         def room(victims: list[Decision]) -> bool:
             """Would a cluster have room for it with ``victims`` gone?"""
@@ -234,7 +231,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         higher = _higher_priority(d, shortfalls, admitted_in_quota, preemption,
                                   not_preemptible,
                                   room if places and len(short) == len(places) else None)
-        advice.append(f"jobs holding quota {d.quota}: {names}{more}{higher}")
+        advice.append(f"jobs holding quota {d.quota}: {names}{higher}")
     if d.phase is Phase.QUEUED and FITS_NO_CLUSTER in d.reason:  # (no cluster fits it now)
         # (the cycle's word on a cluster, when its reason has one: "c1: no node admits ...")
         said = dict(part.split(": ", 1) for part in d.reason.partition(
@@ -269,12 +266,11 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         # (the quota is not all: with room there, no cluster could take it either, unless
         # it reclaims room from quotas that borrow)
         if fits is not None and reclaimable and len(fits(reclaimable)) < len(places):
-            names = ", ".join(f"{x.key.namespace}/{x.key.name} ({x.quota})"
-                              for x in sorted(reclaimable, key=lambda x: str(x.key))[:3])
-            more = f" and {len(reclaimable) - 3} more" if len(reclaimable) > 3 else ""
+            names = first_of([f"{x.key.namespace}/{x.key.name} ({x.quota})"
+                              for x in sorted(reclaimable, key=lambda x: str(x.key))], 3)
             advice.append(f"once the quota has room, no member cluster has room for the whole "
                           f"gang now, but within its quota's min it may reclaim room from jobs "
-                          f"of quotas above their min: {names}{more}")
+                          f"of quotas above their min: {names}")
         else:
             advice.append("and once the quota has room, no member cluster has room for the "
                           "whole gang now:")
@@ -366,12 +362,11 @@ def _short_clusters(req: Mapping[str, int], names: Collection[str],
 
 def _served_first(ahead: Collection[Decision], path: Sequence[QuotaNode],
                   quota_used: Mapping[str, Resources], raised: Collection[tuple[str, str]]
-                  ) -> dict[str, Resources]:
-    """The usage of each quota of ``path`` (a job's, root first or last) once
-    the jobs ``ahead`` of it in its queue ran, in queue order, each that the
-    limits let in then (those ``raised``, (quota, resource), aside: it passes
-    any other, as a BestEffortFIFO queue does); under ``""``, how many ran
-    (as its ``kube-queue/max-jobs``)."""
+                  ) -> tuple[dict[str, Resources], int]:
+    """The usage of each quota of ``path`` (a job's ancestry) once the jobs
+    ``ahead`` of it in its queue ran, in queue order, each that the limits let
+    in then (those ``raised``, (quota, resource), aside: it passes any other,
+    as a BestEffortFIFO queue does); and how many ran."""
     state = {node.path: dict(quota_used.get(node.path, {})) for node in path}
     ran = 0
     for x in sorted(ahead, key=lambda x: x.position or 0):
@@ -381,8 +376,7 @@ def _served_first(ahead: Collection[Decision], path: Sequence[QuotaNode],
             for node in path:
                 add_into(state[node.path], x.requests)
             ran += 1
-    state[""] = {MAX_JOBS: ran}
-    return state
+    return state, ran
 
 
 def _let_in_ahead(d: Decision, held_out: Collection[Decision], tree: QuotaTree,
@@ -427,10 +421,9 @@ def _users(path: str, name: str, admitted: Collection[Decision], own: str | None
     if not under:
         return []
     under.sort(key=lambda x: (-x.requests.get(name, 0), str(x.key)))
-    names = ", ".join(f"{x.key.namespace}/{x.key.name} ({x.quota}, {_q(name, x.requests[name])})"
-                      for x in under[:5])
-    more = f" and {len(under) - 5} more" if len(under) > 5 else ""
-    return [f"jobs of other quotas using quota {path} {name}: {names}{more}"]
+    names = first_of([f"{x.key.namespace}/{x.key.name} ({x.quota}, "
+                      f"{_q(name, x.requests[name])})" for x in under], 5)
+    return [f"jobs of other quotas using quota {path} {name}: {names}"]
 
 
 def _higher_priority(d: Decision, shortfalls: Mapping[str, int], holders: Collection[Decision],

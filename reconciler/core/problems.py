@@ -7,6 +7,7 @@ the rest of the fleet from reconciling.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -47,6 +48,12 @@ def yaml_type(value: object) -> str:
 def listed(words: list[str], last: str = " or ") -> str:
     """``words`` as a sentence lists them: "a, b or c" (``last``: ", or ", " and ")."""
     return ", ".join(words[:-1]) + (last if len(words) > 1 else "") + words[-1]
+
+
+def first_of(words: Sequence[str], most: int) -> str:
+    """The first ``most`` of ``words``, with how many more: "a, b and 3 more"."""
+    more = f" and {len(words) - most} more" if len(words) > most else ""
+    return ", ".join(words[:most]) + more
 
 
 BOOLEAN_WORDS = "YAML reads on, off, yes, no, true and false unquoted as booleans"

@@ -37,7 +37,7 @@ from reconciler.core.model import (
     Taint,
 )
 from reconciler.core.policy import find_policy
-from reconciler.core.problems import Problem, as_read, yaml_type
+from reconciler.core.problems import Problem, as_read, first_of, yaml_type
 from reconciler.core.quota import QUOTA_LABEL, QuotaSpec, QuotaTree, build_tree
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, format_quantity
 from reconciler.fleet.documents import Document, expand_lists, iter_mapping_docs, parse_documents
@@ -199,8 +199,7 @@ def json_manifest(path: str, data: bytes, taken: Callable[[str], bool] = lambda 
         named = [what for what in map(read, items) if what is not None]
         if not named:
             return None
-        more = f" and {len(named) - 3} more" if len(named) > 3 else ""
-        what = f"a {value['kind']} in JSON ({', '.join(named[:3])}{more})"
+        what = f"a {value['kind']} in JSON ({first_of(named, 3)})"
         if value["kind"] != "List" or value.get("apiVersion") != "v1":
             return Problem(path, 1, (
                 f"not read: it holds {what}, and fleetq reads YAML files (*.yaml, *.yml) "
