@@ -158,6 +158,7 @@ def run(repo: Path, jobs: int) -> list[Phase]:
     phases.append(_reconcile("incremental: one new job", repo))
     quota = change_quota_line(repo)
     phases.append(_reconcile("quota tree: one-line change", repo))
+    phases.append(_reconcile("the quota change again", repo))
     # The same two pushes again, from the same state, to one fleetq watch
     for ref, sha in (("refs/heads/main", before), (STATE, cold_state)):
         subprocess.run(["git", "update-ref", ref, sha], cwd=repo, check=True)

@@ -193,8 +193,9 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     _keep_to_the_end(cache, outcome)
     _end_progress(show)
     branch = _branch(repo, args)
-    if outcome.computed is not None and outcome.computed.problems:
-        print(problems_text(outcome.computed.problems), file=sys.stderr)
+    told = outcome.computed.problems if outcome.computed is not None else outcome.problems
+    if told:
+        print(problems_text(told), file=sys.stderr)
     if outcome.attempts > 1:  # (said as it happens on a terminal only: said again here)
         print(f"fleetq: the state branch moved meanwhile (another reconcile wrote it): "
               f"decided again from its new head, {outcome.attempts} attempts in all",
@@ -794,7 +795,8 @@ def _not_yet(repo: FleetRepo, args: argparse.Namespace, base: str | None, comput
     reconcile would decide, and what the state says of the job meanwhile (the
     clusters run what it says); ``None`` when the state is up to date, or
     says of the job what a reconcile would (its phase, cluster and place)."""
-    if base is not None and up_to_date(repo, args.source, base, parse_now(args.now)):
+    if base is not None and up_to_date(repo, args.source, base, parse_now(args.now),
+                                       _cache(repo, args)):
         return None
     sha = computed.source.sha[:12]
     if base is None:

@@ -153,6 +153,9 @@ class Outcome:
     # nothing was done (a reconcile of an older commit would roll the state back)
     newer: str | None = None
     remote: str | None = None  # the remote the state commit was pushed to
+    # up to date: what deciding the source from the state told, when the cache knows
+    # (the source changed since the state was made, but no decision: see up_to_date)
+    problems: list[Problem] = field(default_factory=list)
 
     @property
     def decisions(self) -> list[Decision]:
@@ -1110,11 +1113,13 @@ def trailers(message: str) -> dict[str, str]:
 
 
 def up_to_date(repo: FleetRepo, source_rev: str, base: str | None,
-               now: dt.datetime | None = None) -> CommitInfo | None:
+               now: dt.datetime | None = None, cache: Cache | None = None
+               ) -> CommitInfo | None:
     """The source commit, when the state at ``base`` was made from the same tree by
-    the same format, and nothing it holds is due by ``now`` (``due``):
-    reconciling again would change nothing (the state is a fixed point), so
-    nothing needs computing."""
+    the same format, or the ``cache`` knows that deciding this tree from
+    ``base`` left it as it was (``Cache.note_unchanged``), and nothing it holds
+    is due by ``now`` (``due``): reconciling again would change nothing (the
+    state is a fixed point), so nothing needs computing."""
     if base is None:
         return None
     sha = repo.resolve(source_rev)
@@ -1122,11 +1127,13 @@ def up_to_date(repo: FleetRepo, source_rev: str, base: str | None,
         return None
     source = repo.commit_info(sha)
     found = trailers(repo.commit_info(base).message)
-    if found.get(TREE_TRAILER) == source.tree and found.get(FORMAT_TRAILER) == STATE_FORMAT \
-            and found.get(OBSERVED_TRAILER, NO_OBSERVATIONS) == observed_tree(repo, base) \
-            and not (now is not None and (at := due(repo, base)) is not None and at <= now):
-        return source
-    return None
+    if not (found.get(TREE_TRAILER) == source.tree and found.get(FORMAT_TRAILER) == STATE_FORMAT
+            and found.get(OBSERVED_TRAILER, NO_OBSERVATIONS) == observed_tree(repo, base)) \
+            and (cache is None or cache.unchanged(base, source.tree) is None):
+        return None
+    if now is not None and (at := due(repo, base)) is not None and at <= now:
+        return None
+    return source
 
 
 def due(repo: FleetRepo, state: str) -> dt.datetime | None:
@@ -1188,22 +1195,29 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
                 check_no_remote_state(repo, remote, branch)
             elif base is None:
                 check_no_local_state(repo, branch)
-            source = up_to_date(repo, source_rev, base, when)
+            source = up_to_date(repo, source_rev, base, when, cache)
             newer = None if source is not None else newer_source(repo, remote, source_rev, base)
             if source is not None or newer is not None:
                 _follow_remote(repo, remote, branch, base)
+                told = None
                 if source is None:
                     sha = repo.resolve(source_rev)
                     source = repo.commit_info(sha) if sha is not None else None
-                return Outcome(None, None, attempt, source=source, state=base, newer=newer)
+                elif cache is not None and base is not None:
+                    told = cache.unchanged(base, source.tree)
+                return Outcome(None, None, attempt, source=source, state=base, newer=newer,
+                               problems=told or [])
             computed = compute(repo, source_rev=source_rev, state_base=base, now=when,
                                progress=progress, cache=cache, save_behind=later is None)
+            told = list(computed.problems)  # (what deciding this source tells, at any time)
             computed.problems.extend(source_lost(repo, remote, branch, base, computed.source))
             computed.problems.extend(clock_behind(repo, branch, base, when))
             progress("writing the state tree")
             tree = repo.write_tree(computed.files)
             if tree == computed.state_tree and not said_anew(repo, computed):
                 _follow_remote(repo, remote, branch, base)
+                if cache is not None and base is not None:
+                    cache.note_unchanged(base, computed.source.tree, told)
                 _save_cache(cache, computed, base, later)
                 return Outcome(computed, None, attempt, source=computed.source, state=base)
             if remote and attempt == 1:

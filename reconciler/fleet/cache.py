@@ -2,7 +2,7 @@
 
 It lives in the repository's git directory (``.git/fleetq/cache-v<N>/``),
 never in the work tree, and is safe to delete at any time: everything in it
-can be computed again from git. Four things are kept:
+can be computed again from git. Five things are kept:
 
 - ``jobs-<xx>.pickle``: the parsed jobs of every jobs-only file, keyed by
   (git blob id, path), in 256 shards by the blob id's first two hex digits.
@@ -25,6 +25,12 @@ can be computed again from git. Four things are kept:
   tree, clusters, policies, ...), of the source tree the last state commit
   was made from, so that a later push that changed the quota tree's max
   values alone is known as such, even after reconciles that made no commit.
+- ``unchanged.pickle``: the source trees a reconcile decided from a state
+  commit without changing it (a push of a README, of a comment, or a new
+  fleetq whose state format differs but decides the same), with what it
+  told: no commit is made, so the state's trailers still name the tree it
+  was made from, and the next reconcile of the same tree from the same state
+  is known to be up to date without deciding again (``up_to_date``).
 
 Entries are never trusted across formats: the folder name carries the cache
 format and the fleetq version, and an unreadable file is dropped. A cache that
@@ -51,6 +57,7 @@ from typing import Any
 from reconciler import __version__
 from reconciler.core.cycle import Ahead
 from reconciler.core.model import JobKey, OneEach, PriorPlacement, evolve
+from reconciler.core.problems import Problem
 from reconciler.fleet.inputs import FleetInputs, JobEntry
 from reconciler.fleet.jobs import JobSource
 from reconciler.fleet.state import Written
@@ -63,6 +70,8 @@ BEHIND_MIN_ENTRIES = 2000  # fewer new parsed jobs than this are written at the 
 INPUTS = "inputs.pickle"  # the fleet read last, but for the jobs of its jobs-only files
 # what the cycle read, but for jobs, of the source the last state commit was made from
 STATE_INPUTS = "inputs-of-state.pickle"  # (not state-*.pickle: those are decisions)
+UNCHANGED = "unchanged.pickle"  # (state commit, source tree) -> what deciding it told
+UNCHANGED_KEPT = 16  # the pairs kept, the latest
 
 
 class Cache:
@@ -90,6 +99,7 @@ class Cache:
         self._state_inputs: tuple[str, dict[str, Any]] | None = None  # see save_state_inputs
         self._ahead: tuple[str, Ahead] | None = None  # see keep_ahead
         self._priors: tuple[Written, dict[JobKey, PriorPlacement]] | None = None
+        self._unchanged: dict[tuple[str, str], list[Problem]] | None = None  # (see unchanged)
 
     # -- files -------------------------------------------------------------------
 
@@ -149,6 +159,33 @@ class Cache:
         """Let the next writes try, after one failed (``failed``): each save of a
         reconcile's cache does, since a watch's folder may be writable again."""
         self.failed = None
+
+    # -- states found up to date -------------------------------------------------
+
+    def unchanged(self, state: str, tree: str) -> list[Problem] | None:
+        """What a reconcile told (its problems) when it decided source tree
+        ``tree`` from state commit ``state`` and the state did not change
+        (``note_unchanged``); ``None`` when none did, as far as the cache knows."""
+        if self._unchanged is None:
+            got = self._read(UNCHANGED)
+            self._unchanged = {key: told for key, told in got.items()
+                               if isinstance(told, list)
+                               and all(isinstance(p, Problem) for p in told)} \
+                if isinstance(got, dict) else {}
+        told = self._unchanged.get((state, tree))
+        return list(told) if told is not None else None
+
+    def note_unchanged(self, state: str, tree: str, told: list[Problem]) -> None:
+        """Keep that deciding source tree ``tree`` from state commit ``state``
+        left the state as it was, and told ``told`` (the latest
+        ``UNCHANGED_KEPT`` such pairs are kept)."""
+        self.unchanged(state, tree)  # (read what is there)
+        assert self._unchanged is not None
+        self._unchanged.pop((state, tree), None)
+        self._unchanged[(state, tree)] = list(told)
+        while len(self._unchanged) > UNCHANGED_KEPT:
+            del self._unchanged[next(iter(self._unchanged))]
+        self._write(UNCHANGED, self._unchanged)
 
     # -- parsed jobs -------------------------------------------------------------
 

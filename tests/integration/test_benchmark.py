@@ -17,6 +17,7 @@ def test_the_benchmark_runs_and_watch_commits_what_reconcile_did(tmp_path: Path)
     phases = {p.name: p for p in run(repo, 300)}
     assert phases["cold reconcile (no state, no cache)"].commit is not None
     assert phases["warm reconcile, no change"].commit is None
+    assert phases["the quota change again"].commit is None
     incremental = phases["incremental: one new job"].commit
     assert incremental is not None
     assert phases["watching: the same new job"].commit == incremental

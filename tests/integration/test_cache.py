@@ -157,6 +157,42 @@ def test_an_up_to_date_state_is_not_recomputed(tmp_path: Path) -> None:
     assert rev(path, STATE) == first.commit
 
 
+def test_a_push_that_changes_no_decision_is_decided_once(tmp_path: Path) -> None:
+    """No commit records that the state holds a source tree whose push changed
+    no decision; the cache does, and a reconcile of that tree from that state
+    again is up to date, telling what deciding it told."""
+    path = fleet(tmp_path)
+    first = run_reconcile(path)
+    write_files(path, {"NOTES.md": "notes\n"})
+    commit_all(path, "notes")
+    decided = run_reconcile(path)
+    assert decided.computed is not None and decided.commit is None
+    again = run_reconcile(path, now="2026-12-01T00:00:00Z")
+    assert again.computed is None and again.commit is None and again.problems == []
+    assert again.source is not None and again.source.sha == rev(path, "HEAD")
+    assert rev(path, STATE) == first.commit
+    # Without the cache, it is decided again (and still changes nothing).
+    assert run_reconcile(path, use_cache=False).computed is not None
+    # A job written as JSON is not read, and told of: no decision changes, and a
+    # reconcile of that tree again tells the same, without deciding again.
+    write_files(path, {"jobs/j8.json": '{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob"}'})
+    commit_all(path, "a job as JSON")
+    told = []
+    for _ in range(2):
+        proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+        assert proc.returncode == 0, proc.stderr
+        told.append((proc.stdout.splitlines()[0], proc.stderr))
+    assert "jobs/j8.json:" in told[0][1] and told[1][1] == told[0][1]
+    assert told[0][0].startswith("no change: ") and "up to date" not in told[0][0]
+    assert told[1][0] == f"no change: {STATE} is up to date with {rev(path, 'HEAD')[:12]}"
+    assert rev(path, STATE) == first.commit
+    # Another state commit (a new job admitted): that tree is decided from it anew.
+    write_files(path, {"jobs/j9.yaml": pytorchjob("j9")})
+    commit_all(path, "one more job")
+    assert run_reconcile(path).commit is not None
+    assert run_reconcile(path).computed is None
+
+
 def test_parsing_in_two_processes_gives_the_same_state(tmp_path: Path, monkeypatch) -> None:
     """Many new files are parsed by two processes; the state is the same byte for byte,
     and a bad file in either half is reported as it is by one process."""
