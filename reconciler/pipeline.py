@@ -1129,7 +1129,7 @@ def up_to_date(repo: FleetRepo, source_rev: str, base: str | None,
     found = trailers(repo.commit_info(base).message)
     if not (found.get(TREE_TRAILER) == source.tree and found.get(FORMAT_TRAILER) == STATE_FORMAT
             and found.get(OBSERVED_TRAILER, NO_OBSERVATIONS) == observed_tree(repo, base)) \
-            and (cache is None or cache.unchanged(base, source.tree) is None):
+            and (cache is None or cache.unchanged(base, source.tree, STATE_FORMAT) is None):
         return None
     if now is not None and (at := due(repo, base)) is not None and at <= now:
         return None
@@ -1204,7 +1204,7 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
                     sha = repo.resolve(source_rev)
                     source = repo.commit_info(sha) if sha is not None else None
                 elif cache is not None and base is not None:
-                    told = cache.unchanged(base, source.tree)
+                    told = cache.unchanged(base, source.tree, STATE_FORMAT)
                 return Outcome(None, None, attempt, source=source, state=base, newer=newer,
                                problems=told or [])
             computed = compute(repo, source_rev=source_rev, state_base=base, now=when,
@@ -1217,7 +1217,7 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             if tree == computed.state_tree and not said_anew(repo, computed):
                 _follow_remote(repo, remote, branch, base)
                 if cache is not None and base is not None:
-                    cache.note_unchanged(base, computed.source.tree, told)
+                    cache.note_unchanged(base, computed.source.tree, STATE_FORMAT, told)
                 _save_cache(cache, computed, base, later)
                 return Outcome(computed, None, attempt, source=computed.source, state=base)
             if remote and attempt == 1:

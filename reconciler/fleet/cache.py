@@ -70,7 +70,7 @@ BEHIND_MIN_ENTRIES = 2000  # fewer new parsed jobs than this are written at the 
 INPUTS = "inputs.pickle"  # the fleet read last, but for the jobs of its jobs-only files
 # what the cycle read, but for jobs, of the source the last state commit was made from
 STATE_INPUTS = "inputs-of-state.pickle"  # (not state-*.pickle: those are decisions)
-UNCHANGED = "unchanged.pickle"  # (state commit, source tree) -> what deciding it told
+UNCHANGED = "unchanged.pickle"  # (state commit, source tree, format) -> what deciding told
 UNCHANGED_KEPT = 16  # the pairs kept, the latest
 
 
@@ -99,7 +99,7 @@ class Cache:
         self._state_inputs: tuple[str, dict[str, Any]] | None = None  # see save_state_inputs
         self._ahead: tuple[str, Ahead] | None = None  # see keep_ahead
         self._priors: tuple[Written, dict[JobKey, PriorPlacement]] | None = None
-        self._unchanged: dict[tuple[str, str], list[Problem]] | None = None  # (see unchanged)
+        self._unchanged: dict[tuple[str, ...], list[Problem]] | None = None  # (see unchanged)
 
     # -- files -------------------------------------------------------------------
 
@@ -162,27 +162,28 @@ class Cache:
 
     # -- states found up to date -------------------------------------------------
 
-    def unchanged(self, state: str, tree: str) -> list[Problem] | None:
+    def unchanged(self, state: str, tree: str, form: str) -> list[Problem] | None:
         """What a reconcile told (its problems) when it decided source tree
-        ``tree`` from state commit ``state`` and the state did not change
-        (``note_unchanged``); ``None`` when none did, as far as the cache knows."""
+        ``tree`` from state commit ``state``, by state format ``form``, and the
+        state did not change (``note_unchanged``); ``None`` when none did, as far
+        as the cache knows."""
         if self._unchanged is None:
             got = self._read(UNCHANGED)
             self._unchanged = {key: told for key, told in got.items()
                                if isinstance(told, list)
                                and all(isinstance(p, Problem) for p in told)} \
                 if isinstance(got, dict) else {}
-        told = self._unchanged.get((state, tree))
+        told = self._unchanged.get((state, tree, form))
         return list(told) if told is not None else None
 
-    def note_unchanged(self, state: str, tree: str, told: list[Problem]) -> None:
+    def note_unchanged(self, state: str, tree: str, form: str, told: list[Problem]) -> None:
         """Keep that deciding source tree ``tree`` from state commit ``state``
-        left the state as it was, and told ``told`` (the latest
-        ``UNCHANGED_KEPT`` such pairs are kept)."""
-        self.unchanged(state, tree)  # (read what is there)
+        by state format ``form`` left the state as it was, and told ``told``
+        (the latest ``UNCHANGED_KEPT`` such are kept)."""
+        self.unchanged(state, tree, form)  # (read what is there)
         assert self._unchanged is not None
-        self._unchanged.pop((state, tree), None)
-        self._unchanged[(state, tree)] = list(told)
+        self._unchanged.pop((state, tree, form), None)
+        self._unchanged[(state, tree, form)] = list(told)
         while len(self._unchanged) > UNCHANGED_KEPT:
             del self._unchanged[next(iter(self._unchanged))]
         self._write(UNCHANGED, self._unchanged)
