@@ -881,6 +881,7 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
         try:
             spec = _quota_spec(doc, (doc.value.get("spec") or {}).get("root"), "spec.root")
             tree, problems = build_tree(spec, path=doc.path)
+            problems = _quota_tree_fields(doc) + problems
             inputs.problems.extend(problems)
             inputs.tree = tree
             errors = [p for p in problems if p.severity == "error"]
@@ -1015,6 +1016,46 @@ def _meta(doc: Document) -> dict[str, Any]:
         raise ManifestError(f"metadata.name must be a string, not {as_read(meta['name'])}; "
                             f"quote it", "metadata.name")
     return meta
+
+
+# The fields of a quota of an ElasticQuotaTree (spec.root and each of its children);
+# ``attributes`` is ACK's (the quota's resource flavors), which fleetq does not read.
+_QUOTA_FIELDS = ("name", "namespaces", "min", "max", "children", "attributes")
+
+
+def _quota_tree_fields(doc: Document) -> list[Problem]:
+    """Each field of the tree's spec and quotas that an ElasticQuotaTree does
+    not have: an error when it is close to one (a misspelt ``max`` would leave
+    the quota with no limit, a misspelt ``children`` would drop the quotas
+    under it, unseen), else a warning that fleetq leaves it out (a field of a
+    newer API, say)."""
+    found: list[Problem] = []
+
+    def check(value: dict[Any, Any], names: tuple[str, ...], where: str) -> None:
+        for key in value:
+            if key in names:
+                continue
+            at = f"{where}.{key}"
+            close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.6)
+            found.append(Problem(doc.path, doc.line_of(at), (
+                f"{at} is not a field of ElasticQuotaTree: did you mean {where}.{close[0]}?"
+                if close else
+                f"{at} is not a field of ElasticQuotaTree (the fields of a quota: "
+                f"{', '.join(names)}); fleetq leaves it out"), "error" if close else "warning"))
+
+    def quota(raw: Any, where: str) -> None:
+        if not isinstance(raw, dict):
+            return  # (``_quota_spec`` says what it must be)
+        check(raw, _QUOTA_FIELDS, where)
+        children = raw.get("children")
+        for i, child in enumerate(children if isinstance(children, list) else ()):
+            quota(child, f"{where}.children[{i}]")
+
+    spec = doc.value.get("spec")
+    if isinstance(spec, dict):
+        check(spec, ("root",), "spec")
+        quota(spec.get("root"), "spec.root")
+    return found
 
 
 def _quota_spec(doc: Document, raw: Any, field: str) -> QuotaSpec:
@@ -1540,7 +1581,8 @@ def _fleet(doc: Document, inputs: FleetInputs) -> None:
     if not isinstance(spec, dict):
         raise ManifestError("spec must be a mapping", "spec")
     errors = Errors()
-    _unknown_fields(doc, spec, _FLEET_FIELDS, errors)
+    _fields_not_in(doc, doc.value, {"": _TOP_FIELDS, "spec": _FLEET_FIELDS,
+                                    "spec.committer": ("name", "email")}, errors)
     git = inputs.git
     if not isinstance(spec.get("stateBranch") or "", str):
         errors.found.append(ManifestError("spec.stateBranch must be a branch name (a string)",
@@ -1607,12 +1649,22 @@ _GIT_NAMES = re.compile(r"[A-Z_]*HEAD")  # HEAD, FETCH_HEAD, ORIG_HEAD, ...: git
 MIN_WEIGHT, MAX_WEIGHT = 0.001, 1_000_000
 
 
+_QUOTA_SETTINGS = ("queueStrategy", "preemption", "weight")  # (fleet.yaml's, of a quota)
+
+
 def _quota_settings(where: str, raw: Any) -> QuotaSettings:
     """One quota's settings in fleet.yaml (``spec.quotas.<quota>``), each mistake told."""
     if not isinstance(raw, dict):
         raise ManifestError(f"{where} must be a mapping of queueStrategy, preemption and "
                             f"weight", where)
     errors = Errors()
+    for key in raw:
+        if key not in _QUOTA_SETTINGS:
+            close = difflib.get_close_matches(str(key), _QUOTA_SETTINGS, n=1, cutoff=0.6)
+            errors.found.append(ManifestError(
+                f"{where}.{key} is not a setting of a quota: "
+                + (f"did you mean {where}.{close[0]}?" if close else
+                   f"its settings are {', '.join(_QUOTA_SETTINGS)}"), f"{where}.{key}"))
     strategy_name = str(raw.get("queueStrategy") or "BestEffortFIFO")
     if strategy_name not in QUEUE_STRATEGY_NAMES:
         errors.found.append(ManifestError(

@@ -411,6 +411,57 @@ def test_quota_limits_that_do_not_add_up_are_told_at_the_entry_to_fix() -> None:
         "quota.yaml:18: quota root/a: min cpu 6 is more than max 4; min must be <= max"]
 
 
+def test_a_misspelt_field_of_the_quota_tree_is_an_error_and_its_last_good_version_kept() -> None:
+    """A quota's ``max`` misspelt left the quota with no limit, its
+    ``children`` misspelt dropped the quotas under it, both unseen; a field
+    close to none (one of a newer API, say) is a warning, and ACK's
+    ``attributes`` is a field of a quota."""
+    text = quota_tree_yaml('{cpu: "8"}', """\
+    - name: a
+      namespace: [default]
+      attributes: {resourceflavors: "flavor-a"}
+      mxa: {cpu: "4"}
+    - name: b
+      namespaces: [other]
+      colour: blue
+      childern: []
+""").replace("  root:\n", "  rot: {}\n  root:\n")
+    inputs = read({"quota.yaml": text, "jobs/j1.yaml": JOB}, {"quota.yaml": [QUOTA_TREE]})
+    assert told(inputs) == [
+        "quota.yaml:5: spec.rot is not a field of ElasticQuotaTree: did you mean spec.root?",
+        "quota.yaml:12: spec.root.children[0].namespace is not a field of ElasticQuotaTree: "
+        "did you mean spec.root.children[0].namespaces?",
+        "quota.yaml:14: spec.root.children[0].mxa is not a field of ElasticQuotaTree: did you "
+        "mean spec.root.children[0].max?",
+        "quota.yaml:18: spec.root.children[1].childern is not a field of ElasticQuotaTree: did "
+        "you mean spec.root.children[1].children?"]
+    assert inputs.tree is not None and inputs.tree.nodes["root/a"].max == {"cpu": 8000}
+    assert told(inputs, "warning") == [
+        f"quota.yaml:0: the fleet goes on with this file's last good version "
+        f"(blob {source('quota.yaml', QUOTA_TREE).blob[:12]}) until it is fixed"]
+    fine = read({"quota.yaml": QUOTA_TREE.replace("      max:", "      attributes: {x: y}\n"
+                                                  "      flavour: spot\n      max:")})
+    assert told(fine) == [] and told(fine, "warning") == [
+        "quota.yaml:13: spec.root.children[0].flavour is not a field of ElasticQuotaTree (the "
+        "fields of a quota: name, namespaces, min, max, children, attributes); fleetq leaves "
+        "it out"]
+
+
+def test_a_misspelt_setting_of_a_quota_in_fleet_yaml_is_an_error() -> None:
+    """``preemtion: Never`` left the quota preempting (the default), unseen."""
+    text = FLEET.replace("preemption: Never", "preemtion: Never, wieght: 2, colour: red") \
+        .replace("spec:\n", "spec:\n  committer: {nmae: fleet-bot}\n")
+    assert told(read({"fleet.yaml": text, "policy.yaml": POLICY})) == [
+        "fleet.yaml:5: spec.committer.nmae is not a field of Fleet: did you mean "
+        "spec.committer.name?",
+        "fleet.yaml:9: spec.quotas.root/a.colour is not a setting of a quota: its settings are "
+        "queueStrategy, preemption, weight",
+        "fleet.yaml:9: spec.quotas.root/a.preemtion is not a setting of a quota: did you mean "
+        "spec.quotas.root/a.preemption?",
+        "fleet.yaml:9: spec.quotas.root/a.wieght is not a setting of a quota: did you mean "
+        "spec.quotas.root/a.weight?"]
+
+
 def test_a_state_branch_that_is_not_a_string_is_an_error() -> None:
     text = FLEET.replace("spec:\n", "spec:\n  stateBranch: 5\n")
     assert told(read({"fleet.yaml": text, "policy.yaml": POLICY})) == [
