@@ -657,6 +657,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
                    DUE_TRAILER: "when the state next changes on its own"}
             print(f"\nNo changes to the state's files. A reconcile would commit once, to record "
                   f"{' and '.join(why[n] for n in anew)} ({', '.join(anew)}).")
+        elif not changed and any(p.severity == "error" for p in computed.problems):
+            errors = sum(p.severity == "error" for p in computed.problems)
+            print(f"\nNo changes to the state, but {errors} error(s) above: the fleet goes on "
+                  f"as it was until they are fixed, and `fleetq validate` exits 1 until then.")
         elif not changed:
             print("\nNo changes. The state branch is up to date.")
         else:

@@ -1017,6 +1017,28 @@ def test_plan_and_validate_give_a_problem_as_the_same_object(tmp_path: Path) -> 
             if p["path"] == "jobs/default/broken.yaml"] == told
 
 
+def test_a_plan_that_changes_nothing_but_breaks_a_file_does_not_say_up_to_date(
+        tmp_path: Path) -> None:
+    """A pull request whose only change is a typo in the quota tree: the fleet
+    goes on with the tree's last good version, so nothing changes, but the
+    plan does not call that up to date."""
+    path = reconciled_template(tmp_path)
+    tree = path / "quota/elasticquotatree.yaml"
+    text = tree.read_text()
+    tree.write_text(text.replace("        max:\n          cpu: 320",
+                                 "        mxa:\n          cpu: 320"))
+    assert tree.read_text() != text
+    commit_all(path, "a typo")
+    planned = fleetq("plan", "--repo", str(path), "--now", NOW, "--exit-code")
+    assert planned.returncode == 0, planned.stderr
+    assert "is not a field of ElasticQuotaTree: did you mean" in planned.stdout
+    assert "up to date" not in planned.stdout
+    assert planned.stdout.rstrip().endswith(
+        "No changes to the state, but 1 error(s) above: the fleet goes on as it was until "
+        "they are fixed, and `fleetq validate` exits 1 until then."), planned.stdout
+    assert fleetq("validate", "--repo", str(path)).returncode == 1
+
+
 def _told_by_every_read(path: Path, said: str) -> list[str]:
     """What a reconcile patching the fleet from the last one's, validate, and a
     reconcile reading it whole print: each says ``said``."""
