@@ -665,7 +665,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print("\nNo changes. The state branch is up to date.")
         else:
             print("\nJobs:")
-            for line in computed.changes or ["(no job changes phase or cluster)"]:
+            for line in computed.changes or ["(no job changes phase, cluster or quota)"]:
                 print(f"  {line}")
             print("\nState files:")
             for change, path in files:

@@ -1009,7 +1009,7 @@ def _manifest_of(source: JobSource) -> Manifest | None:
 def describe_changes(prior: dict[JobKey, PriorPlacement], decisions: list[Decision],
                      outcomes: Outcomes | None = None,
                      moved: Mapping[JobKey, str] | None = None) -> list[str]:
-    """One line per job whose phase or cluster changed, for the commit message;
+    """One line per job whose phase, cluster or quota changed, for the commit message;
     ``outcomes``: why each job that fails over does, and what becomes of the
     objects of those that end; ``moved``: why a job that ran left its place
     (``CycleResult.moved``)."""
@@ -1024,6 +1024,11 @@ def describe_changes(prior: dict[JobKey, PriorPlacement], decisions: list[Decisi
             found += 1
             if before is d or (before.phase is d.phase and before.cluster == d.cluster
                                and before.kept_on == d.kept_on):
+                if before is not d and before.quota != d.quota and before.quota and d.quota:
+                    # (its namespace moved to another quota: its labels on the cluster change)
+                    lines.append(f"change the quota of {d.key.kind} {d.key.namespace}/"
+                                 f"{d.key.name}: {before.quota} -> {d.quota}"
+                                 + (f" (on {d.cluster})" if d.phase is Phase.ADMITTED else ""))
                 continue
         name = f"{d.key.kind} {d.key.namespace}/{d.key.name}"
         if before is not None and before.kept_on and not d.kept_on:

@@ -32,6 +32,7 @@ from .conftest import (
     one_leaf_tree,
     placements,
     pytorchjob,
+    reconciled_template,
     rev,
     write_files,
 )
@@ -292,6 +293,29 @@ def test_plan_shows_changes_without_committing(seed_fleet: SeedFleet) -> None:
     seed_fleet.reconcile()
     proc = fleetq("plan", "--repo", str(seed_fleet.path), "--now", NOW, "--exit-code")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_namespace_moved_to_another_quota_is_a_job_change_in_plan_and_commit(
+        tmp_path: Path) -> None:
+    """Its running job stays where it runs, under the other quota, whose label
+    it carries on its cluster: a change a reviewer is told of, not "no job
+    changes"."""
+    path = reconciled_template(tmp_path)
+    tree = path / "quota/elasticquotatree.yaml"
+    text = tree.read_text()
+    moved = text.replace("      namespaces:\n      - interns\n", "") \
+        .replace("      - platform\n", "      - platform\n      - interns\n")
+    assert moved.count("- interns") == 1 and moved != text
+    tree.write_text(moved)
+    commit_all(path, "interns under platform")
+    line = ("change the quota of PyTorchJob interns/intern-mnist: root/interns -> "
+            "root/platform (on ")
+    planned = fleetq("plan", "--repo", str(path), "--now", NOW)
+    assert planned.returncode == 0, planned.stderr
+    assert f"\n  {line}" in planned.stdout, planned.stdout
+    assert "(no job changes" not in planned.stdout
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    assert line in git(path, "log", "-1", "--format=%B", STATE)
 
 
 def test_plan_of_a_branch_that_lacks_the_state_source_says_so(tmp_path: Path) -> None:
