@@ -36,7 +36,8 @@ class QuotaSpec:
     namespaces: tuple[str, ...] = ()
     children: tuple[QuotaSpec, ...] = ()
     line: int = 0
-    lines: tuple[tuple[str, int], ...] = ()  # ("min.cpu", its line), ("max", ...), ...
+    # ("min.cpu", its line), ("max", ...), ..., ("namespaces.<namespace>", its line)
+    lines: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +57,8 @@ class QuotaNode:
         return not self.children
 
     def line_of(self, section: str, name: str) -> int:
-        """The line of its ``section`` (min, max) entry of resource ``name``,
-        else of that section, else of its name."""
+        """The line of its ``section`` (min, max, namespaces) entry ``name`` (a
+        resource, a namespace), else of that section, else of its name."""
         found = dict(self.lines)
         return found.get(f"{section}.{name}") or found.get(section) or self.line
 
@@ -171,7 +172,7 @@ def build_tree(spec: QuotaSpec, *, path: str) -> tuple[QuotaTree | None, list[Pr
                 f"namespaces belong on leaf quotas only")))
         for ns in node.namespaces:
             if ns in by_namespace:
-                problems.append(Problem(path, node.line, (
+                problems.append(Problem(path, node.line_of("namespaces", ns), (
                     f"namespace {ns!r} is listed on both {by_namespace[ns]} and {node.path}; "
                     f"list each namespace on one leaf only")))
                 continue

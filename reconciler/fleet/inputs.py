@@ -1080,7 +1080,9 @@ def _quota_spec(doc: Document, raw: Any, field: str) -> QuotaSpec:
         lines=tuple((f"{section}.{name}" if name else section,
                      doc.line_of(f"{field}.{section}", *([name] if name else [])))
                     for section in ("min", "max") if isinstance(raw.get(section), dict)
-                    for name in ("", *map(str, raw[section]))))
+                    for name in ("", *map(str, raw[section])))
+        + tuple((f"namespaces.{ns}", doc.line_of(f"{field}.namespaces[{i}]"))
+                for i, ns in enumerate(namespaces)))
 
 
 def _label_selector(raw: Any, field: str) -> LabelSelector | None:

@@ -447,6 +447,21 @@ def test_a_misspelt_field_of_the_quota_tree_is_an_error_and_its_last_good_versio
         "it out"]
 
 
+def test_a_namespace_listed_on_two_quotas_is_told_at_its_second_entry() -> None:
+    text = quota_tree_yaml('{cpu: "8"}', """\
+    - name: a
+      namespaces: [default, ml]
+    - name: b
+      namespaces:
+      - other
+      - ml
+""")
+    assert text.splitlines()[14] == "      - ml"
+    assert told(read({"quota.yaml": text})) == [
+        "quota.yaml:15: namespace 'ml' is listed on both root/a and root/b; list each "
+        "namespace on one leaf only"]
+
+
 def test_a_misspelt_setting_of_a_quota_in_fleet_yaml_is_an_error() -> None:
     """``preemtion: Never`` left the quota preempting (the default), unseen."""
     text = FLEET.replace("preemption: Never", "preemtion: Never, wieght: 2, colour: red") \
