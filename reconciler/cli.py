@@ -197,7 +197,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     if told:
         print(problems_text(told), file=sys.stderr)
     if outcome.attempts > 1:  # (said as it happens on a terminal only: said again here)
-        print(f"fleetq: the state branch moved meanwhile (another reconcile wrote it): "
+        print(f"fleetq: the state branch moved meanwhile (another reconcile or a report wrote "
+              f"it): "
               f"decided again from its new head, {outcome.attempts} attempts in all",
               file=sys.stderr)
     print(_outcome_line(outcome, branch, repo), file=_say(args.output))
@@ -299,22 +300,27 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _state_head(repo: FleetRepo, branch: str, *, needed: bool = False) -> str | None:
+def _state_head(repo: FleetRepo, branch: str, *, needed: bool = False,
+                plan: bool = False) -> str | None:
     """The state branch's head, for a command that reads it: the local branch
     (told on stderr when a remote's copy of it, as last fetched, is newer, as
     ``git status`` tells a branch behind its upstream), else, when one
     remote's copy of it is here (a fresh clone on a CI runner), that copy,
     said on stderr. When there is none but the state is on another branch
     (``_elsewhere``), that is said, on stderr, or raised when it is
-    ``needed``."""
+    ``needed``. ``plan``: for ``fleetq plan``, which reads a remote's state
+    itself with ``--remote``."""
     sha = repo.resolve(state_ref(branch))
     copies = remote_copies(repo, branch)
     if sha is not None:
         for name, copy in copies:
             if copy != sha and repo.is_ancestor(sha, copy):
+                remote = name.partition("/")[0]
+                fix = (f"plan --remote {remote} plans against {remote}'s (it fetches it first)"
+                       if plan else f"run fleetq reconcile --remote {remote} to bring it up to "
+                       f"date")
                 print(f"fleetq: {branch} is behind {name} ({copy[:12]}), as git last fetched "
-                      f"it: reading {branch} ({sha[:12]}); run fleetq reconcile --remote "
-                      f"{name.partition('/')[0]} to bring it up to date", file=sys.stderr)
+                      f"it: reading {branch} ({sha[:12]}); {fix}", file=sys.stderr)
         return sha
     if not copies:
         elsewhere = _elsewhere(repo, branch)
@@ -611,7 +617,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     args.remote = _remote(repo, args, args.source)
     branch = _branch(repo, args)
     check_source(repo, args.source)
-    base = repo.fetch(args.remote, branch) if args.remote else _state_head(repo, branch)
+    base = repo.fetch(args.remote, branch) if args.remote else _state_head(repo, branch,
+                                                                           plan=True)
     if args.remote and base is not None:
         check_remote_state(repo, args.remote, branch, base)
     # (nothing written: a plan reads, and may run where the repository is read-only)
@@ -947,7 +954,8 @@ def _record(repo: FleetRepo, args: argparse.Namespace, reports: list[ClusterRepo
         print(f"warning: {report.cluster}: not recorded: the report there was observed at "
               f"{newer}, after this one ({report.observed_at})", file=sys.stderr)
     said = "; ".join(r.summary() for r in reports if all(r is not o for o, _ in older))
-    print(f"committed {sha[:12]} to {branch}: {said}; run fleetq reconcile to act on it"
+    pushed = f" and pushed it to {remote}" if remote else ""
+    print(f"committed {sha[:12]} to {branch}{pushed}: {said}; run fleetq reconcile to act on it"
           if sha else f"no change: {branch} has these reports already, or newer ones")
     return EXIT_OK
 

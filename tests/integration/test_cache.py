@@ -811,7 +811,8 @@ def test_reconciles_run_at_once_in_one_clone_share_its_cache_safely(
         assert [run.returncode for run in runs] == [0, 0, 0], outputs
         # (nothing on stderr but, from those that lost the race, that they did)
         assert all(re.fullmatch(r"(fleetq: the state branch moved meanwhile \(another "
-                                r"reconcile wrote it\): decided again from its new head, "
+                                r"reconcile or a report wrote it\): decided again from its "
+                                r"new head, "
                                 r"\d attempts in all\n)?", err) for _, err in outputs), outputs
         assert git(path, "rev-list", "--count", f"{base}..{STATE}").strip() == "1"
         tree = rev(path, f"{STATE}^{{tree}}")

@@ -300,6 +300,8 @@ def test_a_report_is_pushed_onto_the_remotes_state_without_losing_a_newer_reconc
         pytorchjob_status("llm-sft-hotfix", "text", "Succeeded", DONE)), "--remote", "origin")
     assert proc.returncode == 0, proc.stderr
     head = git(remote, "rev-parse", "fleetq/state").strip()
+    assert proc.stdout.startswith(f"committed {head[:12]} to fleetq/state and pushed it to "
+                                  f"origin: "), proc.stdout
     assert git(remote, "rev-parse", f"{head}^").strip() == b_state
     items = placements(remote)
     assert "text/late-job" in items  # B's decisions are all there

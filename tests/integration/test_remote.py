@@ -445,6 +445,12 @@ def test_status_tells_a_local_state_branch_behind_its_remote_copy(tmp_path: Path
     assert status.returncode == 0 and "newer" not in status.stdout
     assert f"fleetq: {STATE} is behind origin/{STATE} ({rev(a, STATE)[:12]})" in \
         status.stderr, status.stderr
+    assert "; run fleetq reconcile --remote origin to bring it up to date" in status.stderr
+    # plan reads the remote's state itself, with --remote: it is told so
+    planned = fleetq("plan", "--repo", str(b), "--now", NOW)
+    assert f"fleetq: {STATE} is behind origin/{STATE}" in planned.stderr
+    assert "; plan --remote origin plans against origin's (it fetches it first)" in \
+        planned.stderr, planned.stderr
     assert fleetq("reconcile", "--repo", str(b), "--remote", "origin", "--now", NOW
                   ).returncode == 0
     status = fleetq("status", "--repo", str(b))
@@ -509,8 +515,8 @@ def test_a_reconcile_that_lost_the_race_says_so(tmp_path: Path) -> None:
         go.touch()
         _, err = slow.communicate(timeout=60)
     assert slow.returncode == 0, err
-    assert "fleetq: the state branch moved meanwhile (another reconcile wrote it): decided " \
-           "again from its new head, 2 attempts in all" in err, err
+    assert "fleetq: the state branch moved meanwhile (another reconcile or a report wrote " \
+           "it): decided again from its new head, 2 attempts in all" in err, err
     assert rev(a, STATE) == rev(origin, STATE)
 
 
