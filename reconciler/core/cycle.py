@@ -93,6 +93,7 @@ class InvalidJob:
     line: int
     blob: str
     message: str
+    more: tuple[tuple[int, str], ...] = ()  # (line, message): its other mistakes, if any
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,13 @@ from reconciler.fleet.jobs import (
     tolerations_of,
 )
 from reconciler.jobkinds import KINDS, kind_for
-from reconciler.jobkinds.base import INT32_MAX, ManifestError, parse_resources
+from reconciler.jobkinds.base import (
+    INT32_MAX,
+    ManifestError,
+    each_error,
+    parse_resources,
+    raise_all,
+)
 
 FLEET_FILES = ("fleet.yaml", "fleet.yml")
 TEMPLATES_DIR = "templates/"
@@ -667,6 +673,7 @@ def _take_job(inputs: FleetInputs, outcome: JobSource | InvalidJob) -> None:
         return
     inputs.invalid.append(outcome)
     inputs.problems.append(Problem(outcome.path, outcome.line, outcome.message))
+    inputs.problems.extend(Problem(outcome.path, line, message) for line, message in outcome.more)
     if not named_as_kubernetes_names(outcome.key):  # (which job it is, it does not say)
         inputs.broken_paths.setdefault(outcome.path, outcome.message)
 
@@ -782,7 +789,7 @@ def _read_job(doc: Document, job_kind: Any, blob: str) -> JobSource | InvalidJob
         return build_job(doc.value, job_kind, path=doc.path, index=doc.seat, line=doc.line,
                          blob=blob, line_of=doc.line_of)
     except ManifestError as exc:
-        line = doc.line_of(exc.field)
+        first, *rest = each_error(exc)
         try:
             key = job_key(doc.value, doc.path, doc.seat)
         except (ManifestError, KeyError, TypeError):
@@ -790,7 +797,12 @@ def _read_job(doc: Document, job_kind: Any, blob: str) -> JobSource | InvalidJob
                          str(doc.value.get("kind")), "default",
                          f"<unnamed:{doc.path}#{doc.seat}>")
         return InvalidJob(key=key, api_version=str(doc.value["apiVersion"]), path=doc.path,
-                          line=line, blob=blob, message=f"{exc}; fix the manifest")
+                          line=doc.line_of(first.field), blob=blob,
+                          message=f"{first}; fix the manifest"
+                          + (f" (and {len(rest)} more mistake(s) of it, each told at its line)"
+                             if rest else ""),
+                          more=tuple((doc.line_of(e.field), f"{e}; fix the manifest")
+                                     for e in rest))
 
 
 def _add_job(inputs: FleetInputs, source: JobSource) -> None:
@@ -806,14 +818,6 @@ def _add_job(inputs: FleetInputs, source: JobSource) -> None:
     inputs.jobs[key] = source
 
 
-class ManifestErrors(ManifestError):
-    """Several mistakes in one document, each with its field (``Errors``)."""
-
-    def __init__(self, errors: list[ManifestError]) -> None:
-        super().__init__("; ".join(str(e) for e in errors), errors[0].field)
-        self.errors = errors
-
-
 class Errors:
     """The mistakes of one document, gathered so that all are reported at once
     (``fleetq validate`` names each), not the first alone: ``take`` calls a
@@ -827,21 +831,18 @@ class Errors:
         try:
             return build()
         except ManifestError as exc:
-            self.found.extend(exc.errors if isinstance(exc, ManifestErrors) else [exc])
+            self.found.extend(each_error(exc))
             return default
 
     def done(self) -> None:
-        if len(self.found) == 1:
-            raise self.found[0]
-        if self.found:
-            raise ManifestErrors(self.found)
+        raise_all(self.found)
 
 
 def _guard(inputs: FleetInputs, doc: Document, action: Callable[[Document], object]) -> None:
     try:
         action(doc)
     except ManifestError as exc:
-        for one in exc.errors if isinstance(exc, ManifestErrors) else [exc]:
+        for one in each_error(exc):
             inputs.problems.append(Problem(doc.path, doc.line_of(one.field), str(one)))
         inputs.unbuilt.add(doc.path)
     except (TypeError, ValueError, AttributeError, KeyError, ArithmeticError) as exc:
@@ -889,8 +890,9 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
                 inputs.broken_paths.setdefault(doc.path, errors[0].message)
             resolve_quota_settings(inputs)
         except ManifestError as exc:
-            inputs.problems.append(Problem(doc.path, doc.line_of(exc.field), str(exc)))
-            inputs.broken_paths[doc.path] = str(exc)
+            for one in each_error(exc):
+                inputs.problems.append(Problem(doc.path, doc.line_of(one.field), str(one)))
+            inputs.broken_paths[doc.path] = str(each_error(exc)[0])
     _leave_out_conflicts(inputs)
     inputs.policies.sort(key=lambda p: (p.namespace or "", p.name))
     inputs.clusters.sort(key=lambda c: c.name)  # (each name once: see _add_cluster)

@@ -38,9 +38,11 @@ from reconciler.jobkinds.base import (
     JobKind,
     Manifest,
     ManifestError,
+    each_error,
     gang_minimum,
     other_pod_templates,
     pod_requests,
+    raise_all,
 )
 
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -398,9 +400,14 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int | str, line
     priority_classes: set[str] = set()
     priority_field = "spec.runPolicy.schedulingPolicy.priorityClass"  # (unless a pod's)
     deps: set[tuple[str, str]] = set()
+    found: list[ManifestError] = []  # (the quantities of every pod set told at once)
     for ref in kind.pod_templates(obj):
         check_metadata(ref.template.get("metadata"), f"{ref.field}.metadata")
-        per_pod = pod_requests(ref.template, ref.field)
+        try:
+            per_pod = pod_requests(ref.template, ref.field)
+        except ManifestError as exc:
+            found.extend(each_error(exc))
+            continue
         spec = ref.template["spec"]
         node_selector = string_map(spec.get("nodeSelector"), f"{ref.field}.spec.nodeSelector")
         tolerations = tolerations_of(spec.get("tolerations"), f"{ref.field}.spec.tolerations")
@@ -422,6 +429,7 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int | str, line
                 priority_field = f"{ref.field}.spec.priorityClassName"
             priority_classes.add(str(spec["priorityClassName"]))
         deps.update(pod_dependencies(spec))
+    raise_all(found)
     for ref in other_pod_templates(kind, obj):  # (a RayJob's submitter: what it uses goes too)
         check_metadata(ref.template.get("metadata"), f"{ref.field}.metadata")
         other = ref.template.get("spec")

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
 from reconciler.core.outcomes import ObservedPhase
-from reconciler.core.resources import Resources, add_into, pointwise_max
+from reconciler.core.resources import Resources, add_into, format_quantity, pointwise_max
 
 Manifest = dict[str, Any]
 
@@ -29,6 +29,27 @@ class ManifestError(ValueError):
     def __init__(self, message: str, field: str = "") -> None:
         super().__init__(message)
         self.field = field
+
+
+class ManifestErrors(ManifestError):
+    """Several mistakes in one document, each with its field."""
+
+    def __init__(self, errors: list[ManifestError]) -> None:
+        super().__init__("; ".join(str(e) for e in errors), errors[0].field)
+        self.errors = errors
+
+
+def each_error(exc: ManifestError) -> list[ManifestError]:
+    """The mistakes ``exc`` tells: its own, or each of ``ManifestErrors``."""
+    return exc.errors if isinstance(exc, ManifestErrors) else [exc]
+
+
+def raise_all(found: list[ManifestError]) -> None:
+    """Raise the mistakes ``found``, if any: one as itself, several together."""
+    if len(found) == 1:
+        raise found[0]
+    if found:
+        raise ManifestErrors(found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,15 +196,41 @@ def parse_resources(raw: object, field: str) -> Resources:
         return {}
     if not isinstance(raw, Mapping):
         raise ManifestError(f"{field} must be a mapping of resource names to quantities", field)
-    return {sys.intern(str(k)): parse_quantity_milli(v, f"{field}.{k}") for k, v in raw.items()}
+    out: Resources = {}
+    found: list[ManifestError] = []  # (each bad quantity told, not the first alone)
+    for k, v in raw.items():
+        try:
+            out[sys.intern(str(k))] = parse_quantity_milli(v, f"{field}.{k}")
+        except ManifestError as exc:
+            found.append(exc)
+    raise_all(found)
+    return out
+
+
+def is_extended(name: str) -> bool:
+    """Is resource ``name`` an extended resource (``nvidia.com/gpu``: a domain
+    other than Kubernetes' own), which the API server takes in whole units only?"""
+    domain, slash, _ = name.partition("/")
+    return bool(slash) and not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io")
+                                or domain == "requests")
 
 
 def _container_requests(container: Mapping[str, Any], field: str) -> Resources:
     res = container.get("resources") or {}
     if not isinstance(res, Mapping):
         raise ManifestError(f"{field}.resources must be a mapping", field)
-    requests = parse_resources(res.get("requests"), f"{field}.resources.requests")
-    limits = parse_resources(res.get("limits"), f"{field}.resources.limits")
+    found: list[ManifestError] = []
+    requests = _gathered(found, parse_resources, res.get("requests"),
+                         f"{field}.resources.requests")
+    limits = _gathered(found, parse_resources, res.get("limits"), f"{field}.resources.limits")
+    for part, values in (("requests", requests), ("limits", limits)):
+        for name, value in values.items():
+            if value % 1000 and is_extended(name):
+                at = f"{field}.resources.{part}.{name}"
+                found.append(ManifestError(
+                    f"{at}: {format_quantity(name, value)} is not a whole number: Kubernetes "
+                    f"takes no fraction of an extended resource such as {name}", at))
+    raise_all(found)
     for name, value in limits.items():
         requests.setdefault(name, value)  # limits without requests request the limits
     return requests
@@ -199,16 +246,18 @@ def pod_requests(template: Manifest, field: str) -> Resources:
     if not isinstance(containers, list) or not containers:
         raise ManifestError(f"{field}.spec.containers must list at least one container", field)
     total: Resources = {}
+    found: list[ManifestError] = []  # (each container's mistakes told)
     for i, c in enumerate(containers):
         if not isinstance(c, Mapping):
             raise ManifestError(f"{field}.spec.containers[{i}] must be a mapping", field)
-        add_into(total, _container_requests(c, f"{field}.spec.containers[{i}]"))
+        add_into(total, _gathered(found, _container_requests, c,
+                                  f"{field}.spec.containers[{i}]"))
     init_peak: Resources = {}
     sidecars: Resources = {}
     for i, c in enumerate(spec.get("initContainers") or []):
         if not isinstance(c, Mapping):
             raise ManifestError(f"{field}.spec.initContainers[{i}] must be a mapping", field)
-        req = _container_requests(c, f"{field}.spec.initContainers[{i}]")
+        req = _gathered(found, _container_requests, c, f"{field}.spec.initContainers[{i}]")
         if c.get("restartPolicy") == "Always":
             add_into(sidecars, req)
             continue
@@ -217,8 +266,20 @@ def pod_requests(template: Manifest, field: str) -> Resources:
         init_peak = pointwise_max(init_peak, running)
     add_into(total, sidecars)
     total = pointwise_max(total, init_peak)
-    add_into(total, parse_resources(spec.get("overhead"), f"{field}.spec.overhead"))
+    add_into(total, _gathered(found, parse_resources, spec.get("overhead"),
+                              f"{field}.spec.overhead"))
+    raise_all(found)
     return {k: v for k, v in total.items() if v}
+
+
+def _gathered(found: list[ManifestError], read: Callable[[Any, str], Resources], raw: Any,
+              field: str) -> Resources:
+    """``read(raw, field)``, or nothing, its mistakes added to ``found``."""
+    try:
+        return read(raw, field)
+    except ManifestError as exc:
+        found.extend(each_error(exc))
+        return {}
 
 
 INT32_MAX = 2**31 - 1  # (replicas, parallelism, ...: int32 in the API server)

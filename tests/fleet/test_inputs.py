@@ -447,6 +447,57 @@ def test_a_misspelt_field_of_the_quota_tree_is_an_error_and_its_last_good_versio
         "it out"]
 
 
+PYTORCHJOB = """\
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: p1, namespace: default}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      template:
+        spec:
+          containers:
+          - name: m
+            resources: {requests: {cpu: "1", memory: 1Gi}, limits: {aliyun.com/gpu-mem: 8}}
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+          - name: w
+            resources: {requests: {cpu: "2", nvidia.com/gpu: 1}}
+          - name: sidecar
+            resources: {requests: {cpu: 100m}}
+"""
+
+
+def test_every_bad_quantity_of_a_job_is_told_at_its_line() -> None:
+    """Only the first was told: each fix of a job brought up the next."""
+    assert told(read({"jobs/p1.yaml": PYTORCHJOB})) == []
+    text = (PYTORCHJOB.replace('cpu: "1", memory: 1Gi', 'cpu: "lots", memory: 1Gb')
+            .replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 1.5")
+            .replace("cpu: 100m", "cpu: 1x"))
+    inputs = read({"jobs/p1.yaml": text})
+    form = f"is not a Kubernetes quantity ({QUANTITY_FORM}); fix the manifest"
+    master = "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].resources.requests"
+    worker = "spec.pytorchReplicaSpecs.Worker.template.spec.containers"
+    assert told(inputs) == [
+        f"jobs/p1.yaml:11: {master}.cpu: 'lots' {form} (and 3 more mistake(s) of it, each "
+        f"told at its line)",
+        f"jobs/p1.yaml:11: {master}.memory: '1Gb' {form}",
+        f"jobs/p1.yaml:18: {worker}[0].resources.requests.nvidia.com/gpu: 1500m is not a "
+        f"whole number: Kubernetes takes no fraction of an extended resource such as "
+        f"nvidia.com/gpu; fix the manifest",
+        f"jobs/p1.yaml:20: {worker}[1].resources.requests.cpu: '1x' {form}"]
+    bad, = inputs.invalid
+    assert bad.line == 11 and len(bad.more) == 3
+    fraction = PYTORCHJOB.replace("aliyun.com/gpu-mem: 8", "aliyun.com/gpu-mem: 0.5")
+    assert told(read({"jobs/p1.yaml": fraction})) == [
+        "jobs/p1.yaml:11: spec.pytorchReplicaSpecs.Master.template.spec.containers[0]."
+        "resources.limits.aliyun.com/gpu-mem: 500m is not a whole number: Kubernetes takes no "
+        "fraction of an extended resource such as aliyun.com/gpu-mem; fix the manifest"]
+
+
 def test_a_namespace_listed_on_two_quotas_is_told_at_its_second_entry() -> None:
     text = quota_tree_yaml('{cpu: "8"}', """\
     - name: a
