@@ -607,8 +607,9 @@ def _check_quota(repo: FleetRepo, args: argparse.Namespace) -> str:
 
 
 def problem_value(problem: Problem) -> dict[str, object]:
-    """A problem as ``-o json`` and ``-o yaml`` give it (validate's, plan's)."""
-    return {"path": problem.path, "line": problem.line, "severity": problem.severity,
+    """A problem as ``-o json`` and ``-o yaml`` give it (validate's, plan's):
+    ``line`` null when it is of the file as a whole (its text names no line)."""
+    return {"path": problem.path, "line": problem.line or None, "severity": problem.severity,
             "message": problem.message}
 
 

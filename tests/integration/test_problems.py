@@ -1015,6 +1015,14 @@ def test_plan_and_validate_give_a_problem_as_the_same_object(tmp_path: Path) -> 
     assert [(p["line"], p["severity"]) for p in told] == [(BROKEN_YAML_LINE, "error")]
     assert [p for p in json.loads(planned.stdout)["problems"]
             if p["path"] == "jobs/default/broken.yaml"] == told
+    # a problem of a file as a whole names no line (text: "path: warning: ...")
+    files["clusters/extra.YAML"] = "kind: MemberCluster\n"
+    path = make_fleet_repo(tmp_path / "other", files)
+    whole = [p for p in json.loads(fleetq("validate", "--repo", str(path), "-o", "json").stdout)
+             if p["path"] == "clusters/extra.YAML"]
+    assert len(whole) == 1 and whole[0]["line"] is None, whole
+    said = fleetq("validate", "--repo", str(path)).stdout
+    assert "clusters/extra.YAML: warning: " in said, said
 
 
 def test_a_plan_that_changes_nothing_but_breaks_a_file_does_not_say_up_to_date(
