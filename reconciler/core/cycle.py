@@ -325,7 +325,8 @@ def _left_out(inp: CycleInput, every: bool = False
               ) -> dict[JobKey, tuple[Job, PriorPlacement]]:
     """The settled jobs that step 2 would park in their BestEffortFIFO queues, by
     what the previous state says of them (queued with a position in a quota's
-    queue) and with the very file they were decided from; with ``every``, those
+    queue, and not failed over) and with the very file they were decided from;
+    with ``every``, those
     that would be if every job were settled."""
     if not (inp.settled or every) or inp.tree is None:
         return {}
@@ -341,7 +342,10 @@ def _left_out(inp: CycleInput, every: bool = False
         prior = priors.get(key)
         if (prior is None or prior.phase is not queued or prior.position is None
                 or prior.quota not in fifo or job.blob != prior.blob
-                or job.path != prior.path or key in invalid):
+                or job.path != prior.path or key in invalid
+                # (one that failed over: the clusters' reports decide its failedOn and
+                # keptOn, its old copies going once their grace period ends)
+                or prior.failed_on or prior.kept_on):
             out.pop(key, None)  # (the last job of a key is the one the cycle takes)
             continue
         out[key] = (job, prior)

@@ -351,6 +351,51 @@ def test_an_incremental_reconcile_of_a_report_decides_as_a_whole_one(
     assert again.computed is None and len(seen) == 2
 
 
+def test_a_settled_job_whose_old_copy_goes_after_its_grace_period_is_written_anew(
+        tmp_path: Path) -> None:
+    """In a BestEffortFIFO queue, a job that failed over waits with its old copy
+    kept (purgeMode Graciously). After a push of another job, once the grace
+    period ended, the incremental reconcile took the job as settled and wrote
+    its decision as the state had it, old copy and all, while a reconcile
+    without the cache purged it (as the commit message said)."""
+    import shutil
+
+    from reconciler import pipeline
+    from reconciler.cli import init_repo
+    from reconciler.fleet.observed import cluster_report
+    from reconciler.gitops.repo import FleetRepo
+
+    path = tmp_path / "fleet"
+    init_repo(path, commit=True)
+    fleet_yaml = path / "fleet.yaml"
+    fleet_yaml.write_text(fleet_yaml.read_text().replace(
+        "queueStrategy: StrictFIFO     # video", "queueStrategy: BestEffortFIFO # video"))
+    commit_all(path, "video: BestEffortFIFO")
+    run_reconcile(path, START)
+    failed = yaml.safe_load(kubectl_list(
+        pytorchjob_status("video-mae-pretrain", "video", "Failed", DONE)))
+    pipeline.record_reports(FleetRepo(path), [cluster_report("gpu-hz-a", REPORTED, [failed])],
+                            now=when(REPORTED))
+    run_reconcile(path, NEXT)
+    assert placements(path)[MAE]["phase"] == "Queued"
+    assert placements(path)[MAE]["keptOn"] == ["gpu-hz-a"]
+    job = (path / "jobs/text/tokenizer-ablation.yaml").read_text()  # (one that waits)
+    write_files(path, {"jobs/text/late.yaml": job.replace("name: tokenizer-ablation",
+                                                          "name: late-job", 1)})
+    commit_all(path, "a job pushed", date="2026-12-04T10:40:00Z")
+    base = rev(path, "fleetq/state")
+    full = tmp_path / "full"
+    shutil.copytree(path, full)
+    shutil.rmtree(full / ".git" / "fleetq")
+    later = "2026-12-04T10:45:00Z"  # (gracePeriodSeconds 600 passed since 10:32)
+    assert run_reconcile(path, later).commit is not None
+    assert run_reconcile(full, later, use_cache=False).commit is not None
+    assert rev(full, "fleetq/state^") == base
+    assert placements(path)["text/late-job"]["phase"] == "Queued"
+    assert "keptOn" not in placements(path)[MAE]
+    assert rev(path, "fleetq/state^{tree}") == rev(full, "fleetq/state^{tree}")
+
+
 def test_reports_that_say_nothing_name_no_cluster_or_come_late_are_not_recorded(
         fleet: Path) -> None:
     """Input with no Kubernetes object (kubectl failed: empty, or its error text)
