@@ -524,14 +524,16 @@ def _read_all(by_path: dict[str, SourceFile], cache: JobCache | None,
     paths = sorted(by_path)  # (also the names a JSON file's rename must not take)
     for path in paths:
         src = by_path.pop(path)
+        if read is not None and (path.startswith(TEMPLATES_DIR) or path in FLEET_FILES or (
+                not is_yaml(path) and (misnamed_yaml(path) or is_json(path))
+                and not excluded(path, inputs.exclude))):
+            read[path] = src  # (read again as it is, with a broken file's last good version)
         if path.startswith(TEMPLATES_DIR):
             inputs.templates[path[len(TEMPLATES_DIR):]] = src.data.decode("utf-8", "replace")
             inputs.other_files[path] = src.blob
             continue
         if path in FLEET_FILES:
             inputs.other_files[path] = src.blob  # (read first, by read_fleet_settings)
-            if read is not None:
-                read[path] = src
             continue
         if excluded(path, inputs.exclude):
             continue

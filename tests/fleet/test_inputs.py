@@ -679,6 +679,23 @@ def test_a_policy_with_a_misspelt_field_is_read_in_its_last_good_version() -> No
         f"(blob {source('policy.yaml', queued).blob[:12]}) until it is fixed"]
 
 
+def test_a_file_read_in_its_last_good_version_leaves_the_templates_and_the_rest_read() -> None:
+    """The fleet read again with a broken file's last good version lost the
+    templates (every rendered job lost its overlays) and the warnings of files
+    not read as YAML."""
+    queued = POLICY.replace("spec:\n", "spec:\n  suspension: {scheduling: true}\n")
+    files = {"policy.yaml": queued, "jobs/j1.yaml": JOB, "jobs/j2.YAML": JOB,
+             "templates/overlays/team.yaml.j2": "patch: {metadata: {labels: {a: b}}}\n"}
+    whole = read(files)
+    again = read({**files, "policy.yaml": queued.replace("suspension", "suspention")},
+                 {"policy.yaml": [queued]})
+    assert told(again, "warning")[0].startswith("policy.yaml:0: the fleet goes on with this "
+                                                "file's last good version")
+    assert again.templates == whole.templates != {}
+    assert {**again.other_files, "policy.yaml": "-"} == {**whole.other_files, "policy.yaml": "-"}
+    assert again.unknown == whole.unknown and [p.path for p in again.unknown] == ["jobs/j2.YAML"]
+
+
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 TEMPLATE = Path(__file__).resolve().parents[2] / "fleet-repo-template"
 
