@@ -385,6 +385,7 @@ def _run(inp: CycleInput, left_out: dict[JobKey, tuple[Job, PriorPlacement]],
         state.problems.append(Problem("placements.yaml", 0, (
             f"preemptions did not settle within {MAX_ROUNDS} rounds: victims placed again "
             f"are still wanted by others, so the next reconcile may preempt more"), "warning"))
+    state.screen_evicted()
     return state.result()  # 6
 
 
@@ -1000,6 +1001,22 @@ class _Cycle:
         for key in sorted(self.pending):
             pending = self.pending[key]
             if key in self.admitted or key in settled:
+                continue
+            why = self._never_admissible(pending)
+            if why is not None:
+                del self.pending[key]
+                self.decisions[key] = evolve(self.decisions[key], phase=Phase.INADMISSIBLE,
+                                             reason=why)
+
+    def screen_evicted(self) -> None:
+        """Step 3 for the jobs evicted in this cycle that wait now: one that ran
+        beyond what could ever admit it (its quota's max lowered since, say)
+        and was preempted is Inadmissible, as the next reconcile, which screens
+        it, would say (a job left queued is taken as screened: ``settled``)."""
+        for key in sorted(self.evicted_by):
+            pending = self.pending.get(key)
+            if pending is None or key in self.admitted or \
+                    self.decisions[key].phase is not Phase.QUEUED:
                 continue
             why = self._never_admissible(pending)
             if why is not None:

@@ -496,6 +496,33 @@ def test_the_previous_state_is_a_fixed_point_after_preemption() -> None:
     assert again.decisions == first.decisions
 
 
+def test_a_job_preempted_that_its_lowered_max_never_admits_again_is_inadmissible_at_once(
+) -> None:
+    """A job running beyond its quota's max (lowered since it was admitted)
+    keeps its place until it is preempted; then it waits for nothing: it was
+    left Queued, "waiting for quota", and the next cycle made it Inadmissible,
+    a state that was no fixed point (an incremental reconcile, which takes a
+    queued job as screened, kept it Queued)."""
+    low = gpu_job("low", 8).priority_class("low").created(t(1))
+    high = gpu_job("high", 4).priority_class("high").created(t(2))
+    wide = simple_tree(quota("default", ns=["default"], max={"gpu": "8"}))
+    ran = reconcile_cycle(cycle_input(jobs=[low], tree=wide, priority_classes=PRIORITIES))
+    assert by_name(ran)["low"].phase is Phase.ADMITTED
+    narrow = simple_tree(quota("default", ns=["default"], max={"gpu": "4"}))
+    first = reconcile_cycle(cycle_input(jobs=[low, high], tree=narrow,
+                                        priority_classes=PRIORITIES, prior=prior_of(ran.decisions)))
+    d = by_name(first)
+    assert d["high"].phase is Phase.ADMITTED
+    assert d["low"].phase is Phase.INADMISSIBLE, d["low"]
+    assert d["low"].preempted_by == "PyTorchJob default/high" and d["low"].preemptions == 1
+    assert d["low"].reason.startswith("quota root/default nvidia.com/gpu: 8 requested > max 4 "
+                                      "even with the quota empty"), d["low"].reason
+    again = reconcile_cycle(cycle_input(jobs=[low, high], tree=narrow,
+                                        priority_classes=PRIORITIES,
+                                        prior=prior_of(first.decisions)))
+    assert again.decisions == first.decisions
+
+
 def test_step_5_tells_its_progress_and_decides_the_same(monkeypatch) -> None:
     """``progress`` is told the round, the pass, the queued jobs asked so far, and
     the jobs admitted and evicted; what is decided is the same without it."""
