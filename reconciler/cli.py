@@ -198,8 +198,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         print(problems_text(told), file=sys.stderr)
     if outcome.attempts > 1:  # (said as it happens on a terminal only: said again here)
         print(f"fleetq: the state branch moved meanwhile (another reconcile or a report wrote "
-              f"it): "
-              f"decided again from its new head, {outcome.attempts} attempts in all",
+              f"it): decided again from its new head, {outcome.attempts} attempts in all",
               file=sys.stderr)
     print(_outcome_line(outcome, branch, repo), file=_say(args.output))
     if args.output != "none":
@@ -316,9 +315,9 @@ def _state_head(repo: FleetRepo, branch: str, *, needed: bool = False,
         for name, copy in copies:
             if copy != sha and repo.is_ancestor(sha, copy):
                 remote = name.partition("/")[0]
-                fix = (f"plan --remote {remote} plans against {remote}'s (it fetches it first)"
-                       if plan else f"run fleetq reconcile --remote {remote} to bring it up to "
-                       f"date")
+                fix = (f"fleetq plan --remote {remote} plans against {remote}'s state (it "
+                       f"fetches it first)" if plan else
+                       f"run fleetq reconcile --remote {remote} to bring it up to date")
                 print(f"fleetq: {branch} is behind {name} ({copy[:12]}), as git last fetched "
                       f"it: reading {branch} ({sha[:12]}); {fix}", file=sys.stderr)
         return sha

@@ -326,8 +326,7 @@ def _left_out(inp: CycleInput, every: bool = False
     """The settled jobs that step 2 would park in their BestEffortFIFO queues, by
     what the previous state says of them (queued with a position in a quota's
     queue, and not failed over) and with the very file they were decided from;
-    with ``every``, those
-    that would be if every job were settled."""
+    with ``every``, those that would be if every job were settled."""
     if not (inp.settled or every) or inp.tree is None:
         return {}
     settled, priors, queued = inp.settled, inp.prior, Phase.QUEUED

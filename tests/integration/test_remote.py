@@ -449,8 +449,8 @@ def test_status_tells_a_local_state_branch_behind_its_remote_copy(tmp_path: Path
     # plan reads the remote's state itself, with --remote: it is told so
     planned = fleetq("plan", "--repo", str(b), "--now", NOW)
     assert f"fleetq: {STATE} is behind origin/{STATE}" in planned.stderr
-    assert "; plan --remote origin plans against origin's (it fetches it first)" in \
-        planned.stderr, planned.stderr
+    told = "; fleetq plan --remote origin plans against origin's state (it fetches it first)"
+    assert told in planned.stderr, planned.stderr
     assert fleetq("reconcile", "--repo", str(b), "--remote", "origin", "--now", NOW
                   ).returncode == 0
     status = fleetq("status", "--repo", str(b))
