@@ -193,9 +193,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     _keep_to_the_end(cache, outcome)
     _end_progress(show)
     branch = _branch(repo, args)
-    told = outcome.computed.problems if outcome.computed is not None else outcome.problems
-    if told:
-        print(problems_text(told), file=sys.stderr)
+    if outcome.told:
+        print(problems_text(outcome.told), file=sys.stderr)
     if outcome.attempts > 1:  # (said as it happens on a terminal only: said again here)
         print(f"fleetq: the state branch moved meanwhile (another reconcile or a report wrote "
               f"it): decided again from its new head, {outcome.attempts} attempts in all",
@@ -279,8 +278,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
         if done.outcome is None:
             print(f"{stamp} fleetq: {done.error}", file=sys.stderr, flush=True)
             return
-        if done.outcome.computed is not None and done.outcome.computed.problems:
-            print(problems_text(done.outcome.computed.problems), file=sys.stderr)
+        if done.outcome.told:
+            print(problems_text(done.outcome.told), file=sys.stderr)
         print(f"{stamp} {_outcome_line(done.outcome, done.branch, repo)} ({done.seconds:.1f}s)",
               flush=True)
 

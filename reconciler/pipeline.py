@@ -161,6 +161,11 @@ class Outcome:
     def decisions(self) -> list[Decision]:
         return self.computed.result.decisions if self.computed is not None else []
 
+    @property
+    def told(self) -> list[Problem]:
+        """What deciding the source told (when up to date, what the cache kept)."""
+        return self.computed.problems if self.computed is not None else self.problems
+
 
 RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})?")
 

@@ -34,6 +34,7 @@ from .conftest import (
     REPO_ROOT,
     STATE,
     commit_all,
+    fleetq,
     git,
     make_fleet_repo,
     member_cluster,
@@ -564,6 +565,36 @@ def test_the_command_reconciles_until_it_is_terminated(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     assert "watching main and its state branch" in err and "stopped watching" in err
     assert "Traceback" not in err
+
+
+def test_a_watch_tells_what_deciding_a_source_told_when_the_cache_knew_it_changed_nothing(
+        tmp_path: Path) -> None:
+    """A reconcile decided a commit that changed no decision (a job written as
+    JSON: told, not read) and made no commit; a watch started then finds the
+    state up to date from the cache's note, and tells the same warning."""
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    write_files(path, {"jobs/b.json": '{"apiVersion": "kubeflow.org/v1", '
+                                      '"kind": "PyTorchJob"}'})
+    commit_all(path, "a job as JSON")
+    decided = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert decided.returncode == 0 and "jobs/b.json:1: warning: " in decided.stderr
+    assert decided.stdout.startswith("no change: ")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reconciler.cli", "watch", "--repo", str(path), "--now", NOW,
+         "--interval", "0.5"], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    out: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=_lines, args=(proc.stdout, out), daemon=True).start()
+    try:
+        line = out.get(timeout=WAIT)
+        assert f"no change: {STATE} is up to date with {rev(path, 'main')[:12]}" in line
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=WAIT)
+    assert proc.returncode == 0, err
+    warning = next(x for x in decided.stderr.splitlines() if x.startswith("jobs/b.json:"))
+    assert warning in err, err
 
 
 def test_the_command_with_a_remote_follows_its_copy_of_the_current_branch(
