@@ -532,14 +532,19 @@ def _lines(stream: Any, into: queue.Queue[str]) -> None:
         into.put(line.rstrip("\n"))
 
 
-def test_the_command_reconciles_until_it_is_terminated(tmp_path: Path) -> None:
-    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reconciler.cli", "watch", "--repo", str(path), "--now", NOW,
-         "--interval", "0.5"], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
+def _watch_command(*args: str) -> tuple[subprocess.Popen[str], queue.Queue[str]]:
+    """``fleetq watch ARGS`` started, and the lines of its stdout as they come."""
+    proc = subprocess.Popen([sys.executable, "-m", "reconciler.cli", "watch", *args],
+                            cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     out: queue.Queue[str] = queue.Queue()
     threading.Thread(target=_lines, args=(proc.stdout, out), daemon=True).start()
+    return proc, out
+
+
+def test_the_command_reconciles_until_it_is_terminated(tmp_path: Path) -> None:
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    proc, out = _watch_command("--repo", str(path), "--now", NOW, "--interval", "0.5")
     try:
         line = out.get(timeout=WAIT)
         assert f"committed {(rev(path, STATE) or '')[:12]} to {STATE} from " \
@@ -580,12 +585,7 @@ def test_a_watch_tells_what_deciding_a_source_told_when_the_cache_knew_it_change
     decided = fleetq("reconcile", "--repo", str(path), "--now", NOW)
     assert decided.returncode == 0 and "jobs/b.json:1: warning: " in decided.stderr
     assert decided.stdout.startswith("no change: ")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reconciler.cli", "watch", "--repo", str(path), "--now", NOW,
-         "--interval", "0.5"], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
-    out: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=_lines, args=(proc.stdout, out), daemon=True).start()
+    proc, out = _watch_command("--repo", str(path), "--now", NOW, "--interval", "0.5")
     try:
         line = out.get(timeout=WAIT)
         assert f"no change: {STATE} is up to date with {rev(path, 'main')[:12]}" in line
@@ -600,12 +600,8 @@ def test_a_watch_tells_what_deciding_a_source_told_when_the_cache_knew_it_change
 def test_the_command_with_a_remote_follows_its_copy_of_the_current_branch(
         tmp_path: Path) -> None:
     origin, dev = origin_and_dev(tmp_path)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reconciler.cli", "watch", "--repo", str(tmp_path / "runner"),
-         "--remote", "origin", "--now", NOW, "--interval", "0.3"], cwd=REPO_ROOT,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=_lines, args=(proc.stdout, out), daemon=True).start()
+    proc, out = _watch_command("--repo", str(tmp_path / "runner"), "--remote", "origin",
+                               "--now", NOW, "--interval", "0.3")
     try:
         assert "1 admitted" in out.get(timeout=WAIT)
         write_files(dev, {"jobs/b.yaml": pytorchjob("b", cpu="1")})
@@ -622,11 +618,7 @@ def test_the_command_with_a_remote_follows_its_copy_of_the_current_branch(
 
 def test_ctrl_c_stops_the_command_cleanly(tmp_path: Path) -> None:
     path = make_fleet_repo(tmp_path / "fleet", fleet_files())
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reconciler.cli", "watch", "--repo", str(path), "--now", NOW],
-        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=_lines, args=(proc.stdout, out), daemon=True).start()
+    proc, out = _watch_command("--repo", str(path), "--now", NOW)
     try:
         assert "committed" in out.get(timeout=WAIT)
     finally:
