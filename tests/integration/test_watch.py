@@ -9,6 +9,7 @@ so the state branches must be the same commits, byte for byte.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import shutil
 import signal
@@ -532,20 +533,29 @@ def _lines(stream: Any, into: queue.Queue[str]) -> None:
         into.put(line.rstrip("\n"))
 
 
-def _watch_command(*args: str) -> tuple[subprocess.Popen[str], queue.Queue[str]]:
-    """``fleetq watch ARGS`` started, and the lines of its stdout as they come."""
+@contextlib.contextmanager
+def _watch_command(*args: str, stop: int = signal.SIGTERM
+                   ) -> Iterator[tuple[queue.Queue[str], list[str]]]:
+    """``fleetq watch ARGS`` running: the lines of its stdout as they come, and
+    (once it is over) its stderr. It is stopped by ``stop`` at the end, and must
+    exit 0."""
     proc = subprocess.Popen([sys.executable, "-m", "reconciler.cli", "watch", *args],
                             cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     out: queue.Queue[str] = queue.Queue()
     threading.Thread(target=_lines, args=(proc.stdout, out), daemon=True).start()
-    return proc, out
+    err: list[str] = []
+    try:
+        yield out, err
+    finally:
+        proc.send_signal(stop)
+        err.append(proc.communicate(timeout=WAIT)[1])
+    assert proc.returncode == 0, err[0]
 
 
 def test_the_command_reconciles_until_it_is_terminated(tmp_path: Path) -> None:
     path = make_fleet_repo(tmp_path / "fleet", fleet_files())
-    proc, out = _watch_command("--repo", str(path), "--now", NOW, "--interval", "0.5")
-    try:
+    with _watch_command("--repo", str(path), "--now", NOW, "--interval", "0.5") as (out, told):
         line = out.get(timeout=WAIT)
         assert f"committed {(rev(path, STATE) or '')[:12]} to {STATE} from " \
                f"{(rev(path, 'main') or '')[:12]}: 1 admitted" in line
@@ -564,10 +574,7 @@ def test_the_command_reconciles_until_it_is_terminated(tmp_path: Path) -> None:
         sha = commit_all(path, "d")
         line = out.get(timeout=WAIT)
         assert f"from {sha[:12]}: 2 admitted, 1 queued" in line
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=WAIT)
-    assert proc.returncode == 0, err
+    err, = told
     assert "watching main and its state branch" in err and "stopped watching" in err
     assert "Traceback" not in err
 
@@ -585,14 +592,10 @@ def test_a_watch_tells_what_deciding_a_source_told_when_the_cache_knew_it_change
     decided = fleetq("reconcile", "--repo", str(path), "--now", NOW)
     assert decided.returncode == 0 and "jobs/b.json:1: warning: " in decided.stderr
     assert decided.stdout.startswith("no change: ")
-    proc, out = _watch_command("--repo", str(path), "--now", NOW, "--interval", "0.5")
-    try:
+    with _watch_command("--repo", str(path), "--now", NOW, "--interval", "0.5") as (out, told):
         line = out.get(timeout=WAIT)
         assert f"no change: {STATE} is up to date with {rev(path, 'main')[:12]}" in line
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=WAIT)
-    assert proc.returncode == 0, err
+    err, = told
     warning = next(x for x in decided.stderr.splitlines() if x.startswith("jobs/b.json:"))
     assert warning in err, err
 
@@ -600,31 +603,23 @@ def test_a_watch_tells_what_deciding_a_source_told_when_the_cache_knew_it_change
 def test_the_command_with_a_remote_follows_its_copy_of_the_current_branch(
         tmp_path: Path) -> None:
     origin, dev = origin_and_dev(tmp_path)
-    proc, out = _watch_command("--repo", str(tmp_path / "runner"), "--remote", "origin",
-                               "--now", NOW, "--interval", "0.3")
-    try:
+    with _watch_command("--repo", str(tmp_path / "runner"), "--remote", "origin",
+                        "--now", NOW, "--interval", "0.3") as (out, told):
         assert "1 admitted" in out.get(timeout=WAIT)
         write_files(dev, {"jobs/b.yaml": pytorchjob("b", cpu="1")})
         sha = commit_all(dev, "b")
         git(dev, "push", "-q", str(origin), "main")
         assert f"from {sha[:12]}: 2 admitted" in out.get(timeout=WAIT)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=WAIT)
-    assert proc.returncode == 0, err
+    err, = told
     assert "watching origin/main and its state branch on origin" in err
     assert git(origin, "log", "-1", "--format=%B", STATE).rstrip().endswith(sha)
 
 
 def test_ctrl_c_stops_the_command_cleanly(tmp_path: Path) -> None:
     path = make_fleet_repo(tmp_path / "fleet", fleet_files())
-    proc, out = _watch_command("--repo", str(path), "--now", NOW)
-    try:
+    with _watch_command("--repo", str(path), "--now", NOW, stop=signal.SIGINT) as (out, told):
         assert "committed" in out.get(timeout=WAIT)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=WAIT)
-    assert proc.returncode == 0, err
+    err, = told
     assert "stopped watching" in err and "Traceback" not in err
 
 
