@@ -781,6 +781,9 @@ class _Cycle:
                 self.decisions[key] = evolve(base, phase=Phase.INADMISSIBLE, reason=unselected)
                 # (said where the job is, too: validate passed a job no policy would place)
                 self.problems.append(Problem(job.path, job.line, unselected, "warning"))
+                # (admitted before: kept where it runs, step 2, as Karmada leaves a workload
+                # whose PropagationPolicy is deleted where it was propagated)
+                self.unresolved[key] = unselected
                 continue
             groups, notes = self._groups(policy, key.kind_ref)
             excluded = prior.failed_on if prior is not None else ()

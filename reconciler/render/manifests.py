@@ -387,8 +387,16 @@ def _render_deps(d: Decision, deps: Iterable[tuple[str, str]], inputs: FleetInpu
     """The ConfigMaps, Secrets, volume claims and service accounts the job
     names, when its policy propagates them. ``as_it_was`` (the previous state
     tree's files, the cluster): one the fleet no longer defines is kept as
-    the cluster has it (a job kept as it was)."""
+    the cluster has it (a job kept as it was), as is each of them when the
+    policy it was placed by is gone (a job kept where it runs)."""
     policy = policies.get(d.policy or "")
+    if policy is None and as_it_was is not None:
+        for kind, name in deps:
+            rel = f"{d.key.namespace}/{kind.lower()}-{name}.yaml"
+            data = as_it_was[0].get(f"clusters/{as_it_was[1]}/{rel}")
+            if data is not None:
+                files[rel] = data
+        return
     if policy is not None and policy.propagate_deps:
         for kind, name in deps:
             rel = f"{d.key.namespace}/{kind.lower()}-{name}.yaml"

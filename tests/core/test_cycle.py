@@ -227,6 +227,29 @@ def test_a_job_no_policy_selects_is_inadmissible_and_says_so() -> None:
         ("jobs/team-a/orphan.yaml", 7, d.reason, "warning")]
 
 
+def test_a_running_job_no_policy_selects_any_more_keeps_its_place_until_one_does() -> None:
+    """Its policy deleted (or its selectors changed), a job that runs is not
+    pulled off its cluster, as Karmada leaves a workload where its deleted
+    PropagationPolicy propagated it; it holds its quota and room, and one
+    that waited is Inadmissible."""
+    running = gpu_job("running", 8, "team-a").obj()
+    waiting = gpu_job("waiting", 1, "team-a").obj()
+    prior = [admitted_prior(running, cluster="c1", quota="root/team-a")]
+    gone = cycle_input(jobs=[running, waiting], prior=prior,
+                       policies=[policy("other-ns", ns="team-b").selects()])
+    d = by_name(reconcile_cycle(gone))
+    assert (d["running"].phase, d["running"].cluster, d["running"].kept) == \
+        (Phase.ADMITTED, "c1", True)
+    assert "no PropagationPolicy or ClusterPropagationPolicy selects" in d["running"].reason
+    assert "keeping the last good placement" in d["running"].reason
+    assert d["waiting"].phase is Phase.INADMISSIBLE
+    result = reconcile_cycle(gone)
+    assert result.quota_used["root/team-a"][GPU] == 8000
+    # with a policy again, it runs on as it was
+    back = by_name(reconcile_cycle(cycle_input(jobs=[running], prior=prior)))["running"]
+    assert (back.phase, back.cluster, back.kept) == (Phase.ADMITTED, "c1", False)
+
+
 def test_the_fleet_default_policy_places_an_unselected_job() -> None:
     result = reconcile_cycle(cycle_input(
         jobs=[gpu_job("orphan", 1, "team-a")],

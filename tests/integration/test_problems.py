@@ -14,6 +14,7 @@ from .conftest import (
     NOW,
     QUEUED_CLUSTER_POLICY,
     RENDERED_SEED,
+    STATE,
     SeedFleet,
     commit_all,
     fleetq,
@@ -1045,6 +1046,39 @@ def test_a_plan_that_changes_nothing_but_breaks_a_file_does_not_say_up_to_date(
         "No changes to the state, but 1 error(s) above: the fleet goes on as it was until "
         "they are fixed, and `fleetq validate` exits 1 until then."), planned.stdout
     assert fleetq("validate", "--repo", str(path)).returncode == 1
+
+
+def test_a_policy_deleted_leaves_its_running_jobs_and_what_they_were_sent_with(
+        tmp_path: Path) -> None:
+    """The template's fleet-default policy placed five running jobs, one of them
+    a RayJob sent with its ConfigMap: deleted, it pulled them all off their
+    clusters. Now they run on, their files and the ConfigMap kept as they were
+    (Karmada leaves a workload whose policy is deleted); the jobs that waited are
+    Inadmissible; and with the policy back, the state is what it was."""
+    path = reconciled_template(tmp_path)
+
+    def cluster_files() -> set[str]:  # (each file of the state but placements.yaml, its blob)
+        return {line for line in git(path, "ls-tree", "-r", STATE).splitlines()
+                if not line.endswith("\tplacements.yaml")}
+
+    before, tree = cluster_files(), rev(path, f"{STATE}^{{tree}}")
+    running = {k for k, v in placements(path).items() if v["phase"] == "Admitted"
+               and v["policy"] == "ClusterPropagationPolicy fleet-default"}
+    assert len(running) == 5 and "video/video-frame-stats-55bdd" in running
+    assert any("/configmap-video-frame-stats-code.yaml" in line for line in before)
+    git(path, "rm", "-q", "policies/fleet-default.yaml")
+    commit_all(path, "fleet-default deleted")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    items = placements(path)
+    assert all(items[k]["phase"] == "Admitted" and "keeping the last good placement"
+               in items[k]["reason"] for k in running)
+    assert {k for k, v in items.items() if v["phase"] == "Inadmissible"} >= {
+        "text/tokenizer-ablation", "text/embedding-eval-ray"}
+    assert cluster_files() == before
+    git(path, "revert", "--no-edit", "HEAD")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    assert rev(path, f"{STATE}^{{tree}}") == tree
 
 
 def _told_by_every_read(path: Path, said: str) -> list[str]:
