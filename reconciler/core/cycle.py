@@ -1004,11 +1004,7 @@ class _Cycle:
             pending = self.pending[key]
             if key in self.admitted or key in settled:
                 continue
-            why = self._never_admissible(pending)
-            if why is not None:
-                del self.pending[key]
-                self.decisions[key] = evolve(self.decisions[key], phase=Phase.INADMISSIBLE,
-                                             reason=why)
+            self._screen(key, pending)
 
     def screen_evicted(self) -> None:
         """Step 3 for the jobs evicted in this cycle that wait now: one that ran
@@ -1020,11 +1016,15 @@ class _Cycle:
             if pending is None or key in self.admitted or \
                     self.decisions[key].phase is not Phase.QUEUED:
                 continue
-            why = self._never_admissible(pending)
-            if why is not None:
-                del self.pending[key]
-                self.decisions[key] = evolve(self.decisions[key], phase=Phase.INADMISSIBLE,
-                                             reason=why)
+            self._screen(key, pending)
+
+    def _screen(self, key: JobKey, pending: _Pending) -> None:
+        """``pending`` made Inadmissible when nothing could ever admit it."""
+        why = self._never_admissible(pending)
+        if why is not None:
+            del self.pending[key]
+            self.decisions[key] = evolve(self.decisions[key], phase=Phase.INADMISSIBLE,
+                                         reason=why)
 
     def _never_admissible(self, p: _Pending) -> str | None:
         job = p.job
