@@ -703,8 +703,13 @@ class _Cycle:
         time may be the new commit's) but those decided already (resolved in
         ``done``, or kept where they ran), and for ``jobs`` (in key order), after
         step 2 for the others: as it would have been before (a job's resolution
-        reads none of the state step 2 builds)."""
+        reads none of the state step 2 builds). What step 1 decided ahead of
+        jobs not resolved there and not kept where they ran (invalid ones, and
+        those that waited in files that no longer read, which ``prior`` and
+        ``ended`` decide) is decided again, from this input alone."""
         decisions = self.decisions
+        for key in [k for k, d in decisions.items() if k not in done and not d.kept]:
+            del decisions[key]
         self._decide_invalid({bad.key for bad in self.inp.invalid if bad.key in done
                               or (bad.key in decisions and decisions[bad.key].kept)})
         self._resolve_jobs(jobs)

@@ -132,6 +132,25 @@ def test_a_job_kept_where_it_ran_while_its_file_is_invalid_is_taken_up_as_kept()
     assert by_name(got)["b"].kept and by_name(got)["b"].phase is Phase.ADMITTED
 
 
+@pytest.mark.parametrize("how", ["ended", "no prior"])
+def test_a_waiting_job_of_a_broken_file_kept_ahead_is_not_kept_when_the_input_lost_it(
+        how: str) -> None:
+    """Step 1 done ahead kept the job that waited in a file that no longer reads
+    (Invalid, with its place); the input of the next reconcile has the job ended
+    (a cluster reported it failed, and its old copy is decided apart) or no
+    prior of it: the job is not decided twice, nor decided at all here."""
+    expected = _state([A, B, WAITS])
+    expected = replace(expected, jobs=(A, B), broken_paths={WAITS.path: "not YAML"})
+    assert by_name(reconcile_cycle(expected))["w"].phase is Phase.INVALID
+    prior = {k: p for k, p in expected.prior.items() if k != WAITS.key}
+    inp = _push(expected, prior=prior, **({"ended": frozenset({WAITS.key})}
+                                          if how == "ended" else {}))
+    taken, got = _decide(expected, inp)
+    assert taken
+    assert "w" not in by_name(got)
+    assert len({d.key for d in got.decisions}) == len(got.decisions)
+
+
 def test_a_key_twice_is_not_prepared() -> None:
     expected = _state([A, B, WAITS])
     assert prepare(replace(expected, jobs=(A, B, WAITS, A))) is None
