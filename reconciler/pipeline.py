@@ -819,6 +819,7 @@ class _EarlierVersions:
         self.trees: list[str] | None = None  # (read when first asked)
         self.newest: str | None = None  # the source's tree
         self.since: str | None = None  # the source commit the state was made from
+        self.more = False  # whether the state has commits before those of ``trees``
 
     def _look(self) -> list[str]:
         if self.trees is None:
@@ -827,6 +828,7 @@ class _EarlierVersions:
                            "--format=%x1e%B", self.state).decode("utf-8", "replace")
             messages = out.split("\x1e")[1:]
             self.trees = [t for t in (trailers(m).get(TREE_TRAILER) for m in messages) if t]
+            self.more = len(messages) == LAST_GOOD_DEPTH  # (state commits further back)
             _check_not_shallow(repo, set(self.trees) - repo.have_objects(self.trees))
             made_from = trailers(messages[0]).get(TRAILER) if messages else None
             self.since = made_from if made_from and repo.resolve(made_from) else None
@@ -863,21 +865,55 @@ class _EarlierVersions:
                 return fields[i + 1]
         return None
 
-    def _each(self, path: str) -> Iterator[str | None]:
-        """``path``'s blob in each tree, newest first, followed across renames."""
-        trees = self._look()
+    def _each(self, path: str, chunks: Iterable[list[str]] | None = None
+              ) -> Iterator[str | None]:
+        """``path``'s blob in each tree (those of ``_look``, or of ``chunks``),
+        newest first, followed across renames; a chunk's asked at once."""
         name, newer = path, self.newest
-        for tree in trees:
-            got = self.repo.blob_of(tree, name)
-            if got is None and newer is not None:
-                old = self._renamed_from(tree, newer, name)
-                if old is not None:
-                    name, got = old, self.repo.blob_of(tree, old)
-            newer = tree
-            yield got
+        for trees in [self._look()] if chunks is None else chunks:
+            start = 0
+            while start < len(trees):
+                asked, start = trees[start:], len(trees)
+                for i, (tree, got) in enumerate(zip(asked, self.repo.blobs_in(asked, name),
+                                                    strict=True)):
+                    if got is None and newer is not None:
+                        old = self._renamed_from(tree, newer, name)
+                        if old is not None:  # the rest of the chunk by its old name
+                            name, got = old, self.repo.blob_of(tree, old)
+                            start = len(trees) - len(asked) + i + 1
+                    newer = tree
+                    yield got
+                    if start < len(trees):
+                        break
 
-    def blobs(self, path: str, /) -> list[str | None]:
-        return list(self._each(path))
+    def _all_trees(self) -> Iterator[list[str]]:
+        """The source trees of every state commit (on first parents), newest
+        first, in chunks, each read when the one before is used up, and each
+        twice as long: those of ``_look``, then further back. A tree the commit
+        after had too is left out (a report's commit is made from the same)."""
+        last = None
+        skip, count = 0, LAST_GOOD_DEPTH
+        trees = self._look()
+        more = self.more
+        while True:
+            chunk = [t for i, t in enumerate(trees) if t != (trees[i - 1] if i else last)]
+            if chunk:
+                yield chunk
+            if not more or not trees:
+                return
+            last = trees[-1]
+            skip, count = skip + count, count * 2
+            out = self.repo.run("log", "--first-parent", f"--skip={skip}", f"--max-count={count}",
+                                "--format=%x1e%B", self.state).decode("utf-8", "replace")
+            messages = out.split("\x1e")[1:]
+            more = len(messages) == count
+            trees = [t for t in (trailers(m).get(TREE_TRAILER) for m in messages) if t]
+
+    def blobs(self, path: str, /) -> Iterator[str | None]:
+        return self._each(path, self._all_trees())
+
+    def version(self, path: str, blob: str, /) -> SourceFile:
+        return SourceFile(path, blob, self.repo.read_blobs([blob])[blob])
 
     def __call__(self, path: str, blob: str, /) -> Iterator[SourceFile]:
         seen = {blob}

@@ -289,8 +289,13 @@ class History(Protocol):
 
     def __call__(self, path: str, blob: str, /) -> Iterable[SourceFile]: ...
 
-    def blobs(self, path: str, /) -> Sequence[str | None]:
-        """``path``'s blob in each of those trees, newest first (``None``: not there)."""
+    def blobs(self, path: str, /) -> Iterable[str | None]:
+        """``path``'s blob in each of those trees, newest first (``None``: not
+        there), as far back as the state goes: each read when it is asked for."""
+        ...
+
+    def version(self, path: str, blob: str, /) -> SourceFile:
+        """The file ``path`` as it was at ``blob`` (one of those ``blobs`` gave)."""
         ...
 
 
@@ -400,26 +405,15 @@ def _intruders(inputs: FleetInputs, read: Mapping[str, SourceFile | Blobbed],
     in its newest version that builds and defines none of the objects it may
     not (one that holds only jobs will not do: a job file's jobs that ran keep
     their places)."""
-    versions: dict[str, dict[str, SourceFile]] = {}  # path -> blob -> that version
-
-    def version(path: str, blob: str) -> SourceFile | None:
-        src = good.get(path) or read.get(path)
-        if isinstance(src, SourceFile) and src.blob == blob:
-            return src
-        if path not in versions:
-            now = read[path]
-            versions[path] = {v.blob: v for v in history(
-                path, now.blob if isinstance(now, SourceFile) else now[0])}
-        return versions[path].get(blob)
-
     defines: dict[tuple[str, str], dict[str, list[Place]]] = {}
 
     def defined(path: str, blob: str) -> dict[str, list[Place]]:
         if (path, blob) not in defines:
-            src = version(path, blob)
+            src = good.get(path) or read.get(path)
+            if not (isinstance(src, SourceFile) and src.blob == blob):
+                src = history.version(path, blob)
             scratch = FleetInputs()
-            if src is not None:
-                _read_alone(src, scratch)
+            _read_alone(src, scratch)
             defines[path, blob] = scratch.defined
         return defines[path, blob]
 
@@ -428,11 +422,10 @@ def _intruders(inputs: FleetInputs, read: Mapping[str, SourceFile | Blobbed],
         paths = sorted({path for path, _, _ in places})
         if len(paths) < 2:
             continue
-        trees = {path: history.blobs(path) for path in paths}
-        for depth in range(max(len(t) for t in trees.values())):
-            there = [path for path in paths if depth < len(trees[path])
-                     and (blob := trees[path][depth]) is not None
-                     and label in defined(path, blob)]
+        # (in step: each tree the state was made from, newest first, until one decides)
+        for blobs in zip(*(history.blobs(path) for path in paths), strict=True):
+            there = [path for path, blob in zip(paths, blobs, strict=True)
+                     if blob is not None and label in defined(path, blob)]
             if len(there) == 1:
                 owners[label] = next(p for p in places if p[0] == there[0])
                 break

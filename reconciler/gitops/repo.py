@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -291,6 +291,20 @@ class FleetRepo:
         parts = meta.decode().split(" ")
         return parts[2] if len(parts) == 3 and parts[1] == "blob" and name == path.encode() \
             else None
+
+    def blobs_in(self, trees: Sequence[str], path: str) -> list[str | None]:
+        """The blob id of the file ``path`` in each of ``trees`` (``None``: not
+        a file there), with one ``git cat-file --batch-check``."""
+        if "\n" in path:  # (a line each: such a name is asked of each tree alone)
+            return [self.blob_of(tree, path) for tree in trees]
+        if not trees:
+            return []
+        out = self.run("cat-file", "--batch-check=%(objectname) %(objecttype)",
+                       data="".join(f"{tree}:{path}\n" for tree in trees).encode(
+                           "utf-8", "surrogateescape"))
+        lines = out.decode("utf-8", "surrogateescape").splitlines()
+        return [parts[0] if len(parts) == 2 and parts[1] == "blob" else None
+                for parts in (line.split(" ") for line in lines)]
 
     def tree_id(self, rev: str, path: str) -> str | None:
         """The id of the folder ``path`` of commit ``rev``, else ``None``."""

@@ -170,6 +170,10 @@ class Trees:
     def blobs(self, path: str, /) -> list[str | None]:
         return [source(path, t[path]).blob if path in t else None for t in self.trees]
 
+    def version(self, path: str, blob: str, /) -> SourceFile:
+        return next(got for t in self.trees if path in t
+                    and (got := source(path, t[path])).blob == blob)
+
     def __call__(self, path: str, blob: str, /) -> Iterator[SourceFile]:
         seen = {blob}
         for tree in self.trees:

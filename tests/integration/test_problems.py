@@ -826,6 +826,39 @@ def test_a_new_file_defining_what_the_fleet_has_again_takes_nothing_over(
     assert _cluster_files(path) == was
 
 
+@pytest.mark.parametrize("cache", ["cache", "no cache"])
+def test_the_file_that_defined_an_object_first_keeps_it_however_long_ago(
+        tmp_path: Path, cache: str) -> None:
+    """Which of two files keeps a ConfigMap is decided by the newest source tree
+    of the state where one alone defined it, however many state commits were
+    made since from trees with both (each cluster's report makes one): the
+    file that came second stays left out, with or without the cache."""
+    path = reconciled_template(tmp_path)
+    flags = ["--no-cache"] if cache == "no cache" else []
+    name, text, said = INTRUDERS["configmap"]
+    # (with a job that cannot be read: the state changes, and is made from this tree)
+    write_files(path, {name: text, "jobs/default/lots.yaml": pytorchjob("lots", cpu="lots")})
+    commit_all(path, "a new file: configmap")
+    before = git(path, "rev-parse", STATE).strip()
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, *flags).returncode == 0
+    state = git(path, "rev-parse", STATE).strip()
+    assert state != before
+    was = _cluster_files(path)
+    message = git(path, "log", "-1", "--format=%B", state)
+    tree = git(path, "rev-parse", f"{state}^{{tree}}").strip()
+    for _ in range(100):  # (as reports would: the state's tree, made from the same source)
+        state = git(path, "commit-tree", tree, "-p", state, "-m", message).strip()
+    git(path, "update-ref", f"refs/heads/{STATE}", state)
+    write_files(path, {"README.md": "another commit\n"})
+    commit_all(path, "unrelated")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, *flags)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{name}:1: error: {said}" in proc.stderr
+    assert "which defined it before this file did" in proc.stderr
+    assert git(path, "rev-parse", STATE).strip() == state  # (nothing changed)
+    assert _cluster_files(path) == was
+
+
 def test_an_object_defined_in_two_files_from_the_start_counts_in_neither(
         tmp_path: Path) -> None:
     """The first reconcile knows no earlier fleet: neither MemberCluster
