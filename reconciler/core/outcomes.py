@@ -33,7 +33,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from reconciler.core.cycle import CycleInput
@@ -171,7 +171,7 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
         if p.phase in _ENDED:
             # it ran: its object on the cluster has ended, and a changed manifest
             # applied to it would not run it again; a new name would
-            out.ended[key] = _read_from(p, job)
+            out.ended[key] = _left_the_fleet(_read_from(p, job), members)
             continue
         cluster = p.cluster
         if p.phase is not Phase.ADMITTED or cluster is None:
@@ -389,6 +389,22 @@ def _stays(job: Job | None, phase: Phase) -> str:
         return (f"its manifest leaves the cluster (its {field} deletes it there; declared, it "
                 f"would run again)")
     return "delete its file to remove it from the cluster"
+
+
+def _left_the_fleet(p: Decision, members: Container[str]) -> Decision:
+    """``p``, an ended job's decision, saying so once when a cluster it ran on
+    left the fleet: its manifest left the state with the cluster's folder, and
+    is not sent there again should the cluster come back (it would run the
+    job again), so deleting the file removes nothing from it."""
+    gone = [c for c in (p.cluster, *p.copies) if c is not None and c not in members]
+    if not gone:
+        return p
+    note = (f"{', '.join(gone)} left the fleet: the job is not sent there again, should "
+            f"{'it' if len(gone) == 1 else 'they'} come back")
+    if p.reason.endswith(note):
+        return p
+    reason = p.reason.removesuffix(f"; {_stays(None, Phase.FINISHED)}")
+    return evolve(p, reason=f"{reason}; {note}")
 
 
 def _by_key(d: Decision) -> JobKey:

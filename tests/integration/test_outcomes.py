@@ -550,6 +550,38 @@ def test_an_old_copy_leaves_with_its_cluster(fleet: Path) -> None:
                   "--now", "2026-12-04T10:40:00Z").returncode == 0
 
 
+def test_a_finished_job_whose_cluster_left_is_not_sent_there_again(fleet: Path) -> None:
+    """A job finished on gpu-bj-b; the cluster leaves the fleet, its folder the
+    state: the job's reason no longer tells to delete its file to remove it
+    from the cluster, but that it is not sent there again; and it is not, when
+    the cluster comes back (it would run again)."""
+    proc = report(fleet, "gpu-bj-b", kubectl_list(
+        pytorchjob_status("llm-sft-hotfix", "text", "Succeeded", DONE, "completed")))
+    assert proc.returncode == 0, proc.stderr
+    reconcile(fleet)
+    assert placements(fleet)[HOTFIX]["reason"].endswith(
+        "delete its file to remove it from the cluster")
+    sent = [f for f in state_files(fleet) if "llm-sft-hotfix" in f]
+    assert sent and all(f.startswith("clusters/gpu-bj-b/") for f in sent)
+    cluster = (fleet / "clusters/gpu-bj-b.yaml").read_text(encoding="utf-8")
+    git(fleet, "rm", "-q", "clusters/gpu-bj-b.yaml")
+    commit_all(fleet, "gpu-bj-b leaves")
+    reconcile(fleet, "2026-12-04T10:40:00Z")
+    item = placements(fleet)[HOTFIX]
+    assert item["phase"] == "Finished" and item["cluster"] == "gpu-bj-b"
+    assert item["reason"] == (
+        f"succeeded on gpu-bj-b at {DONE}; its quota and room are free again; gpu-bj-b left "
+        f"the fleet: the job is not sent there again, should it come back")
+    assert not [f for f in state_files(fleet) if "llm-sft-hotfix" in f]
+    write_files(fleet, {"clusters/gpu-bj-b.yaml": cluster})
+    commit_all(fleet, "gpu-bj-b is back")
+    reconcile(fleet, "2026-12-04T10:41:00Z")
+    assert placements(fleet)[HOTFIX] == item
+    assert not [f for f in state_files(fleet) if "llm-sft-hotfix" in f]
+    assert fleetq("plan", "--repo", str(fleet), "--exit-code", "--no-cache",
+                  "--now", "2026-12-04T10:42:00Z").returncode == 0
+
+
 def test_deleting_a_job_that_fails_over_says_its_old_copy_goes_too(fleet: Path) -> None:
     _failed_over(fleet)
     git(fleet, "rm", "-q", "jobs/video/video-mae-pretrain.yaml")
