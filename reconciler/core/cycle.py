@@ -663,12 +663,23 @@ class _Cycle:
         self._resolve_jobs(sorted(jobs, key=_job_key))
 
     def _decide_invalid(self, keep: Container[JobKey]) -> None:
+        """Each invalid job: with its enqueue time, and, when it waited in a
+        quota's queue before, that quota, its priority, requests and policy as
+        they were (as one whose file no longer reads: it is back in its place
+        once fixed)."""
+        priors = self.inp.prior
         for bad in self.inp.invalid:
-            if bad.key not in keep:
-                self.decisions[bad.key] = Decision(
-                    key=bad.key, api_version=bad.api_version, path=bad.path, blob=bad.blob,
-                    phase=Phase.INVALID, reason=f"{bad.path}:{bad.line}: {bad.message}",
-                    enqueued_at=self._enqueued(None, bad.key))
+            if bad.key in keep:
+                continue
+            decision = Decision(
+                key=bad.key, api_version=bad.api_version, path=bad.path, blob=bad.blob,
+                phase=Phase.INVALID, reason=f"{bad.path}:{bad.line}: {bad.message}",
+                enqueued_at=self._enqueued(None, bad.key))
+            prior = priors.get(bad.key)
+            if prior is not None and prior.phase in _WAITED and prior.quota is not None:
+                decision = evolve(decision, quota=prior.quota, priority=prior.priority,
+                                  requests=dict(prior.requests), policy=prior.policy)
+            self.decisions[bad.key] = decision
         if self.inp.broken_paths:
             self._keep_waiting_of_broken_files()
 

@@ -47,9 +47,10 @@ def placements_table(items: Sequence[Mapping[str, Any]], *, wide: bool = False) 
     for i in sorted(items, key=lambda i: (str(i["job"]["namespace"]), str(i["job"]["name"]),
                                           str(i["job"]["kind"]))):
         job = i["job"]
+        # (a job invalid from the start has no priority: none was resolved)
+        priority = None if i["phase"] == "Invalid" and not i.get("quota") else i.get("priority")
         row: list[object] = [job["namespace"], job["name"], job["kind"], i["phase"],
-                             i.get("quota"), i.get("priority"), i.get("cluster"),
-                             i.get("position")]
+                             i.get("quota"), priority, i.get("cluster"), i.get("position")]
         if preempted:
             by = i.get("preemptedBy")
             count = i.get("preemptions")  # (none: reclaimed before it ran)

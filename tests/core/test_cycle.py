@@ -396,6 +396,29 @@ def test_an_invalid_job_never_admitted_is_invalid() -> None:
     assert x.reason == "jobs/x.yaml:2: replicas must be a whole number"
 
 
+def test_an_invalid_job_that_waited_keeps_its_quota_and_priority_as_they_were() -> None:
+    """Its manifest turned invalid while it waited in its quota's queue: it keeps
+    what it was queued with (its quota, priority, requests and policy, and its
+    enqueue time), as one whose file no longer reads does; it had a priority,
+    which is not the default's."""
+    runs = gpu_job("a", 8, "team-a").priority_class("high").obj()
+    waits = gpu_job("w", 8, "team-a").priority_class("low").obj()
+    tree = simple_tree(quota("qa", ns=["team-a"]))
+    before = reconcile_cycle(cycle_input(jobs=[runs, waits], tree=tree,
+                                         priority_classes=PRIORITIES))
+    first = by_name(before)["w"]
+    assert (first.phase, first.quota, first.priority) == (Phase.QUEUED, "root/qa", 10)
+    bad = InvalidJob(key=waits.key, api_version=waits.api_version, path=waits.path, line=9,
+                     blob="new-blob", message="replicas must be a whole number")
+    w = by_name(reconcile_cycle(cycle_input(
+        jobs=[runs], tree=tree, invalid=[bad], priority_classes=PRIORITIES,
+        prior=prior_of(before.decisions), source_time="2027-01-01T00:00:00Z")))["w"]
+    assert (w.phase, w.quota, w.priority, w.policy) == (
+        Phase.INVALID, "root/qa", 10, first.policy)
+    assert w.requests == first.requests and w.enqueued_at == first.enqueued_at
+    assert w.reason == f"{waits.path}:9: replicas must be a whole number"
+
+
 def test_a_job_whose_requests_grew_beyond_its_cluster_is_placed_again() -> None:
     before = gpu_job("a", 4).obj()
     after = gpu_job("a", 8).obj()

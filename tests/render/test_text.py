@@ -80,3 +80,14 @@ def test_json_and_yaml_are_written_in_parts_as_whole_texts_would_be() -> None:
         write_parts(yaml_parts(value), out, batch=2)
         whole = "[]" if value == [] else "\n".join(emit(value))
         assert out.getvalue() == whole + "\n"
+
+
+def test_a_job_invalid_from_the_start_shows_no_priority() -> None:
+    """Its priority was never resolved (the default stood in its item); one that
+    waited in its quota's queue before keeps the priority it had there."""
+    rows = placements_table([
+        _item("new", phase="Invalid", quota=None, priority=0, position=None),
+        _item("waited", phase="Invalid", priority=10, position=None),
+    ]).splitlines()
+    assert [r.split()[3:6] for r in rows[1:]] == [["Invalid", "-", "-"],
+                                                   ["Invalid", "root/a", "10"]]
