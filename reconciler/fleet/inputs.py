@@ -1028,12 +1028,15 @@ def _quota_tree_fields(doc: Document) -> list[Problem]:
     newer API, say)."""
     found: list[Problem] = []
 
+    def close_to(key: Any, names: tuple[str, ...]) -> list[str]:
+        return difflib.get_close_matches(str(key), names, n=1, cutoff=0.6)
+
     def check(value: dict[Any, Any], names: tuple[str, ...], where: str) -> None:
         for key in value:
             if key in names:
                 continue
             at = f"{where}.{key}"
-            close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.6)
+            close = close_to(key, names)
             found.append(Problem(doc.path, doc.line_of(at), (
                 f"{at} is not a field of ElasticQuotaTree: did you mean {where}.{close[0]}?"
                 if close else
@@ -1044,9 +1047,11 @@ def _quota_tree_fields(doc: Document) -> list[Problem]:
         if not isinstance(raw, dict):
             return  # (``_quota_spec`` says what it must be)
         check(raw, _QUOTA_FIELDS, where)
-        children = raw.get("children")
-        for i, child in enumerate(children if isinstance(children, list) else ()):
-            quota(child, f"{where}.children[{i}]")
+        for key, children in raw.items():  # (and those of a misspelt children: all told)
+            if key == "children" or (key not in _QUOTA_FIELDS
+                                     and close_to(key, _QUOTA_FIELDS) == ["children"]):
+                for i, child in enumerate(children if isinstance(children, list) else ()):
+                    quota(child, f"{where}.{key}[{i}]")
 
     spec = doc.value.get("spec")
     if isinstance(spec, dict):

@@ -428,7 +428,8 @@ def test_a_misspelt_field_of_the_quota_tree_is_an_error_and_its_last_good_versio
     - name: b
       namespaces: [other]
       colour: blue
-      childern: []
+      childern:
+      - {name: c, mni: {cpu: "1"}}
 """).replace("  root:\n", "  rot: {}\n  root:\n")
     inputs = read({"quota.yaml": text, "jobs/j1.yaml": JOB}, {"quota.yaml": [QUOTA_TREE]})
     assert told(inputs) == [
@@ -438,7 +439,10 @@ def test_a_misspelt_field_of_the_quota_tree_is_an_error_and_its_last_good_versio
         "quota.yaml:14: spec.root.children[0].mxa is not a field of ElasticQuotaTree: did you "
         "mean spec.root.children[0].max?",
         "quota.yaml:18: spec.root.children[1].childern is not a field of ElasticQuotaTree: did "
-        "you mean spec.root.children[1].children?"]
+        "you mean spec.root.children[1].children?",
+        # (the quotas under a misspelt children: each mistake told at once)
+        "quota.yaml:19: spec.root.children[1].childern[0].mni is not a field of "
+        "ElasticQuotaTree: did you mean spec.root.children[1].childern[0].min?"]
     assert inputs.tree is not None and inputs.tree.nodes["root/a"].max == {"cpu": 8000}
     assert told(inputs, "warning") == [
         f"quota.yaml:0: the fleet goes on with this file's last good version "
