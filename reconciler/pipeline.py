@@ -820,6 +820,10 @@ class _EarlierVersions:
         self.newest: str | None = None  # the source's tree
         self.since: str | None = None  # the source commit the state was made from
         self.more = False  # whether the state has commits before those of ``trees``
+        self._chunks: list[list[str]] = []  # (``_all_trees``, read so far)
+        self._read = 0  # state commits read for them
+        self._further = False  # whether the state has commits before those
+        self._last: str | None = None  # the last tree of them
 
     def _look(self) -> list[str]:
         if self.trees is None:
@@ -888,26 +892,38 @@ class _EarlierVersions:
 
     def _all_trees(self) -> Iterator[list[str]]:
         """The source trees of every state commit (on first parents), newest
-        first, in chunks, each read when the one before is used up, and each
-        twice as long: those of ``_look``, then further back. A tree the commit
-        after had too is left out (a report's commit is made from the same)."""
-        last = None
-        skip, count = 0, LAST_GOOD_DEPTH
-        trees = self._look()
-        more = self.more
-        while True:
-            chunk = [t for i, t in enumerate(trees) if t != (trees[i - 1] if i else last)]
-            if chunk:
-                yield chunk
-            if not more or not trees:
-                return
-            last = trees[-1]
-            skip, count = skip + count, count * 2
-            out = self.repo.run("log", "--first-parent", f"--skip={skip}", f"--max-count={count}",
-                                "--format=%x1e%B", self.state).decode("utf-8", "replace")
+        first, in chunks: those of ``_look``, then further back, each chunk
+        twice as long and read when the one before is used up (and kept: each
+        file asked walks the same). A tree the commit after had too is left
+        out (a report's commit is made from the same)."""
+        index = 0
+        while index < len(self._chunks) or self._next_chunk():
+            yield self._chunks[index]
+            index += 1
+
+    def _next_chunk(self) -> bool:
+        """Read the next chunk of ``_all_trees``; False when there is none."""
+        if not self._chunks:
+            trees, self._read = self._look(), LAST_GOOD_DEPTH
+            self._further = self.more
+        elif not self._further:
+            return False
+        else:
+            count = self._read  # (as many again as read so far)
+            out = self.repo.run("log", "--first-parent", f"--skip={self._read}",
+                                f"--max-count={count}", "--format=%x1e%B", self.state
+                                ).decode("utf-8", "replace")
             messages = out.split("\x1e")[1:]
-            more = len(messages) == count
+            self._read += count
+            self._further = len(messages) == count
             trees = [t for t in (trailers(m).get(TREE_TRAILER) for m in messages) if t]
+        chunk = []
+        for tree in trees:
+            if tree != self._last:
+                chunk.append(tree)
+            self._last = tree
+        self._chunks.append(chunk)
+        return True
 
     def blobs(self, path: str, /) -> Iterator[str | None]:
         return self._each(path, self._all_trees())
