@@ -993,11 +993,14 @@ class _Cycle:
         total = dict(prior.requests)
         total.pop(MAX_JOBS, None)
         cluster.place(key, pod_sets, Fit(cluster.name, total))
-        if self.usage is not None and prior.quota in self.usage.tree.nodes:
+        quota = prior.quota  # (of no quota here when its quota left the tree)
+        if self.usage is not None and quota not in self.usage.tree.nodes:
+            quota = None
+        if self.usage is not None and quota is not None:
             # Charged as preemptible usage, but never a victim (preemptible=False below).
-            self.usage.charge(prior.quota, prior.requests, preemptible=True)
+            self.usage.charge(quota, prior.requests, preemptible=True)
         self.preemption.add(Admitted(
-            key=key, quota=prior.quota, priority=prior.priority, preemptible=False,
+            key=key, quota=quota, priority=prior.priority, preemptible=False,
             requests=dict(prior.requests), cluster=cluster.name, pod_sets=pod_sets,
             admitted_at=prior.admitted_at or "", enqueued_at=prior.enqueued_at,
             seq=self.preemption.next_seq()))

@@ -386,6 +386,27 @@ def test_a_job_in_a_broken_file_keeps_its_last_good_placement() -> None:
     assert result.cluster_free["c1"][GPU] == 4000
 
 
+def test_a_job_kept_under_a_quota_that_left_the_tree_takes_no_part_in_reclaims() -> None:
+    """A running job whose file broke keeps its place; its leaf quota left the
+    tree since. A job of a quota within its min reclaims from one that borrows:
+    the quotas asked are those of the tree (the cycle failed on the one gone)."""
+    tree = simple_tree(quota("qa", ns=["team-a"], min={"gpu": "4"}),
+                       quota("qb", ns=["team-b"], min={"gpu": "4"}), total={"gpu": "8"})
+    kept = gpu_job("k", 4, "team-gone").obj()
+    borrows = gpu_job("b", 8, "team-b").obj()
+    wants = gpu_job("a", 4, "team-a").obj()
+    result = reconcile_cycle(cycle_input(
+        jobs=[borrows, wants], tree=tree,
+        clusters=[gpu_cluster("c1", 8), gpu_cluster("c2", 8)],
+        broken_paths={kept.path: f"{kept.path}:3: could not parse YAML"},
+        prior=[admitted_prior(kept, cluster="c1", quota="root/gone"),
+               admitted_prior(borrows, cluster="c2", quota="root/qb")]))
+    d = by_name(result)
+    assert (d["k"].phase, d["k"].kept, d["k"].cluster) == (Phase.ADMITTED, True, "c1")
+    assert (d["a"].phase, d["b"].phase) == (Phase.ADMITTED, Phase.QUEUED)
+    assert d["b"].preempted_by == str(wants.key)
+
+
 def test_an_invalid_job_never_admitted_is_invalid() -> None:
     key = gpu_job("x", 1).key()
     result = reconcile_cycle(cycle_input(invalid=[InvalidJob(
