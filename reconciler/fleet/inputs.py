@@ -602,7 +602,8 @@ def patch_fleet(before: FleetInputs, changes: Iterable[tuple[str, Blobbed | None
                 continue
             try:
                 inputs.invalid.remove(outcome)
-                inputs.problems.remove(Problem(outcome.path, outcome.line, outcome.message))
+                for problem in _problems_of(outcome):
+                    inputs.problems.remove(problem)
             except ValueError:
                 return None
         inputs.files -= 1
@@ -646,7 +647,7 @@ def patch_fleet_others(before: FleetInputs, changes: Iterable[tuple[str, Blobbed
     invalid = [bad for bad in before.invalid if bad.path in files]
     part = patch_fleet(FleetInputs(
         exclude=before.exclude, jobs=jobs, invalid=invalid,
-        problems=[Problem(bad.path, bad.line, bad.message) for bad in invalid],
+        problems=[problem for bad in invalid for problem in _problems_of(bad)],
         files=len(files), documents=len(jobs) + len(invalid), jobs_files=dict(files)), changes)
     if part is None:
         return None
@@ -662,13 +663,18 @@ def patch_fleet_others(before: FleetInputs, changes: Iterable[tuple[str, Blobbed
                    jobs_files=part.jobs_files)
 
 
+def _problems_of(bad: InvalidJob) -> list[Problem]:
+    """The errors an invalid job is told with: its first, and each other."""
+    return [Problem(bad.path, bad.line, bad.message),
+            *(Problem(bad.path, line, message) for line, message in bad.more)]
+
+
 def _take_job(inputs: FleetInputs, outcome: JobSource | InvalidJob) -> None:
     if isinstance(outcome, JobSource):
         _add_job(inputs, outcome)
         return
     inputs.invalid.append(outcome)
-    inputs.problems.append(Problem(outcome.path, outcome.line, outcome.message))
-    inputs.problems.extend(Problem(outcome.path, line, message) for line, message in outcome.more)
+    inputs.problems.extend(_problems_of(outcome))
     if not named_as_kubernetes_names(outcome.key):  # (which job it is, it does not say)
         inputs.broken_paths.setdefault(outcome.path, outcome.message)
 

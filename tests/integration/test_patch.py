@@ -105,8 +105,11 @@ def test_job_files_pushed_one_by_one_are_patched_in_as_a_whole_read_has_them(
     assert sorted(k.name for k in got.jobs) == ["a", "b", "c", "t1", "t2"]
     step(fleet, {"jobs/a.yaml": pytorchjob("a", cpu="3")}, how=JOBS)
     step(fleet, {}, remove=("jobs/b.yaml",), how=JOBS)
+    got = step(fleet, {"jobs/c.yaml": pytorchjob("c", cpu="lots", memory="lots")}, how=JOBS)
+    assert len([p for p in got.problems if p.path == "jobs/c.yaml"]) == 4  # (each told)
     got = step(fleet, {"jobs/c.yaml": pytorchjob("c", replicas_text='"x"')}, how=JOBS)
     assert sorted(bad.key.name for bad in got.invalid) == ["bad", "c"]
+    assert len([p for p in got.problems if p.path == "jobs/c.yaml"]) == 1
     got = step(fleet, {"jobs/0.yaml": pytorchjob("zero", replicas_text='"x"')},
                how=JOBS)
     assert [bad.key.name for bad in got.invalid] == ["zero", "bad", "c"]  # by path
@@ -268,8 +271,9 @@ def test_random_pushes_of_job_files_read_as_a_whole_read_has_them(
             old = draw.choice(sorted(files))
             if what == "change":
                 write[old] = pytorchjob(files[old], cpu=str(draw.randint(1, 4)))
-            elif what == "broken":
-                write[old] = pytorchjob(files[old], replicas_text='"x"')
+            elif what == "broken":  # (one mistake, or several: each is told)
+                write[old] = pytorchjob(files[old], replicas_text='"x"') if draw.random() < 0.5 \
+                    else pytorchjob(files[old], cpu="lots", memory="lots")
             elif what == "delete":
                 remove = (old,)
                 del files[old]
