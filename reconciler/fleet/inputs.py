@@ -585,7 +585,8 @@ def patch_fleet(before: FleetInputs, changes: Iterable[tuple[str, Blobbed | None
     it); the invalid jobs and the problems are.
     """
     inputs = replace(before, jobs=dict(before.jobs), invalid=list(before.invalid),
-                     problems=list(before.problems), jobs_files=dict(before.jobs_files))
+                     problems=list(before.problems), jobs_files=dict(before.jobs_files),
+                     broken_paths=dict(before.broken_paths))
     changes = [c for c in changes if not excluded(c[0], inputs.exclude)]
     for path, old, _ in changes:
         if old is None:
@@ -593,6 +594,7 @@ def patch_fleet(before: FleetInputs, changes: Iterable[tuple[str, Blobbed | None
         blob, outcomes = old
         if inputs.jobs_files.pop(path, None) != blob:
             return None  # not the file read before
+        inputs.broken_paths.pop(path, None)  # (a job there that said not which it is)
         for outcome in outcomes:
             if isinstance(outcome, JobSource):
                 key = outcome.job.key
@@ -648,7 +650,9 @@ def patch_fleet_others(before: FleetInputs, changes: Iterable[tuple[str, Blobbed
     part = patch_fleet(FleetInputs(
         exclude=before.exclude, jobs=jobs, invalid=invalid,
         problems=[problem for bad in invalid for problem in _problems_of(bad)],
-        files=len(files), documents=len(jobs) + len(invalid), jobs_files=dict(files)), changes)
+        files=len(files), documents=len(jobs) + len(invalid), jobs_files=dict(files),
+        broken_paths={p: why for p, why in before.broken_paths.items() if p in files}),
+        changes)
     if part is None:
         return None
     merged = dict(others.jobs)
@@ -656,7 +660,8 @@ def patch_fleet_others(before: FleetInputs, changes: Iterable[tuple[str, Blobbed
         if key in merged or key in others.twice:
             return None  # (which of the two counts depends on the order of the files)
         merged[key] = source
-    return replace(others, jobs=merged,
+    return replace(others, jobs=merged, broken_paths={**others.broken_paths,
+                                                      **part.broken_paths},
                    invalid=sorted(others.invalid + part.invalid, key=lambda bad: bad.path),
                    problems=sorted(others.problems + part.problems),
                    files=others.files + part.files, documents=others.documents + part.documents,

@@ -117,6 +117,14 @@ def test_job_files_pushed_one_by_one_are_patched_in_as_a_whole_read_has_them(
                how=JOBS)
     assert [bad.key.name for bad in got.invalid] == ["c"]
     assert "bad" in {k.name for k in got.jobs}
+    # a job that does not say which job it is (its file is as one that does not
+    # read: a job that ran there keeps its place), with another file, then named
+    got = step(fleet, {"jobs/n.yaml": pytorchjob("Not_A_Name")}, how=JOBS)
+    assert "jobs/n.yaml" in got.broken_paths
+    got = step(fleet, {"jobs/n.yaml": pytorchjob("Not_A_Name"), "cm.yaml": CONFIG}, how=OTHERS)
+    assert "jobs/n.yaml" in got.broken_paths
+    got = step(fleet, {"jobs/n.yaml": pytorchjob("named")}, how=JOBS)
+    assert "jobs/n.yaml" not in got.broken_paths
     step(fleet, {"jobs/two.yaml": pytorchjob("t2")}, how=JOBS)  # one of two documents
     step(fleet, {"jobs/z/a.yaml": pytorchjob("a", cpu="3")}, remove=("jobs/a.yaml",),
          how=JOBS)  # moved
@@ -253,7 +261,8 @@ def test_random_pushes_of_job_files_read_as_a_whole_read_has_them(
     """Thirty drawn pushes (new, changed, broken, fixed, deleted, moved, doubled
     and multi-document job files; now and then another kind of file, a job
     file with another kind in it, a file that does not parse, a new quota
-    tree): after each, the kept cache's fleet is the whole read's."""
+    tree, a job that does not say which it is): after each, the kept cache's
+    fleet is the whole read's."""
     import random
 
     draw = random.Random(seed)
@@ -272,7 +281,7 @@ def test_random_pushes_of_job_files_read_as_a_whole_read_has_them(
             if what == "change":
                 write[old] = pytorchjob(files[old], cpu=str(draw.randint(1, 4)))
             elif what == "broken":  # (one mistake, or several: each is told)
-                write[old] = pytorchjob(files[old], replicas_text='"x"') if draw.random() < 0.5 \
+                write[old] = pytorchjob(files[old], replicas_text='"x"') if step_no % 2 \
                     else pytorchjob(files[old], cpu="lots", memory="lots")
             elif what == "delete":
                 remove = (old,)
@@ -298,8 +307,8 @@ def test_random_pushes_of_job_files_read_as_a_whole_read_has_them(
             files[path] = "syntax"
         elif what == "quota":
             write["quota.yaml"] = one_leaf_tree(str(draw.randint(8, 64)), "256Gi")
-        else:
-            write[path] = pytorchjob(name)
+        else:  # (now and then a job that says not which it is)
+            write[path] = pytorchjob(f"Unnamed_{name}" if step_no % 5 == 2 else name)
             files[path] = name
         if write:
             write_files(fleet.path, write)
