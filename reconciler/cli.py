@@ -65,6 +65,7 @@ from reconciler.pipeline import (
     compute,
     damaged_state,
     diff_trees,
+    earlier_versions,
     made_off_branch,
     newer_source,
     no_revision,
@@ -876,12 +877,18 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _fleet_clusters(repo: FleetRepo, args: argparse.Namespace, names: Sequence[str]
                     ) -> dict[str, MemberCluster]:
-    """The fleet's member clusters at ``args.source``; a usage error when one
-    of ``names`` is none of them (a report is filed under its cluster's name)."""
+    """The fleet's member clusters at ``args.source``, read as a reconcile
+    reads them (a cluster's file that broke, in its last good version: the
+    cluster is still in the fleet, and its jobs run there); a usage error when
+    one of ``names`` is none of them (a report is filed under its cluster's
+    name)."""
     check_source(repo, args.source)
     cache = _cache(repo, args)
+    branch = _branch(repo, args)
+    state = repo.resolve(state_ref(branch)) or next(
+        (sha for _, sha in remote_copies(repo, branch)), None)
     _, inputs = read_inputs(repo, args.source, cache if cache is not None else ParsedJobs(),
-                            cache)
+                            cache, last_good=earlier_versions(repo, state, args.source))
     clusters = {c.name: c for c in inputs.clusters}
     unknown = [name for name in names if name not in clusters]
     if unknown:

@@ -582,6 +582,25 @@ def test_a_finished_job_whose_cluster_left_is_not_sent_there_again(fleet: Path) 
                   "--now", "2026-12-04T10:42:00Z").returncode == 0
 
 
+def test_a_cluster_whose_file_broke_still_reports(fleet: Path) -> None:
+    """gpu-bj-b's file has a typo: the fleet goes on with its last good version,
+    so the cluster, and its jobs, are still there, and its report is taken (it
+    was refused: no MemberCluster of that name), then acted on."""
+    path = fleet / "clusters/gpu-bj-b.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace("  nodeGroups:", "  nodeGroupz:"),
+                    encoding="utf-8")
+    commit_all(fleet, "a typo")
+    proc = reconcile(fleet)
+    assert "clusters/gpu-bj-b.yaml: warning: the fleet goes on with this file's last good" \
+        in proc.stderr
+    proc = report(fleet, "gpu-bj-b", kubectl_list(
+        pytorchjob_status("llm-sft-hotfix", "text", "Succeeded", DONE, "completed")))
+    assert proc.returncode == 0, proc.stderr
+    assert "gpu-bj-b: jobs 1 succeeded" in proc.stdout
+    reconcile(fleet, "2026-12-04T10:40:00Z")
+    assert placements(fleet)[HOTFIX]["phase"] == "Finished"
+
+
 def test_deleting_a_job_that_fails_over_says_its_old_copy_goes_too(fleet: Path) -> None:
     _failed_over(fleet)
     git(fleet, "rm", "-q", "jobs/video/video-mae-pretrain.yaml")
