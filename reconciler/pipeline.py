@@ -819,9 +819,8 @@ class _EarlierVersions:
         self.trees: list[str] | None = None  # (read when first asked)
         self.newest: str | None = None  # the source's tree
         self.since: str | None = None  # the source commit the state was made from
-        self.more = False  # whether the state has commits before those of ``trees``
         self._chunks: list[list[str]] = []  # (``_all_trees``, read so far)
-        self._read = 0  # state commits read for them
+        self._read = 0  # state commits read for them (or for ``trees``)
         self._further = False  # whether the state has commits before those
         self._last: str | None = None  # the last tree of them
 
@@ -832,7 +831,7 @@ class _EarlierVersions:
                            "--format=%x1e%B", self.state).decode("utf-8", "replace")
             messages = out.split("\x1e")[1:]
             self.trees = [t for t in (trailers(m).get(TREE_TRAILER) for m in messages) if t]
-            self.more = len(messages) == LAST_GOOD_DEPTH  # (state commits further back)
+            self._read, self._further = len(messages), len(messages) == LAST_GOOD_DEPTH
             _check_not_shallow(repo, set(self.trees) - repo.have_objects(self.trees))
             made_from = trailers(messages[0]).get(TRAILER) if messages else None
             self.since = made_from if made_from and repo.resolve(made_from) else None
@@ -904,8 +903,7 @@ class _EarlierVersions:
     def _next_chunk(self) -> bool:
         """Read the next chunk of ``_all_trees``; False when there is none."""
         if not self._chunks:
-            trees, self._read = self._look(), LAST_GOOD_DEPTH
-            self._further = self.more
+            trees = self._look()
         elif not self._further:
             return False
         else:
