@@ -23,10 +23,10 @@ def _state_commit(path: Path, parent: str | None, source: str) -> str:
 
 def test_the_versions_of_a_file_go_back_to_the_first_state_commit_across_a_rename(
         tmp_path: Path) -> None:
-    """Three chunks of state commits (more than ``LAST_GOOD_DEPTH``, read in
-    chunks each twice as long), a state commit per source commit, several of
-    each source (reports): each source tree once, newest first; the file
-    followed back to its old name; ``None`` before it was there."""
+    """Over 200 state commits (read in chunks: ``LAST_GOOD_DEPTH``, then as
+    many again as read so far), one or more per source commit (reports): each
+    source tree once, newest first; the file followed back to its old name;
+    ``None`` before it was there."""
     path = make_fleet_repo(tmp_path / "fleet", {"other.yaml": "a: 0\n"})
     state: str | None = _state_commit(path, None, "HEAD")
     expected: list[str | None] = [None]  # (the first tree, which lacks it)
