@@ -161,6 +161,10 @@ class Overlays:
                     "an overlay must render to a mapping of patch, podTemplatePatch "
                     "and/or imageRewrite"))
                 continue
+            wrong = _misshapen(spec)
+            if wrong is not None:
+                self._report(problems, name, 1, wrong)
+                continue
             patched = _apply_one(copy.deepcopy(obj), spec, kind)
             if _decided(patched, kind) != decided:
                 self._report(problems, name, 0, (
@@ -205,6 +209,24 @@ def _decided(obj: Manifest, kind: JobKind | None) -> object:
                 for ref in kind.pod_templates(obj)]
     except (ManifestError, TypeError, AttributeError, KeyError):
         return None
+
+
+def _misshapen(spec: Mapping[str, Any]) -> str | None:
+    """What is wrong with the shape of an overlay's rendered ``spec``, if anything."""
+    for field in ("patch", "podTemplatePatch"):
+        value = spec.get(field)
+        if value is not None and not isinstance(value, Mapping):
+            return (f"{field} must be a mapping (a merge patch of the "
+                    f"{'job manifest' if field == 'patch' else 'pod template'}), not "
+                    f"{type(value).__name__} {value!r:.60}")
+    rules = spec.get("imageRewrite")
+    if rules is not None and not (isinstance(rules, list) and all(
+            isinstance(r, Mapping) and set(r) <= {"from", "to"}
+            and isinstance(r.get("from"), str) and isinstance(r.get("to", ""), str)
+            for r in rules)):
+        return (f"imageRewrite must be a list of mappings {{from: prefix, to: prefix}} (two "
+                f"strings), not {rules!r:.60}")
+    return None
 
 
 def _apply_one(obj: Manifest, spec: Mapping[str, Any], kind: JobKind | None) -> Manifest:

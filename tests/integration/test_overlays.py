@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.builders import quota_tree_yaml
@@ -145,6 +146,33 @@ def test_template_syntax_error_is_reported_and_reconcile_succeeds(tmp_path: Path
     proc = fleetq("validate", "--repo", str(path))
     assert f"templates/overlays/broken.yaml.j2:{BROKEN_OVERLAY_LINE}:" in proc.stdout, (
         proc.stdout)
+
+
+@pytest.mark.parametrize(("overlay", "said"), [
+    ('imageRewrite: {from: "registry-cn", to: "mirror"}',
+     "imageRewrite must be a list of mappings {from: prefix, to: prefix} (two strings), not "),
+    ("imageRewrite: [registry-cn]",
+     "imageRewrite must be a list of mappings {from: prefix, to: prefix} (two strings), not "),
+    ("podTemplatePatch: [1, 2]",
+     "podTemplatePatch must be a mapping (a merge patch of the pod template), not list [1, 2]"),
+    ("patch: just text",
+     "patch must be a mapping (a merge patch of the job manifest), not str 'just text'"),
+])
+def test_an_overlay_of_the_wrong_shape_is_told_and_skipped(
+        tmp_path: Path, overlay: str, said: str) -> None:
+    """Told at its file (validate exits 1), skipped, the rest reconciled: it
+    stopped every command with a Python error."""
+    files = _files()
+    files["templates/overlays/wrong.yaml.j2"] = overlay + "\n"
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 1, proc.stdout
+    assert f"templates/overlays/wrong.yaml.j2:1: error: {said}" in proc.stdout
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert "the overlay is skipped until it is fixed" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    _check_overlay_applied(path)
 
 
 def test_commit_template_syntax_error_falls_back_to_default_message(tmp_path: Path) -> None:
