@@ -62,6 +62,7 @@ from reconciler.pipeline import (
     check_source,
     check_state_branch,
     clock_behind,
+    commit_message,
     compute,
     damaged_state,
     diff_trees,
@@ -89,6 +90,7 @@ from reconciler.pipeline import (
     watch,
     written_by_fleetq,
 )
+from reconciler.render.overlays import COMMIT_TEMPLATE, Overlays
 from reconciler.render.text import (
     json_parts,
     placements_table,
@@ -526,6 +528,8 @@ def _validate(repo: FleetRepo, args: argparse.Namespace, work_tree: str | None) 
                          last_good_from=state if state is not None
                          and written_by_fleetq(repo, state) else None)
     args.source = named_by
+    if COMMIT_TEMPLATE in computed.inputs.templates:  # (its mistakes told now, not at a commit)
+        commit_message(computed, Overlays(computed.inputs.templates))
     branch_problems = state_branch_problems(repo, computed.inputs, args.source)
     problems = sorted(computed.problems + branch_problems)
     # the clusters' reported nodes, when the state branch has them: declared

@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     import jinja2
     import jinja2.sandbox
 
+_SKIPPED = "the overlay is skipped until it is fixed"
+_OWN_MESSAGE = "fleetq's own commit message is used until it is fixed"
 OVERLAY_DIR = "overlays/"
 COMMIT_TEMPLATE = "commit-message.j2"
 TEMPLATES_PREFIX = "templates/"
@@ -97,7 +99,8 @@ class Overlays:
             f"{n}\0{self.sources[n]}" for n in self.names).encode()).hexdigest() \
             if self.names else ""
 
-    def _template(self, name: str, problems: list[Problem]) -> jinja2.Template | None:
+    def _template(self, name: str, problems: list[Problem],
+                  skipped: str = _SKIPPED) -> jinja2.Template | None:
         if name not in self._compiled:
             import jinja2
 
@@ -106,12 +109,13 @@ class Overlays:
             try:
                 self._compiled[name] = self._env.get_template(name)
             except jinja2.TemplateSyntaxError as exc:
-                self._report(problems, name, exc.lineno or 0, f"template syntax: {exc.message}")
+                self._report(problems, name, exc.lineno or 0, f"template syntax: {exc.message}",
+                             skipped)
                 self._compiled[name] = None
         return self._compiled[name]
 
     def _report(self, problems: list[Problem], name: str, line: int, message: str,
-                skipped: str = "the overlay is skipped until it is fixed") -> None:
+                skipped: str = _SKIPPED) -> None:
         if name in self._reported:
             return
         self._reported.add(name)
@@ -180,13 +184,13 @@ class Overlays:
         if COMMIT_TEMPLATE in self.sources:
             import jinja2
 
-            template = self._template(COMMIT_TEMPLATE, problems)
+            template = self._template(COMMIT_TEMPLATE, problems, _OWN_MESSAGE)
             if template is not None:
                 try:
                     return template.render(context)
                 except jinja2.TemplateError as exc:
                     self._report(problems, COMMIT_TEMPLATE, getattr(exc, "lineno", 0) or 0,
-                                 f"template error: {exc}")
+                                 f"template error: {exc}", _OWN_MESSAGE)
         return default_commit_template().render(context)
 
 

@@ -183,9 +183,25 @@ def test_commit_template_syntax_error_falls_back_to_default_message(tmp_path: Pa
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
     assert proc.returncode == 0, proc.stderr
     assert "templates/commit-message.j2:2:" in proc.stderr
+    assert "fleetq's own commit message is used until it is fixed" in proc.stderr
+    assert "overlay" not in proc.stderr  # (it is none)
     message = git(path, "log", "-1", "--format=%B", STATE).rstrip("\n")
     assert message.startswith("fleetq: reconcile")
     assert message.splitlines()[-1] == f"Fleet-Source-Commit: {source}"
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 1 and "templates/commit-message.j2:2: error: template syntax" \
+        in proc.stdout, proc.stdout
+
+
+def test_a_commit_template_that_fails_to_render_is_told_by_validate(tmp_path: Path) -> None:
+    files = _files()
+    files["templates/commit-message.j2"] = "{{ source.nope.deeper }}\n"
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 1, proc.stdout
+    assert ("templates/commit-message.j2: error: template error: 'dict object' has no "
+            "attribute 'nope'; fleetq's own commit message is used until it is fixed"
+            ) in proc.stdout
 
 
 def test_clusters_rendered_by_two_processes_give_the_same_tree(
