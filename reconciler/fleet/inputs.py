@@ -853,7 +853,8 @@ def _guard(inputs: FleetInputs, doc: Document, action: Callable[[Document], obje
         inputs.unbuilt.add(doc.path)
     except (TypeError, ValueError, AttributeError, KeyError, ArithmeticError) as exc:
         inputs.problems.append(Problem(doc.path, doc.line, (
-            f"{doc.value.get('kind')} is malformed ({exc}); check it against DESIGN §2")))
+            f"{doc.value.get('kind')} is malformed ({exc}); fix the fields it names (the "
+            f"README lists the kinds fleetq reads, and their fields)")))
         inputs.unbuilt.add(doc.path)
 
 
@@ -1179,6 +1180,22 @@ def _build_policy(doc: Document) -> Policy:
     if annotations.get("fleetq.io/placement-strategy"):
         strategy = _strategy(str(annotations["fleetq.io/placement-strategy"]),
                              "metadata.annotations")
+    priority = spec.get("priority", 0)
+    if not isinstance(priority, int) or isinstance(priority, bool) \
+            or not -2**31 <= priority < 2**31:
+        raise ManifestError(f"spec.priority must be a whole number (int32), not "
+                            f"{as_read(priority)}", "spec.priority")
+    for where, value in (("spec.propagateDeps", spec.get("propagateDeps")),
+                         ("spec.suspension.scheduling",
+                          (spec.get("suspension") or {}).get("scheduling"))):
+        if value is not None and not isinstance(value, bool):
+            raise ManifestError(f"{where} must be true or false, not {as_read(value)}", where)
+    kind_of_replicas = rs.get("replicaSchedulingType")
+    if kind_of_replicas is not None and kind_of_replicas not in ("Duplicated", "Divided"):
+        raise ManifestError(
+            f"spec.placement.replicaScheduling.replicaSchedulingType must be Duplicated or "
+            f"Divided, not {as_read(kind_of_replicas)}",
+            "spec.placement.replicaScheduling.replicaSchedulingType")
     gang_type = rs.get("customSchedulingType")
     if gang_type is not None and gang_type != "Gang":
         raise ManifestError(f"spec.placement.replicaScheduling.customSchedulingType "
@@ -1186,7 +1203,7 @@ def _build_policy(doc: Document) -> Policy:
                             "spec.placement.replicaScheduling.customSchedulingType")
     return Policy(
         name=str(meta["name"]), namespace=namespace, path=doc.path, line=doc.line,
-        selectors=tuple(selectors), priority=int(spec.get("priority") or 0),
+        selectors=tuple(selectors), priority=priority,
         gang=gang_type == "Gang",
         queued=bool((spec.get("suspension") or {}).get("scheduling")),
         duplicated=rs.get("replicaSchedulingType") == "Duplicated",

@@ -663,6 +663,33 @@ def test_a_field_a_policy_does_not_have_is_an_error_at_its_line(old: str, new: s
     assert inputs.policies == [] and inputs.unbuilt == {"policy.yaml"}
 
 
+@pytest.mark.parametrize(("old", "new", "error"), [
+    ("customSchedulingType: Gang", "customSchedulingType: Gang, replicaSchedulingType: Duplicate",
+     "policy.yaml:6: spec.placement.replicaScheduling.replicaSchedulingType must be Duplicated "
+     "or Divided, not 'Duplicate'"),
+    ("spec:\n", 'spec:\n  propagateDeps: "false"\n',
+     "policy.yaml:5: spec.propagateDeps must be true or false, not 'false'"),
+    ("spec:\n", "spec:\n  suspension: {scheduling: yes please}\n",
+     "policy.yaml:5: spec.suspension.scheduling must be true or false, not 'yes please'"),
+    ("spec:\n", "spec:\n  priority: abc\n",
+     "policy.yaml:5: spec.priority must be a whole number (int32), not 'abc'"),
+    ("spec:\n", "spec:\n  priority: 2.7\n",
+     "policy.yaml:5: spec.priority must be a whole number (int32), not 2.7"),
+])
+def test_a_policy_field_of_the_wrong_value_is_an_error_at_its_line(old: str, new: str,
+                                                                   error: str) -> None:
+    """A misspelt Duplicated was Divided (one copy, not one per cluster), the
+    string "false" sent the dependencies, a priority of 2.7 was 2, unseen, and
+    one of abc was "malformed" at the first line."""
+    assert old in POLICY
+    inputs = read({"policy.yaml": POLICY.replace(old, new, 1)})
+    assert told(inputs) == [error]
+    assert inputs.policies == [] and inputs.unbuilt == {"policy.yaml"}
+    fine = read({"policy.yaml": POLICY.replace("spec:\n", "spec:\n  priority: -3\n  "
+                                               "propagateDeps: false\n", 1)})
+    assert told(fine) == [] and fine.policies[0].priority == -3
+
+
 def test_every_mistake_of_a_policy_is_told_at_once() -> None:
     text = POLICY.replace("spec:\n", "spec:\n  suspention: {}\n  failover:\n"
                           "    application: {purgeMode: Soon}\n")
