@@ -348,8 +348,9 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
         # (its volumes, config and secrets stay with it)
         if as_it_was is not None:
             _render_deps(d, as_it_was.deps, inputs, policies, files, (previous, cluster.name))
-        elif source is not None:
-            _render_deps(d, source.deps, inputs, policies, files)
+        elif source is not None:  # (an old copy keeps those the fleet no longer defines)
+            _render_deps(d, source.deps, inputs, policies, files,
+                         (previous, cluster.name) if cluster.name in d.kept_on else None)
         return
     job_rel = f"{d.key.namespace}/{d.key.kind.lower()}-{d.key.name}.yaml"
     group_rel = f"{d.key.namespace}/podgroup-{d.key.name}.yaml"

@@ -601,6 +601,34 @@ def test_a_cluster_whose_file_broke_still_reports(fleet: Path) -> None:
     assert placements(fleet)[HOTFIX]["phase"] == "Finished"
 
 
+def test_an_old_copy_keeps_what_it_was_sent_with_when_its_file_is_deleted(
+        fleet: Path) -> None:
+    """video-mae-pretrain uses a ConfigMap; it fails over, its old copy kept on
+    gpu-hz-a. The ConfigMap's file is deleted: the old copy keeps it there
+    (it leaves with the copy), as the README says; it was taken at once."""
+    job = fleet / "jobs/video/video-mae-pretrain.yaml"
+    text = job.read_text(encoding="utf-8").replace(
+        "            command: [\"torchrun\"]\n",
+        "            command: [\"torchrun\"]\n"
+        "            envFrom: [{configMapRef: {name: mae-env}}]\n")
+    assert "mae-env" in text
+    write_files(fleet, {"jobs/video/video-mae-pretrain.yaml": text, "jobs/video/mae-env.yaml": (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: mae-env, namespace: video}\n"
+        "data: {A: \"1\"}\n")})
+    commit_all(fleet, "mae uses a ConfigMap")
+    reconcile(fleet, "2026-12-04T10:01:00Z")
+    sent = "clusters/gpu-hz-a/video/configmap-mae-env.yaml"
+    assert sent in state_files(fleet)
+    was = state_show(fleet, sent)
+    _failed_over(fleet)
+    assert sent in state_files(fleet)
+    git(fleet, "rm", "-q", "jobs/video/mae-env.yaml")
+    commit_all(fleet, "no more mae-env")
+    reconcile(fleet, "2026-12-04T10:33:00Z")
+    assert placements(fleet)[MAE]["keptOn"] == ["gpu-hz-a"]
+    assert state_show(fleet, sent) == was
+
+
 def test_deleting_a_job_that_fails_over_says_its_old_copy_goes_too(fleet: Path) -> None:
     _failed_over(fleet)
     git(fleet, "rm", "-q", "jobs/video/video-mae-pretrain.yaml")
