@@ -219,6 +219,37 @@ def test_fleet_yaml_state_branch_and_exclude(tmp_path: Path) -> None:
             assert "git fetch" not in proc.stderr and "run `fleetq reconcile`" not in proc.stderr
 
 
+def test_a_state_branch_renamed_in_fleet_yaml_does_not_start_the_state_over(
+        tmp_path: Path) -> None:
+    """fleet.yaml's stateBranch edited: a first reconcile there would forget the
+    state on the branch named before (its jobs that finished would run again);
+    refused, saying how to move it, or to start over all the same."""
+    path = reconciled_template(tmp_path)
+    head = rev(path, STATE)
+    fleet_yaml = (path / "fleet.yaml").read_text(encoding="utf-8")
+    assert f"stateBranch: {STATE}" in fleet_yaml
+    write_files(path, {"fleet.yaml": fleet_yaml.replace(f"stateBranch: {STATE}",
+                                                        "stateBranch: fleetq/moved")})
+    commit_all(path, "another state branch")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 2, proc.stdout
+    assert (f"fleetq: no state branch 'fleetq/moved' yet, but {STATE} holds this fleet's "
+            f"state") in proc.stderr
+    assert f"git branch -m {STATE} fleetq/moved" in proc.stderr
+    assert "fleetq reconcile --state-branch fleetq/moved" in proc.stderr
+    assert rev(path, "fleetq/moved") is None and rev(path, STATE) == head
+    git(path, "branch", "-m", STATE, "fleetq/moved")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert git(path, "merge-base", str(head), "fleetq/moved").strip() == head  # (carried on)
+    # named on the command line: a new state, as asked
+    git(path, "branch", "-m", "fleetq/moved", STATE)
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW,
+                  "--state-branch", "fleetq/moved")
+    assert proc.returncode == 0, proc.stderr
+    assert rev(path, "fleetq/moved") is not None
+
+
 @pytest.mark.parametrize(("how", "said"), [
     (["--state-branch", "main"], "is the source branch (HEAD)"),
     (["--state-branch", "main", "--source", "main"], "is the source branch (main)"),
