@@ -178,14 +178,10 @@ def json_manifest(path: str, data: bytes, taken: Callable[[str], bool] = lambda 
                   ) -> Problem | None:
     """A warning when the JSON file ``path`` holds an object of a kind fleetq
     reads (or a List of such), which it does not read there, as it would
-    read the file renamed ``*.yaml``; None for any
-    other JSON (a tool's settings, a dashboard, another tool's objects) or
-    bytes that are no JSON. ``taken``: whether a path is a file of the commit
-    already (the rename it suggests must not be one)."""
-    try:
-        value = json.loads(data)
-    except ValueError:  # (UnicodeDecodeError too)
-        return None
+    read the file renamed ``*.yaml``; None for any other JSON (a tool's
+    settings, a dashboard, another tool's objects). A file named so that
+    holds YAML of such objects is told too. ``taken``: whether a path is a
+    file of the commit already (the rename it suggests must not be one)."""
 
     def read(obj: object) -> str | None:  # ("PyTorchJob NAME" of an object fleetq reads)
         if not isinstance(obj, dict):
@@ -197,6 +193,33 @@ def json_manifest(path: str, data: bytes, taken: Callable[[str], bool] = lambda 
         name = meta.get("name") if isinstance(meta, dict) else None
         return f"{kind} {name}" if isinstance(name, str) else kind
 
+    what = _json_objects(data, read)
+    if what is None:
+        return None
+    if not what.startswith("a "):  # (a List not of v1: said as such)
+        return Problem(path, 1, what, "warning")
+    stem = path[:-len(".json")]  # (its case kept: is_json takes any)
+    renamed = f"{stem}.yaml" if not taken(f"{stem}.yaml") else f"{stem}-json.yaml"
+    said = "" if what.startswith(_YAML_NAMED_JSON) else " (JSON is YAML)"
+    return Problem(path, 1, (
+        f"not read: it holds {what}, and fleetq reads files named *.yaml and *.yml; rename "
+        f"it to {renamed}{said}, or exclude it in fleet.yaml"), "warning")
+
+
+_YAML_NAMED_JSON = "a file of YAML, not JSON"
+
+
+def _json_objects(data: bytes, read: Callable[[object], str | None]) -> str | None:
+    """What a file named *.json holds of the kinds fleetq reads (``read``
+    names one): "a ..." to say it holds, or the whole warning of a List not of
+    v1; ``None`` when it holds none of them."""
+    try:
+        value = json.loads(data)
+    except ValueError:  # (UnicodeDecodeError too): YAML, named *.json?
+        docs, problem = parse_documents("", data)
+        named = [what for what in (read(doc.value) for doc in docs) if what is not None] \
+            if problem is None else []
+        return f"{_YAML_NAMED_JSON} ({first_of(named, 3)})" if named else None
     if not isinstance(value, dict):
         return None
     items = value.get("items")
@@ -207,21 +230,13 @@ def json_manifest(path: str, data: bytes, taken: Callable[[str], bool] = lambda 
             return None
         what = f"a {value['kind']} in JSON ({first_of(named, 3)})"
         if value["kind"] != "List" or value.get("apiVersion") != "v1":
-            return Problem(path, 1, (
-                f"not read: it holds {what}, and fleetq reads YAML files (*.yaml, *.yml) "
-                f"of Kubernetes objects, or of v1 Lists of them: write its items as a v1 List "
-                f"or as documents of a *.yaml file (kubectl get ... -o yaml), or exclude it "
-                f"in fleet.yaml"), "warning")
-    else:
-        named_one = read(value)
-        if named_one is None:
-            return None
-        what = f"a Kubernetes object in JSON ({named_one})"
-    stem = path[:-len(".json")]
-    renamed = f"{stem}.yaml" if not taken(f"{stem}.yaml") else f"{stem}-json.yaml"
-    return Problem(path, 1, (
-        f"not read: it holds {what}, and fleetq reads files named *.yaml and *.yml; rename "
-        f"it to {renamed} (JSON is YAML), or exclude it in fleet.yaml"), "warning")
+            return (f"not read: it holds {what}, and fleetq reads YAML files (*.yaml, *.yml) "
+                    f"of Kubernetes objects, or of v1 Lists of them: write its items as a v1 "
+                    f"List or as documents of a *.yaml file (kubectl get ... -o yaml), or "
+                    f"exclude it in fleet.yaml")
+        return what
+    named_one = read(value)
+    return f"a Kubernetes object in JSON ({named_one})" if named_one is not None else None
 
 
 def _listed(paths: Sequence[str], path: str) -> bool:

@@ -1139,8 +1139,9 @@ def _read_once_renamed(path: Path, file: str, job: str) -> None:
 
 
 def test_a_kubernetes_object_in_json_is_told_not_read_until_renamed(tmp_path: Path) -> None:
-    """``kubectl get -o json > job.json`` was passed over without a word; a
-    tool's JSON (renovate.json, a broken one) is no concern of fleetq's. Told
+    """``kubectl get -o json > job.json`` was passed over without a word, as was
+    a job's YAML in a file named *.json; a tool's JSON (renovate.json, a
+    broken one) is no concern of fleetq's. Told
     whether the fleet is read whole or patched from the last reconcile's, and
     read once renamed (JSON is YAML)."""
     path = make_fleet_repo(tmp_path / "fleet", seed_fleet_files())
@@ -1158,8 +1159,15 @@ def test_a_kubernetes_object_in_json_is_told_not_read_until_renamed(tmp_path: Pa
                                                   '"items": []}',
                        "deploy.json": json.dumps(deployment),
                        "renovate.json": '{"extends": ["config:base"]}',
-                       "broken.json": "{not json"})
+                       "broken.json": "{not json",
+                       "jobs/default/yaml.json": pytorchjob("as-yaml"),
+                       "tool.json": "a: [1, 2]\n"})
     commit_all(path, "a job in JSON")
+    yaml_said = ("jobs/default/yaml.json:1: warning: not read: it holds a file of YAML, not "
+                 "JSON (PyTorchJob as-yaml), and fleetq reads files named *.yaml and *.yml; "
+                 "rename it to jobs/default/yaml.yaml, or exclude it in fleet.yaml")
+    for out in _told_by_every_read(path, yaml_said):
+        assert "tool.json" not in out, out  # (YAML, of no object fleetq reads)
     listed_said = ("jobs/default/listed.json:1: warning: not read: it holds a List in JSON "
                    "(PyTorchJob l1, PyTorchJob l2), and fleetq reads files named *.yaml and "
                    "*.yml; rename it to jobs/default/listed.yaml (JSON is YAML)")
