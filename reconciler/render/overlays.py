@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import traceback
 from collections.abc import Mapping
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -149,8 +150,7 @@ class Overlays:
                 text = template.render(context)
                 spec = yaml.safe_load(text) if text.strip() else None
             except jinja2.TemplateError as exc:
-                line = getattr(exc, "lineno", None) or 0
-                self._report(problems, name, line, f"template error: {exc}")
+                self._report(problems, name, _line_of(exc, name), f"template error: {exc}")
                 continue
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
@@ -189,9 +189,22 @@ class Overlays:
                 try:
                     return template.render(context)
                 except jinja2.TemplateError as exc:
-                    self._report(problems, COMMIT_TEMPLATE, getattr(exc, "lineno", 0) or 0,
+                    self._report(problems, COMMIT_TEMPLATE, _line_of(exc, COMMIT_TEMPLATE),
                                  f"template error: {exc}", _OWN_MESSAGE)
         return default_commit_template().render(context)
+
+
+def _line_of(exc: Exception, name: str) -> int:
+    """The line of template ``name`` an error of its rendering was raised at:
+    the error's own, else that of the template's last frame in its traceback
+    (Jinja2 puts the template's lines there, under its file name, or
+    "<template>" for one loaded from memory); 0 when neither says."""
+    line = getattr(exc, "lineno", None)
+    if isinstance(line, int) and line > 0:
+        return line
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if f.filename in (name, "<template>")]  # (a template of no file: "<template>")
+    return frames[-1].lineno or 0 if frames else 0
 
 
 @functools.cache

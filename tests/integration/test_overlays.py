@@ -193,15 +193,22 @@ def test_commit_template_syntax_error_falls_back_to_default_message(tmp_path: Pa
         in proc.stdout, proc.stdout
 
 
-def test_a_commit_template_that_fails_to_render_is_told_by_validate(tmp_path: Path) -> None:
+def test_a_template_that_fails_to_render_is_told_by_validate_at_its_line(
+        tmp_path: Path) -> None:
+    """A commit message template, told before a commit; an overlay; each at the
+    line that failed (it was told with none)."""
     files = _files()
-    files["templates/commit-message.j2"] = "{{ source.nope.deeper }}\n"
+    files["templates/commit-message.j2"] = "fleet state\n\n{{ source.nope.deeper }}\n"
+    files["templates/overlays/wrong.yaml.j2"] = ("patch:\n  metadata:\n    labels: "
+                                                 "{x: \"{{ job.nosuch.deeper }}\"}\n")
     path = make_fleet_repo(tmp_path / "fleet", files)
     proc = fleetq("validate", "--repo", str(path))
     assert proc.returncode == 1, proc.stdout
-    assert ("templates/commit-message.j2: error: template error: 'dict object' has no "
+    assert ("templates/commit-message.j2:3: error: template error: 'dict object' has no "
             "attribute 'nope'; fleetq's own commit message is used until it is fixed"
             ) in proc.stdout
+    assert ("templates/overlays/wrong.yaml.j2:3: error: template error: 'dict object' has no "
+            "attribute 'nosuch'; the overlay is skipped until it is fixed") in proc.stdout
 
 
 def test_clusters_rendered_by_two_processes_give_the_same_tree(
