@@ -286,6 +286,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
         # (a watch of a source it could never reconcile stops at once, as reconcile
         # does; one not there yet, a remote branch not fetched, is waited for)
         check_state_branch(repo, args.state_branch or settings_branch(repo, source), source)
+        if args.state_branch is None:  # (as reconcile: see _not_a_second_state)
+            _not_a_second_state(repo, settings_branch(repo, source), source)
     elif not args.remote and repo.resolve("HEAD") is not None:
         # (with no remote to bring it, a name that is no revision here is a typo: a
         # repository with no commit yet, or a remote's branch, is waited for)

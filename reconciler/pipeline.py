@@ -893,8 +893,8 @@ class _EarlierVersions:
         """The source trees of every state commit (on first parents), newest
         first, in chunks: those of ``_look``, then further back, each chunk as
         long as those before it together, read when the one before is used up
-        (and kept: each file asked walks the same). A tree the commit after had too is left
-        out (a report's commit is made from the same)."""
+        (and kept: each file asked walks the same). A tree the commit after
+        had too is left out (a report's commit is made from the same)."""
         index = 0
         while index < len(self._chunks) or self._next_chunk():
             yield self._chunks[index]

@@ -1195,7 +1195,8 @@ def _build_policy(doc: Document) -> Policy:
     if annotations.get("fleetq.io/placement-strategy"):
         strategy = _strategy(str(annotations["fleetq.io/placement-strategy"]),
                              "metadata.annotations")
-    priority = spec.get("priority", 0)
+    priority = spec.get("priority")
+    priority = 0 if priority is None else priority  # (unset, or null: Karmada's 0)
     if not isinstance(priority, int) or isinstance(priority, bool) \
             or not -2**31 <= priority < 2**31:
         raise ManifestError(f"spec.priority must be a whole number (int32), not "

@@ -688,6 +688,8 @@ def test_a_policy_field_of_the_wrong_value_is_an_error_at_its_line(old: str, new
     fine = read({"policy.yaml": POLICY.replace("spec:\n", "spec:\n  priority: -3\n  "
                                                "propagateDeps: false\n", 1)})
     assert told(fine) == [] and fine.policies[0].priority == -3
+    unset = read({"policy.yaml": POLICY.replace("spec:\n", "spec:\n  priority: null\n", 1)})
+    assert told(unset) == [] and unset.policies[0].priority == 0
 
 
 def test_every_mistake_of_a_policy_is_told_at_once() -> None:

@@ -685,6 +685,26 @@ def test_an_interval_a_watch_could_not_keep_is_a_usage_error(tmp_path: Path,
     assert git(path, "rev-parse", "--verify", "--quiet", STATE, check=False) == ""
 
 
+def test_a_watch_refuses_a_renamed_state_branch_as_reconcile_does(tmp_path: Path) -> None:
+    """fleet.yaml's stateBranch renamed while another branch holds the state: a
+    watch would start the state over there; it stops at once, exit 2."""
+    path = make_fleet_repo(tmp_path / "fleet", {"jobs/a.yaml": pytorchjob("a")})
+    assert subprocess.run([sys.executable, "-m", "reconciler.cli", "reconcile", "--repo",
+                           str(path), "--now", NOW], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=120, check=False).returncode == 0
+    (path / "fleet.yaml").write_text("apiVersion: fleetq.io/v1alpha1\nkind: Fleet\n"
+                                     "metadata: {name: fleet}\nspec: {stateBranch: moved}\n",
+                                     encoding="utf-8")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "another state branch")
+    proc = subprocess.run([sys.executable, "-m", "reconciler.cli", "watch", "--repo", str(path)],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert f"no state branch 'moved' yet, but {STATE} holds this fleet's state" in proc.stderr
+    assert git(path, "rev-parse", "--verify", "--quiet", "moved", check=False) == ""
+
+
 def test_the_command_stops_at_once_on_a_source_no_remote_could_bring(tmp_path: Path) -> None:
     """``watch --source relase`` (a typo) waited for ever, saying the same error
     once; with no remote to bring the branch, it stops, exit 2, as reconcile
