@@ -57,6 +57,7 @@ from reconciler.pipeline import (
     branch_in_use,
     branches_having,
     capacity_problems,
+    check_no_other_state,
     check_remote_name,
     check_remote_state,
     check_source,
@@ -188,8 +189,6 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         # (--source origin/main with --remote origin: the remote's branch as it is now,
         # as watch and plan --remote read it, not as git last fetched it)
         repo.fetch(args.remote, args.source.removeprefix(f"{args.remote}/"))
-    if args.state_branch is None:  # (fleet.yaml's, which an edit may have renamed)
-        _not_a_second_state(repo, _branch(repo, args), args.source)
     show = sys.stderr.isatty() and not args.quiet
     cache = _cache(repo, args)
     outcome = reconcile(repo, source_rev=args.source, state_branch=args.state_branch,
@@ -210,36 +209,6 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
                         if outcome.computed else _state_items(repo, branch, cache))
         _print_data(items, args.output, wide=args.wide, texts=texts)
     return EXIT_OK
-
-
-def _not_a_second_state(repo: FleetRepo, branch: str, source: str) -> None:
-    """Refuse a first reconcile onto ``branch`` while another branch holds this
-    fleet's state (made from a commit of ``source``'s history): fleet.yaml's
-    ``spec.stateBranch`` renamed, say. It would start the state over,
-    forgetting what it knows of the jobs (enqueue times, the clusters they
-    failed on, those that finished: sent, and run, again) and the clusters'
-    reports."""
-    if repo.resolve(state_ref(branch)) is not None or remote_copies(repo, branch):
-        return
-    sha = repo.resolve(source)
-    if sha is None:
-        return  # (said by reconcile)
-    for name, remote in state_branches(repo):
-        head = repo.resolve(state_ref(name) if remote is None
-                            else f"refs/remotes/{remote}/{name}")
-        if name == branch or head is None:
-            continue
-        made_from = trailers(repo.commit_info(head).message).get(TRAILER)
-        if made_from and repo.resolve(made_from) and repo.is_ancestor(made_from, sha):
-            where = name if remote is None else f"{remote}/{name}"
-            raise GitError(
-                f"no state branch {branch!r} yet, but {where} holds this fleet's state (made "
-                f"from {made_from[:12]}, in the history of {source}): a first reconcile on "
-                f"{branch} would start over, forgetting what the state knows (enqueue times, "
-                f"the clusters jobs failed on, the jobs that finished, which would run again, "
-                f"the clusters' reports). To move the state there, rename the branch (git "
-                f"branch -m {name} {branch}; with a remote, push it); to start a new state "
-                f"all the same, name it: fleetq reconcile --state-branch {branch}")
 
 
 def _outcome_line(outcome: Outcome, branch: str, repo: FleetRepo | None = None) -> str:
@@ -286,8 +255,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
         # (a watch of a source it could never reconcile stops at once, as reconcile
         # does; one not there yet, a remote branch not fetched, is waited for)
         check_state_branch(repo, args.state_branch or settings_branch(repo, source), source)
-        if args.state_branch is None:  # (as reconcile: see _not_a_second_state)
-            _not_a_second_state(repo, settings_branch(repo, source), source)
+        if args.state_branch is None:  # (as reconcile does: at once, not each round)
+            check_no_other_state(repo, settings_branch(repo, source), source)
     elif not args.remote and repo.resolve("HEAD") is not None:
         # (with no remote to bring it, a name that is no revision here is a typo: a
         # repository with no commit yet, or a remote's branch, is waited for)

@@ -1255,6 +1255,8 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
                 check_no_remote_state(repo, remote, branch)
             elif base is None:
                 check_no_local_state(repo, branch)
+            if base is None and state_branch is None:  # (fleet.yaml's: an edit renames it)
+                check_no_other_state(repo, branch, source_rev)
             source = up_to_date(repo, source_rev, base, when, cache)
             newer = None if source is not None else newer_source(repo, remote, source_rev, base)
             if source is not None or newer is not None:
@@ -1915,6 +1917,37 @@ def check_no_local_state(repo: FleetRepo, branch: str) -> None:
                            f"state ({head[:12]}): reconcile with --remote {remote} (or set "
                            f"spec.remote in fleet.yaml) to go on from it and push there; or "
                            f"take it here first (git branch {branch} {name})")
+
+
+def check_no_other_state(repo: FleetRepo, branch: str, source: str) -> None:
+    """Refuse a first reconcile onto ``branch`` while another branch holds this
+    fleet's state (made from a commit of ``source``'s history): fleet.yaml's
+    ``spec.stateBranch`` renamed, say. It would start the state over,
+    forgetting what it knows of the jobs (enqueue times, the clusters they
+    failed on, those that finished: sent, and run, again) and the clusters'
+    reports. (A branch named with ``--state-branch`` is not checked: it is
+    asked for.)"""
+    if repo.resolve(state_ref(branch)) is not None or remote_copies(repo, branch):
+        return
+    sha = repo.resolve(source)
+    if sha is None:
+        return  # (said by reconcile)
+    for name, remote in state_branches(repo):
+        head = repo.resolve(state_ref(name) if remote is None
+                            else f"refs/remotes/{remote}/{name}")
+        if name == branch or head is None:
+            continue
+        made_from = trailers(repo.commit_info(head).message).get(TRAILER)
+        if made_from and repo.resolve(made_from) and repo.is_ancestor(made_from, sha):
+            where = name if remote is None else f"{remote}/{name}"
+            raise GitError(
+                f"no state branch {branch!r} yet, but {where} holds this fleet's state (made "
+                f"from {made_from[:12]}, in the history of {source}): a first reconcile on "
+                f"{branch} would start over, forgetting what the state knows (enqueue times, "
+                f"the clusters jobs failed on, the jobs that finished, which would run again, "
+                f"the clusters' reports). To move the state there, rename the branch (git "
+                f"branch -m {name} {branch}; with a remote, push it); to start a new state "
+                f"all the same, name it: fleetq reconcile --state-branch {branch}")
 
 
 def check_no_remote_state(repo: FleetRepo, remote: str, branch: str) -> None:

@@ -388,7 +388,10 @@ def _stays(job: Job | None, phase: Phase) -> str:
         field = "deletionStrategy" if job.key.kind == "RayJob" else "ttlSecondsAfterFinished"
         return (f"its manifest leaves the cluster (its {field} deletes it there; declared, it "
                 f"would run again)")
-    return "delete its file to remove it from the cluster"
+    return _DELETE_ITS_FILE
+
+
+_DELETE_ITS_FILE = "delete its file to remove it from the cluster"
 
 
 def _left_the_fleet(p: Decision, members: Container[str]) -> Decision:
@@ -403,7 +406,7 @@ def _left_the_fleet(p: Decision, members: Container[str]) -> Decision:
             f"{'it' if len(gone) == 1 else 'they'} come back")
     if p.reason.endswith(note):
         return p
-    reason = p.reason.removesuffix(f"; {_stays(None, Phase.FINISHED)}")
+    reason = p.reason.removesuffix(f"; {_DELETE_ITS_FILE}")  # (nothing there to remove)
     return evolve(p, reason=f"{reason}; {note}")
 
 

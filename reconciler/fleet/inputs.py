@@ -193,33 +193,36 @@ def json_manifest(path: str, data: bytes, taken: Callable[[str], bool] = lambda 
         name = meta.get("name") if isinstance(meta, dict) else None
         return f"{kind} {name}" if isinstance(name, str) else kind
 
-    what = _json_objects(data, read)
-    if what is None:
+    found = _json_objects(data, read)
+    if found is None:
         return None
-    if not what.startswith("a "):  # (a List not of v1: said as such)
-        return Problem(path, 1, what, "warning")
+    what, how = found
+    if how == "list":
+        return Problem(path, 1, (
+            f"not read: it holds {what}, and fleetq reads YAML files (*.yaml, *.yml) of "
+            f"Kubernetes objects, or of v1 Lists of them: write its items as a v1 List or as "
+            f"documents of a *.yaml file (kubectl get ... -o yaml), or exclude it in "
+            f"fleet.yaml"), "warning")
     stem = path[:-len(".json")]  # (its case kept: is_json takes any)
     renamed = f"{stem}.yaml" if not taken(f"{stem}.yaml") else f"{stem}-json.yaml"
-    said = "" if what.startswith(_YAML_NAMED_JSON) else " (JSON is YAML)"
     return Problem(path, 1, (
         f"not read: it holds {what}, and fleetq reads files named *.yaml and *.yml; rename "
-        f"it to {renamed}{said}, or exclude it in fleet.yaml"), "warning")
+        f"it to {renamed}{' (JSON is YAML)' if how == 'json' else ''}, or exclude it in "
+        f"fleet.yaml"), "warning")
 
 
-_YAML_NAMED_JSON = "a file of YAML, not JSON"
-
-
-def _json_objects(data: bytes, read: Callable[[object], str | None]) -> str | None:
+def _json_objects(data: bytes, read: Callable[[object], str | None]
+                  ) -> tuple[str, str] | None:
     """What a file named *.json holds of the kinds fleetq reads (``read``
-    names one): "a ..." to say it holds, or the whole warning of a List not of
-    v1; ``None`` when it holds none of them."""
+    names one), and how: "json", "yaml" (YAML, not JSON), or "list" (a List
+    in JSON not of v1); ``None`` when it holds none of them."""
     try:
         value = json.loads(data)
     except ValueError:  # (UnicodeDecodeError too): YAML, named *.json?
         docs, problem = parse_documents("", data)
         named = [what for what in (read(doc.value) for doc in docs) if what is not None] \
             if problem is None else []
-        return f"{_YAML_NAMED_JSON} ({first_of(named, 3)})" if named else None
+        return (f"a file of YAML, not JSON ({first_of(named, 3)})", "yaml") if named else None
     if not isinstance(value, dict):
         return None
     items = value.get("items")
@@ -228,15 +231,11 @@ def _json_objects(data: bytes, read: Callable[[object], str | None]) -> str | No
         named = [what for what in map(read, items) if what is not None]
         if not named:
             return None
-        what = f"a {value['kind']} in JSON ({first_of(named, 3)})"
-        if value["kind"] != "List" or value.get("apiVersion") != "v1":
-            return (f"not read: it holds {what}, and fleetq reads YAML files (*.yaml, *.yml) "
-                    f"of Kubernetes objects, or of v1 Lists of them: write its items as a v1 "
-                    f"List or as documents of a *.yaml file (kubectl get ... -o yaml), or "
-                    f"exclude it in fleet.yaml")
-        return what
+        v1 = value["kind"] == "List" and value.get("apiVersion") == "v1"
+        return f"a {value['kind']} in JSON ({first_of(named, 3)})", "json" if v1 else "list"
     named_one = read(value)
-    return f"a Kubernetes object in JSON ({named_one})" if named_one is not None else None
+    return (f"a Kubernetes object in JSON ({named_one})", "json") \
+        if named_one is not None else None
 
 
 def _listed(paths: Sequence[str], path: str) -> bool:

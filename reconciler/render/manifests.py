@@ -391,23 +391,18 @@ def _render_deps(d: Decision, deps: Iterable[tuple[str, str]], inputs: FleetInpu
     the cluster has it (a job kept as it was), as is each of them when the
     policy it was placed by is gone (a job kept where it runs)."""
     policy = policies.get(d.policy or "")
-    if policy is None and as_it_was is not None:
-        for kind, name in deps:
-            rel = f"{d.key.namespace}/{kind.lower()}-{name}.yaml"
+    if policy is not None and not policy.propagate_deps:
+        return
+    for kind, name in deps:
+        rel = f"{d.key.namespace}/{kind.lower()}-{name}.yaml"
+        dep = inputs.dependencies.get((kind, d.key.namespace, name)) \
+            if policy is not None else None
+        if dep is not None:
+            files[rel] = dump(_dependency_manifest(dep))
+        elif as_it_was is not None:
             data = as_it_was[0].get(f"clusters/{as_it_was[1]}/{rel}")
             if data is not None:
                 files[rel] = data
-        return
-    if policy is not None and policy.propagate_deps:
-        for kind, name in deps:
-            rel = f"{d.key.namespace}/{kind.lower()}-{name}.yaml"
-            dep = inputs.dependencies.get((kind, d.key.namespace, name))
-            if dep is not None:
-                files[rel] = dump(_dependency_manifest(dep))
-            elif as_it_was is not None:
-                data = as_it_was[0].get(f"clusters/{as_it_was[1]}/{rel}")
-                if data is not None:
-                    files[rel] = data
 
 
 @dataclass(frozen=True)
