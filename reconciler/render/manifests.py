@@ -70,6 +70,8 @@ class RenderedTree:
     files: dict[str, bytes | str] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     inputs: dict[str, str] = field(default_factory=dict)
+    # overlay -> the jobs it was not applied to (``Overlays.apply``), told at the end
+    refused: dict[str, list[str]] = field(default_factory=dict)
 
 
 def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
@@ -281,6 +283,9 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
         out.files.update(theirs.files)
         out.inputs.update(theirs.inputs)
         out.problems.extend(theirs.problems)
+        for name, refused in theirs.refused.items():
+            out.refused.setdefault(name, []).extend(refused)
+    out.problems.extend(overlays.refusals(out.refused))
     # every member cluster has its folder, empty too: an Argo CD or Flux application
     # pointed at a folder that is not there fails, and prunes nothing it deployed
     for name in clusters:
@@ -373,7 +378,7 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
             _copy_previous(previous, d, cluster.name, files)
             return
         obj, groups = render_job(manifest, d, cluster, inputs.tree)
-        obj = overlays.apply(obj, d, cluster, out.problems)
+        obj = overlays.apply(obj, d, cluster, out.problems, out.refused)
         files[job_rel] = dump(obj)
         out.inputs[base + job_rel] = made_of
         for group_obj in groups:

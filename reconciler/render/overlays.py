@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     import jinja2
     import jinja2.sandbox
 
+REFUSED_NAMED = 3  # the jobs an overlay was not applied to, named in its message (the rest counted)
 _SKIPPED = "the overlay is skipped until it is fixed"
 _OWN_MESSAGE = "fleetq's own commit message is used until it is fixed"
 OVERLAY_DIR = "overlays/"
@@ -123,7 +124,11 @@ class Overlays:
         problems.append(Problem(TEMPLATES_PREFIX + name, line, f"{message}; {skipped}"))
 
     def apply(self, obj: Manifest, decision: Decision, cluster: MemberCluster,
-              problems: list[Problem]) -> Manifest:
+              problems: list[Problem], refused: dict[str, list[str]]) -> Manifest:
+        """``obj`` with each overlay applied, but for those that would change
+        what the job was decided on: those are added to ``refused`` (overlay
+        -> the jobs it was not applied to, "Kind namespace/name on cluster"),
+        to be told once each (``refusals``)."""
         if not self.names:
             return obj
         import jinja2
@@ -171,14 +176,33 @@ class Overlays:
                 continue
             patched = _apply_one(copy.deepcopy(obj), spec, kind)
             if _decided(patched, kind) != decided:
-                self._report(problems, name, 0, (
-                    f"it changes the replicas or resource requests of {decision.key.kind} "
-                    f"{decision.key.namespace}/{decision.key.name} on {cluster.name}, which "
-                    f"its quota and placement were decided on; set them in the job's "
-                    f"manifest"), "it is not applied to such a job")
+                refused.setdefault(name, []).append(
+                    f"{decision.key.kind} {decision.key.namespace}/{decision.key.name} "
+                    f"on {cluster.name}")
                 continue
             obj = patched
         return obj
+
+    @staticmethod
+    def refusals(refused: Mapping[str, list[str]]) -> list[Problem]:
+        """One problem per overlay of ``refused`` (see ``apply``), naming the
+        first few of its jobs in order and counting the others: the same
+        whatever order the clusters were rendered in."""
+        problems = []
+        for name in sorted(refused):
+            jobs = sorted(set(refused[name]))
+            named, rest = jobs[:REFUSED_NAMED], len(jobs) - REFUSED_NAMED
+            if rest > 0:
+                which = f"{', '.join(named)} and {rest} more"
+            else:
+                which = " and ".join(filter(None, (", ".join(named[:-1]), named[-1])))
+            whose, manifest = ("its", "the job's manifest") if len(jobs) == 1 else \
+                ("their", "the jobs' manifests")
+            problems.append(Problem(TEMPLATES_PREFIX + name, 0, (
+                f"it changes the replicas or resource requests of {which}, which {whose} "
+                f"quota and placement were decided on; set them in {manifest}; it is not "
+                f"applied to such a job")))
+        return problems
 
     def commit_message(self, context: Mapping[str, Any], problems: list[Problem]) -> str:
         if COMMIT_TEMPLATE in self.sources:

@@ -337,8 +337,9 @@ def test_an_overlay_that_changes_what_a_job_was_admitted_with_is_not_applied(
     told = [line for line in proc.stderr.splitlines() if "templates/" in line]
     assert told == [
         "templates/overlays/scale.yaml.j2: error: it changes the replicas or resource requests "
-        "of PyTorchJob team-bj/train on bj, which its quota and placement were decided on; set "
-        "them in the job's manifest; it is not applied to such a job"], proc.stderr
+        "of PyTorchJob team-bj/train on bj and PyTorchJob team-hz/train on hz, which their quota "
+        "and placement were decided on; set them in the jobs' manifests; it is not applied to "
+        "such a job"], proc.stderr
     _check_overlay_applied(path)  # (registry.yaml.j2; each pod set as it was admitted)
     hz = yaml.safe_load(state_show(path, "clusters/hz/team-hz/pytorchjob-train.yaml") or "")
     assert [pod["containers"][0]["image"] for pod in _pod_specs(hz)] == [IMAGE, IMAGE]
@@ -347,6 +348,39 @@ def test_an_overlay_that_changes_what_a_job_was_admitted_with_is_not_applied(
         assert manifest["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 1  # (its own)
         for pod in _pod_specs(manifest):
             assert pod["containers"][0]["resources"]["requests"]["cpu"] == "1"
+
+
+def test_an_overlay_not_applied_to_many_jobs_names_the_first_and_counts_the_rest(
+        tmp_path: Path, monkeypatch, forks: list[int]) -> None:
+    """One message per overlay, the same whichever process rendered which
+    cluster: its first three jobs by name, and how many more."""
+    from reconciler.render import manifests
+
+    from .conftest import rev, run_reconcile
+
+    files = _files()
+    files["templates/overlays/scale.yaml.j2"] = SCALING_OVERLAY
+    for i in range(3):
+        for team in ("bj", "hz"):
+            files[f"jobs/team-{team}/more-{i}.yaml"] = pytorchjob(
+                f"more-{i}", namespace=f"team-{team}", image=IMAGE)
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    monkeypatch.setattr(manifests, "PARALLEL_MIN_JOBS", 1)
+    two = run_reconcile(path, use_cache=False)
+    assert len(forks) == 1
+    tree = rev(path, f"{STATE}^{{tree}}")
+    monkeypatch.setattr(manifests, "PARALLEL_MIN_JOBS", 10_000)
+    git(path, "update-ref", "-d", f"refs/heads/{STATE}")
+    one = run_reconcile(path, use_cache=False)
+    assert rev(path, f"{STATE}^{{tree}}") == tree
+    assert two.computed is not None and one.computed is not None
+    told = [p.message for p in one.computed.problems if p.path.startswith("templates/")]
+    assert told == [
+        "it changes the replicas or resource requests of PyTorchJob team-bj/more-0 on bj, "
+        "PyTorchJob team-bj/more-1 on bj, PyTorchJob team-bj/more-2 on bj and 5 more, which "
+        "their quota and placement were decided on; set them in the jobs' manifests; it is not "
+        "applied to such a job"]
+    assert two.computed.problems == one.computed.problems
 
 
 RAYJOB = f"""\
