@@ -1649,7 +1649,18 @@ def _fleet(doc: Document, inputs: FleetInputs) -> None:
         errors.found.append(ManifestError("spec.exclude must be a list of path patterns",
                                           "spec.exclude"))
         exclude = []
-    inputs.exclude = tuple(str(e) for e in exclude)
+    for i, pattern in enumerate(exclude):
+        at = f"spec.exclude[{i}]"
+        if not isinstance(pattern, str) or not pattern:
+            errors.found.append(ManifestError(
+                f"{at} must be a path pattern (a string such as \"docs/**\"), not "
+                f"{yaml_type(pattern)}", at))
+        elif _unclosed_bracket(pattern):
+            inputs.problems.append(Problem(doc.path, doc.line_of(at), (
+                f"{at} {pattern!r} has a '[' that is not closed, so it matches a '[' in a "
+                f"path and nothing else; close it ('[abc]' matches a, b or c) or write "
+                f"'[[]' for a '['"), "warning"))
+    inputs.exclude = tuple(e for e in exclude if isinstance(e, str) and e)
     quotas: dict[str, QuotaSettings] = {}
     raw_quotas = spec.get("quotas") or {}
     if not isinstance(raw_quotas, dict):
@@ -1675,6 +1686,26 @@ def _fleet(doc: Document, inputs: FleetInputs) -> None:
                                              "spec.placementStrategy"), PlacementStrategy.BINPACK)
     errors.done()
     inputs.settings = FleetSettings(quotas=quotas, default_policy=default_ref, strategy=strategy)
+
+
+def _unclosed_bracket(pattern: str) -> bool:
+    """Has ``pattern`` a ``[`` that opens no set (``fnmatch`` then takes it
+    as a ``[`` of the path)? A set is closed by the first ``]`` after its
+    first character (``[]]`` holds a ``]``; ``[!]]`` all but one)."""
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == "[":
+            j = i + 1
+            if j < len(pattern) and pattern[j] == "!":
+                j += 1
+            if j < len(pattern) and pattern[j] == "]":
+                j += 1
+            j = pattern.find("]", j)
+            if j < 0:
+                return True
+            i = j
+        i += 1
+    return False
 
 
 _BAD_IN_BRANCH = re.compile(r"\.\.|@\{|//|[\x00-\x20\x7f~^:?*\[\\]|/\.|\.lock(/|$)")

@@ -542,6 +542,34 @@ def test_a_state_branch_that_is_not_a_string_is_an_error() -> None:
         "fleet.yaml:5: spec.stateBranch must be a branch name (a string)"]
 
 
+def test_an_exclude_pattern_with_a_bracket_left_open_is_a_warning_at_its_line() -> None:
+    """``fnmatch`` takes a ``[`` that opens no set as a ``[`` of the path: the
+    pattern then excludes nothing anyone meant. Told; the others are used."""
+    text = FLEET.replace("spec:\n", "spec:\n  exclude:\n  - 'docs/[ab]*'\n"
+                         "  - 'drafts/[unclosed/**'\n  - '[]]x'\n  - '[!]'\n")
+    files = {"fleet.yaml": text, "policy.yaml": POLICY, "docs/a.yaml": "not: [a manifest"}
+    inputs = read(files)
+    assert told(inputs) == []
+    assert told(inputs, "warning") == [
+        "fleet.yaml:7: spec.exclude[1] 'drafts/[unclosed/**' has a '[' that is not closed, so "
+        "it matches a '[' in a path and nothing else; close it ('[abc]' matches a, b or c) or "
+        "write '[[]' for a '['",
+        "fleet.yaml:9: spec.exclude[3] '[!]' has a '[' that is not closed, so it matches a '[' "
+        "in a path and nothing else; close it ('[abc]' matches a, b or c) or write '[[]' for "
+        "a '['"]
+    assert inputs.exclude == ("docs/[ab]*", "drafts/[unclosed/**", "[]]x", "[!]")
+
+
+def test_an_exclude_pattern_that_is_not_a_string_is_an_error_at_its_line() -> None:
+    """``- {path: docs}`` was taken as the pattern "{'path': 'docs'}"."""
+    text = FLEET.replace("spec:\n", "spec:\n  exclude:\n  - {path: docs}\n  - 7\n")
+    assert told(read({"fleet.yaml": text, "policy.yaml": POLICY})) == [
+        "fleet.yaml:6: spec.exclude[0] must be a path pattern (a string such as \"docs/**\"), "
+        "not a mapping",
+        "fleet.yaml:7: spec.exclude[1] must be a path pattern (a string such as \"docs/**\"), "
+        "not a number"]
+
+
 @pytest.mark.parametrize(("application", "error"), [
     ("{purgeMode: Immediate}",
      "policy.yaml:8: spec.failover.application.purgeMode 'Immediate' is not one of "
