@@ -1780,9 +1780,13 @@ def resolve_quota_settings(inputs: FleetInputs) -> None:
         path = name if name in tree.nodes else tree.by_alias.get(name)
         if path is None:
             where, line = inputs.setting_at.get(f"spec.quotas.{name}", ("fleet.yaml", 0))
+            close = difflib.get_close_matches(name, [*tree.nodes, *tree.by_alias], n=1,
+                                              cutoff=0.8)
+            fix = f"did you mean {close[0]}?" if close else \
+                f"name one by its path, such as {tree.root}/..., or by its name"
             inputs.problems.append(Problem(where, line, (
-                f"spec.quotas names {name!r}, which is no quota of the ElasticQuotaTree; "
-                f"use a quota path such as {tree.root}/...")))
+                f"spec.quotas names {name!r}, which is no quota of the ElasticQuotaTree "
+                f"(its settings apply to no quota): {fix}")))
             continue
         resolved[path] = settings
     inputs.settings = FleetSettings(quotas=resolved,

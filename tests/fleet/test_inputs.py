@@ -536,6 +536,23 @@ def test_a_misspelt_setting_of_a_quota_in_fleet_yaml_is_an_error() -> None:
         "spec.quotas.root/a.weight?"]
 
 
+def test_settings_of_a_quota_the_tree_does_not_have_are_an_error_with_the_closest_quota(
+        ) -> None:
+    """A misspelt quota path leaves its quota with the default settings: told,
+    with the quota it most likely means."""
+    text = FLEET.replace("root/a:", "root/aa:") + "    root/elsewhere: {weight: 2}\n"
+    files = {"fleet.yaml": text, "policy.yaml": POLICY,
+             "quota/tree.yaml": QUOTA_TREE}
+    inputs = read(files)
+    assert told(inputs) == [
+        "fleet.yaml:8: spec.quotas names 'root/aa', which is no quota of the ElasticQuotaTree "
+        "(its settings apply to no quota): did you mean root/a?",
+        "fleet.yaml:9: spec.quotas names 'root/elsewhere', which is no quota of the "
+        "ElasticQuotaTree (its settings apply to no quota): name one by its path, such as "
+        "root/..., or by its name"]
+    assert inputs.settings.quotas == {}
+
+
 def test_a_state_branch_that_is_not_a_string_is_an_error() -> None:
     text = FLEET.replace("spec:\n", "spec:\n  stateBranch: 5\n")
     assert told(read({"fleet.yaml": text, "policy.yaml": POLICY})) == [
