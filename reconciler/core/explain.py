@@ -128,6 +128,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     raised: dict[tuple[str, str], int] = {}  # (quota, resource) -> the most it is told
     users: list[str] = []  # the jobs of other quotas holding a limit above its own
     also: list[str] = []  # limits the jobs ahead of it would fill before it, but not it alone
+    stuck: tuple[Decision, str] | None = None  # a job ahead that would stop a StrictFIFO queue
     if tree is not None and d.quota in tree.nodes:
         path = tree.ancestry(d.quota)
         short_at = {(node.path, name) for node in path for name in node.max
@@ -135,7 +136,8 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                     + req[name] > node.max[name]}
         # the usage once the jobs ahead of it that would run before it ran, those
         # limits raised (a job ahead that some other limit holds back is passed)
-        served, ran = _served_first(ahead_in_queue, path, quota_used, short_at)
+        served, ran, stuck = _served_first(ahead_in_queue, path, quota_used, short_at,
+                                           strict_fifo)
         for node in path:
             used = quota_used.get(node.path, {})
             for name in sorted(node.max):
@@ -172,8 +174,10 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                         f"raised to {_q(name, have + need)}{more}{whole}")
                     if node.path != d.quota:
                         users.extend(_users(node.path, name, admitted, d.quota))
+    held_by_min = NON_PREEMPTIBLE_MIN in d.reason
     if len(limit_lines) > 1 and not too_big:  # (each is short: one raised is not enough)
-        advice.append("it is short at each of these (room at all of them lets it in):")
+        advice.append("beyond that min, it is also short at each of these:" if held_by_min
+                      else "it is short at each of these (room at all of them lets it in):")
         advice.extend(NESTED + line for line in limit_lines)
     else:
         advice.extend(limit_lines)
@@ -186,6 +190,11 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                           f"bring {names} (Inadmissible now: too big for them) into the queue, "
                           f"ahead of it, where a head that waits holds back every job behind "
                           f"it")
+    if stuck is not None and shortfalls and not too_big:
+        x, held = stuck
+        advice.append(f"its queue {d.quota} is StrictFIFO: with those limits raised, "
+                      f"{x.key.kind} {x.key.namespace}/{x.key.name}, ahead of it, would still "
+                      f"wait for {held}, and hold back every job behind it, this one too")
     if also and shortfalls and not too_big:
         advice.append(f"with the {ran} job(s) ahead of it in its queue, served first, it "
                       f"would also need {listed(also, ' and ')}: else those run and it still "
@@ -194,7 +203,6 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         advice.append(f"the min of quota {d.quota} names no {MAX_JOBS}, so it guarantees no "
                       f"job slot: the job waits for one rather than reclaim it from another "
                       f"quota")
-    held_by_min = NON_PREEMPTIBLE_MIN in d.reason
     if held_by_min:  # (its own min is the bar; dropping the label helps only if max has room)
         fixes = ["raise that min"]
         if not shortfalls:
@@ -361,22 +369,30 @@ def _short_clusters(req: Mapping[str, int], names: Collection[str],
 
 
 def _served_first(ahead: Collection[Decision], path: Sequence[QuotaNode],
-                  quota_used: Mapping[str, Resources], raised: Collection[tuple[str, str]]
-                  ) -> tuple[dict[str, Resources], int]:
+                  quota_used: Mapping[str, Resources], raised: Collection[tuple[str, str]],
+                  strict: bool = False
+                  ) -> tuple[dict[str, Resources], int, tuple[Decision, str] | None]:
     """The usage of each quota of ``path`` (a job's ancestry) once the jobs
     ``ahead`` of it in its queue ran, in queue order, each that the limits let
     in then (those ``raised``, (quota, resource), aside: it passes any other,
-    as a BestEffortFIFO queue does); and how many ran."""
+    as a BestEffortFIFO queue does); how many ran; and, in a ``strict``
+    (StrictFIFO) queue, the first job ahead that another limit holds back,
+    with that limit ("quota root cpu"): it stops the queue there, the job
+    behind it included."""
     state = {node.path: dict(quota_used.get(node.path, {})) for node in path}
     ran = 0
     for x in sorted(ahead, key=lambda x: x.position or 0):
-        if all(state[node.path].get(name, 0) + x.requests.get(name, 0) <= limit
-               for node in path for name, limit in node.max.items()
-               if x.requests.get(name, 0) and (node.path, name) not in raised):
+        held = next((f"quota {node.path} {name}" for node in path
+                     for name, limit in sorted(node.max.items())
+                     if x.requests.get(name, 0) and (node.path, name) not in raised
+                     and state[node.path].get(name, 0) + x.requests[name] > limit), None)
+        if held is None:
             for node in path:
                 add_into(state[node.path], x.requests)
             ran += 1
-    return state, ran
+        elif strict:
+            return state, ran, (x, held)
+    return state, ran, None
 
 
 def _let_in_ahead(d: Decision, held_out: Collection[Decision], tree: QuotaTree,

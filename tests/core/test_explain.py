@@ -361,6 +361,27 @@ def test_a_non_preemptible_job_is_not_told_to_drop_its_label_when_that_would_not
     assert "raise that min" in said and "drop the label" not in said, lines
 
 
+def test_a_non_preemptible_job_over_its_min_is_not_told_room_at_max_would_let_it_in() -> None:
+    """Its min is the bar: the limits of max it is also short of are told as
+    such, not as room that would let it in (raised, it still waits)."""
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("run", 8, "team-a").created("2026-01-01T00:00:01Z"),
+              gpu_job("np", 6, "team-a").labels(**NP).created("2026-01-01T00:00:02Z")],
+        clusters=[gpu_cluster("c1", 8, 8)],
+        tree=simple_tree(quota("qa", ns=["team-a"], min={"gpu": "4"},
+                               max={"gpu": "8", "kube-queue/max-jobs": "1"}))))
+    assert by_name(result)["np"].phase is Phase.INADMISSIBLE
+    lines = explained(inp, result, "np")
+    assert lines[2:5] == [
+        '- it is not preemptible (quota.scheduling.alibabacloud.com/preemptible: "false"), so '
+        "it runs only within the min of quota root/qa, with the other non-preemptible jobs "
+        "there: raise that min",
+        "- beyond that min, it is also short at each of these:",
+        "  - quota root/qa kube-queue/max-jobs: 1 used of max 1; 1 more must be freed, or max "
+        "raised to 2"], lines
+    assert not any("lets it in" in line for line in lines), lines
+
+
 @pytest.mark.parametrize("cpu", ["8", "2"], ids=["with room", "short of room"])
 def test_a_cluster_no_node_of_admits_the_job_is_told_so(cpu: str) -> None:
     """A cluster whose nodes lack the labels the job's pods ask for was told,
@@ -547,6 +568,29 @@ def test_a_job_ahead_that_another_limit_holds_back_is_not_counted_as_served_firs
     assert lines[2] == ("- quota root/qa kube-queue/max-jobs: 2 used of max 2; 1 more must be "
                         "freed, or max raised to 3"), lines
     assert not any("would also need" in line for line in lines), lines
+
+
+def test_a_job_ahead_that_another_limit_holds_back_stops_a_strict_fifo_queue() -> None:
+    """As above, in a StrictFIFO queue: the job ahead that the GPU max holds
+    back would wait at the head with the job limit raised, and hold back the
+    job behind it: told, rather than a limit that would let it in."""
+    jobs = [gpu_job(name, gpus, "team-a", replicas=replicas).priority_class("mid")
+            .created(f"2026-01-01T00:00:0{i}Z") for i, (name, gpus, replicas) in enumerate(
+                [("x1", 4, 1), ("x2", 4, 1), ("a1", 5, 2), ("t", 4, 1)], start=1)]
+    inp, result = decided(cycle_input(
+        jobs=jobs, clusters=[gpu_cluster("c1", 8, 8, 8)], priority_classes=PRIORITIES,
+        tree=simple_tree(quota("qa", ns=["team-a"],
+                               max={"gpu": "16", "kube-queue/max-jobs": "2"})),
+        settings=settings(root__qa=strict_fifo())))
+    by = by_name(result)
+    lines = explain_decision(by["t"], decisions=result.decisions, tree=inp.tree,
+                             quota_used=result.quota_used, cluster_free=result.cluster_free,
+                             clusters={c.name: c for c in inp.clusters}, strict_fifo=True)
+    assert ("- its queue root/qa is StrictFIFO: with those limits raised, PyTorchJob team-a/a1, "
+            "ahead of it, would still wait for quota root/qa nvidia.com/gpu, and hold back every "
+            "job behind it, this one too") in lines, lines
+    best_effort = explained(inp, result, "t")  # (as its queue were BestEffortFIFO)
+    assert not any("would still wait" in line for line in best_effort), best_effort
 
 
 def test_a_priority_is_advised_as_high_as_it_takes_to_free_a_cluster_too() -> None:
