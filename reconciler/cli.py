@@ -764,6 +764,16 @@ def cmd_explain(args: argparse.Namespace) -> int:
     matches = [d for d in computed.result.decisions
                if _is_named(name, d.key.kind, d.key.namespace, d.key.name)]
     if not matches:
+        gone = [d for d in computed.prior.values()
+                if _is_named(name, d.key.kind, d.key.namespace, d.key.name)]
+        if len(gone) == 1:  # (deleted from the source: the state still has it)
+            lines = _deleted(gone[0], computed.source.sha)
+            if args.output in ("json", "yaml"):
+                _print_value({"job": decision_item(gone[0]), "explanation": lines},
+                             args.output)
+            else:
+                print("\n".join(lines))
+            return EXIT_OK
         print(f"fleetq: no job named {wanted!r} in {computed.source.sha[:12]}"
               f"{_unread_naming(repo, computed, name[-1])}", file=sys.stderr)
         return EXIT_USAGE
@@ -804,6 +814,24 @@ def cmd_explain(args: argparse.Namespace) -> int:
     else:
         print("\n".join(([said[0], ""] if said is not None else []) + lines))
     return EXIT_OK
+
+
+def _deleted(d: Decision, sha: str) -> list[str]:
+    """explain's lines for a job the state branch has that no file of source
+    commit ``sha`` defines any more (its file deleted, or the job renamed)."""
+    where = ", ".join((d.cluster or "", *d.copies))
+    if d.phase is Phase.ADMITTED:
+        then = f"deletes it from {where}, and frees its quota and room there"
+    elif d.phase in (Phase.FINISHED, Phase.FAILED) and d.cluster:
+        then = f"takes its object off {where} (it ended: nothing runs)"
+    else:
+        then = "drops it" + (f" from queue {d.quota}" if d.position else "") + \
+            " (it never ran)"
+    state = d.phase.value + (f" on {where}" if d.phase is Phase.ADMITTED else "")
+    return [f"{d.key.kind} {d.key.namespace}/{d.key.name} is {state} on the state branch, "
+            f"but no file of {sha[:12]} defines it any more: the next reconcile {then}.",
+            f"It was defined at {d.path} (blob {d.blob[:12]}): to keep it, restore that "
+            f"file, as it was."]
 
 
 def _not_yet(repo: FleetRepo, args: argparse.Namespace, base: str | None, computed: Computed,

@@ -1042,6 +1042,39 @@ def test_explain_of_a_commit_not_reconciled_yet_says_so_and_what_the_state_says(
         f"PyTorchJob text/tokenizer-ablation is Queued, position 2 "), told
 
 
+def test_explain_of_a_job_deleted_and_not_reconciled_yet_says_what_the_next_reconcile_does(
+        tmp_path: Path) -> None:
+    """A job whose file is deleted runs on until the next reconcile: explain
+    said "no job named" while `fleetq status` listed it on its cluster."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    items = json.loads(fleetq("status", "--repo", str(path), "-o", "json").stdout)
+    running = next(i for i in items if i["phase"] == "Admitted")
+    waiting = next(i for i in items if i["phase"] == "Queued")
+    for item in (running, waiting):
+        git(path, "rm", "-q", item["source"]["path"])
+    sha = commit_all(path, "two jobs are gone")
+    job = running["job"]
+    proc = fleetq("explain", "--repo", str(path), job["name"], "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        f"{job['kind']} {job['namespace']}/{job['name']} is Admitted on {running['cluster']} on "
+        f"the state branch, but no file of {sha[:12]} defines it any more: the next reconcile "
+        f"deletes it from {running['cluster']}, and frees its quota and room there.",
+        f"It was defined at {running['source']['path']} (blob "
+        f"{running['source']['blob'][:12]}): to keep it, restore that file, as it was."]
+    job = waiting["job"]
+    data = json.loads(fleetq("explain", "--repo", str(path), job["name"], "--now", NOW,
+                             "-o", "json").stdout)
+    assert data["job"] == waiting
+    assert data["explanation"][0].endswith(
+        f"the next reconcile drops it from queue {waiting['quota']} (it never ran).")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    proc = fleetq("explain", "--repo", str(path), job["name"], "--now", NOW)
+    assert proc.returncode == 2 and "no job named" in proc.stderr, proc.stderr
+
+
 def test_a_commit_dated_ahead_of_the_clock_enqueues_its_jobs_when_seen(
         seed_fleet: SeedFleet) -> None:
     """A runner whose clock is behind the commit's date (or a --now before it):
