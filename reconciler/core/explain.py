@@ -6,6 +6,7 @@ free capacity, and returns sentences a person can act on.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from reconciler.core.cycle import BLOCKED_BEHIND, FITS_NO_CLUSTER, FITS_NO_CLUSTER_EMPTY
@@ -469,7 +470,7 @@ def _higher_priority(d: Decision, shortfalls: Mapping[str, int], holders: Collec
         if x.priority < d.priority:
             return ""  # (it outranks them already: something else holds it back)
         return (f"; a priority above {x.priority} would let it preempt "
-                f"{_fewest(victims[:i + 1], shortfalls)} of them")
+                f"{_fewest(victims[:i + 1], shortfalls, room)} of them")
     if roomless:
         return ("; a higher priority would not let it in: with those it could preempt gone, "
                 "no member cluster would have room for it (below)")
@@ -490,29 +491,54 @@ def _room_without(req: Mapping[str, int], short: Collection[str],
     return False
 
 
-def _fewest(victims: list[Decision], shortfalls: Mapping[str, int]) -> int:
-    """How many of ``victims`` (in the order preemption takes them), which
-    together free ``shortfalls``, preemption evicts: one that frees it all
-    alone, or those taken in order until they do, less those the rest can do
-    without (as ``find_victims`` picks them)."""
-    def frees(chosen: list[Decision]) -> bool:
+def _fewest(victims: list[Decision], shortfalls: Mapping[str, int],
+            room: Callable[[list[Decision]], bool] | None = None) -> int:
+    """How few of ``victims`` (in the order preemption takes them), which
+    together free ``shortfalls`` (and, with ``room``, leave a cluster room
+    for the job), preemption needs to evict: the smallest such set, as
+    ``find_victims`` looks for it; when there are too many sets to try, those
+    taken in order until they do, less those the rest can do without."""
+    def frees(chosen: Sequence[Decision]) -> bool:
         freed: Resources = {}
         for x in chosen:
             add_into(freed, x.requests)
         return all(freed.get(name, 0) >= missing for name, missing in shortfalls.items())
 
-    if any(frees([x]) for x in victims):
-        return 1
+    def enough(chosen: Sequence[Decision]) -> bool:
+        return frees(chosen) and (room is None or room(list(chosen)))
+
+    tries, packs = FEWEST_TRIES, FEWEST_PACKS
+    for size in range(1, len(victims)):  # (all of them do: the caller saw to it)
+        for chosen in itertools.combinations(victims, size):
+            tries -= 1
+            if tries < 0 or packs < 0:
+                return _fewest_in_order(victims, enough)
+            if frees(chosen):
+                packs -= room is not None
+                if room is None or room(list(chosen)):
+                    return size
+    return len(victims)
+
+
+def _fewest_in_order(victims: list[Decision], enough: Callable[[Sequence[Decision]], bool]
+                     ) -> int:
+    """``_fewest`` when there are too many sets to try: ``victims`` taken in
+    order until they are ``enough``, less those the rest can do without."""
     taken: list[Decision] = []
     for x in victims:
         taken.append(x)
-        if frees(taken):
+        if enough(taken):
             break
     for x in reversed(taken[:-1]):
         rest = [y for y in taken if y is not x]
-        if frees(rest):
+        if enough(rest):
             taken = rest
     return len(taken)
+
+
+# sets of victims _fewest tries (and packs onto the clusters) before it counts as preemption
+# would were it to take them in order
+FEWEST_TRIES, FEWEST_PACKS = 5000, 200
 
 
 def explain_decision(decision: Decision, *, decisions: list[Decision], tree: QuotaTree | None,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
+
 import pytest
 
 from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
 from reconciler.core.explain import explain_decision
-from reconciler.core.model import MemberCluster, Phase
+from reconciler.core.model import Decision, MemberCluster, Phase
 from tests.builders import (
     JobBuilder,
     by_name,
@@ -297,6 +299,74 @@ def test_a_higher_priority_is_offered_only_as_high_as_would_preempt_enough() -> 
                             clusters={c.name: c for c in inp.clusters},
                             not_preemptible={j.key for j in inp.jobs if j.key.name != "w"})
     assert not any("a priority above" in line for line in held), held
+
+
+def _preempted_with_priority_above(inp: CycleInput, result: CycleResult, name: str
+                                   ) -> tuple[int, int]:
+    """(the priority explain says ``name`` needs to go above, how many jobs it
+    says that lets it preempt), and how many the next cycle, with the job at
+    that priority plus one, preempts for it: the two counts."""
+    import re
+    from dataclasses import replace
+
+    jobs = {j.key: j for j in inp.jobs}
+    d = by_name(result)[name]
+    names = [c.name for c in inp.clusters]
+
+    def fits(gone: Collection[Decision] | None) -> Mapping[str, str]:  # (as fleetq explain)
+        job = jobs[d.key]
+        if gone is None:
+            return result.cluster_fits(job, names, empty=True)
+        return result.cluster_fits(job, names, {x.key: jobs[x.key].pod_sets for x in gone})
+
+    lines = explain_decision(d, decisions=result.decisions, tree=inp.tree,
+                             quota_used=result.quota_used, cluster_free=result.cluster_free,
+                             clusters={c.name: c for c in inp.clusters}, fits=fits)
+    said = next(m for line in lines if (m := re.search(
+        r"a priority above (\d+) would let it preempt (\d+) of them", line)))
+    above, told = int(said[1]), int(said[2])
+    raised = {"outranks": above + 1}
+    again = reconcile_cycle(replace(
+        inp, jobs=tuple(replace(j, priority_class="outranks") if j.key == d.key else j
+                        for j in inp.jobs),
+        priority_classes={**inp.priority_classes, **raised},
+        prior={p.key: p for p in prior_of(result.decisions)}))
+    assert by_name(again)[name].phase is Phase.ADMITTED, by_name(again)[name]
+    preempted = [x for x in again.decisions if x.preempted_by == f"{d.key.kind} "
+                 f"{d.key.namespace}/{d.key.name}"]
+    return told, len(preempted)
+
+
+def test_the_jobs_a_higher_priority_would_preempt_are_counted_as_the_gang_fits_the_nodes(
+        ) -> None:
+    """One of the two freed the quota, but the 8-GPU pod needs their whole node:
+    it was told 1, and preempted 2."""
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("b1", 8, "team-b", replicas=2).priority_class("high")
+              .created("2026-01-01T00:00:01Z"),
+              gpu_job("x1", 6, "team-a").priority_class("low").created("2026-01-01T00:00:02Z"),
+              gpu_job("x2", 2, "team-a").priority_class("low").created("2026-01-01T00:00:03Z"),
+              gpu_job("t", 8, "team-a").created("2026-01-01T00:00:04Z")],
+        clusters=[gpu_cluster("c1", 8, 8, 8)], priority_classes=PRIORITIES,
+        tree=simple_tree(quota("qa", ns=["team-a"], max={"gpu": "14"}),
+                         quota("qb", ns=["team-b"], max={"gpu": "16"}))))
+    assert by_name(result)["t"].phase is Phase.QUEUED
+    assert _preempted_with_priority_above(inp, result, "t") == (2, 2)
+
+
+def test_the_jobs_a_higher_priority_would_preempt_are_the_fewest_that_free_enough() -> None:
+    """13 GPUs to free from jobs of 1, 4, 8 and 8: two of 8, not the first
+    three taken in order of priority (1 + 4 + 8)."""
+    inp, result = decided(cycle_input(
+        jobs=[gpu_job("v0", 1, "team-a").priority_class("low").created("2026-01-01T00:00:01Z"),
+              *(gpu_job(f"v{i}", gpus, "team-a").priority_class("mid")
+                .created(f"2026-01-01T00:00:0{i + 1}Z")
+                for i, gpus in enumerate((4, 8, 8), start=1)),
+              gpu_job("t", 13, "team-a").created("2026-01-01T00:00:09Z")],
+        clusters=[gpu_cluster("c1", 32, 32, 32)], priority_classes=PRIORITIES,
+        tree=simple_tree(quota("qa", ns=["team-a"], max={"gpu": "21"}))))
+    assert by_name(result)["t"].phase is Phase.QUEUED
+    assert _preempted_with_priority_above(inp, result, "t") == (2, 2)
 
 
 def test_a_quota_above_its_own_that_blocks_is_told_with_the_jobs_using_it() -> None:
