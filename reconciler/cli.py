@@ -638,7 +638,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         _print_value({"source": computed.source.sha, "stateBase": base, "changed": changed,
                       "stateSource": None if made_from is None else {
                           "commit": made_from[0], "contained": made_from[1]},
-                      "changes": computed.changes,
+                      "changes": computed.changes, "otherChanges": _quiet_changes(computed),
                       "files": [{"change": c, "path": p} for c, p in files],
                       "problems": [problem_value(p) for p in computed.problems]},
                      args.output)
@@ -679,8 +679,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print("\nNo changes. The state branch is up to date.")
         else:
             print("\nJobs:")
-            for line in computed.changes or ["(no job changes phase, cluster or quota)"]:
+            quiet = _quiet_changes(computed)
+            for line in computed.changes or ([] if any(quiet.values()) else [
+                    "(no job changes phase, cluster or quota)"]):
                 print(f"  {line}")
+            told = [f"{n} {what}" for n, what in (
+                (quiet["position"], "queued job(s) change place in their queues"),
+                (quiet["priority"], "job(s) change priority"),
+                (quiet["reason"], "job(s) change only the reason given")) if n]
+            if told:
+                print(f"  ({', '.join(told)}: `fleetq status` after the reconcile lists them)")
             print("\nState files:")
             for change, path in files:
                 print(f"  {change} {path}")
@@ -688,6 +696,26 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print(f"\nPlan: {len(computed.changes)} job change(s); {counts['+']} file(s) to "
                   f"add, {counts['~']} to change, {counts['-']} to remove.")
     return EXIT_PROBLEMS if changed and args.exit_code else EXIT_OK
+
+
+def _quiet_changes(computed: Computed) -> dict[str, int]:
+    """How many jobs whose phase, cluster and quota stay (the changes told
+    one by one) change their place in their queue ("position"), their
+    priority ("priority"), or neither but the reason given ("reason")."""
+    out = {"position": 0, "priority": 0, "reason": 0}
+    prior = computed.prior
+    for d in computed.result.decisions:
+        before = prior.get(d.key)
+        if before is None or before is d or before.phase is not d.phase or \
+                before.cluster != d.cluster or before.quota != d.quota:
+            continue
+        if before.position != d.position:
+            out["position"] += 1
+        if before.priority != d.priority:
+            out["priority"] += 1
+        elif before.position == d.position and before.reason != d.reason:
+            out["reason"] += 1
+    return out
 
 
 def _phase(text: str) -> str:

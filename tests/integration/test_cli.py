@@ -318,6 +318,31 @@ def test_a_namespace_moved_to_another_quota_is_a_job_change_in_plan_and_commit(
     assert line in git(path, "log", "-1", "--format=%B", STATE)
 
 
+def test_plan_counts_the_jobs_that_change_place_in_their_queue_or_priority(
+        tmp_path: Path) -> None:
+    """A push that changes no job's phase, cluster or quota but its priority or
+    its place in the queue: plan said "(no job changes ...)" and changed
+    placements.yaml all the same."""
+    path = reconciled_template(tmp_path)
+    job = path / "jobs/text/tokenizer-ablation.yaml"
+    job.write_text(job.read_text().replace("priorityClassName: low", "priorityClassName: normal"))
+    commit_all(path, "tokenizer-ablation: normal")
+    planned = fleetq("plan", "--repo", str(path), "--now", NOW)
+    assert planned.returncode == 0, planned.stderr
+    assert "\nJobs:\n  (1 job(s) change priority: `fleetq status` after the reconcile lists " \
+           "them)\n" in planned.stdout, planned.stdout
+    git(path, "rm", "-q", "jobs/text/llama-lora-sft.yaml")  # (first in its queue)
+    commit_all(path, "llama-lora-sft is done")
+    data = json.loads(fleetq("plan", "--repo", str(path), "--now", NOW, "-o", "json").stdout)
+    assert data["otherChanges"] == {"position": 1, "priority": 1, "reason": 0}, data
+    planned = fleetq("plan", "--repo", str(path), "--now", NOW).stdout
+    assert "\n  (1 queued job(s) change place in their queues, 1 job(s) change priority: " \
+           "`fleetq status` after the reconcile lists them)\n" in planned, planned
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    data = json.loads(fleetq("plan", "--repo", str(path), "--now", NOW, "-o", "json").stdout)
+    assert data["otherChanges"] == {"position": 0, "priority": 0, "reason": 0}, data
+
+
 def test_plan_of_a_branch_that_lacks_the_state_source_says_so(tmp_path: Path) -> None:
     """A pull request's branch made before the commit the state was made from:
     its plan is of reconciling it as it is (main's new job deleted), and says
