@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from typing import Any
 
 import pytest
 
 from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
 from reconciler.core.explain import explain_decision
-from reconciler.core.model import Decision, MemberCluster, Phase
+from reconciler.core.model import Decision, FleetSettings, MemberCluster, Phase
 from tests.builders import (
     JobBuilder,
     by_name,
@@ -29,10 +30,11 @@ from tests.builders import (
 PRIORITIES = {"high": 1000, "mid": 100, "low": 10}
 
 
-def explained(inp: CycleInput, result: CycleResult, name: str) -> list[str]:
+def explained(inp: CycleInput, result: CycleResult, name: str, **options: Any) -> list[str]:
+    """``explain_decision`` of job ``name``, ``options`` its own."""
     return explain_decision(by_name(result)[name], decisions=result.decisions, tree=inp.tree,
                             quota_used=result.quota_used, cluster_free=result.cluster_free,
-                            clusters={c.name: c for c in inp.clusters})
+                            clusters={c.name: c for c in inp.clusters}, **options)
 
 
 def decided(inp: CycleInput) -> tuple[CycleInput, CycleResult]:
@@ -622,17 +624,24 @@ def test_a_job_is_told_what_the_jobs_ahead_of_it_would_take_of_the_limits_it_pas
                         "else those run and it still waits"), lines
 
 
+def _one_ahead_held_back_by_gpus(fleet: FleetSettings | None = None) -> CycleInput:
+    """x1 and x2 (4 GPUs each) take quota qa's two job slots; a1 (2 x 5 GPUs)
+    waits, ahead of t (4 GPUs), for the GPU max (16) too."""
+    jobs = [gpu_job(name, gpus, "team-a", replicas=replicas).priority_class("mid")
+            .created(f"2026-01-01T00:00:0{i}Z") for i, (name, gpus, replicas) in enumerate(
+                [("x1", 4, 1), ("x2", 4, 1), ("a1", 5, 2), ("t", 4, 1)], start=1)]
+    return cycle_input(
+        jobs=jobs, clusters=[gpu_cluster("c1", 8, 8, 8)], priority_classes=PRIORITIES,
+        tree=simple_tree(quota("qa", ns=["team-a"],
+                               max={"gpu": "16", "kube-queue/max-jobs": "2"})),
+        settings=fleet)
+
+
 def test_a_job_ahead_that_another_limit_holds_back_is_not_counted_as_served_first() -> None:
     """A BestEffortFIFO queue passes a job ahead that a limit other than the one
     raised holds back (10 GPUs, with 8 of 16 used): it takes nothing first, and
     the job behind it needs the job limit raised by one, not by two."""
-    jobs = [gpu_job(name, gpus, "team-a", replicas=replicas).priority_class("mid")
-            .created(f"2026-01-01T00:00:0{i}Z") for i, (name, gpus, replicas) in enumerate(
-                [("x1", 4, 1), ("x2", 4, 1), ("a1", 5, 2), ("t", 4, 1)], start=1)]
-    inp, result = decided(cycle_input(
-        jobs=jobs, clusters=[gpu_cluster("c1", 8, 8, 8)], priority_classes=PRIORITIES,
-        tree=simple_tree(quota("qa", ns=["team-a"],
-                               max={"gpu": "16", "kube-queue/max-jobs": "2"}))))
+    inp, result = decided(_one_ahead_held_back_by_gpus())
     assert (by_name(result)["a1"].position, by_name(result)["t"].position) == (1, 2)
     lines = explained(inp, result, "t")
     assert lines[2] == ("- quota root/qa kube-queue/max-jobs: 2 used of max 2; 1 more must be "
@@ -644,18 +653,9 @@ def test_a_job_ahead_that_another_limit_holds_back_stops_a_strict_fifo_queue() -
     """As above, in a StrictFIFO queue: the job ahead that the GPU max holds
     back would wait at the head with the job limit raised, and hold back the
     job behind it: told, rather than a limit that would let it in."""
-    jobs = [gpu_job(name, gpus, "team-a", replicas=replicas).priority_class("mid")
-            .created(f"2026-01-01T00:00:0{i}Z") for i, (name, gpus, replicas) in enumerate(
-                [("x1", 4, 1), ("x2", 4, 1), ("a1", 5, 2), ("t", 4, 1)], start=1)]
-    inp, result = decided(cycle_input(
-        jobs=jobs, clusters=[gpu_cluster("c1", 8, 8, 8)], priority_classes=PRIORITIES,
-        tree=simple_tree(quota("qa", ns=["team-a"],
-                               max={"gpu": "16", "kube-queue/max-jobs": "2"})),
-        settings=settings(root__qa=strict_fifo())))
-    by = by_name(result)
-    lines = explain_decision(by["t"], decisions=result.decisions, tree=inp.tree,
-                             quota_used=result.quota_used, cluster_free=result.cluster_free,
-                             clusters={c.name: c for c in inp.clusters}, strict_fifo=True)
+    inp, result = decided(_one_ahead_held_back_by_gpus(settings(root__qa=strict_fifo())))
+    assert by_name(result)["t"].reason.startswith("blocked behind PyTorchJob team-a/a1 ")
+    lines = explained(inp, result, "t", strict_fifo=True)
     assert ("- its queue root/qa is StrictFIFO: with those limits raised, PyTorchJob team-a/a1, "
             "ahead of it, would still wait for quota root/qa nvidia.com/gpu, and hold back every "
             "job behind it, this one too") in lines, lines
@@ -724,9 +724,7 @@ def test_a_limit_raised_in_a_strict_fifo_queue_that_lets_a_bigger_job_in_ahead_i
     by = by_name(result)
     assert (by["big"].phase, by["huge"].phase, by["w"].phase) == (
         Phase.INADMISSIBLE, Phase.INADMISSIBLE, Phase.QUEUED), by
-    lines = explain_decision(by["w"], decisions=result.decisions, tree=inp.tree,
-                             quota_used=result.quota_used, cluster_free=result.cluster_free,
-                             clusters={c.name: c for c in inp.clusters}, strict_fifo=True)
+    lines = explained(inp, result, "w", strict_fifo=True)
     assert ("- its queue root/qa is StrictFIFO: those limits raised would also bring "
             "team-a/big (Inadmissible now: too big for them) into the queue, ahead of it, where "
             "a head that waits holds back every job behind it") in lines, lines

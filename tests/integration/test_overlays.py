@@ -216,11 +216,24 @@ def test_clusters_rendered_by_two_processes_give_the_same_tree(
     """Past ``PARALLEL_MIN_JOBS`` jobs to render, half of the clusters are rendered
     by a forked process: the same state tree, overlays applied and their
     problems reported, as when one process renders them all."""
+    path, two, one = _rendered_in_two_then_one(tmp_path, monkeypatch, forks,
+                                               _files(broken=True))
+    _check_overlay_applied(path)
+    assert two.problems == one.problems
+    assert any(p.path == "templates/overlays/broken.yaml.j2" for p in one.problems)
+    assert two.rendered_from == one.rendered_from
+    assert len(one.rendered_from) == 8  # each job file (PodGroups: none for ack)
+
+
+def _rendered_in_two_then_one(tmp_path: Path, monkeypatch, forks: list[int],
+                              files: dict[str, str]) -> tuple[Path, Any, Any]:
+    """A fleet of ``files`` and three more jobs in each team, reconciled with
+    its clusters rendered by two processes, then, from no state, by one: the
+    same state tree. Its path and the two reconciles' ``Computed``."""
     from reconciler.render import manifests
 
     from .conftest import rev, run_reconcile
 
-    files = _files(broken=True)
     for i in range(3):
         for team in ("bj", "hz"):
             files[f"jobs/team-{team}/more-{i}.yaml"] = pytorchjob(
@@ -230,18 +243,13 @@ def test_clusters_rendered_by_two_processes_give_the_same_tree(
     two = run_reconcile(path, use_cache=False)
     assert len(forks) == 1
     tree = rev(path, f"{STATE}^{{tree}}")
-    _check_overlay_applied(path)
-
     monkeypatch.setattr(manifests, "PARALLEL_MIN_JOBS", 10_000)
     git(path, "update-ref", "-d", f"refs/heads/{STATE}")
     one = run_reconcile(path, use_cache=False)
     assert len(forks) == 1
     assert rev(path, f"{STATE}^{{tree}}") == tree
     assert two.computed is not None and one.computed is not None
-    assert two.computed.problems == one.computed.problems
-    assert any(p.path == "templates/overlays/broken.yaml.j2" for p in one.computed.problems)
-    assert two.computed.rendered_from == one.computed.rendered_from
-    assert len(one.computed.rendered_from) == 8  # each job file (PodGroups: none for ack)
+    return path, two.computed, one.computed
 
 
 def test_default_message_lists_the_first_changes_and_counts_the_rest(
@@ -354,33 +362,16 @@ def test_an_overlay_not_applied_to_many_jobs_names_the_first_and_counts_the_rest
         tmp_path: Path, monkeypatch, forks: list[int]) -> None:
     """One message per overlay, the same whichever process rendered which
     cluster: its first three jobs by name, and how many more."""
-    from reconciler.render import manifests
-
-    from .conftest import rev, run_reconcile
-
     files = _files()
     files["templates/overlays/scale.yaml.j2"] = SCALING_OVERLAY
-    for i in range(3):
-        for team in ("bj", "hz"):
-            files[f"jobs/team-{team}/more-{i}.yaml"] = pytorchjob(
-                f"more-{i}", namespace=f"team-{team}", image=IMAGE)
-    path = make_fleet_repo(tmp_path / "fleet", files)
-    monkeypatch.setattr(manifests, "PARALLEL_MIN_JOBS", 1)
-    two = run_reconcile(path, use_cache=False)
-    assert len(forks) == 1
-    tree = rev(path, f"{STATE}^{{tree}}")
-    monkeypatch.setattr(manifests, "PARALLEL_MIN_JOBS", 10_000)
-    git(path, "update-ref", "-d", f"refs/heads/{STATE}")
-    one = run_reconcile(path, use_cache=False)
-    assert rev(path, f"{STATE}^{{tree}}") == tree
-    assert two.computed is not None and one.computed is not None
-    told = [p.message for p in one.computed.problems if p.path.startswith("templates/")]
+    _, two, one = _rendered_in_two_then_one(tmp_path, monkeypatch, forks, files)
+    told = [p.message for p in one.problems if p.path.startswith("templates/")]
     assert told == [
         "it changes the replicas or resource requests of PyTorchJob team-bj/more-0 on bj, "
         "PyTorchJob team-bj/more-1 on bj, PyTorchJob team-bj/more-2 on bj and 5 more, which "
         "their quota and placement were decided on; set them in the jobs' manifests; it is not "
         "applied to such a job"]
-    assert two.computed.problems == one.computed.problems
+    assert two.problems == one.problems
 
 
 RAYJOB = f"""\
