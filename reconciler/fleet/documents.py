@@ -63,11 +63,21 @@ class _Loader(_Base):  # type: ignore[misc]
             if tag is None:
                 if len(_TAGS) >= _MAX_TAGS:
                     _TAGS.clear()
-                tag = _TAGS[value] = super().resolve(kind, value, implicit)
+                tag = super().resolve(kind, value, implicit)
+                if tag in _AS_KUBERNETES_READS or (tag in _SEXAGESIMAL and ":" in value):
+                    tag = self.DEFAULT_SCALAR_TAG
+                _TAGS[value] = tag
             return tag
         return self.DEFAULT_SEQUENCE_TAG if kind is yaml.SequenceNode \
             else self.DEFAULT_MAPPING_TAG
 
+
+# Plain scalars YAML 1.1 reads as other than strings, which Kubernetes' readers
+# (sigs.k8s.io/yaml, go-yaml, for kubectl, Argo CD and Flux) read as the strings they
+# are: a timestamp (2024-06-01, 2024-06-01T08:00:00Z), and a number in base 60
+# (12:30 is not 750). Read as PyYAML does, they went out changed.
+_AS_KUBERNETES_READS = frozenset({"tag:yaml.org,2002:timestamp"})
+_SEXAGESIMAL = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"})
 
 _FIELD_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
@@ -314,6 +324,13 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
     finally:
         loader.dispose()
     return docs, None
+
+
+def load_yaml(text: str) -> Any:
+    """The one document of ``text`` (``None``: none), its plain scalars read
+    as ``parse_documents`` reads them (see ``_AS_KUBERNETES_READS``); a YAML
+    error raises ``yaml.YAMLError``."""
+    return yaml.load(text, Loader=_Loader)
 
 
 def expand_lists(docs: list[Document], problems: list[Problem]) -> list[Document]:

@@ -113,6 +113,8 @@ def job_key(obj: Manifest, path: str, index: int | str) -> JobKey:
 # An RFC 3339 time, as Kubernetes reads metav1.Time: a date, a time and a zone.
 _RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)")
 _CREATED = "metadata.creationTimestamp"
+_DATE = re.compile(r"\d{4}-\d\d-\d\d")
+_NO_ZONE = re.compile(r"(\d{4}-\d\d-\d\d)[Tt ](\d\d:\d\d:\d\d(?:\.\d+)?)")
 
 
 def rfc3339(value: object) -> str | None:
@@ -132,6 +134,14 @@ def rfc3339(value: object) -> str | None:
         raise ManifestError(f"{_CREATED} {value} is a date, not an RFC 3339 time, which "
                             f"Kubernetes refuses; write e.g. {value}T00:00:00Z", _CREATED)
     text = str(value)
+    if _DATE.fullmatch(text):
+        raise ManifestError(f"{_CREATED} {text} is a date, not an RFC 3339 time, which "
+                            f"Kubernetes refuses; write e.g. {text}T00:00:00Z", _CREATED)
+    zoneless = _NO_ZONE.fullmatch(text)
+    if zoneless:
+        raise ManifestError(
+            f"{_CREATED} {text} has no time zone, which Kubernetes refuses; write it in "
+            f"RFC 3339, e.g. {zoneless[1]}T{zoneless[2]}Z", _CREATED)
     try:
         if not _RFC3339.fullmatch(text):
             raise ValueError(text)

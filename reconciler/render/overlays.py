@@ -38,6 +38,7 @@ import yaml
 
 from reconciler.core.model import Decision, MemberCluster
 from reconciler.core.problems import Problem
+from reconciler.fleet.documents import load_yaml
 from reconciler.jobkinds import kind_for
 from reconciler.jobkinds.base import (
     JobKind,
@@ -153,7 +154,7 @@ class Overlays:
                 continue
             try:
                 text = template.render(context)
-                spec = yaml.safe_load(text) if text.strip() else None
+                spec = load_yaml(text) if text.strip() else None
             except jinja2.TemplateError as exc:
                 self._report(problems, name, _line_of(exc, name), f"template error: {exc}")
                 continue

@@ -1,4 +1,6 @@
-"""parse_documents builds exactly the values PyYAML's safe loader builds.
+"""parse_documents builds exactly the values PyYAML's safe loader builds, but
+for the plain scalars YAML 1.1 reads as timestamps or numbers in base 60,
+which it reads as the strings Kubernetes reads them as.
 
 Its fast constructor covers the plain shapes of manifests and hands every
 other document to PyYAML; either way the values, the errors and the sharing
@@ -9,7 +11,9 @@ beyond any manifest's size.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import yaml
@@ -23,8 +27,30 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SHARED = REPO_ROOT.parent / "shared"
 
 
+class _AsKubernetes(yaml.CSafeLoader):  # type: ignore[misc]
+    """PyYAML's safe loader with no implicit timestamps, and no numbers with a
+    ':' (base 60): as sigs.k8s.io/yaml reads a manifest, those are strings."""
+
+    yaml_implicit_resolvers: ClassVar[dict[str, list[tuple[str, re.Pattern[str]]]]] = {
+        first: [(tag, re.compile(r"^(?!.*:)" + regexp.pattern[1:], regexp.flags)
+                 if tag.endswith((":int", ":float")) else regexp)
+                for tag, regexp in resolvers if not tag.endswith(":timestamp")]
+        for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()}
+
+
 def pyyaml(data: bytes) -> list[object]:
-    return [v for v in yaml.load_all(data, Loader=yaml.CSafeLoader) if v is not None]
+    return [v for v in yaml.load_all(data, Loader=_AsKubernetes) if v is not None]
+
+
+def test_timestamps_and_numbers_in_base_60_are_read_as_the_strings_kubernetes_reads() -> None:
+    """kubectl, Argo CD and Flux read ``12:30`` and ``2024-06-01T08:00:00Z`` as
+    written; read as YAML 1.1 numbers and times, they went out as 750 and
+    2024-06-01T08:00:00+00:00."""
+    data = (b"a: 12:30\nb: 2024-06-01T08:00:00Z\nc: 2024-06-01\nd: -1:05\ne: 190:20:30.15\n"
+            b"f: 2024-06-01 08:00:00\ng: 12\nh: 1.5\ni: yes\nj: 0x1F\n")
+    assert values(data) == [{"a": "12:30", "b": "2024-06-01T08:00:00Z", "c": "2024-06-01",
+                             "d": "-1:05", "e": "190:20:30.15", "f": "2024-06-01 08:00:00",
+                             "g": 12, "h": 1.5, "i": True, "j": 31}]
 
 
 def values(data: bytes) -> list[object]:

@@ -1141,7 +1141,10 @@ def test_a_value_shared_by_yaml_aliases_is_read_as_if_written_out() -> None:
     ("'20260101T100000Z'", "metadata.creationTimestamp '20260101T100000Z' is not an RFC "
                            "3339 time (e.g. 2026-01-01T10:00:00Z)"),
     ("'2026-01-01 10:00:00Z'", "metadata.creationTimestamp '2026-01-01 10:00:00Z' is not"),
-    ("'2026-01-01'", "metadata.creationTimestamp '2026-01-01' is not an RFC 3339 time"),
+    ("'2026-01-01'", "metadata.creationTimestamp 2026-01-01 is a date, not an RFC 3339 time"),
+    ("'2026-01-01T10:00:00'", "metadata.creationTimestamp 2026-01-01T10:00:00 has no time "
+                              "zone, which Kubernetes refuses; write it in RFC 3339, e.g. "
+                              "2026-01-01T10:00:00Z"),
 ])
 def test_a_creation_time_kubernetes_refuses_is_an_error_at_its_line(value: str,
                                                                     said: str) -> None:

@@ -374,6 +374,53 @@ def test_an_overlay_not_applied_to_many_jobs_names_the_first_and_counts_the_rest
     assert two.problems == one.problems
 
 
+TIMES_OVERLAY = """\
+patch:
+  metadata:
+    annotations: {start: 10:30, until: 2024-06-01}
+"""
+
+
+def test_times_and_numbers_in_base_60_written_plain_go_out_as_the_strings_they_are(
+        tmp_path: Path) -> None:
+    """kubectl, Argo CD and Flux read ``12:30`` and ``2024-06-01T08:00:00Z`` as
+    strings; read as YAML 1.1 numbers and times, they went out as ``750`` (an
+    env value the API server refuses) and ``2024-06-01T08:00:00+00:00``, and an
+    annotation ``12:30`` made the job invalid. The same in an overlay."""
+    job = pytorchjob("train", namespace="team-bj", image=IMAGE).replace(
+        "  namespace: team-bj\n",
+        "  namespace: team-bj\n  creationTimestamp: 2026-01-01T00:00:00Z\n"
+        "  annotations: {window: 12:30}\n").replace(
+        f"            image: {IMAGE}\n",
+        f"            image: {IMAGE}\n            env:\n"
+        f"            - {{name: WINDOW, value: 12:30}}\n"
+        f"            - {{name: NOT_BEFORE, value: 2024-06-01T08:00:00Z}}\n"
+        f"            envFrom: [{{configMapRef: {{name: sched}}}}]\n")
+    files = _files()
+    files["jobs/team-bj/train.yaml"] = job
+    files["jobs/team-bj/sched.yaml"] = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sched, namespace: team-bj}\n"
+        "data: {window: 12:30, ratio: 1:05, day: 2024-06-01}\n")
+    files["templates/overlays/times.yaml.j2"] = TIMES_OVERLAY
+    files["policies/team-bj.yaml"] = _pinned_policy("team-bj", "bj").replace(
+        "spec:\n", "spec:\n  propagateDeps: true\n")
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert "error" not in proc.stderr, proc.stderr
+    assert placements(path)["team-bj/train"]["phase"] == "Admitted"
+    sent = yaml.safe_load(state_show(path, "clusters/bj/team-bj/pytorchjob-train.yaml") or "")
+    assert sent["metadata"]["annotations"] == {
+        "window": "12:30", "start": "10:30", "until": "2024-06-01",
+        "fleetq.io/source": "jobs/team-bj/train.yaml"}
+    assert sent["metadata"]["creationTimestamp"] == "2026-01-01T00:00:00Z"
+    env = _pod_specs(sent)[0]["containers"][0]["env"]
+    assert env == [{"name": "WINDOW", "value": "12:30"},
+                   {"name": "NOT_BEFORE", "value": "2024-06-01T08:00:00Z"}]
+    config = yaml.safe_load(state_show(path, "clusters/bj/team-bj/configmap-sched.yaml") or "")
+    assert config["data"] == {"window": "12:30", "ratio": "1:05", "day": "2024-06-01"}
+
+
 RAYJOB = f"""\
 apiVersion: ray.io/v1
 kind: RayJob
