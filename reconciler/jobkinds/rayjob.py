@@ -15,6 +15,7 @@ from typing import Any
 
 from reconciler.core.outcomes import ObservedPhase
 from reconciler.jobkinds.base import (
+    INT32_MAX,
     Manifest,
     ManifestError,
     Observed,
@@ -24,6 +25,22 @@ from reconciler.jobkinds.base import (
 )
 
 RETRYING = ("Retrying", "New", "Initializing", "Waiting")  # a deployment on its way
+
+
+def worker_replicas(group: Mapping[str, Any], where: str) -> int:
+    """The workers KubeRay starts for a worker group (``GetWorkerGroupDesiredReplicas``):
+    none when it is suspended; else ``replicas`` held within ``minReplicas``
+    and ``maxReplicas`` (``maxReplicas`` when those two cross), each unset as
+    the CRD defaults it: 0, 0 and 2147483647. A gang of more would wait for
+    pods that never come; of fewer, start without some."""
+    replicas = replicas_of(group.get("replicas"), f"{where}.replicas", 0)
+    least = replicas_of(group.get("minReplicas"), f"{where}.minReplicas", 0)
+    most = replicas_of(group.get("maxReplicas"), f"{where}.maxReplicas", INT32_MAX)
+    if group.get("suspend") is True:
+        return 0
+    if least > most:
+        return most
+    return min(max(replicas, least), most)
 
 
 class RayJobKind:
@@ -51,17 +68,12 @@ class RayJobKind:
             if not isinstance(group, dict) or not isinstance(group.get("template"), dict):
                 raise ManifestError(f"{where}.template is missing", where)
             name = str(group.get("groupName") or f"worker-{i}")
-            replicas = group.get("replicas")
-            if replicas is None:
-                replicas = group.get("minReplicas", 1)
-            if group.get("suspend") is True:
-                replicas = 0
             # each replica of a multi-host group (TPU slices) is numOfHosts pods
             hosts = replicas_of(group.get("numOfHosts"), f"{where}.numOfHosts")
             if hosts < 1:
                 raise ManifestError(f"{where}.numOfHosts must be 1 or more, not {hosts}",
                                     f"{where}.numOfHosts")
-            out.append(PodTemplateRef(name, replicas_of(replicas, f"{where}.replicas") * hosts,
+            out.append(PodTemplateRef(name, worker_replicas(group, where) * hosts,
                                       group["template"], f"{where}.template"))
         return out
 

@@ -24,9 +24,20 @@ def rayjob(**group: Any) -> dict[str, Any]:
     ({"replicas": 2, "numOfHosts": 4}, 8),  # a multi-host group: each replica is 4 pods
     ({"replicas": 3, "numOfHosts": 1}, 3),
     ({"replicas": 2, "numOfHosts": 4, "suspend": True}, 0),
+    # KubeRay's GetWorkerGroupDesiredReplicas: replicas within minReplicas and
+    # maxReplicas, each as the CRD defaults it (0, 0, 2147483647)
+    ({}, 0),
+    ({"minReplicas": 2}, 2),
+    ({"replicas": 5, "maxReplicas": 2}, 2),
+    ({"replicas": 1, "minReplicas": 3}, 3),
+    ({"replicas": 1, "minReplicas": 3, "maxReplicas": 2}, 2),  # (crossed: the max)
+    ({"replicas": 1, "minReplicas": 3, "numOfHosts": 2}, 6),
+    ({"minReplicas": 3, "suspend": True}, 0),
 ])
-def test_a_ray_worker_group_counts_replicas_times_hosts(group: dict[str, Any],
-                                                         pods: int) -> None:
+def test_a_ray_worker_group_counts_the_workers_kuberay_starts_times_hosts(
+        group: dict[str, Any], pods: int) -> None:
+    """A gang of more pods than KubeRay starts would wait for them for ever; a
+    group without replicas counted one worker KubeRay never starts."""
     ray = kind_for("ray.io/v1", "RayJob")
     assert ray is not None
     assert [(t.name, t.replicas) for t in ray.pod_templates(rayjob(**group))] == [
