@@ -40,6 +40,7 @@ from reconciler.jobkinds.base import (
     ManifestError,
     each_error,
     gang_minimum,
+    later_pods,
     other_pod_templates,
     pod_requests,
     raise_all,
@@ -451,7 +452,8 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int | str, line
             f"pod templates name different priority classes ({names}); a gang has one "
             f"priority: use the same priorityClassName everywhere")
     priority_class = next(iter(priority_classes), None) or kind.scheduling_priority_class(obj)
-    gang_minimum(obj, pods)  # (one the rendered PodGroup could not hold is an error here)
+    # (one the rendered PodGroup could not hold is an error here)
+    gang_minimum(obj, pods, later_pods(kind, obj))
     total[PODS] = pods * 1000
     total[MAX_JOBS] = 1000
     preemptible_raw = label_map.get(PREEMPTIBLE_LABEL)

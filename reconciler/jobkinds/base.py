@@ -101,6 +101,22 @@ class JobWithOtherPods(Protocol):
     def other_pod_templates(self, obj: Manifest) -> list[PodTemplateRef]: ...
 
 
+@runtime_checkable
+class JobWithLaterPods(Protocol):
+    """A kind whose operator creates some pods of the gang only once the others
+    are ready (an MPIJob's launcher under ``launcherCreationPolicy:
+    WaitForWorkersReady``): a gang that waited for them would never start."""
+
+    def later_pods(self, obj: Manifest) -> int:
+        """How many of its pods come only once the others are ready."""
+        ...
+
+
+def later_pods(kind: JobKind, obj: Manifest) -> int:
+    """``JobWithLaterPods.later_pods`` of ``obj``; 0 for a kind that has none."""
+    return kind.later_pods(obj) if isinstance(kind, JobWithLaterPods) else 0
+
+
 def other_pod_templates(kind: JobKind, obj: Manifest) -> list[PodTemplateRef]:
     """The pod templates of ``obj`` that are no pod set (``JobWithOtherPods``)."""
     return kind.other_pod_templates(obj) if isinstance(kind, JobWithOtherPods) else []
@@ -355,19 +371,27 @@ VOLCANO_QUEUE_LABEL = "volcano.sh/queue-name"  # (KubeRay's, on the RayJob)
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"  # (Volcano's own)
 
 
-def gang_minimum(obj: Manifest, pods: int) -> int:
+def gang_minimum(obj: Manifest, pods: int, later: int = 0) -> int:
     """The pods of the job's gang that must start together: the Kubeflow
     run policy's ``schedulingPolicy.minAvailable`` (what the operators give a
-    PodGroup's minMember), else all ``pods``. Raises ``ManifestError`` for one
-    that is no whole number from 1 to ``pods``."""
+    PodGroup's minMember), else all ``pods`` but the ``later`` ones its
+    operator creates once the others are ready (``later_pods``). Raises
+    ``ManifestError`` for one that is no whole number from 1 to that."""
+    most = pods - later
     sp = mapping_at(obj, "spec", "runPolicy", "schedulingPolicy")
     value = sp.get("minAvailable") if sp else None
     if value is None:
-        return pods
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= max(pods, 1):
-        raise ManifestError(f"{MIN_AVAILABLE_AT} must be a whole number from 1 to {pods} (the "
-                            f"job's pods), not {value!r}", MIN_AVAILABLE_AT)
+        return most
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= max(most, 1):
+        whose = (f"the job's pods but its launcher, which its operator creates once the "
+                 f"workers are ready ({LAUNCHER_LATER}): a gang that waits for it never "
+                 f"starts" if later else "the job's pods")
+        raise ManifestError(f"{MIN_AVAILABLE_AT} must be a whole number from 1 to {most} "
+                            f"({whose}), not {value!r}", MIN_AVAILABLE_AT)
     return value
+
+
+LAUNCHER_LATER = "launcherCreationPolicy: WaitForWorkersReady"
 
 
 def volcano_queue(obj: Manifest) -> str | None:

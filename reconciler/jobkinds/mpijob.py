@@ -28,6 +28,17 @@ class MPIJobKind:
         # (both operators default a Worker's replicas to 0: a launcher alone)
         return replica_specs(obj, "mpiReplicaSpecs", ("Launcher", "Worker"), {"Worker": 0})
 
+    def later_pods(self, obj: Manifest) -> int:
+        """The launcher, under the MPI operator's ``launcherCreationPolicy:
+        WaitForWorkersReady``, when there are workers (it makes the launcher
+        once they are ready): its gang is the workers (kubeflow/mpi-operator#608)."""
+        spec = obj.get("spec")
+        if self.api_version != "kubeflow.org/v2beta1" or not isinstance(spec, dict) or \
+                spec.get("launcherCreationPolicy") != "WaitForWorkersReady":
+            return 0
+        pods = {ref.name: ref.replicas for ref in self.pod_templates(obj)}
+        return pods.get("launcher", 0) if pods.get("worker") else 0
+
     def set_suspended(self, obj: Manifest, suspended: bool) -> None:
         set_run_policy_suspend(obj, suspended)
 

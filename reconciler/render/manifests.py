@@ -36,6 +36,7 @@ from reconciler.jobkinds.base import (
     ManifestError,
     every_pod_template,
     gang_minimum,
+    later_pods,
     volcano_queue,
 )
 from reconciler.render import yamltext
@@ -107,7 +108,7 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
     if isinstance(kind, JobWithMovedFields):
         kind.move_old_fields(obj)
     pods = sum(p.replicas for p in decision.pod_sets)
-    total = gang_minimum(obj, pods)
+    total = gang_minimum(obj, pods, later_pods(kind, obj))
     for ref in kind.pod_templates(obj):
         _gang(ref.template, cluster.gang_dialect, key.name, total, quota_name)
     groups: list[Manifest] = []

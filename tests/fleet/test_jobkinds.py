@@ -71,6 +71,28 @@ def test_an_mpijob_worker_without_replicas_is_none_and_a_launcher_one(api_versio
             ] == [("launcher", 1), ("worker", 3)]
 
 
+def test_a_min_available_that_waits_for_an_mpi_launcher_made_later_is_an_error() -> None:
+    """A gang of launcher and workers under WaitForWorkersReady never starts."""
+    from reconciler.fleet.jobs import build_job
+
+    obj = mpijob("kubeflow.org/v2beta1", replicas=2)
+    obj["metadata"]["namespace"] = "default"
+    kind = kind_for("kubeflow.org/v2beta1", "MPIJob")
+    assert kind is not None
+    obj["spec"].update(launcherCreationPolicy="WaitForWorkersReady",
+                       runPolicy={"schedulingPolicy": {"minAvailable": 3}})
+    with pytest.raises(ManifestError) as err:
+        build_job(obj, kind, path="jobs/m.yaml", index=0, line=1, blob="0" * 40)
+    assert err.value.field == "spec.runPolicy.schedulingPolicy.minAvailable"
+    assert str(err.value) == (
+        "spec.runPolicy.schedulingPolicy.minAvailable must be a whole number from 1 to 2 (the "
+        "job's pods but its launcher, which its operator creates once the workers are ready "
+        "(launcherCreationPolicy: WaitForWorkersReady): a gang that waits for it never "
+        "starts), not 3")
+    obj["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"] = 2
+    assert build_job(obj, kind, path="jobs/m.yaml", index=0, line=1, blob="0" * 40).job
+
+
 @pytest.mark.parametrize("replicas", [2**31, -1, 1.5, "2"])
 def test_replicas_beyond_what_the_api_server_holds_are_an_error(replicas: object) -> None:
     """``replicas`` is an int32: 2**31 would be refused by the cluster, so it

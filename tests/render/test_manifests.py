@@ -47,6 +47,42 @@ def test_a_job_with_pods_has_its_pod_group(dialect: str) -> None:
     assert [g["spec"]["minMember"] for g in groups] == [2]
 
 
+def mpijob(api_version: str, policy: str | None, workers: int = 2) -> dict[str, Any]:
+    spec: dict[str, Any] = {"mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": POD},
+                                                "Worker": {"replicas": workers,
+                                                           "template": POD}}}
+    if policy is not None:
+        spec["launcherCreationPolicy"] = policy
+    return {"apiVersion": api_version, "kind": "MPIJob", "metadata": {"name": "m"},
+            "spec": spec}
+
+
+@pytest.mark.parametrize(("api_version", "policy", "workers", "gang"), [
+    ("kubeflow.org/v2beta1", "WaitForWorkersReady", 2, 2),  # (the launcher comes later)
+    ("kubeflow.org/v2beta1", "WaitForWorkersReady", 0, 1),  # (no workers to wait for)
+    ("kubeflow.org/v2beta1", "AtStartup", 2, 3),
+    ("kubeflow.org/v2beta1", None, 2, 3),
+    ("kubeflow.org/v1", "WaitForWorkersReady", 2, 3),  # (the training operator has no such)
+])
+@pytest.mark.parametrize("dialect", ["ack", "scheduler-plugins", "volcano"])
+def test_an_mpi_launcher_made_once_the_workers_are_ready_is_left_out_of_the_gang(
+        api_version: str, policy: str | None, workers: int, gang: int, dialect: str) -> None:
+    """Under launcherCreationPolicy: WaitForWorkersReady the MPI operator makes
+    the launcher once the workers are ready: a gang that counted it waited for
+    it, and the workers for the gang, for ever (kubeflow/mpi-operator#608)."""
+    obj, groups = render_job(
+        mpijob(api_version, policy, workers),
+        decision("MPIJob", api_version, "m", ("launcher", 1), ("worker", workers)),
+        MemberCluster("m-a", gang_dialect=dialect), None)
+    if dialect == "ack":
+        labels = [ref["template"]["metadata"]["labels"]
+                  for ref in obj["spec"]["mpiReplicaSpecs"].values()]
+        assert {x["pod-group.scheduling.sigs.k8s.io/min-available"] for x in labels} == {
+            str(gang)}
+    else:
+        assert [g["spec"]["minMember"] for g in groups] == [gang]
+
+
 def pytorchjob(**spec: Any) -> dict[str, Any]:
     return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "p"},
             "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 1, "template": POD}},
