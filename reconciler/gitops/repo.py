@@ -92,6 +92,13 @@ LOCK_TRIES, LOCK_WAIT = 10, 0.2  # a ref locked by another git: tried again for 
 MEMO_COMMITS = 4096  # commits remembered as such, and read (see resolve, commit_info)
 
 
+# What a remote says when it failed to move a ref another push moved meanwhile
+# (git's receive-pack: "failed to lock", "cannot lock ref ...: is at X but expected
+# Y", "failed to update ref", "incorrect old value provided")
+_RACED = ("failed to lock", "cannot lock ref", "but expected", "failed to update ref",
+          "incorrect old value")
+
+
 class FleetRepo:
     """A fleet repository on disk (a work tree or a bare repository)."""
 
@@ -610,12 +617,15 @@ class FleetRepo:
                 self.advance_ref(f"refs/remotes/{remote}/{branch}", new, "fleetq: pushed")
             return True
         text = (proc.stdout + proc.stderr).decode(errors="replace")
-        if "[remote rejected]" in text and "declined" in text:
-            # (its hook or a branch protection: no race; two pushes at once may be
-            # "rejected" there too, failing to lock or update the ref: a race)
+        if "stale info" in text or "[rejected]" in text:
+            return False  # (the lease, or not a fast-forward: it moved meanwhile)
+        if "[remote rejected]" in text:
+            # two pushes at once: the remote failed to lock or update the ref (a race);
+            # else its hook, a protected branch's rules, its limits: no race
+            if any(sign in text for sign in _RACED):
+                return False
             raise GitError(f"{remote} refused the push of the state branch {branch}: "
                            f"{text.strip()}; let the account fleetq pushes with push to "
-                           f"{branch} (a protected branch's rules, a pre-receive hook)")
-        if "stale info" in text or "rejected" in text or "fetch first" in text:
-            return False
+                           f"{branch} (a protected branch's rules, a pre-receive hook), or "
+                           f"lift the limit the remote names")
         raise GitError(f"git push {remote} {branch} failed: {text.strip()}")

@@ -264,6 +264,28 @@ def test_a_remote_that_refuses_the_push_is_told_at_once_not_retried_as_a_race(
     assert rev(origin, STATE) is None
 
 
+def test_a_remote_that_refuses_the_push_for_its_limits_is_told_not_retried_as_a_race(
+        tmp_path: Path) -> None:
+    """A remote whose limit refuses the pack ("[remote rejected] (unpacker
+    error)", with no hook that "declined"): the push was taken for a lost race,
+    decided again eight times, and told as a state branch that "kept moving",
+    which it never did. It is told with the remote's words, exit 2."""
+    origin, clones = _origin_with_clones(tmp_path, ["ci"])
+    git(origin, "config", "receive.maxInputSize", "200")
+    proc = fleetq("reconcile", "--repo", str(clones["ci"]), "--remote", "origin",
+                  "--now", NOW)
+    assert proc.returncode == 2, proc.stderr
+    assert "origin refused the push of the state branch fleetq/state" in proc.stderr
+    assert "unpacker error" in proc.stderr and "lift the limit the remote names" in proc.stderr
+    assert "kept moving" not in proc.stderr and "Traceback" not in proc.stderr
+    assert rev(origin, STATE) is None
+    git(origin, "config", "--unset", "receive.maxInputSize")
+    proc = fleetq("reconcile", "--repo", str(clones["ci"]), "--remote", "origin",
+                  "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert rev(origin, STATE) == rev(clones["ci"], STATE)
+
+
 def test_a_lock_left_by_a_stopped_git_is_told_with_the_fix(tmp_path: Path) -> None:
     """``<ref>.lock`` left behind (a git killed while it moved the state branch):
     git cannot move it, though no other writer did; fleetq says so and names the
