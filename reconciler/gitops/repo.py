@@ -591,11 +591,18 @@ class FleetRepo:
         """Fetch ``branch`` of ``remote``; its sha, or None when it does not exist there."""
         tracking = f"refs/remotes/{remote}/{branch}"
         self.settle()
-        proc = subprocess.run(["git", "fetch", "--quiet", "--no-tags", remote,
-                               f"+refs/heads/{branch}:{tracking}"], cwd=self.root,
-                              capture_output=True, check=False)
-        if proc.returncode != 0:
+        for attempt in range(LOCK_TRIES):
+            proc = subprocess.run(["git", "fetch", "--quiet", "--no-tags", remote,
+                                   f"+refs/heads/{branch}:{tracking}"], cwd=self.root,
+                                  capture_output=True, check=False)
             err = proc.stderr.decode(errors="replace")
+            # (another fetch of this clone at once moved the remote's copy, or holds its
+            # lock: it fetched the same, and this one goes on once it is done)
+            if proc.returncode == 0 or "cannot lock ref" not in err or \
+                    attempt == LOCK_TRIES - 1:
+                break
+            time.sleep(LOCK_WAIT)
+        if proc.returncode != 0:
             if "couldn't find remote ref" in err or "could not find remote ref" in err:
                 subprocess.run(["git", "update-ref", "-d", tracking], cwd=self.root,
                                capture_output=True, check=False)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from reconciler.gitops.repo import FleetRepo
+from reconciler.gitops.repo import FleetRepo, GitError
 from reconciler.pipeline import reconcile
 
 from .conftest import (
@@ -284,6 +284,32 @@ def test_a_remote_that_refuses_the_push_for_its_limits_is_told_not_retried_as_a_
                   "--now", NOW)
     assert proc.returncode == 0, proc.stderr
     assert rev(origin, STATE) == rev(clones["ci"], STATE)
+
+
+def test_a_fetch_that_meets_another_fetchs_lock_waits_for_it(tmp_path: Path) -> None:
+    """Two reconciles of one clone at once fetch the same branch: one of them
+    found the remote's copy locked by the other ("cannot lock ref"), and
+    failed with exit 2. It waits for the other, as git's own writers do; a
+    lock no git lets go is told after that."""
+    import threading
+
+    origin, clones = _origin_with_clones(tmp_path, ["ci"])
+    repo = FleetRepo(clones["ci"])
+    lock = clones["ci"] / ".git" / "refs" / "remotes" / "origin" / "main.lock"
+    seed = tmp_path / "seed"
+    for turn in range(2):  # (a push each time: the fetch has the remote's copy to move)
+        git(seed, "commit", "-q", "--allow-empty", "-m", f"push {turn}")
+        git(seed, "push", "-q", "origin", "main")
+        lock.write_text("")
+        if turn == 0:
+            threading.Timer(0.5, lock.unlink).start()  # (the other fetch is done)
+            assert repo.fetch("origin", "main") == rev(origin, "main")
+    try:
+        repo.fetch("origin", "main")
+    except GitError as exc:
+        assert "cannot lock ref" in str(exc) and "main.lock" in str(exc), exc
+    else:
+        raise AssertionError("a lock no git lets go was not told")
 
 
 def test_a_lock_left_by_a_stopped_git_is_told_with_the_fix(tmp_path: Path) -> None:
