@@ -912,6 +912,30 @@ def test_a_reconcile_stopped_while_two_processes_parse_ends_at_once_and_writes_n
     assert rev(repo, STATE) is None
 
 
+def test_a_ctrl_c_while_fleetq_loads_is_told_as_an_interrupt_not_a_traceback() -> None:
+    """Ctrl-C a moment after the command starts lands while Python imports
+    fleetq: it printed a traceback from the imports. (The interrupt is raised
+    at the import of one of fleetq's modules: the moment a person's Ctrl-C
+    cannot be timed to.)"""
+    interrupt = ("import sys\n"
+                 "class Interrupt:\n"
+                 "    @staticmethod\n"
+                 "    def find_spec(name, path=None, target=None):\n"
+                 "        if name == 'reconciler.core.explain':\n"
+                 "            raise KeyboardInterrupt\n"
+                 "sys.meta_path.insert(0, Interrupt)\n"
+                 "sys.argv = ['fleetq', 'status']\n"
+                 "from reconciler.command import main\n"
+                 "main()\n")
+    proc = subprocess.run([sys.executable, "-c", interrupt], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr == "\nfleetq: interrupted\n", proc.stderr
+    installed = Path(sys.executable).parent / "fleetq"  # (the command pip made, if any)
+    if installed.exists():
+        assert "from reconciler.command import main" in installed.read_text()
+
+
 def test_a_state_branch_people_work_on_is_told_by_validate_and_refused_by_every_command(
         tmp_path: Path) -> None:
     """``stateBranch: main`` (the source branch) passed validate; reconcile
