@@ -1249,6 +1249,8 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
         if cache is not None:
             ending.callback(cache.wait_behind)
         for attempt in range(1, MAX_ATTEMPTS + 1):
+            if attempt > 1 and now is None:  # (the writer that won decided later than we began)
+                when = parse_now(None)
             base = repo.fetch(remote, branch) if remote else repo.resolve(state_ref(branch))
             if remote and base is not None:
                 check_remote_state(repo, remote, branch, base)

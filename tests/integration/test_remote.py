@@ -246,6 +246,38 @@ def test_a_reconcile_of_an_older_commit_does_not_roll_the_state_back(tmp_path: P
     assert rev(origin, STATE) == state
 
 
+def test_a_writer_that_loses_the_race_decides_again_at_the_time_it_does(
+        tmp_path: Path) -> None:
+    """On the machine's clock, a slow reconcile that lost the push to a quick
+    one begun after it decided again at its own start: before the state it
+    goes on from, so it warned that the clock was wrong and dated its
+    admissions a second after that state."""
+    import time
+
+    origin, clones = _origin_with_clones(tmp_path, ["a", "b"])
+    a, b = clones["a"], clones["b"]
+    write_files(b, {"jobs/default/b-job.yaml": pytorchjob("b-job")})
+    commit_all(b, "add b-job", date="2026-11-29T10:30:00Z")
+    git(b, "push", "-q", "origin", "main")
+    outcomes = {}
+
+    def b_progress(message: str) -> None:
+        if message == "scheduling" and "a" not in outcomes:
+            time.sleep(1.1)  # (A begins a second later: its state is dated after B began)
+            outcomes["a"] = reconcile(FleetRepo(a), remote="origin")
+
+    out_b = reconcile(FleetRepo(b), remote="origin", progress=b_progress)
+    out_a = outcomes["a"]
+    assert out_a.commit is not None and out_b.commit is not None and out_b.attempts > 1
+    assert out_b.computed is not None
+    assert not [p for p in out_b.computed.problems if "clock" in p.message], \
+        out_b.computed.problems
+    won = git(origin, "log", "-1", "--format=%cI", out_a.commit).strip()
+    then = git(origin, "log", "-1", "--format=%cI", out_b.commit).strip()
+    assert when(then) >= when(won), (then, won)
+    assert _remote_placements(origin)["items"]  # (B's, on A's)
+
+
 def test_a_remote_that_refuses_the_push_is_told_at_once_not_retried_as_a_race(
         tmp_path: Path) -> None:
     """A pre-receive hook (or a protected branch's rules) declines the state
