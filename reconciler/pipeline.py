@@ -1300,6 +1300,16 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
     raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
 
 
+_COMMIT_ID = re.compile(r"\b[0-9a-f]{40}\b")
+
+
+def _as_told(error: str | None) -> str | None:
+    """A watch round's error as compared with the last one's: but for the
+    commit ids it names (each retry writes a new state commit, which a push
+    the remote refuses names)."""
+    return _COMMIT_ID.sub("<commit>", error) if error is not None else None
+
+
 def publish(repo: FleetRepo, remote: str | None, branch: str, sha: str, base: str | None,
             progress: Progress, then: str) -> bool:
     """Move the state branch from ``base`` to commit ``sha``: with a ``remote``,
@@ -1766,9 +1776,10 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
                 seen, done, fault = _watch_round(
                     repo, watcher, cache, source_rev=source_rev, state_branch=state_branch,
                     remote=remote, now=now, progress=progress, fetch=fetch, later=later)
-                if done.error is None or done.error != last_error:
+                error = _as_told(done.error)
+                if error is None or error != last_error:
                     report(done)
-                last_error = done.error
+                last_error = error
                 fetch = last_error is not None  # a retry fetches again: the remote may be back
                 try:
                     while later:  # the cache, saved once the round is reported
@@ -1798,9 +1809,9 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
                         return
                     break
                 except GitError as exc:  # a fetch failed: said once, and wait on
-                    if str(exc) != last_error:
+                    if _as_told(str(exc)) != last_error:
                         report(Round(None, str(exc), 0.0, state_branch or DEFAULT_STATE_BRANCH))
-                    last_error = str(exc)
+                    last_error = _as_told(str(exc))
 
 
 def _wake_at(repo: FleetRepo, state: str | None) -> float | None:

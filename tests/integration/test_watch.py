@@ -269,6 +269,27 @@ def test_a_remote_away_is_reported_once_and_caught_up_with_when_back(
     w.close()
 
 
+def test_a_push_the_remote_refuses_again_and_again_is_reported_once(
+        tmp_path: Path, watching: list[Watching]) -> None:
+    """Each retry writes a new state commit, which the remote's refusal names:
+    the same refusal was reported at every interval as a new error."""
+    origin, _ = origin_and_dev(tmp_path)
+    hook = origin / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'state branches are protected' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    w = Watching(tmp_path / "runner", source_rev="origin/main", remote="origin",
+                 interval=0.2, now=None)  # (the clock: each second's commit is another)
+    watching.append(w)
+    refused = w.next()
+    assert refused.outcome is None and refused.error, refused
+    assert "origin refused the push" in refused.error
+    w.quiet(2.5)  # refused about 12 times meanwhile, each naming its own commit: said once
+    hook.unlink()
+    done = w.next()
+    assert rev(origin, STATE) == committed(done)
+    w.close()
+
+
 def test_an_idle_watch_does_not_poll_its_own_reads(
         tmp_path: Path, watching: list[Watching], monkeypatch: pytest.MonkeyPatch) -> None:
     """Resolving a revision opens the ref files it watches: such events are no change."""
