@@ -223,10 +223,12 @@ def _outcome_line(outcome: Outcome, branch: str, repo: FleetRepo | None = None) 
                     f"--allow-empty will do) and reconcile that commit, which is not older")
         if repo is not None and not branches_having(repo, outcome.newer):
             return (f"no change: {branch} is made from {outcome.newer[:12]}, a later commit "
-                    f"than {source}, which no branch here has: if the source branch was reset "
-                    f"or force-pushed back to {source}, commit on it (git commit --allow-empty "
-                    f"will do) and reconcile that commit, which is not older; reconciling "
-                    f"{source} itself would roll the state back")
+                    f"than {source}, which no branch of this clone has: reconciling {source} "
+                    f"would roll the state back. If this clone is only behind (fetched before "
+                    f"that commit was pushed: a late run), there is nothing to do; if the "
+                    f"source branch was reset or force-pushed back to {source}, commit on it "
+                    f"(git commit --allow-empty will do) and reconcile that commit, which is "
+                    f"not older")
         return (f"no change: {branch} is made from {outcome.newer[:12]}, a later commit than "
                 f"{source}: reconciling {source} would roll it back (to go back, revert on "
                 f"the source branch)")

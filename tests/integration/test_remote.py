@@ -278,6 +278,34 @@ def test_a_writer_that_loses_the_race_decides_again_at_the_time_it_does(
     assert _remote_placements(origin)["items"]  # (B's, on A's)
 
 
+def test_a_late_pipeline_in_a_clone_behind_is_not_told_the_branch_was_reset(
+        tmp_path: Path) -> None:
+    """Two pipelines that end in the wrong order, the late one in a clone made
+    before the later push (as a CI runner checks out its commit): nothing was
+    reset, though no branch of that clone has the commit the state was made
+    from. It was told to commit on a branch that had been reset back."""
+    origin, clones = _origin_with_clones(tmp_path, ["late"])
+    seed = tmp_path / "seed"
+    write_files(seed, {"jobs/default/later.yaml": pytorchjob("later")})
+    newer = commit_all(seed, "a later job", date="2026-11-29T10:30:00Z")
+    git(seed, "push", "-q", "origin", "main")
+    git(tmp_path, "clone", "-q", str(origin), "fast")
+    assert fleetq("reconcile", "--repo", str(tmp_path / "fast"), "--remote", "origin",
+                  "--now", NOW, "-q").returncode == 0
+    state = rev(origin, STATE)
+    proc = fleetq("reconcile", "--repo", str(clones["late"]), "--remote", "origin",
+                  "--now", NOW, "-o", "none")
+    assert proc.returncode == 0, proc.stderr
+    older = rev(clones["late"], "HEAD")
+    assert older is not None
+    assert proc.stdout.startswith(
+        f"no change: {STATE} is made from {newer[:12]}, a later commit than {older[:12]}, "
+        f"which no branch of this clone has: reconciling {older[:12]} would roll the state "
+        f"back. If this clone is only behind (fetched before that commit was pushed: a late "
+        f"run), there is nothing to do"), proc.stdout
+    assert rev(origin, STATE) == state
+
+
 def test_a_remote_that_refuses_the_push_is_told_at_once_not_retried_as_a_race(
         tmp_path: Path) -> None:
     """A pre-receive hook (or a protected branch's rules) declines the state

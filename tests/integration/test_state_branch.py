@@ -377,7 +377,8 @@ def test_a_source_branch_reset_back_says_how_to_reconcile_it(tmp_path: Path) -> 
     back = rev(path, "HEAD")
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, "-o", "none")
     assert proc.returncode == 0, proc.stderr
-    assert "which no branch here has: if the source branch was reset or force-pushed back to " \
+    assert "which no branch of this clone has: reconciling " in proc.stdout, proc.stdout
+    assert "if the source branch was reset or force-pushed back to " \
            f"{back[:12]}, commit on it (git commit --allow-empty will do)" in proc.stdout, \
         proc.stdout
     git(path, "commit", "-q", "--allow-empty", "-m", "reconcile the reset")
