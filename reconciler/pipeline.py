@@ -1320,7 +1320,12 @@ def publish(repo: FleetRepo, remote: str | None, branch: str, sha: str, base: st
         if not repo.push_with_lease(remote, branch, sha, base):
             progress(f"state branch moved on {remote}; {then}")
             return False
-        repo.advance_ref(state_ref(branch), sha)
+        try:
+            repo.advance_ref(state_ref(branch), sha)
+        except GitError as exc:  # (the push is done: the clusters get it; this clone lags)
+            raise GitError(f"pushed {sha[:12]} to {branch} on {remote}, which the clusters "
+                           f"sync from; but the local {branch} stays behind: {exc} (the next "
+                           f"fetch puts it right)") from exc
         return True
     if not repo.update_ref(state_ref(branch), sha, base):
         progress(f"state branch moved; {then}")

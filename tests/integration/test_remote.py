@@ -395,6 +395,30 @@ def test_a_lock_left_by_a_stopped_git_is_told_with_the_fix(tmp_path: Path) -> No
     assert rev(repo, STATE) != before
 
 
+def test_a_lock_on_the_local_state_branch_after_the_push_says_the_push_is_done(
+        tmp_path: Path) -> None:
+    """The push went through and only the local copy could not move: it was
+    told as a failure, exit 2, with no word that the remote has the state."""
+    origin, clones = _origin_with_clones(tmp_path, ["ci"])
+    repo = clones["ci"]
+    assert fleetq("reconcile", "--repo", str(repo), "--remote", "origin", "--now", NOW,
+                  "-q").returncode == 0
+    write_files(repo, {"jobs/another.yaml": pytorchjob("another")})
+    commit_all(repo, "another job")
+    git(repo, "push", "-q", "origin", "HEAD:main")
+    lock = repo / ".git" / "refs" / "heads" / "fleetq" / "state.lock"
+    lock.write_text("")
+    proc = fleetq("reconcile", "--repo", str(repo), "--remote", "origin", "--now", NOW)
+    assert proc.returncode == 2, proc.stderr
+    pushed = rev(origin, STATE)
+    assert pushed is not None and pushed != rev(repo, STATE)
+    assert f"fleetq: pushed {pushed[:12]} to {STATE} on origin, which the clusters sync from; " \
+           f"but the local {STATE} stays behind: git could not move" in proc.stderr, proc.stderr
+    lock.unlink()
+    proc = fleetq("reconcile", "--repo", str(repo), "--remote", "origin", "--now", NOW)
+    assert proc.returncode == 0 and rev(repo, STATE) == pushed == rev(origin, STATE), proc.stderr
+
+
 def test_a_remote_state_branch_pushed_over_by_hand_is_refused_with_the_fix(
         tmp_path: Path) -> None:
     """Another branch force-pushed onto the remote's state branch: read as the
