@@ -1132,6 +1132,18 @@ def test_a_value_shared_by_yaml_aliases_is_read_as_if_written_out() -> None:
     assert selector == {"pool": "general"}
 
 
+def test_a_long_generate_name_is_cut_as_the_api_server_cuts_it() -> None:
+    """A 61-character prefix: the API server cuts it to 58 and adds 5
+    characters; fleetq added its 5 to all 61, and the job was invalid (66)."""
+    prefix = "x" * 61
+    text = JOB.replace("metadata: {name: j1, namespace: default}",
+                       f"metadata: {{generateName: {prefix}, namespace: default}}")
+    inputs = read({"jobs/j.yaml": text})
+    assert told(inputs) == [] and not inputs.invalid
+    (name,) = [key.name for key in inputs.jobs]
+    assert len(name) == 63 and name.startswith("x" * 58) and not name.startswith("x" * 59)
+
+
 @pytest.mark.parametrize(("value", "said"), [
     ("2026-01-01", "metadata.creationTimestamp 2026-01-01 is a date, not an RFC 3339 time, "
                    "which Kubernetes refuses; write e.g. 2026-01-01T00:00:00Z"),
