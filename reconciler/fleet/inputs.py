@@ -927,8 +927,32 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
     inputs.problems.extend(unknown_cluster_names(inputs.policies, inputs.clusters))
     if inputs.tree is not None:
         inputs.problems.extend(promised_beyond_clusters(inputs.tree, inputs.clusters))
+        inputs.problems.extend(no_local_queue_names(inputs.tree, inputs.clusters))
     inputs.problems.sort()
     inputs.unknown.sort()
+
+
+# A Kueue LocalQueue's name: a DNS-1123 subdomain (its jobs name it in their label)
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def no_local_queue_names(tree: QuotaTree, clusters: Sequence[MemberCluster]) -> list[Problem]:
+    """A warning on each quota jobs may be of (a leaf, or one with namespaces)
+    whose name no Kueue LocalQueue can have (a DNS-1123 subdomain: lowercase
+    letters, digits, '-' and '.'), when a member cluster's gang dialect is
+    kueue: its jobs go there labeled ``kueue.x-k8s.io/queue-name`` with that
+    name, which Kueue refuses."""
+    kueue = sorted(c.name for c in clusters if c.gang_dialect == "kueue")
+    if not kueue:
+        return []
+    return [Problem(tree.path, node.line, (
+        f"quota {node.path}: its name {node.name!r} names its jobs' Kueue LocalQueue on "
+        f"{', '.join(kueue)} (gangDialect: kueue), and no LocalQueue can have it (a DNS-1123 "
+        f"subdomain: lowercase letters, digits, '-' and '.', at most 253); Kueue refuses its "
+        f"jobs there: rename the quota"), "warning")
+        for node in sorted(tree.nodes.values(), key=lambda n: n.path)
+        if (node.namespaces or node.is_leaf)
+        and not (len(node.name) <= 253 and _SUBDOMAIN.fullmatch(node.name))]
 
 
 def promised_beyond_clusters(tree: QuotaTree, clusters: Sequence[MemberCluster]

@@ -1132,6 +1132,26 @@ def test_a_value_shared_by_yaml_aliases_is_read_as_if_written_out() -> None:
     assert selector == {"pool": "general"}
 
 
+def test_a_quota_name_no_kueue_local_queue_can_have_is_a_warning_with_a_kueue_cluster() -> None:
+    """``Video_Team.A`` is a label value, so a quota name; on a kueue cluster its
+    jobs name a LocalQueue by it, which Kueue refuses (a DNS-1123 subdomain)."""
+    tree = quota_tree_yaml('{cpu: "8"}', """\
+    - name: Video_Team.A
+      namespaces: [default]
+      max: {cpu: "8"}
+    - name: text.team-2
+      namespaces: [text]
+""")
+    files = {"quota/tree.yaml": tree, "policy.yaml": POLICY, "clusters/c1.yaml": CLUSTER}
+    assert told(read(files), "warning") == []
+    files["clusters/c1.yaml"] = CLUSTER.replace("gangDialect: ack", "gangDialect: kueue")
+    assert told(read(files), "warning") == [
+        "quota/tree.yaml:10: quota root/Video_Team.A: its name 'Video_Team.A' names its jobs' "
+        "Kueue LocalQueue on c1 (gangDialect: kueue), and no LocalQueue can have it (a DNS-1123 "
+        "subdomain: lowercase letters, digits, '-' and '.', at most 253); Kueue refuses its "
+        "jobs there: rename the quota"]
+
+
 def test_a_long_generate_name_is_cut_as_the_api_server_cuts_it() -> None:
     """A 61-character prefix: the API server cuts it to 58 and adds 5
     characters; fleetq added its 5 to all 61, and the job was invalid (66)."""
