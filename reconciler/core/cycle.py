@@ -36,7 +36,7 @@ from reconciler.core.model import (
     untolerated,
 )
 from reconciler.core.parked import Parked
-from reconciler.core.policy import candidate_groups, default_policy, select_policy
+from reconciler.core.policy import candidate_groups, default_policy, refusing, select_policy
 from reconciler.core.preemption import (
     ANY_REASON,
     RECLAIMING,
@@ -808,6 +808,11 @@ class _Cycle:
                 groups = [[n for n in g if n not in excluded] for g in groups]
                 if were and not any(groups):  # (the clusters are named with failedOn)
                     notes = [*notes, "it failed on every cluster its policy selects"]
+            refused, said = refusing(job.refused, groups, self.inp.clusters)
+            if refused:  # (their gang scheduler would refuse it as it is written)
+                groups = [[n for n in g if n not in refused] for g in groups]
+                notes = [*notes, *said]
+                excluded = (*excluded, *refused)
             self.decisions[key] = base
             p = self.pending[key] = _Pending(
                 job=job, policy=policy, quota=quota, priority=priority, enqueued_at=enqueued,

@@ -263,6 +263,9 @@ class Job:
     # (field, line) of each field the cycle may find at fault (``PRIORITY_CLASS_AT``,
     # ...) whose line is not ``line``, as the fleet layer measured them
     field_lines: tuple[tuple[str, int], ...] = ()
+    # (gang dialect, why): the member clusters of that dialect would refuse the job as
+    # it is written (a Kueue webhook's rules for its kind): they are no candidates for it
+    refused: tuple[tuple[str, str], ...] = ()
 
     @property
     def label_map(self) -> dict[str, str]:

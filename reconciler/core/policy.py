@@ -123,3 +123,17 @@ def candidate_groups(policy: Policy, kind_ref: str, clusters: Sequence[MemberClu
             notes.append(f"its clusterAffinity names {', '.join(unknown)}, which is no "
                          f"MemberCluster of the fleet")
     return groups, notes
+
+
+def refusing(refused: Sequence[tuple[str, str]], groups: Sequence[Sequence[str]],
+             clusters: Sequence[MemberCluster]) -> tuple[list[str], list[str]]:
+    """The clusters of ``groups`` whose gang dialect would refuse the job
+    (``Job.refused``: (dialect, why)), and a note on each, for its reason."""
+    if not refused:
+        return [], []
+    why = dict(refused)
+    named = {n for g in groups for n in g}
+    out = sorted(c.name for c in clusters if c.name in named and c.gang_dialect in why)
+    dialect = {c.name: c.gang_dialect for c in clusters}
+    return out, [f"{n} (gangDialect: {dialect[n]}) would refuse it: {why[dialect[n]]}"
+                 for n in out]

@@ -44,6 +44,7 @@ from reconciler.jobkinds.base import (
     other_pod_templates,
     pod_requests,
     raise_all,
+    refused_by,
 )
 
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -476,7 +477,8 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int | str, line
         created_at=rfc3339(meta.get("creationTimestamp")),
         deleted_when=SHARED(kind.deleted_when(obj)),
         field_lines=() if line_of is None else _field_lines(
-            line_of, line, label_map, meta, priority_field if priority_class else None))
+            line_of, line, label_map, meta, priority_field if priority_class else None),
+        refused=SHARED(refused_by(kind, obj)))
     return JobSource(job=job, deps=SHARED(tuple(sorted(deps))), index=index,
                      manifest=zlib.compress(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), 1))
 

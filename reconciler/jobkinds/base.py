@@ -112,6 +112,22 @@ class JobWithLaterPods(Protocol):
         ...
 
 
+@runtime_checkable
+class JobSomeDialectsRefuse(Protocol):
+    """A kind whose manifests a gang scheduler's admission rules refuse when
+    they are written so (Kueue's for a RayJob)."""
+
+    def refused_by(self, obj: Manifest) -> dict[str, str]:
+        """Gang dialect -> why its clusters would refuse ``obj``."""
+        ...
+
+
+def refused_by(kind: JobKind, obj: Manifest) -> tuple[tuple[str, str], ...]:
+    """``JobSomeDialectsRefuse.refused_by`` of ``obj``, in dialect order."""
+    return tuple(sorted(kind.refused_by(obj).items())) \
+        if isinstance(kind, JobSomeDialectsRefuse) else ()
+
+
 def later_pods(kind: JobKind, obj: Manifest) -> int:
     """``JobWithLaterPods.later_pods`` of ``obj``; 0 for a kind that has none."""
     return kind.later_pods(obj) if isinstance(kind, JobWithLaterPods) else 0

@@ -25,6 +25,7 @@ from reconciler.jobkinds.base import (
 )
 
 RETRYING = ("Retrying", "New", "Initializing", "Waiting")  # a deployment on its way
+KUEUE_WORKER_GROUPS = 7  # a workload's 8 pod sets, less the head's
 
 
 def worker_replicas(group: Mapping[str, Any], where: str) -> int:
@@ -82,6 +83,28 @@ class RayJobKind:
         template = mapping_at(obj, "spec", "submitterPodTemplate")
         return [] if template is None else [
             PodTemplateRef("submitter", 1, template, "spec.submitterPodTemplate")]
+
+    def refused_by(self, obj: Manifest) -> dict[str, str]:
+        """What Kueue's RayJob webhook refuses of a job it manages (one with its
+        queue label, as fleetq sends it to a kueue cluster)."""
+        spec = mapping_at(obj, "spec") or {}
+        cluster = mapping_at(obj, "spec", "rayClusterSpec") or {}
+        groups = cluster.get("workerGroupSpecs")
+        groups = groups if isinstance(groups, list) else []
+        why = []
+        if spec.get("shutdownAfterJobFinishes") is not True:
+            why.append("spec.shutdownAfterJobFinishes must be true (its RayCluster would hold "
+                       "the quota after the job ends)")
+        if spec.get("clusterSelector"):
+            why.append("it may not run on an existing RayCluster (spec.clusterSelector)")
+        if cluster.get("enableInTreeAutoscaling") is True:
+            why.append("spec.rayClusterSpec.enableInTreeAutoscaling must not be true")
+        if len(groups) > KUEUE_WORKER_GROUPS:
+            why.append(f"spec.rayClusterSpec.workerGroupSpecs holds {len(groups)} groups, "
+                       f"more than {KUEUE_WORKER_GROUPS}")
+        if any(isinstance(g, dict) and g.get("groupName") == "head" for g in groups):
+            why.append("a worker group may not be named head")
+        return {"kueue": "; ".join(why)} if why else {}
 
     def set_suspended(self, obj: Manifest, suspended: bool) -> None:
         spec = obj.setdefault("spec", {})

@@ -221,6 +221,24 @@ def test_no_candidate_cluster_makes_the_job_inadmissible_and_says_why() -> None:
     assert "c2" in d.reason and "kubeflow.org/PyTorchJob" in d.reason
 
 
+def test_a_cluster_whose_gang_scheduler_would_refuse_the_job_is_no_candidate_for_it() -> None:
+    """A RayJob Kueue's webhook refuses goes to the other cluster; with no
+    other, it is inadmissible and told what the kueue cluster refuses."""
+    from dataclasses import replace
+
+    refused = replace(gpu_job("r", 1).obj(), refused=(("kueue", "spec.x must be true"),))
+    kueue = replace(gpu_cluster("a-kueue", 8), gang_dialect="kueue")
+    result = reconcile_cycle(cycle_input(jobs=[refused, gpu_job("ok", 1)],
+                                         clusters=[kueue, gpu_cluster("b-ack", 8)]))
+    d = by_name(result)
+    assert (d["r"].cluster, d["ok"].cluster) == ("b-ack", "a-kueue")
+    result = reconcile_cycle(cycle_input(jobs=[refused], clusters=[kueue]))
+    d = by_name(result)
+    assert d["r"].phase is Phase.INADMISSIBLE
+    assert d["r"].reason.endswith(
+        "a-kueue (gangDialect: kueue) would refuse it: spec.x must be true"), d["r"].reason
+
+
 def test_a_policy_for_another_kind_does_not_place_a_job() -> None:
     result = reconcile_cycle(cycle_input(
         jobs=[gpu_job("a", 1)], policies=[policy().selects(*BATCH_JOB)]))

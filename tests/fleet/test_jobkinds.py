@@ -44,6 +44,33 @@ def test_a_ray_worker_group_counts_the_workers_kuberay_starts_times_hosts(
         ("head", 1), ("tpu", pods)]
 
 
+@pytest.mark.parametrize(("spec", "cluster", "groups", "said"), [
+    ({"shutdownAfterJobFinishes": True}, {}, 1, None),
+    ({}, {}, 1, "spec.shutdownAfterJobFinishes must be true (its RayCluster would hold the "
+                "quota after the job ends)"),
+    ({"shutdownAfterJobFinishes": True, "clusterSelector": {"ray.io/cluster": "c"}}, {}, 1,
+     "it may not run on an existing RayCluster (spec.clusterSelector)"),
+    ({"shutdownAfterJobFinishes": True}, {"enableInTreeAutoscaling": True}, 1,
+     "spec.rayClusterSpec.enableInTreeAutoscaling must not be true"),
+    ({"shutdownAfterJobFinishes": True}, {}, 8,
+     "spec.rayClusterSpec.workerGroupSpecs holds 8 groups, more than 7"),
+])
+def test_a_rayjob_kueues_webhook_refuses_says_why_for_kueue_clusters(
+        spec: dict[str, Any], cluster: dict[str, Any], groups: int, said: str | None) -> None:
+    """Kueue refuses a RayJob it manages (its queue label) that keeps its
+    RayCluster after it ends, runs on an existing one, autoscales, or has more
+    worker groups than a workload has pod sets."""
+    from reconciler.jobkinds.base import refused_by
+
+    ray = kind_for("ray.io/v1", "RayJob")
+    assert ray is not None
+    obj = rayjob(replicas=1)
+    obj["spec"].update(spec)
+    obj["spec"]["rayClusterSpec"].update(cluster)
+    obj["spec"]["rayClusterSpec"]["workerGroupSpecs"] *= groups
+    assert refused_by(ray, obj) == ((("kueue", said),) if said else ())
+
+
 @pytest.mark.parametrize("hosts", [0, -1, "4", True])
 def test_a_ray_worker_group_with_no_usable_number_of_hosts_is_an_error(hosts: object) -> None:
     ray = kind_for("ray.io/v1", "RayJob")
