@@ -686,8 +686,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
                     "(no job changes phase, cluster or quota)"]):
                 print(f"  {line}")
             told = [f"{n} {what}" for n, what in (
-                (quiet["position"], "queued job(s) change place in their queues"),
+                (quiet["size"], "job(s) change their pods or requests"),
                 (quiet["priority"], "job(s) change priority"),
+                (quiet["position"], "queued job(s) change place in their queues"),
                 (quiet["reason"], "job(s) change only the reason given")) if n]
             if told:
                 print(f"  ({', '.join(told)}: `fleetq status` after the reconcile lists them)")
@@ -702,20 +703,23 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def _quiet_changes(computed: Computed) -> dict[str, int]:
     """How many jobs whose phase, cluster and quota stay (the changes told
-    one by one) change their place in their queue ("position"), their
-    priority ("priority"), or neither but the reason given ("reason")."""
-    out = {"position": 0, "priority": 0, "reason": 0}
+    one by one) change, each counted once, by the first of: their pods or
+    requests ("size"), their priority, their place in their queue
+    ("position"), the reason given ("reason")."""
+    out = {"size": 0, "priority": 0, "position": 0, "reason": 0}
     prior = computed.prior
     for d in computed.result.decisions:
         before = prior.get(d.key)
         if before is None or before is d or before.phase is not d.phase or \
                 before.cluster != d.cluster or before.quota != d.quota:
             continue
-        if before.position != d.position:
-            out["position"] += 1
-        if before.priority != d.priority:
+        if before.requests != d.requests or before.pod_sets != d.pod_sets:
+            out["size"] += 1
+        elif before.priority != d.priority:
             out["priority"] += 1
-        elif before.position == d.position and before.reason != d.reason:
+        elif before.position != d.position:
+            out["position"] += 1
+        elif before.reason != d.reason:
             out["reason"] += 1
     return out
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import heapq
 import operator
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 
 from reconciler.core.gang import NO_NODE_MATCHES, ClusterState, Fit, Ranking, job_cluster_total
@@ -200,6 +200,9 @@ class _Pending:
     # cycle swaps it for a number, the same for the same key
     reclaims_like: object = field(init=False)
     alike: int | None = field(init=False, default=None)  # see _attempt
+    # the clusters its policy gives it whose gang scheduler would refuse it, each said
+    # (``policy.refusing``): told in its reason whatever else holds it
+    refused: tuple[str, ...] = field(init=False, default=())
 
     @functools.cached_property
     def total_items(self) -> tuple[tuple[str, int], ...]:
@@ -821,6 +824,8 @@ class _Cycle:
             p.reclaims_like = reclaim_keys.setdefault(p.reclaims_like, len(reclaim_keys))
             if excluded:
                 p.like = (*p.like, *excluded)
+            if refused:
+                p.refused = tuple(said)
 
     def _candidate_set(self, p: _Pending) -> frozenset[str]:
         ck = p.like
@@ -888,7 +893,7 @@ class _Cycle:
                     self._admit(pending, cluster, None, admitted_at=prior.admitted_at,
                                 force=True, copies=prior.copies, nodes=prior.nodes)
                     if cluster.name not in self._candidate_set(pending):
-                        self._runs_off_its_candidates(key, cluster.name)
+                        self._runs_off_its_candidates(key, cluster, pending.job.refused)
                 else:
                     self._as_before = False
                     changed.append(pending)
@@ -916,18 +921,30 @@ class _Cycle:
                 self._admit(pending, cluster, fit, admitted_at=was.admitted_at)
             else:
                 why = fit if isinstance(fit, str) else (short or "")
-                self.requeue_notes[key] = (f"its requests changed and no longer fit where it ran "
-                                           f"({why})")
+                what = ("its requests changed" if was.blob != pending.job.blob else
+                        # (the same manifest, counted anew: fleetq counts its pods as its
+                        # operator starts them, ``pod_templates``)
+                        "its pods are counted as its operator starts them now (before: "
+                        f"{_pods_of(was.pod_sets)}; now: {_pods_of(pending.job.pod_sets)})")
+                self.requeue_notes[key] = f"{what} and no longer fit where it ran ({why})"
 
-    def _runs_off_its_candidates(self, key: JobKey, cluster: str) -> None:
+    def _runs_off_its_candidates(self, key: JobKey, cluster: ClusterState,
+                                 refused: Sequence[tuple[str, str]] = ()) -> None:
         """Said of a running job whose cluster its policy no longer gives it
         (its affinity, its tolerations of NoSchedule taints, the cluster's
-        capabilities): it is not stopped for that, as Kubernetes leaves a
+        capabilities), or whose gang scheduler would refuse it as it is
+        written now (``Job.refused``: it refuses the change, and the job runs
+        on as it was sent): it is not stopped for that, as Kubernetes leaves a
         running pod on a node that no longer matches its affinity."""
         d = self.decisions[key]
-        self.decisions[key] = evolve(d, reason=(
-            f"{d.reason}; {cluster} is no longer one of the clusters its policy gives it: it "
-            f"runs on there until it ends (to move it, delete it and push it again)"))
+        name, dialect = cluster.cluster.name, cluster.cluster.gang_dialect
+        why = dict(refused).get(dialect)
+        said = (f"{name} (gangDialect: {dialect}) would refuse it as it is written: {why}; "
+                f"as it runs there, it runs on until it ends (write it as {name} takes it, "
+                f"or delete it and push it again)" if why is not None else
+                f"{name} is no longer one of the clusters its policy gives it: it runs on "
+                f"there until it ends (to move it, delete it and push it again)")
+        self.decisions[key] = evolve(d, reason=f"{d.reason}; {said}")
 
     def seed_settled(self) -> None:
         """Count the ``settled`` jobs as failed on the snapshot (see step 2)."""
@@ -1098,8 +1115,10 @@ class _Cycle:
                 ("node affinity", any(ps.node_affinity for ps in job.pod_sets)),
                 ("tolerations", True)) if used]
             fix = f"fix its pods' {listed(asked)}, or the nodes' labels or taints"
-        return f"{FITS_NO_CLUSTER_EMPTY}: " + _join_notes(
-            reasons), fix
+        if p.refused:  # (a cluster that refuses it as it is written would take it otherwise)
+            fix = f"{fix}, or write it as the clusters that refuse it take it"
+        return f"{FITS_NO_CLUSTER_EMPTY}: " + _join_notes(reasons) + "".join(
+            f"; {note}" for note in p.refused), fix
 
     def _empty_state(self, name: str) -> ClusterState:
         state = self._empty.get(name)
@@ -1522,7 +1541,7 @@ class _Cycle:
             notes.append(fit if isinstance(fit, str) else f"{name}: room freed this cycle")
         if len(names) > MAX_CLUSTER_NOTES:
             notes.append(f"and {len(names) - MAX_CLUSTER_NOTES} more")
-        where = "; ".join(notes) or "no candidate member cluster"
+        where = "; ".join((*notes, *p.refused)) or "no candidate member cluster"
         if not p.policy.queued:
             return f"no member cluster has room for the whole gang now: {where}"
         return f"its quota has room but {FITS_NO_CLUSTER}: {where}"
@@ -1834,6 +1853,11 @@ _job_key: Callable[[Job], JobKey] = operator.attrgetter("key")
 def _shape(pod_sets: tuple[PodSet, ...]) -> tuple[object, ...]:
     return tuple((tuple(sorted(ps.per_pod.items())), ps.replicas, ps.node_selector,
                   ps.tolerations, ps.node_affinity) for ps in pod_sets)
+
+
+def _pods_of(pod_sets: Sequence[PodSet | PodSetCount]) -> str:
+    """"head 1, workers 3": each pod set's pods."""
+    return ", ".join(f"{ps.name} {ps.replicas}" for ps in pod_sets)
 
 
 def _join_notes(notes: list[str]) -> str:

@@ -948,11 +948,11 @@ def no_local_queue_names(tree: QuotaTree, clusters: Sequence[MemberCluster]) -> 
     return [Problem(tree.path, node.line, (
         f"quota {node.path}: its name {node.name!r} names its jobs' Kueue LocalQueue on "
         f"{', '.join(kueue)} (gangDialect: kueue), and no LocalQueue can have it (a DNS-1123 "
-        f"subdomain: lowercase letters, digits, '-' and '.', at most 253); Kueue refuses its "
-        f"jobs there: rename the quota"), "warning")
+        f"subdomain: lowercase letters, digits, '-' and '.'); Kueue refuses its jobs there: "
+        f"rename the quota"), "warning")
         for node in sorted(tree.nodes.values(), key=lambda n: n.path)
         if (node.namespaces or node.is_leaf)
-        and not (len(node.name) <= 253 and _SUBDOMAIN.fullmatch(node.name))]
+        and not _SUBDOMAIN.fullmatch(node.name)]
 
 
 def promised_beyond_clusters(tree: QuotaTree, clusters: Sequence[MemberCluster]

@@ -639,6 +639,22 @@ def test_a_job_whose_requests_outgrow_its_cluster_moves_and_says_why_once() -> N
     assert third.decisions == second.decisions and third.moved == {}
 
 
+def test_a_job_counted_anew_from_the_same_manifest_says_so_when_it_moves() -> None:
+    """Its manifest did not change, but its pods are counted otherwise now (a
+    RayJob's workers as KubeRay starts them): it was told "its requests
+    changed", which nobody had done."""
+    clusters = (gpu_cluster("c1", 8), gpu_cluster("c2", 8))
+    first = reconcile_cycle(cycle_input(jobs=[gpu_job("a", 4), gpu_job("b", 4)],
+                                        clusters=clusters))
+    counted = replace(gpu_job("a", 2, replicas=3).obj(), blob=by_name(first)["a"].blob)
+    second = reconcile_cycle(cycle_input(jobs=[counted, gpu_job("b", 4)], clusters=clusters,
+                                         prior=prior_of(first.decisions)))
+    assert by_name(second)["a"].cluster == "c2"
+    assert second.moved == {counted.key: (
+        "its pods are counted as its operator starts them now (before: worker 1; now: "
+        "worker 3) and no longer fit where it ran (c1: free nvidia.com/gpu 4 < 6 requested)")}
+
+
 def test_a_job_whose_cluster_leaves_the_fleet_is_placed_again_and_says_why_once() -> None:
     clusters = (gpu_cluster("c1", 8), gpu_cluster("c2", 8))
     first = reconcile_cycle(cycle_input(jobs=[gpu_job("a", 4)], clusters=clusters))

@@ -237,6 +237,43 @@ def test_a_cluster_whose_gang_scheduler_would_refuse_the_job_is_no_candidate_for
     assert d["r"].phase is Phase.INADMISSIBLE
     assert d["r"].reason.endswith(
         "a-kueue (gangDialect: kueue) would refuse it: spec.x must be true"), d["r"].reason
+    # waiting for the other cluster, or too big for it, it is told of the refusal too
+    later = replace(gpu_job("r", 1).created("2026-01-01T00:00:02Z").obj(),
+                    refused=refused.refused)
+    full = [gpu_job("big", 8).created("2026-01-01T00:00:01Z").obj(), later]
+    busy = replace(gpu_cluster("a-kueue", 0), gang_dialect="kueue")  # (big goes to b-ack)
+    result = reconcile_cycle(cycle_input(jobs=full, clusters=[busy, gpu_cluster("b-ack", 8)]))
+    d = by_name(result)
+    assert d["r"].phase is Phase.QUEUED and d["r"].reason.endswith(
+        "b-ack: free nvidia.com/gpu 0 < 1 requested; a-kueue (gangDialect: kueue) would "
+        "refuse it: spec.x must be true"), d["r"].reason
+    small = replace(gpu_cluster("b-ack", 0), name="b-ack")
+    result = reconcile_cycle(cycle_input(jobs=[refused], clusters=[kueue, small]))
+    d = by_name(result)
+    assert d["r"].phase is Phase.INADMISSIBLE and "a-kueue (gangDialect: kueue) would refuse " \
+        "it: spec.x must be true" in d["r"].reason and "or write it as the clusters that " \
+        "refuse it take it" in d["r"].reason, d["r"].reason
+
+
+def test_a_running_job_its_cluster_would_refuse_as_written_now_is_told_so() -> None:
+    """Running on a kueue cluster, it is edited into what Kueue refuses (or
+    was placed there before fleetq knew): it was told its policy no longer
+    gives it that cluster, which its policy did."""
+    from dataclasses import replace
+
+    from tests.builders import admitted_prior
+
+    kueue = replace(gpu_cluster("a-kueue", 8), gang_dialect="kueue")
+    job_ = replace(gpu_job("r", 1).obj(), refused=(("kueue", "spec.x must be true"),))
+    result = reconcile_cycle(cycle_input(
+        jobs=[job_], clusters=[kueue],
+        prior=[admitted_prior(job_, cluster="a-kueue", quota="root/default")]))
+    d = by_name(result)["r"]
+    assert (d.phase, d.cluster) == (Phase.ADMITTED, "a-kueue")
+    assert d.reason.endswith(
+        "a-kueue (gangDialect: kueue) would refuse it as it is written: spec.x must be true; "
+        "as it runs there, it runs on until it ends (write it as a-kueue takes it, or delete "
+        "it and push it again)"), d.reason
 
 
 def test_a_policy_for_another_kind_does_not_place_a_job() -> None:

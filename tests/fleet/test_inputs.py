@@ -1148,8 +1148,8 @@ def test_a_quota_name_no_kueue_local_queue_can_have_is_a_warning_with_a_kueue_cl
     assert told(read(files), "warning") == [
         "quota/tree.yaml:10: quota root/Video_Team.A: its name 'Video_Team.A' names its jobs' "
         "Kueue LocalQueue on c1 (gangDialect: kueue), and no LocalQueue can have it (a DNS-1123 "
-        "subdomain: lowercase letters, digits, '-' and '.', at most 253); Kueue refuses its "
-        "jobs there: rename the quota"]
+        "subdomain: lowercase letters, digits, '-' and '.'); Kueue refuses its jobs there: "
+        "rename the quota"]
 
 
 def test_a_long_generate_name_is_cut_as_the_api_server_cuts_it() -> None:

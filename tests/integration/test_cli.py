@@ -320,9 +320,9 @@ def test_a_namespace_moved_to_another_quota_is_a_job_change_in_plan_and_commit(
 
 def test_plan_counts_the_jobs_that_change_place_in_their_queue_or_priority(
         tmp_path: Path) -> None:
-    """A push that changes no job's phase, cluster or quota but its priority or
-    its place in the queue: plan said "(no job changes ...)" and changed
-    placements.yaml all the same."""
+    """A push that changes no job's phase, cluster or quota but its priority,
+    its place in the queue or its size: plan said "(no job changes ...)" and
+    changed placements.yaml all the same. Each job is counted once."""
     path = reconciled_template(tmp_path)
     job = path / "jobs/text/tokenizer-ablation.yaml"
     job.write_text(job.read_text().replace("priorityClassName: low", "priorityClassName: normal"))
@@ -331,16 +331,25 @@ def test_plan_counts_the_jobs_that_change_place_in_their_queue_or_priority(
     assert planned.returncode == 0, planned.stderr
     assert "\nJobs:\n  (1 job(s) change priority: `fleetq status` after the reconcile lists " \
            "them)\n" in planned.stdout, planned.stdout
-    git(path, "rm", "-q", "jobs/text/llama-lora-sft.yaml")  # (first in its queue)
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    git(path, "rm", "-q", "jobs/text/llama-lora-sft.yaml")  # (a job of its queue that runs)
     commit_all(path, "llama-lora-sft is done")
     data = json.loads(fleetq("plan", "--repo", str(path), "--now", NOW, "-o", "json").stdout)
-    assert data["otherChanges"] == {"position": 1, "priority": 1, "reason": 0}, data
+    assert data["otherChanges"] == {"size": 0, "priority": 0, "position": 1, "reason": 0}, data
     planned = fleetq("plan", "--repo", str(path), "--now", NOW).stdout
-    assert "\n  (1 queued job(s) change place in their queues, 1 job(s) change priority: " \
-           "`fleetq status` after the reconcile lists them)\n" in planned, planned
+    assert "\n  (1 queued job(s) change place in their queues: `fleetq status` after the " \
+           "reconcile lists them)\n" in planned, planned
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    assert placements(path)["text/tokenizer-ablation"]["phase"] == "Queued"
+    head, found, tail = job.read_text().rpartition("replicas: 1")  # (its workers')
+    assert found, tail
+    job.write_text(f"{head}replicas: 2{tail}")
+    commit_all(path, "a third worker")
+    data = json.loads(fleetq("plan", "--repo", str(path), "--now", NOW, "-o", "json").stdout)
+    assert data["otherChanges"] == {"size": 1, "priority": 0, "position": 0, "reason": 0}, data
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
     data = json.loads(fleetq("plan", "--repo", str(path), "--now", NOW, "-o", "json").stdout)
-    assert data["otherChanges"] == {"position": 0, "priority": 0, "reason": 0}, data
+    assert data["otherChanges"] == {"size": 0, "priority": 0, "position": 0, "reason": 0}, data
 
 
 def test_plan_of_a_branch_that_lacks_the_state_source_says_so(tmp_path: Path) -> None:
