@@ -441,7 +441,9 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                         problems=problems, state_base=state_base, state_tree=state_tree,
                         rendered_from=rendered.inputs, written=written,
                         observed=observed_id(reports),
-                        due=purge_due(result.decisions, inputs.policies), now=now)
+                        due=min(filter(None, (purge_due(result.decisions, inputs.policies),
+                                              outcomes.failover_due if outcomes else None)),
+                                default=None), now=now)
     computed.changes = describe_changes(prior, result.decisions, outcomes, result.moved)
     return computed
 

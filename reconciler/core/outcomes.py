@@ -119,6 +119,9 @@ class Outcomes:
     purged: dict[JobKey, str] = field(default_factory=dict)
     # per job keeping old copies: when each was left, by cluster (gracePeriodSeconds)
     kept_since: dict[JobKey, dict[str, str]] = field(default_factory=dict)
+    # the first time a job reported not running fails over with no new input: its
+    # report, dated after now, saw it past its tolerationSeconds, which now is not yet
+    failover_due: str | None = None
 
 
 def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObservation]
@@ -212,6 +215,9 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
             out.ended_here[key] = _where_it_stays(job, Phase.FAILED)
         elif failover is not None and job is not None:  # (else: kept as it last was)
             why = _fails_over(seen, failover, p, report, inp.now)
+            due = _failover_due(seen, failover, p, report, inp.now) if why is None else None
+            if due is not None and (out.failover_due is None or due < out.failover_due):
+                out.failover_due = due
             if why is not None:
                 out.failovers[key] = f"{why}; {_old_copy(failover, job)}"
                 out.failed_on[key] = tuple(sorted({*p.failed_on, cluster}))
@@ -450,6 +456,22 @@ def _fails_over(seen: ObservedJob | None, failover: Failover, p: Decision,
     state = "pending" if seen is not None else "not there"
     return (f"not running on {p.cluster} {limit} s after its admission ({state} when "
             f"observed at {observed})")
+
+
+def _failover_due(seen: ObservedJob | None, failover: Failover, p: Decision,
+                  report: ClusterObservation, now: str) -> str | None:
+    """When the job placed by ``p`` fails over with no new input, if it does
+    then and not now (``_fails_over``): its report, dated after ``now``, saw
+    it not running past its ``tolerationSeconds``, which ``now`` is not yet."""
+    limit = failover.toleration_seconds
+    if (seen is not None and seen.phase is not ObservedPhase.PENDING) or limit is None or \
+            p.admitted_at is None or (seen is None and not report.complete):
+        return None
+    waited = _seconds_between(p.admitted_at, _at(seen, report))
+    admitted = parse_time(p.admitted_at)
+    if waited is None or waited < limit or admitted is None:
+        return None
+    return (admitted + dt.timedelta(seconds=limit)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _at(seen: ObservedJob | None, report: ClusterObservation) -> str:

@@ -740,6 +740,33 @@ def test_a_pending_job_a_partial_report_keeps_fails_over_by_when_it_was_seen(
     assert "failedOn" not in item
 
 
+def test_a_pending_job_a_report_dated_ahead_saw_past_its_toleration_fails_over_when_due(
+        fleet: Path) -> None:
+    """A report from a clock ahead of the reconcile's saw video-mae-pretrain
+    pending 20 minutes after its admission; the reconcile, 60 s after it, does
+    not fail it over yet (gang-failover tolerates 120 s). That state said no
+    time it changes at: every later reconcile was "up to date", while plan
+    said it fails over, and it never did until something else changed."""
+    admitted = placements(fleet)[MAE]["admittedAt"]
+    at = dt.datetime.fromisoformat(admitted.replace("Z", "+00:00"))
+
+    def after(seconds: int) -> str:
+        return (at + dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    pending = pytorchjob_status("video-mae-pretrain", "video", "Created", admitted)
+    assert report(fleet, "gpu-hz-a", kubectl_list(pending), now=after(1200)).returncode == 0
+    reconcile(fleet, after(60))
+    assert placements(fleet)[MAE]["phase"] == "Admitted"
+    message = git(fleet, "log", "-1", "--format=%B", "fleetq/state")
+    assert f"\nFleet-Due: {after(120)}\n" in message, message
+    head = rev(fleet, "fleetq/state")
+    assert "up to date" in reconcile(fleet, after(119)).stdout
+    assert rev(fleet, "fleetq/state") == head
+    reconcile(fleet, after(120))
+    item = placements(fleet)[MAE]
+    assert item["phase"] != "Admitted" and item["failedOn"] == ["gpu-hz-a"], item
+
+
 def _rayjob(name: str, deletion: str) -> str:
     return (f"apiVersion: ray.io/v1\nkind: RayJob\nmetadata: {{name: {name}, namespace: default}}"
             f"\nspec:\n  entrypoint: python run.py\n  suspend: true\n  deletionStrategy: "
