@@ -863,7 +863,7 @@ def _deleted(d: Decision, sha: str) -> list[str]:
         then = f"takes its object off {where} (it ended: nothing runs)"
     else:
         then = "drops it" + (f" from queue {d.quota}" if d.position else "") + \
-            " (it never ran)"
+            " (nothing of it runs)"
     state = d.phase.value + (f" on {where}" if d.phase is Phase.ADMITTED else "")
     return [f"{d.key.kind} {d.key.namespace}/{d.key.name} is {state} on the state branch, "
             f"but no file of {sha[:12]} defines it any more: the next reconcile {then}.",

@@ -1127,7 +1127,7 @@ def test_explain_of_a_job_deleted_and_not_reconciled_yet_says_what_the_next_reco
                              "-o", "json").stdout)
     assert data["job"] == waiting
     assert data["explanation"][0].endswith(
-        f"the next reconcile drops it from queue {waiting['quota']} (it never ran).")
+        f"the next reconcile drops it from queue {waiting['quota']} (nothing of it runs).")
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
     proc = fleetq("explain", "--repo", str(path), job["name"], "--now", NOW)
     assert proc.returncode == 2 and "no job named" in proc.stderr, proc.stderr
