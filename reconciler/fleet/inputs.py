@@ -1678,7 +1678,7 @@ def _fleet(doc: Document, inputs: FleetInputs) -> None:
         if not isinstance(pattern, str) or not pattern:
             errors.found.append(ManifestError(
                 f"{at} must be a path pattern (a string such as \"docs/**\"), not "
-                f"{yaml_type(pattern)}", at))
+                f"{yaml_type(pattern) if pattern != '' else 'empty'}", at))
         elif _unclosed_bracket(pattern):
             inputs.problems.append(Problem(doc.path, doc.line_of(at), (
                 f"{at} {pattern!r} has a '[' that is not closed, so it matches a '[' in a "

@@ -579,12 +579,14 @@ def test_an_exclude_pattern_with_a_bracket_left_open_is_a_warning_at_its_line() 
 
 def test_an_exclude_pattern_that_is_not_a_string_is_an_error_at_its_line() -> None:
     """``- {path: docs}`` was taken as the pattern "{'path': 'docs'}"."""
-    text = FLEET.replace("spec:\n", "spec:\n  exclude:\n  - {path: docs}\n  - 7\n")
+    text = FLEET.replace("spec:\n", "spec:\n  exclude:\n  - {path: docs}\n  - 7\n  - ''\n")
     assert told(read({"fleet.yaml": text, "policy.yaml": POLICY})) == [
         "fleet.yaml:6: spec.exclude[0] must be a path pattern (a string such as \"docs/**\"), "
         "not a mapping",
         "fleet.yaml:7: spec.exclude[1] must be a path pattern (a string such as \"docs/**\"), "
-        "not a number"]
+        "not a number",
+        "fleet.yaml:8: spec.exclude[2] must be a path pattern (a string such as \"docs/**\"), "
+        "not empty"]
 
 
 @pytest.mark.parametrize(("application", "error"), [
