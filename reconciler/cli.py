@@ -36,7 +36,7 @@ from reconciler.core.model import (
     PreemptionPolicy,
     QueueStrategy,
 )
-from reconciler.core.policy import candidate_groups, refusing
+from reconciler.core.policy import candidate_groups, narrowed
 from reconciler.core.problems import Problem, first_of
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
@@ -819,14 +819,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
     d = matches[0]
     inputs = computed.inputs
     source = inputs.jobs.get(d.key)
-    # the clusters its policy selects for it, but those it failed on
+    # the clusters its policy selects for it, but those it failed on and those that refuse it
     job_policy = next((p for p in inputs.policies if p.ref == d.policy), None)
-    groups = [] if job_policy is None else \
-        candidate_groups(job_policy, d.key.kind_ref, inputs.clusters)[0]
-    refused = refusing(source.job.refused, groups, inputs.clusters)[0] \
-        if source is not None else []
-    candidates = None if job_policy is None else [
-        n for group in groups for n in group if n not in d.failed_on and n not in refused]
+    candidates = None if job_policy is None else [n for group in narrowed(
+        *candidate_groups(job_policy, d.key.kind_ref, inputs.clusters), d.failed_on,
+        source.job.refused if source is not None else (), inputs.clusters)[0] for n in group]
     lines = explain_decision(d, decisions=computed.result.decisions, tree=inputs.tree,
                              quota_used=computed.result.quota_used,
                              cluster_free=computed.result.cluster_free,

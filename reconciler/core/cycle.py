@@ -36,7 +36,7 @@ from reconciler.core.model import (
     untolerated,
 )
 from reconciler.core.parked import Parked
-from reconciler.core.policy import candidate_groups, default_policy, refusing, select_policy
+from reconciler.core.policy import candidate_groups, default_policy, narrowed, select_policy
 from reconciler.core.preemption import (
     ANY_REASON,
     RECLAIMING,
@@ -804,18 +804,9 @@ class _Cycle:
                 # whose PropagationPolicy is deleted where it was propagated)
                 self.unresolved[key] = unselected
                 continue
-            groups, notes = self._groups(policy, key.kind_ref)
-            excluded = prior.failed_on if prior is not None else ()
-            if excluded:  # failover: never again where it failed (``core.outcomes``)
-                were = any(groups)
-                groups = [[n for n in g if n not in excluded] for g in groups]
-                if were and not any(groups):  # (the clusters are named with failedOn)
-                    notes = [*notes, "it failed on every cluster its policy selects"]
-            refused, said = refusing(job.refused, groups, self.inp.clusters)
-            if refused:  # (their gang scheduler would refuse it as it is written)
-                groups = [[n for n in g if n not in refused] for g in groups]
-                notes = [*notes, *said]
-                excluded = (*excluded, *refused)
+            groups, notes, excluded, refused = narrowed(
+                *self._groups(policy, key.kind_ref),
+                prior.failed_on if prior is not None else (), job.refused, self.inp.clusters)
             self.decisions[key] = base
             p = self.pending[key] = _Pending(
                 job=job, policy=policy, quota=quota, priority=priority, enqueued_at=enqueued,
@@ -825,7 +816,7 @@ class _Cycle:
             if excluded:
                 p.like = (*p.like, *excluded)
             if refused:
-                p.refused = tuple(said)
+                p.refused = refused
 
     def _candidate_set(self, p: _Pending) -> frozenset[str]:
         ck = p.like

@@ -119,8 +119,8 @@ class Outcomes:
     purged: dict[JobKey, str] = field(default_factory=dict)
     # per job keeping old copies: when each was left, by cluster (gracePeriodSeconds)
     kept_since: dict[JobKey, dict[str, str]] = field(default_factory=dict)
-    # the first time a job reported not running fails over with no new input: its
-    # report, dated after now, saw it past its tolerationSeconds, which now is not yet
+    # the first time a job reported not running fails over with no new input
+    # (``_fails_over``)
     failover_due: str | None = None
 
 
@@ -214,8 +214,7 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
                 f"failover.application would place it on another cluster)"))
             out.ended_here[key] = _where_it_stays(job, Phase.FAILED)
         elif failover is not None and job is not None:  # (else: kept as it last was)
-            why = _fails_over(seen, failover, p, report, inp.now)
-            due = _failover_due(seen, failover, p, report, inp.now) if why is None else None
+            why, due = _fails_over(seen, failover, p, report, inp.now)
             if due is not None and (out.failover_due is None or due < out.failover_due):
                 out.failover_due = due
             if why is not None:
@@ -433,45 +432,32 @@ def _read_from(p: Decision, job: Job | None) -> Decision:
 
 
 def _fails_over(seen: ObservedJob | None, failover: Failover, p: Decision,
-                report: ClusterObservation, now: str) -> str | None:
-    """Why the job placed by ``p`` fails over by ``report``, if it does. (A
-    report's clock ahead of the reconcile's counts as observed now: a wrong
-    clock must not fail jobs over before their time.)"""
+                report: ClusterObservation, now: str) -> tuple[str | None, str | None]:
+    """Why the job placed by ``p`` fails over by ``report``, if it does now;
+    else when it does with no new input, if it does then: a report's clock
+    ahead of the reconcile's counts as observed now (a wrong clock must not
+    fail jobs over before their time), so a job it saw not running past its
+    ``tolerationSeconds``, which ``now`` is not yet, fails over at that time."""
     if seen is not None and seen.phase is ObservedPhase.FAILED:
         return (f"failed on {p.cluster} at {seen.since or _at(seen, report)}"
-                f"{_said(seen.message)}")
+                f"{_said(seen.message)}"), None
     running = seen is not None and seen.phase in (ObservedPhase.RUNNING,
                                                   ObservedPhase.SUCCEEDED)
     limit = failover.toleration_seconds
     if running or limit is None or p.admitted_at is None or (
             seen is None and not report.complete):
-        return None
+        return None, None
     observed = _at(seen, report)
     waited = _seconds_between(p.admitted_at, observed)
-    by_now = _seconds_between(p.admitted_at, now)
-    if waited is not None and by_now is not None:
-        waited = min(waited, by_now)
     if waited is None or waited < limit:
-        return None
+        return None, None
+    by_now = _seconds_between(p.admitted_at, now)
+    admitted = parse_time(p.admitted_at)
+    if by_now is not None and by_now < limit and admitted is not None:
+        return None, (admitted + dt.timedelta(seconds=limit)).strftime("%Y-%m-%dT%H:%M:%SZ")
     state = "pending" if seen is not None else "not there"
     return (f"not running on {p.cluster} {limit} s after its admission ({state} when "
-            f"observed at {observed})")
-
-
-def _failover_due(seen: ObservedJob | None, failover: Failover, p: Decision,
-                  report: ClusterObservation, now: str) -> str | None:
-    """When the job placed by ``p`` fails over with no new input, if it does
-    then and not now (``_fails_over``): its report, dated after ``now``, saw
-    it not running past its ``tolerationSeconds``, which ``now`` is not yet."""
-    limit = failover.toleration_seconds
-    if (seen is not None and seen.phase is not ObservedPhase.PENDING) or limit is None or \
-            p.admitted_at is None or (seen is None and not report.complete):
-        return None
-    waited = _seconds_between(p.admitted_at, _at(seen, report))
-    admitted = parse_time(p.admitted_at)
-    if waited is None or waited < limit or admitted is None:
-        return None
-    return (admitted + dt.timedelta(seconds=limit)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            f"observed at {observed})"), None
 
 
 def _at(seen: ObservedJob | None, report: ClusterObservation) -> str:

@@ -125,15 +125,32 @@ def candidate_groups(policy: Policy, kind_ref: str, clusters: Sequence[MemberClu
     return groups, notes
 
 
-def refusing(refused: Sequence[tuple[str, str]], groups: Sequence[Sequence[str]],
-             clusters: Sequence[MemberCluster]) -> tuple[list[str], list[str]]:
-    """The clusters of ``groups`` whose gang dialect would refuse the job
-    (``Job.refused``: (dialect, why)), and a note on each, for its reason."""
-    if not refused:
-        return [], []
-    why = dict(refused)
-    named = {n for g in groups for n in g}
-    out = sorted(c.name for c in clusters if c.name in named and c.gang_dialect in why)
-    dialect = {c.name: c.gang_dialect for c in clusters}
-    return out, [f"{n} (gangDialect: {dialect[n]}) would refuse it: {why[dialect[n]]}"
-                 for n in out]
+def narrowed(groups: list[list[str]], notes: list[str], failed_on: Sequence[str],
+             refused: Sequence[tuple[str, str]], clusters: Sequence[MemberCluster]
+             ) -> tuple[list[list[str]], list[str], tuple[str, ...], tuple[str, ...]]:
+    """A job's candidate ``groups`` (and ``notes``, ``candidate_groups``'), but
+    for the clusters it failed on (failover: never again there,
+    ``core.outcomes``) and those whose gang dialect would refuse it as it is
+    written (``Job.refused``: (dialect, why)); with the clusters left out, and
+    a note on each that refuses it, for its reason."""
+    if not failed_on and not refused:
+        return groups, notes, (), ()
+    if failed_on:
+        were = any(groups)
+        groups = [[n for n in g if n not in failed_on] for g in groups]
+        if were and not any(groups):  # (the clusters are named with failedOn)
+            notes = [*notes, "it failed on every cluster its policy selects"]
+    said: tuple[str, ...] = ()
+    out: list[str] = []
+    if refused:
+        why = dict(refused)
+        named = {n for g in groups for n in g}
+        dialect = {c.name: c.gang_dialect for c in clusters
+                   if c.name in named and c.gang_dialect in why}
+        out = sorted(dialect)
+        said = tuple(f"{n} (gangDialect: {dialect[n]}) would refuse it: {why[dialect[n]]}"
+                     for n in out)
+        if out:
+            groups = [[n for n in g if n not in dialect] for g in groups]
+            notes = [*notes, *said]
+    return groups, notes, (*failed_on, *out), said

@@ -287,11 +287,8 @@ def rfc3339_utc(when: dt.datetime) -> str:
 
 
 def _time_text(value: Any) -> str | None:
-    """A report's time as written (YAML reads an unquoted one as a datetime:
-    written back in RFC 3339), or None when it is not a time with a date and
-    a time of day."""
-    if isinstance(value, dt.datetime):
-        return rfc3339_utc(value if value.tzinfo else value.replace(tzinfo=dt.UTC))
+    """A report's time as written, or None when it is not a time with a date
+    and a time of day."""
     if not isinstance(value, str) or "T" not in value.upper() or parse_time(value) is None:
         return None
     return value
