@@ -68,7 +68,10 @@ class JobKind(Protocol):
 
     def pod_templates(self, obj: Manifest) -> list[PodTemplateRef]: ...
 
-    def set_suspended(self, obj: Manifest, suspended: bool) -> None: ...
+    def set_suspended(self, obj: Manifest, suspended: bool | None) -> None:
+        """Write the job as ``suspended``; with None, write nothing of it (a
+        ``suspend`` the manifest has is removed: the cluster decides)."""
+        ...
 
     def scheduling_priority_class(self, obj: Manifest) -> str | None: ...
 
@@ -363,17 +366,27 @@ def replica_specs(obj: Manifest, field: str, order: tuple[str, ...],
     return out
 
 
-def set_run_policy_suspend(obj: Manifest, suspended: bool) -> None:
+def set_run_policy_suspend(obj: Manifest, suspended: bool | None) -> None:
+    """``spec.runPolicy.suspend`` as ``JobKind.set_suspended`` writes it."""
     spec = obj.setdefault("spec", {})
     run_policy = spec.get("runPolicy")
     if run_policy is None:
         if not suspended:
             return
         run_policy = spec["runPolicy"] = {}
-    if suspended:
-        run_policy["suspend"] = True
-    elif "suspend" in run_policy:
-        run_policy["suspend"] = False
+    _set_suspend(run_policy, suspended)
+
+
+def set_spec_suspend(obj: Manifest, suspended: bool | None) -> None:
+    """``spec.suspend`` as ``JobKind.set_suspended`` writes it."""
+    _set_suspend(obj.setdefault("spec", {}), suspended)
+
+
+def _set_suspend(where: Manifest, suspended: bool | None) -> None:
+    if suspended is None:
+        where.pop("suspend", None)
+    elif suspended or "suspend" in where:  # (false is the default: not added)
+        where["suspend"] = suspended
 
 
 def run_policy_priority_class(obj: Manifest) -> str | None:

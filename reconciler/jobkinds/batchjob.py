@@ -11,6 +11,7 @@ from reconciler.jobkinds.base import (
     conditions_phase,
     mapping_at,
     replicas_of,
+    set_spec_suspend,
 )
 
 
@@ -29,10 +30,8 @@ class BatchJobKind:
             parallelism = min(parallelism, replicas_of(completions, "spec.completions"))
         return [PodTemplateRef("main", parallelism, template, "spec.template")]
 
-    def set_suspended(self, obj: Manifest, suspended: bool) -> None:
-        spec = obj.setdefault("spec", {})
-        if suspended or "suspend" in spec:
-            spec["suspend"] = suspended
+    def set_suspended(self, obj: Manifest, suspended: bool | None) -> None:
+        set_spec_suspend(obj, suspended)
 
     def scheduling_priority_class(self, obj: Manifest) -> str | None:
         return None

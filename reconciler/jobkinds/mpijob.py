@@ -39,7 +39,7 @@ class MPIJobKind:
         pods = {ref.name: ref.replicas for ref in self.pod_templates(obj)}
         return pods.get("launcher", 0) if pods.get("worker") else 0
 
-    def set_suspended(self, obj: Manifest, suspended: bool) -> None:
+    def set_suspended(self, obj: Manifest, suspended: bool | None) -> None:
         set_run_policy_suspend(obj, suspended)
 
     def scheduling_priority_class(self, obj: Manifest) -> str | None:

@@ -22,7 +22,7 @@ class PyTorchJobKind:
     def pod_templates(self, obj: Manifest) -> list[PodTemplateRef]:
         return replica_specs(obj, "pytorchReplicaSpecs", ("Master", "Worker"))
 
-    def set_suspended(self, obj: Manifest, suspended: bool) -> None:
+    def set_suspended(self, obj: Manifest, suspended: bool | None) -> None:
         set_run_policy_suspend(obj, suspended)
 
     def move_old_fields(self, obj: Manifest) -> None:

@@ -22,6 +22,7 @@ from reconciler.jobkinds.base import (
     PodTemplateRef,
     mapping_at,
     replicas_of,
+    set_spec_suspend,
 )
 
 RETRYING = ("Retrying", "New", "Initializing", "Waiting")  # a deployment on its way
@@ -106,10 +107,8 @@ class RayJobKind:
             why.append("a worker group may not be named head")
         return {"kueue": "; ".join(why)} if why else {}
 
-    def set_suspended(self, obj: Manifest, suspended: bool) -> None:
-        spec = obj.setdefault("spec", {})
-        if suspended or "suspend" in spec:
-            spec["suspend"] = suspended
+    def set_suspended(self, obj: Manifest, suspended: bool | None) -> None:
+        set_spec_suspend(obj, suspended)
 
     def scheduling_priority_class(self, obj: Manifest) -> str | None:
         return None

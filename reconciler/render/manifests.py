@@ -104,7 +104,10 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
     annotations = meta.get("annotations") or {}
     annotations[SOURCE] = decision.path
     meta["annotations"] = annotations
-    kind.set_suspended(obj, False)
+    # (Kueue's webhook suspends a job as it is made, and its ClusterQueue's
+    # admission lifts that: a suspend written here, Argo CD's self-heal would
+    # set back against Kueue)
+    kind.set_suspended(obj, None if cluster.gang_dialect == "kueue" else False)
     if isinstance(kind, JobWithMovedFields):
         kind.move_old_fields(obj)
     pods = sum(p.replicas for p in decision.pod_sets)

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from .conftest import (
     NOW,
+    QUEUED_CLUSTER_POLICY,
     STATE,
     SeedFleet,
     commit_all,
     fleetq,
     git,
     make_fleet_repo,
+    member_cluster,
+    one_leaf_tree,
     placements,
     push_template_job,
     pytorchjob,
@@ -385,3 +390,48 @@ def test_a_source_branch_reset_back_says_how_to_reconcile_it(tmp_path: Path) -> 
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, "-o", "none")
     assert proc.returncode == 0 and proc.stdout.startswith("committed"), proc.stdout
     assert "text/mistake" not in placements(path)
+
+
+def test_a_state_of_the_format_before_is_decided_and_rendered_again(tmp_path: Path) -> None:
+    """A state made by the fleetq before (its ``Fleet-Format`` trailer is 3) is
+    not up to date for this one, though made from the same source: it is
+    decided and rendered again. That fleetq sent a job written suspended to a
+    kueue cluster with ``suspend: false``, which Kueue's webhook sets back; it
+    goes now with no suspend (Kueue's admission lifts it)."""
+    job = ("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: default}\n"
+           "spec:\n  suspend: true\n  parallelism: 2\n  template:\n    spec:\n"
+           "      restartPolicy: Never\n      containers:\n      - name: c\n        image: x\n"
+           "        resources: {requests: {cpu: '1', memory: 1Gi}}\n")
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("64", "256Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/m-a.yaml": member_cluster("m-a", dialect="kueue"), "jobs/j.yaml": job})
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    rendered = "clusters/m-a/default/job-j.yaml"
+    made = state_show(path, rendered)
+    assert made is not None and "suspend" not in made
+    # the state as the fleetq before made it, from the same source
+    old = made.replace("spec:\n", "spec:\n  suspend: false\n", 1)
+    assert old != made
+    message = git(path, "log", "-1", "--format=%B", STATE)
+    assert "\nFleet-Format: 4 fleetq/" in message
+    index = {"GIT_INDEX_FILE": str(tmp_path / "index")}
+    git(path, "read-tree", STATE, env=index)
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=path, input=old,
+                          capture_output=True, text=True, check=True).stdout.strip()
+    git(path, "update-index", "--cacheinfo", f"100644,{blob},{rendered}", env=index)
+    tree = git(path, "write-tree", env=index).strip()
+    commit = subprocess.run(
+        ["git", "commit-tree", tree, "-p", STATE], cwd=path, capture_output=True, text=True,
+        check=True, input=message.replace("\nFleet-Format: 4 ", "\nFleet-Format: 3 "),
+        env=dict(os.environ, GIT_AUTHOR_NAME="fleetq", GIT_AUTHOR_EMAIL="fleetq@localhost",
+                 GIT_COMMITTER_NAME="fleetq", GIT_COMMITTER_EMAIL="fleetq@localhost"),
+    ).stdout.strip()
+    git(path, "update-ref", f"refs/heads/{STATE}", commit)
+    assert state_show(path, rendered) == old
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert "no change" not in proc.stdout
+    assert state_show(path, rendered) == made
+    assert "\nFleet-Format: 4 fleetq/" in git(path, "log", "-1", "--format=%B", STATE)
+    again = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert "no change" in again.stdout, again.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -144,3 +145,47 @@ def test_what_the_api_server_set_on_a_job_read_from_a_cluster_is_not_sent() -> N
     assert meta["creationTimestamp"] == "2026-11-01T08:00:00Z"
     assert meta["annotations"]["team/owner"] == "text"
     assert "kubectl.kubernetes.io/last-applied-configuration" not in meta["annotations"]
+
+
+SUSPENDED = [  # (a job written suspended, as Kube Queue and Kueue's old docs have it)
+    ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+      "spec": {"suspend": True, "parallelism": 2, "template": POD}},
+     ("main", 2), ("spec",)),
+    ({"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "r"},
+      "spec": {"suspend": True, "entrypoint": "python x.py",
+               "shutdownAfterJobFinishes": True,
+               "rayClusterSpec": {"headGroupSpec": {"template": POD}}}},
+     ("head", 1), ("spec",)),
+    ({**pytorchjob(runPolicy={"suspend": True, "backoffLimit": 3})},
+     ("worker", 1), ("spec", "runPolicy")),
+    ({"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": "m"},
+      "spec": {"runPolicy": {"suspend": True},
+               "mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": POD}}}},
+     ("launcher", 1), ("spec", "runPolicy")),
+]
+
+
+@pytest.mark.parametrize(("job", "pod_set", "where"), SUSPENDED,
+                         ids=[s[0]["kind"] for s in SUSPENDED])
+@pytest.mark.parametrize("dialect", ["ack", "scheduler-plugins", "volcano", "kueue"])
+def test_a_suspended_job_is_sent_unsuspended_but_to_kueue_with_no_suspend_at_all(
+        job: dict[str, Any], pod_set: tuple[str, int], where: tuple[str, ...],
+        dialect: str) -> None:
+    """fleetq admitted the job: it is sent with its suspension lifted. On a
+    kueue cluster Kueue's webhook suspends it as it is made and its
+    ClusterQueue's admission lifts that; a ``suspend: false`` sent there,
+    Argo CD's self-heal would set back each time Kueue suspends the job (and
+    a ``suspend: true`` would stop it once admitted), so none is sent. The
+    rest of the field's mapping stays."""
+    made = decision(job["kind"], job["apiVersion"], job["metadata"]["name"], pod_set)
+    obj, _ = render_job(copy.deepcopy(job), made, MemberCluster("m-a", gang_dialect=dialect),
+                        None)
+    holder = obj
+    for name in where:
+        holder = holder[name]
+    if dialect == "kueue":
+        assert "suspend" not in holder
+    else:
+        assert holder["suspend"] is False
+    if where[-1] == "runPolicy" and "backoffLimit" in job["spec"]["runPolicy"]:
+        assert holder["backoffLimit"] == 3
