@@ -18,9 +18,27 @@ class Problem:
     message: str
     severity: str = "error"  # error | warning
 
+    def __post_init__(self) -> None:
+        if len(self.message) > MAX_MESSAGE:
+            object.__setattr__(self, "message", capped(self.message))
+
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
         return f"{where}: {self.severity}: {self.message}"
+
+
+MAX_MESSAGE = 2000  # characters of a message; a longer one is cut in its middle
+
+
+def capped(text: str) -> str:
+    """``text``, cut in its middle when longer than ``MAX_MESSAGE`` (a value
+    quoted in a message can be megabytes long): its start and its end, which
+    says what to do, are kept."""
+    if len(text) <= MAX_MESSAGE:
+        return text
+    head, tail = MAX_MESSAGE * 3 // 4, MAX_MESSAGE // 5
+    return f"{text[:head]} ... ({len(text) - head - tail:,} characters left out) ... " \
+        f"{text[-tail:]}"
 
 
 def yaml_type(value: object) -> str:

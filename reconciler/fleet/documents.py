@@ -6,11 +6,14 @@ values (anything else is left to PyYAML's own); the node tree is kept beside
 the value while the document is being read, so that any field can be traced
 back to its ``path:line``.
 
-Three things YAML allows and PyYAML builds are refused at their line, as the
-Kubernetes API refuses them: a key twice in one mapping (PyYAML lets the last
-win, unseen), an alias to a node that holds it (a cycle, which nothing after
-could walk), and aliases that expand a document beyond ``MAX_EXPANDED_NODES``
-(a few lines of them make a manifest of hundreds of megabytes).
+Four things YAML allows and PyYAML builds are refused at their line, as the
+Kubernetes API refuses them or reads them otherwise: a key twice in one
+mapping (PyYAML lets the last win, unseen), an alias to a node that holds it
+(a cycle, which nothing after could walk), aliases that expand a document
+beyond ``MAX_EXPANDED_NODES`` nodes or ``MAX_EXPANDED_TEXT`` characters (a
+few lines of them make a manifest of gigabytes), and the tags of values JSON
+has no form of (``!!set``, ``!!binary``, ``!!omap``, ``!!pairs``,
+``!!timestamp``), which PyYAML builds as Python's own.
 """
 
 from __future__ import annotations
@@ -87,7 +90,16 @@ _SEQ = "tag:yaml.org,2002:seq"
 # Scalars built by PyYAML's own safe constructors, which keep no state.
 _SCALARS = {tag: yaml.SafeLoader.yaml_constructors[tag] for tag in (
     "tag:yaml.org,2002:null", "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int",
-    "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")}
+    "tag:yaml.org,2002:float")}
+# Tags of values a Kubernetes object has no form of: PyYAML builds a set (in no
+# fixed order), bytes, tuples or a datetime, which would go out as Python's text.
+_NOT_JSON = {"tag:yaml.org,2002:set": "a set", "tag:yaml.org,2002:binary": "bytes",
+             "tag:yaml.org,2002:omap": "an ordered mapping",
+             "tag:yaml.org,2002:pairs": "a list of pairs",
+             "tag:yaml.org,2002:timestamp": "a timestamp"}
+_WRITE_INSTEAD = {"a set": "a list", "bytes": "the base64 text as a plain string",
+                  "an ordered mapping": "a mapping", "a list of pairs": "a mapping",
+                  "a timestamp": "the time as a quoted string"}
 
 
 class _Unusual(Exception):
@@ -104,6 +116,8 @@ class _Refused(Exception):
 
 
 MAX_EXPANDED_NODES = 400_000  # the nodes a document's aliases may expand it to
+# ... and the characters of its scalars (the API server takes objects of 3 MiB at most)
+MAX_EXPANDED_TEXT = 16 << 20
 _SHARED = -1  # memo key (no id() is negative): how many aliases were met
 
 
@@ -188,36 +202,53 @@ def _refuse_duplicate_keys(node: yaml.Node) -> None:
 
 def _check_nodes(root: yaml.Node) -> None:
     """What ``_construct`` refuses (a cycle, duplicate keys), for a document it
-    leaves to PyYAML's constructor, and aliases that expand the document
-    beyond ``MAX_EXPANDED_NODES`` (shared nodes counted at each use), for any
-    document that has aliases."""
-    sizes: dict[int, int] = {}
+    leaves to PyYAML's constructor, the tags of values JSON has no form of, and
+    aliases that expand the document beyond ``MAX_EXPANDED_NODES`` nodes or
+    ``MAX_EXPANDED_TEXT`` characters (shared nodes counted at each use), for
+    any document that has aliases."""
+    sizes: dict[int, tuple[int, int]] = {}  # node -> (nodes, characters) it expands to
     open_: set[int] = set()
 
-    def size(node: yaml.Node) -> int:
+    def size(node: yaml.Node) -> tuple[int, int]:
         ident = id(node)
         if ident in sizes:
             return sizes[ident]
         if ident in open_:
             raise _Refused(node, _CYCLE)
+        what = _NOT_JSON.get(node.tag)
+        if what is not None:
+            short = node.tag.replace("tag:yaml.org,2002:", "!!")
+            raise _Refused(node, (
+                f"the tag {short} makes {what}, which a Kubernetes object has no form of "
+                f"(its YAML is read as JSON); write {_WRITE_INSTEAD[what]} instead"))
         if isinstance(node, yaml.ScalarNode):
-            return 1
+            return 1, len(node.value)
         open_.add(ident)
+        nodes, text = 1, 0
         if isinstance(node, yaml.MappingNode):
             _refuse_duplicate_keys(node)
-            total = 1 + sum(size(k) + size(v) for k, v in node.value)
+            parts = [part for pair in node.value for part in pair]
         else:
-            total = 1 + sum(size(item) for item in node.value)
+            parts = node.value
+        for part in parts:
+            n, t = size(part)
+            nodes += n
+            text += t
         open_.discard(ident)
-        sizes[ident] = total
-        return total
+        sizes[ident] = (nodes, text)
+        return nodes, text
 
-    total = size(root)
-    if total > MAX_EXPANDED_NODES:
+    nodes, text = size(root)
+    if nodes > MAX_EXPANDED_NODES:
         raise _Refused(root, (
-            f"its aliases expand it to {total:,} nodes (more than {MAX_EXPANDED_NODES:,}: "
+            f"its aliases expand it to {nodes:,} nodes (more than {MAX_EXPANDED_NODES:,}: "
             f"an alias bomb, or a document far larger than any manifest); write it out "
             f"with fewer aliases"))
+    if text > MAX_EXPANDED_TEXT:
+        raise _Refused(root, (
+            f"its aliases expand it to {text / (1 << 20):,.0f} MiB of text (more than "
+            f"{MAX_EXPANDED_TEXT >> 20} MiB: an alias bomb, or a document far larger than "
+            f"the API server takes); write it out with fewer aliases"))
 
 
 @dataclass
@@ -329,8 +360,20 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
 def load_yaml(text: str) -> Any:
     """The one document of ``text`` (``None``: none), its plain scalars read
     as ``parse_documents`` reads them (see ``_AS_KUBERNETES_READS``); a YAML
-    error raises ``yaml.YAMLError``."""
-    return yaml.load(text, Loader=_Loader)
+    error, or what ``parse_documents`` refuses, raises ``yaml.YAMLError``."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        try:
+            _check_nodes(node)
+        except _Refused as exc:
+            raise yaml.MarkedYAMLError(problem=str(exc), problem_mark=exc.node.start_mark
+                                       ) from None
+        return _unshared(loader.construct_document(node))
+    finally:
+        loader.dispose()
 
 
 def expand_lists(docs: list[Document], problems: list[Problem]) -> list[Document]:

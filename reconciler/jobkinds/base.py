@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
 from reconciler.core.outcomes import ObservedPhase
+from reconciler.core.problems import capped
 from reconciler.core.resources import Resources, add_into, format_quantity, pointwise_max
 
 Manifest = dict[str, Any]
@@ -27,7 +28,7 @@ class ManifestError(ValueError):
     """A job manifest that cannot be used; ``field`` is the dotted path at fault."""
 
     def __init__(self, message: str, field: str = "") -> None:
-        super().__init__(message)
+        super().__init__(capped(message))
         self.field = field
 
 

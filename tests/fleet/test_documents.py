@@ -21,7 +21,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reconciler.core.problems import Problem
-from reconciler.fleet.documents import expand_lists, iter_mapping_docs, parse_documents
+from reconciler.fleet.documents import (
+    expand_lists,
+    iter_mapping_docs,
+    load_yaml,
+    parse_documents,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SHARED = REPO_ROOT.parent / "shared"
@@ -64,9 +69,6 @@ CASES = {
                                      b"f: .inf\ng: '010'\nh: 010\n1: int key\nnull: k\n",
     "merge key": b"base: &b {cpu: 1}\nworker:\n  <<: *b\n  memory: 2Gi\n",
     "value key": b"- =: 1\n",
-    "explicit set": b"a: !!set {x, y}\n",
-    "binary": b"a: !!binary aGVsbG8=\n",
-    "ordered map": b"a: !!omap [{x: 1}, {y: 2}]\n",
     "explicit str tag": b"a: !!str 1\nb: !!int '2'\n",
     "documents with empties": b"---\na: 1\n---\n---\n- x\n...\n",
     "nested flow and block":
@@ -91,6 +93,9 @@ def test_aliased_nodes_are_read_as_if_written_out() -> None:
     assert got["d"] is not got["e"]
 
 
+LONG_STRINGS = b"s: &s " + b"x" * 100_000 + b"\n" + b"".join(
+    f"{n}: &{n} [{','.join(['*' + p] * 10)}]\n".encode() for p, n in zip("sab", "abc",
+                                                                      strict=True))
 LAUGHS = b"a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n" + b"".join(
     f"{n}: &{n} [{','.join(['*' + p] * 9)}]\n".encode()
     for p, n in zip("abcdef", "bcdefg", strict=True))
@@ -106,6 +111,16 @@ LAUGHS = b"a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n" + b"".join(
     (b"&a [*a]\n", 1, "an alias refers to a node that holds it (a cycle)"),
     (b"m: &m\n  <<: {x: 1}\n  self: *m\n", 1, "a cycle"),
     (LAUGHS, 1, "its aliases expand it to 6,053,451 nodes (more than 400,000"),
+    # (few nodes, each a long string: a manifest of 1 GB to render)
+    (LONG_STRINGS, 1, "its aliases expand it to 106 MiB of text (more than 16 MiB"),
+    # values a Kubernetes object has no form of, which PyYAML builds as Python's own
+    # (a set went out as "{'b', 'a'}", in an order of its process)
+    (b"a: 1\nargs: !!set {x, y}\n", 2, "the tag !!set makes a set, which a Kubernetes "
+     "object has no form of (its YAML is read as JSON); write a list instead"),
+    (b"args:\n- !!binary aGVsbG8=\n", 2, "the tag !!binary makes bytes"),
+    (b"env: !!omap [{x: 1}, {y: 2}]\n", 1, "the tag !!omap makes an ordered mapping"),
+    (b"env: !!pairs [{x: 1}, {x: 2}]\n", 1, "the tag !!pairs makes a list of pairs"),
+    (b"at: !!timestamp 2024-06-01\n", 1, "write the time as a quoted string instead"),
 ])
 def test_what_kubernetes_refuses_and_pyyaml_takes_is_a_problem_at_its_line(
         data: bytes, line: int, message: str) -> None:
@@ -287,3 +302,13 @@ def test_only_a_v1_list_is_expanded() -> None:
     docs, _ = parse_documents("x.yaml", data)
     problems: list[Problem] = []
     assert expand_lists(docs, problems) is docs and problems == []
+
+
+def test_an_overlay_s_yaml_refuses_what_a_manifest_s_does() -> None:
+    """``load_yaml`` reads a rendered overlay: a set there went out in an
+    order of its process, as in a manifest."""
+    assert load_yaml("a: 12:30\nb: &b [1]\nc: *b\n") == {"a": "12:30", "b": [1], "c": [1]}
+    with pytest.raises(yaml.MarkedYAMLError, match="the tag !!set makes a set") as got:
+        load_yaml("a: 1\nb: !!set {x}\n")
+    assert got.value.problem_mark is not None and got.value.problem_mark.line == 1
+    assert load_yaml("") is None

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.core.model import Taint
+from reconciler.core.problems import MAX_MESSAGE
 from reconciler.fleet.inputs import FleetInputs, SourceFile, read_fleet
 from reconciler.jobkinds.base import QUANTITY_FORM
 from tests.builders import quota_tree_yaml
@@ -1202,3 +1203,22 @@ def test_an_rfc_3339_creation_time_is_the_enqueue_time_in_utc(value: str,
                        f"metadata:\n  name: j1\n  creationTimestamp: {value}")
     inputs = read({"jobs/j.yaml": text})
     assert [s.job.created_at for s in inputs.jobs.values()] == [enqueued], told(inputs)
+
+
+def test_a_value_of_megabytes_quoted_in_a_message_is_cut_to_its_start_and_end() -> None:
+    """A wrong value is quoted where it is told: one of a megabyte made a line of
+    a megabyte, in the output and in the job's reason in placements.yaml."""
+    long = "x" * 1_000_000
+    text = JOB.replace("metadata: {name: j1, namespace: default}",
+                       f"metadata:\n  name: j1\n  namespace: default\n"
+                       f"  annotations: {{a: [{long}]}}")
+    inputs = read({"jobs/j.yaml": text, "jobs/ok.yaml": JOB.replace("j1", "ok")})
+    assert [str(k) for k in inputs.jobs] == ["Job default/ok"]
+    [message] = told(inputs)
+    assert len(message) < MAX_MESSAGE + 100
+    assert message.startswith("jobs/j.yaml:6: metadata.annotations: 'a' must be a string, "
+                              "not ['xxx")
+    assert " characters left out) ... " in message
+    assert message.endswith("; quote it; fix the manifest")
+    [bad] = inputs.invalid
+    assert len(bad.message) <= MAX_MESSAGE + 60 and "; quote it" in bad.message[-40:]
