@@ -39,6 +39,17 @@ class MPIJobKind:
         pods = {ref.name: ref.replicas for ref in self.pod_templates(obj)}
         return pods.get("launcher", 0) if pods.get("worker") else 0
 
+    def refused_by(self, obj: Manifest) -> dict[str, str]:
+        """Kueue manages the MPI operator's MPIJobs (kubeflow.org/v2beta1)
+        only: a training operator's kubeflow.org/v1 one it neither suspends
+        nor admits, and it would start at once, outside Kueue's quota and with
+        no gang."""
+        if self.api_version == "kubeflow.org/v2beta1":
+            return {}
+        return {"kueue": f"Kueue manages MPIJobs of kubeflow.org/v2beta1 only (the MPI "
+                         f"operator's): a {self.api_version} one would start there at once, "
+                         f"outside its ClusterQueue and with no gang"}
+
     def set_suspended(self, obj: Manifest, suspended: bool | None) -> None:
         set_run_policy_suspend(obj, suspended)
 

@@ -71,6 +71,25 @@ def test_a_rayjob_kueues_webhook_refuses_says_why_for_kueue_clusters(
     assert refused_by(ray, obj) == ((("kueue", said),) if said else ())
 
 
+@pytest.mark.parametrize(("api_version", "refused"), [
+    ("kubeflow.org/v2beta1", ()),
+    ("kubeflow.org/v1", (("kueue", "Kueue manages MPIJobs of kubeflow.org/v2beta1 only (the "
+                                   "MPI operator's): a kubeflow.org/v1 one would start there at "
+                                   "once, outside its ClusterQueue and with no gang"),)),
+])
+def test_a_training_operator_s_mpijob_is_one_kueue_does_not_manage(
+        api_version: str, refused: tuple[tuple[str, str], ...]) -> None:
+    """Kueue's MPIJob integration is the MPI operator's (v2beta1): a v1 MPIJob
+    sent to a kueue cluster, its queue label on, ran at once outside Kueue."""
+    from reconciler.jobkinds.base import refused_by
+
+    mpi = kind_for(api_version, "MPIJob")
+    assert mpi is not None
+    obj = {"apiVersion": api_version, "kind": "MPIJob", "metadata": {"name": "m"},
+           "spec": {"mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": {}}}}}
+    assert refused_by(mpi, obj) == refused
+
+
 @pytest.mark.parametrize("hosts", [0, -1, "4", True])
 def test_a_ray_worker_group_with_no_usable_number_of_hosts_is_an_error(hosts: object) -> None:
     ray = kind_for("ray.io/v1", "RayJob")
