@@ -36,7 +36,7 @@ from reconciler.core.model import (
     PreemptionPolicy,
     QueueStrategy,
 )
-from reconciler.core.policy import candidate_groups, narrowed
+from reconciler.core.policy import candidate_groups, narrowed, with_queue_refusal
 from reconciler.core.problems import Problem, first_of
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
@@ -821,9 +821,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     source = inputs.jobs.get(d.key)
     # the clusters its policy selects for it, but those it failed on and those that refuse it
     job_policy = next((p for p in inputs.policies if p.ref == d.policy), None)
+    refused = () if source is None else with_queue_refusal(
+        source.job.refused, inputs.tree.nodes[d.quota].name
+        if inputs.tree is not None and d.quota in inputs.tree.nodes else None)
     candidates = None if job_policy is None else [n for group in narrowed(
         *candidate_groups(job_policy, d.key.kind_ref, inputs.clusters), d.failed_on,
-        source.job.refused if source is not None else (), inputs.clusters)[0] for n in group]
+        refused, inputs.clusters)[0] for n in group]
     lines = explain_decision(d, decisions=computed.result.decisions, tree=inputs.tree,
                              quota_used=computed.result.quota_used,
                              cluster_free=computed.result.cluster_free,

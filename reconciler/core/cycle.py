@@ -36,7 +36,14 @@ from reconciler.core.model import (
     untolerated,
 )
 from reconciler.core.parked import Parked
-from reconciler.core.policy import candidate_groups, default_policy, narrowed, select_policy
+from reconciler.core.policy import (
+    LOCAL_QUEUE_NAME,
+    candidate_groups,
+    default_policy,
+    narrowed,
+    select_policy,
+    with_queue_refusal,
+)
 from reconciler.core.preemption import (
     ANY_REASON,
     RECLAIMING,
@@ -574,6 +581,12 @@ class _Cycle:
         self._trying: tuple[int, float, str] | None = None  # see _head_key
         self.tree = inp.tree
         self.usage = QuotaUsage(inp.tree) if inp.tree is not None else None
+        # quota -> its name, where no Kueue LocalQueue can have it and a kueue cluster
+        # is in the fleet (see with_queue_refusal)
+        self._bad_queues = {path: node.name for path, node in inp.tree.nodes.items()
+                            if not LOCAL_QUEUE_NAME.fullmatch(node.name)} \
+            if inp.tree is not None and any(c.gang_dialect == "kueue" for c in inp.clusters) \
+            else {}
         self.clusters = {c.name: ClusterState(c) for c in inp.clusters}
         self._empty: dict[str, ClusterState] = {}
         self.decisions: dict[JobKey, Decision] = {}
@@ -806,7 +819,8 @@ class _Cycle:
                 continue
             groups, notes, excluded, refused = narrowed(
                 *self._groups(policy, key.kind_ref),
-                prior.failed_on if prior is not None else (), job.refused, self.inp.clusters)
+                prior.failed_on if prior is not None else (), self._refused(job, quota),
+                self.inp.clusters)
             self.decisions[key] = base
             p = self.pending[key] = _Pending(
                 job=job, policy=policy, quota=quota, priority=priority, enqueued_at=enqueued,
@@ -817,6 +831,11 @@ class _Cycle:
                 p.like = (*p.like, *excluded)
             if refused:
                 p.refused = refused
+
+    def _refused(self, job: Job, quota: str | None) -> Sequence[tuple[str, str]]:
+        """The gang dialects whose clusters would refuse ``job`` (see ``narrowed``)."""
+        bad = self._bad_queues.get(quota) if quota is not None else None
+        return job.refused if bad is None else with_queue_refusal(job.refused, bad)
 
     def _candidate_set(self, p: _Pending) -> frozenset[str]:
         ck = p.like
@@ -884,7 +903,8 @@ class _Cycle:
                     self._admit(pending, cluster, None, admitted_at=prior.admitted_at,
                                 force=True, copies=prior.copies, nodes=prior.nodes)
                     if cluster.name not in self._candidate_set(pending):
-                        self._runs_off_its_candidates(key, cluster, pending.job.refused)
+                        self._runs_off_its_candidates(
+                            key, cluster, self._refused(pending.job, pending.quota))
                 else:
                     self._as_before = False
                     changed.append(pending)

@@ -12,6 +12,7 @@ policies that select a job the preference key is (DESIGN §3 "Policies")::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from reconciler.core.model import (
@@ -23,6 +24,11 @@ from reconciler.core.model import (
     ResourceSelector,
     untolerated,
 )
+
+# A name a Kueue LocalQueue can have (a DNS-1123 subdomain): that of a job's quota,
+# which names its LocalQueue on a kueue cluster (label kueue.x-k8s.io/queue-name).
+LOCAL_QUEUE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+LOCAL_QUEUE_RULE = "a DNS-1123 subdomain: lowercase letters, digits, '-' and '.'"
 
 MATCH_NAME = 3
 MATCH_LABELS = 2
@@ -123,6 +129,20 @@ def candidate_groups(policy: Policy, kind_ref: str, clusters: Sequence[MemberClu
             notes.append(f"its clusterAffinity names {', '.join(unknown)}, which is no "
                          f"MemberCluster of the fleet")
     return groups, notes
+
+
+def with_queue_refusal(refused: Sequence[tuple[str, str]], queue: str | None
+                       ) -> Sequence[tuple[str, str]]:
+    """``Job.refused`` of a job, with Kueue's refusal when the name of its quota
+    (``queue``), which names its LocalQueue on a kueue cluster, is one no
+    LocalQueue can have: Kueue's webhook refuses such a queue label."""
+    if queue is None or LOCAL_QUEUE_NAME.fullmatch(queue):
+        return refused
+    why = (f"its quota's name {queue!r} names its Kueue LocalQueue there, and no LocalQueue "
+           f"can have it ({LOCAL_QUEUE_RULE}): rename the quota")
+    said = dict(refused)
+    said["kueue"] = f"{said['kueue']}; {why}" if "kueue" in said else why
+    return tuple(sorted(said.items()))
 
 
 def narrowed(groups: list[list[str]], notes: list[str], failed_on: Sequence[str],

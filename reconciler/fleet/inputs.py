@@ -36,7 +36,7 @@ from reconciler.core.model import (
     ResourceSelector,
     Taint,
 )
-from reconciler.core.policy import find_policy
+from reconciler.core.policy import LOCAL_QUEUE_NAME, LOCAL_QUEUE_RULE, find_policy
 from reconciler.core.problems import Problem, as_read, first_of, yaml_type
 from reconciler.core.quota import QUOTA_LABEL, QuotaSpec, QuotaTree, build_tree
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, format_quantity
@@ -932,27 +932,23 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
     inputs.unknown.sort()
 
 
-# A Kueue LocalQueue's name: a DNS-1123 subdomain (its jobs name it in their label)
-_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
-
 def no_local_queue_names(tree: QuotaTree, clusters: Sequence[MemberCluster]) -> list[Problem]:
     """A warning on each quota jobs may be of (a leaf, or one with namespaces)
-    whose name no Kueue LocalQueue can have (a DNS-1123 subdomain: lowercase
-    letters, digits, '-' and '.'), when a member cluster's gang dialect is
-    kueue: its jobs go there labeled ``kueue.x-k8s.io/queue-name`` with that
-    name, which Kueue refuses."""
+    whose name no Kueue LocalQueue can have, when a member cluster's gang
+    dialect is kueue: its jobs would go there labeled
+    ``kueue.x-k8s.io/queue-name`` with that name, which Kueue refuses, so they
+    go to no kueue cluster (``with_queue_refusal``)."""
     kueue = sorted(c.name for c in clusters if c.gang_dialect == "kueue")
     if not kueue:
         return []
     return [Problem(tree.path, node.line, (
-        f"quota {node.path}: its name {node.name!r} names its jobs' Kueue LocalQueue on "
-        f"{', '.join(kueue)} (gangDialect: kueue), and no LocalQueue can have it (a DNS-1123 "
-        f"subdomain: lowercase letters, digits, '-' and '.'); Kueue refuses its jobs there: "
+        f"quota {node.path}: its name {node.name!r} would name its jobs' Kueue LocalQueue on "
+        f"{', '.join(kueue)} (gangDialect: kueue), and no LocalQueue can have it "
+        f"({LOCAL_QUEUE_RULE}); as Kueue would refuse them, its jobs go to no kueue cluster: "
         f"rename the quota"), "warning")
         for node in sorted(tree.nodes.values(), key=lambda n: n.path)
         if (node.namespaces or node.is_leaf)
-        and not _SUBDOMAIN.fullmatch(node.name)]
+        and not LOCAL_QUEUE_NAME.fullmatch(node.name)]
 
 
 def promised_beyond_clusters(tree: QuotaTree, clusters: Sequence[MemberCluster]

@@ -25,6 +25,8 @@ from tests.builders import (
     gpu_job,
     job,
     policy,
+    quota,
+    simple_tree,
 )
 
 JOB = job("train", ns="team-a").labels(app="llm").obj()
@@ -253,6 +255,32 @@ def test_a_cluster_whose_gang_scheduler_would_refuse_the_job_is_no_candidate_for
     assert d["r"].phase is Phase.INADMISSIBLE and "a-kueue (gangDialect: kueue) would refuse " \
         "it: spec.x must be true" in d["r"].reason and "or write it as the clusters that " \
         "refuse it take it" in d["r"].reason, d["r"].reason
+
+
+def test_a_job_whose_quota_no_kueue_local_queue_can_be_named_after_goes_to_no_kueue_cluster(
+        ) -> None:
+    """Its quota's name labels it for its LocalQueue on a kueue cluster, and
+    Kueue's webhook refuses ``Video_Team.A``: sent there, it held its quota and
+    never ran. It goes to the other cluster, or with none, waits and says why."""
+    from dataclasses import replace
+
+    video = simple_tree(quota("Video_Team.A", ns=["default"],
+                              max={"cpu": "1000", "gpu": "64"}))
+    kueue = replace(gpu_cluster("a-kueue", 8), gang_dialect="kueue")
+    result = reconcile_cycle(cycle_input(jobs=[gpu_job("v", 1)], tree=video,
+                                         clusters=[kueue, gpu_cluster("b-ack", 8)]))
+    assert by_name(result)["v"].cluster == "b-ack"
+    result = reconcile_cycle(cycle_input(jobs=[gpu_job("v", 1)], tree=video, clusters=[kueue]))
+    d = by_name(result)["v"]
+    assert d.phase is Phase.INADMISSIBLE and (
+        "a-kueue (gangDialect: kueue) would refuse it: its quota's name 'Video_Team.A' names its "
+        "Kueue LocalQueue there, and no LocalQueue can have it (a DNS-1123 subdomain: lowercase "
+        "letters, digits, '-' and '.'): rename the quota") in d.reason, d.reason
+    # a job Kueue refuses as it is written is told both
+    both = replace(gpu_job("r", 1).obj(), refused=(("kueue", "spec.x must be true"),))
+    result = reconcile_cycle(cycle_input(jobs=[both], tree=video, clusters=[kueue]))
+    assert "would refuse it: spec.x must be true; its quota's name 'Video_Team.A'" in \
+        by_name(result)["r"].reason
 
 
 def test_a_running_job_its_cluster_would_refuse_as_written_now_is_told_so() -> None:

@@ -1149,10 +1149,10 @@ def test_a_quota_name_no_kueue_local_queue_can_have_is_a_warning_with_a_kueue_cl
     assert told(read(files), "warning") == []
     files["clusters/c1.yaml"] = CLUSTER.replace("gangDialect: ack", "gangDialect: kueue")
     assert told(read(files), "warning") == [
-        "quota/tree.yaml:10: quota root/Video_Team.A: its name 'Video_Team.A' names its jobs' "
-        "Kueue LocalQueue on c1 (gangDialect: kueue), and no LocalQueue can have it (a DNS-1123 "
-        "subdomain: lowercase letters, digits, '-' and '.'); Kueue refuses its jobs there: "
-        "rename the quota"]
+        "quota/tree.yaml:10: quota root/Video_Team.A: its name 'Video_Team.A' would name its "
+        "jobs' Kueue LocalQueue on c1 (gangDialect: kueue), and no LocalQueue can have it (a "
+        "DNS-1123 subdomain: lowercase letters, digits, '-' and '.'); as Kueue would refuse "
+        "them, its jobs go to no kueue cluster: rename the quota"]
 
 
 def test_a_long_generate_name_is_cut_as_the_api_server_cuts_it() -> None:
