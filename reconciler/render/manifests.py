@@ -112,8 +112,11 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
         kind.move_old_fields(obj)
     pods = sum(p.replicas for p in decision.pod_sets)
     total = gang_minimum(obj, pods, later_pods(kind, obj))
+    priority_class = None  # (one for all its pods: see fleet.jobs.build_job)
     for ref in kind.pod_templates(obj):
         _gang(ref.template, cluster.gang_dialect, key.name, total, quota_name)
+        priority_class = priority_class or (ref.template.get("spec") or {}).get(
+            "priorityClassName")
     groups: list[Manifest] = []
     if pods == 0:  # (a RayJob on an existing RayCluster): no gang, and a PodGroup
         return obj, groups  # of minMember 0 scheduler-plugins' CRD refuses
@@ -127,6 +130,10 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
         queue = volcano_queue(obj)
         if queue is not None:
             spec["queue"] = queue
+        # (Volcano orders and preempts gangs by their PodGroup's priority: 0 without one)
+        priority_class = priority_class or kind.scheduling_priority_class(obj)
+        if priority_class:
+            spec["priorityClassName"] = str(priority_class)
         groups.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
                        "metadata": {"name": key.name, "namespace": key.namespace,
                                     "labels": {MANAGED_BY: "fleetq"}},

@@ -189,3 +189,24 @@ def test_a_suspended_job_is_sent_unsuspended_but_to_kueue_with_no_suspend_at_all
         assert holder["suspend"] is False
     if where[-1] == "runPolicy" and "backoffLimit" in job["spec"]["runPolicy"]:
         assert holder["backoffLimit"] == 3
+
+
+@pytest.mark.parametrize(("where", "said"), [
+    ("pods", "high"), ("run policy", "urgent"), ("both", "high"), ("none", None)])
+def test_a_volcano_pod_group_has_its_job_s_priority_class(where: str, said: str | None
+                                                           ) -> None:
+    """Volcano orders and preempts gangs by their PodGroup's priorityClassName
+    (0 without one), as KubeRay's and the training operator's PodGroups have
+    it: from the pods' priorityClassName, or the run policy's."""
+    job = pytorchjob()
+    pod_spec = copy.deepcopy(POD["spec"])
+    if where in ("pods", "both"):
+        pod_spec["priorityClassName"] = "high"
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"] = {"spec": pod_spec}
+    if where in ("run policy", "both"):
+        job["spec"]["runPolicy"] = {"schedulingPolicy": {"priorityClass": "urgent"}}
+    _, groups = render_job(job, decision("PyTorchJob", "kubeflow.org/v1", "p", ("worker", 1)),
+                           MemberCluster("m-a", gang_dialect="volcano"), None)
+    [group] = groups
+    assert group["spec"].get("priorityClassName") == said
+    assert group["spec"]["minMember"] == 1
