@@ -98,7 +98,15 @@ from reconciler.gitops.repo import (
 from reconciler.gitops.watch import RefWatcher, Revisions
 from reconciler.halves import in_two, two_cores
 from reconciler.jobkinds.base import Manifest
-from reconciler.render.manifests import AsItWas, job_file, render_state, sent_with
+from reconciler.render.manifests import (
+    AsItWas,
+    job_file,
+    name_of_quota,
+    queue_of,
+    queue_sent,
+    render_state,
+    sent_with,
+)
 from reconciler.render.overlays import Overlays
 
 TRAILER = "Fleet-Source-Commit"
@@ -432,7 +440,9 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     # version, an ended job, an old copy of a job that fails over)
     rendered = render_state(result.decisions, inputs, _manifest_of, previous_entries,
                             overlays, reuse, as_it_was(repo, result.decisions, inputs,
-                                                       previous_entries))
+                                                       previous_entries),
+                            sent_queues(repo, result.decisions, inputs, prior,
+                                        previous_entries, reuse))
     out.update(rendered.files)
     out.update(reports)
     problems.extend(unsent_dependencies(result.decisions, inputs))
@@ -1059,6 +1069,46 @@ def as_it_was(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInput
         was = sent_with(blobs[blob])
         if was is not None:
             out[key] = was
+    return out
+
+
+def sent_queues(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInputs,
+                prior: Mapping[JobKey, PriorPlacement], previous: Mapping[str, str],
+                reuse: Mapping[str, tuple[str, str]]) -> dict[str, str]:
+    """Job file -> the Kueue LocalQueue its job, running on that kueue cluster,
+    was sent with, where it is not its quota's name now (the quota renamed,
+    or its namespace moved to another): Kueue refuses to change the queue
+    label of a job it admitted, so it keeps the one it runs under until it
+    ends. Read from the state's job files (``previous``: paths and blob ids),
+    but for those whose inputs (``reuse``) say the name now."""
+    kueue = {c.name for c in inputs.clusters if c.gang_dialect == "kueue"}
+    if not kueue or not prior:
+        return {}
+    wanted: dict[str, tuple[str, str]] = {}  # job file -> (its blob, the queue now)
+    for d in decisions:
+        if d.phase is not Phase.ADMITTED or d.quota is None:
+            continue
+        was = prior.get(d.key)
+        if was is None or was.phase is not Phase.ADMITTED:
+            continue
+        now = name_of_quota(d.quota, inputs.tree)
+        for name in (d.cluster, *d.copies):
+            if name not in kueue or (name != was.cluster and name not in was.copies):
+                continue
+            path = job_file(d.key, name)
+            entry = reuse.get(path)
+            blob = previous.get(path)
+            if blob is not None and now is not None and (
+                    entry is None or queue_sent(entry[0]) != now):
+                wanted[path] = (blob, now)
+    if not wanted:
+        return {}
+    blobs = repo.read_blobs({blob for blob, _ in wanted.values()})
+    out = {}
+    for path, (blob, now) in sorted(wanted.items()):
+        queue = queue_of(blobs.get(blob, b""), now)
+        if queue is not None:
+            out[path] = queue
     return out
 
 

@@ -76,9 +76,12 @@ class RenderedTree:
 
 
 def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
-               tree: QuotaTree | None) -> tuple[Manifest, list[Manifest]]:
+               tree: QuotaTree | None, queue: str | None = None
+               ) -> tuple[Manifest, list[Manifest]]:
     """The job as it goes to ``cluster``, and the PodGroups its dialect needs
-    (none for a job with no pods of its own).
+    (none for a job with no pods of its own). ``queue``: on a kueue cluster,
+    the LocalQueue it runs under there, when not its quota's name now (see
+    ``sent_queue``).
 
     ``manifest`` is changed in place: pass a fresh copy.
     """
@@ -91,15 +94,16 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
     meta.pop("generateName", None)
     meta["name"] = key.name
     meta["namespace"] = key.namespace
-    quota_name = _quota_name(decision.quota, tree)
+    quota_name = name_of_quota(decision.quota, tree)
     labels = meta.get("labels") or {}
     labels[MANAGED_BY] = "fleetq"
     labels[CLUSTER] = cluster.name
     if quota_name is not None:
         labels[QUOTA] = quota_name
         labels[QUOTA_LABEL] = quota_name
-    if cluster.gang_dialect == "kueue" and quota_name is not None:
-        labels[KUEUE_QUEUE] = quota_name
+    queue = queue or quota_name
+    if cluster.gang_dialect == "kueue" and queue is not None:
+        labels[KUEUE_QUEUE] = queue
     meta["labels"] = labels
     annotations = meta.get("annotations") or {}
     annotations[SOURCE] = decision.path
@@ -114,7 +118,7 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
     total = gang_minimum(obj, pods, later_pods(kind, obj))
     priority_class = None  # (one for all its pods: see fleet.jobs.build_job)
     for ref in kind.pod_templates(obj):
-        _gang(ref.template, cluster.gang_dialect, key.name, total, quota_name)
+        _gang(ref.template, cluster.gang_dialect, key.name, total, queue)
         priority_class = priority_class or (ref.template.get("spec") or {}).get(
             "priorityClassName")
     groups: list[Manifest] = []
@@ -169,7 +173,9 @@ def as_created(obj: Manifest) -> None:
             del meta["annotations"]
 
 
-def _quota_name(path: str | None, tree: QuotaTree | None) -> str | None:
+def name_of_quota(path: str | None, tree: QuotaTree | None) -> str | None:
+    """The name of the quota at ``path``: its jobs' quota label, and on a kueue
+    cluster their LocalQueue."""
     if path is None:
         return None
     if tree is not None and path in tree.nodes:
@@ -237,7 +243,8 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
                  manifest_of: Callable[[JobSource], Manifest | None],
                  previous: Mapping[str, bytes | str], overlays: Overlays,
                  reuse: Mapping[str, tuple[str, str]] | None = None,
-                 held: Mapping[JobKey, AsItWas] | None = None) -> RenderedTree:
+                 held: Mapping[JobKey, AsItWas] | None = None,
+                 queues: Mapping[str, str] | None = None) -> RenderedTree:
     """Every cluster folder of the state tree (placements.yaml is written apart).
 
     ``manifest_of`` gives a job's source manifest; ``previous`` maps paths of
@@ -251,6 +258,8 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
     ``reuse`` maps paths of the previous state tree to (inputs, blob id) as
     ``RenderedTree.inputs`` said:
     a job file made from the same inputs is that blob again, not rendered.
+    ``queues``: job file -> the Kueue LocalQueue a job running on a kueue
+    cluster was sent with, when not its quota's name now (``sent_queue``).
     Not with overlays: they may read any field of a decision. (The inputs
     name the overlays a file was rendered under, ``Overlays.made_of``: once
     they are gone, what they rewrote is rendered again without them.)
@@ -278,7 +287,7 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
     work = [(clusters[name], ds) for name, ds in placed.items() if ds]
     render = functools.partial(_render_clusters, inputs=inputs, manifest_of=manifest_of,
                                previous=previous, overlays=overlays, reuse=reuse,
-                               held=held)
+                               held=held, queues=queues or {})
     # the jobs of each cluster to render (not reused): the halves split where they balance
     to_render = [sum(1 for d in ds if reuse is None or job_file(d.key, cluster.name) not in reuse)
                  for cluster, ds in work]
@@ -311,7 +320,8 @@ def _render_clusters(work: Sequence[tuple[MemberCluster, list[Decision]]], *,
                      inputs: FleetInputs, manifest_of: Callable[[JobSource], Manifest | None],
                      previous: Mapping[str, bytes | str], overlays: Overlays,
                      reuse: Mapping[str, tuple[str, str]] | None,
-                     held: Mapping[JobKey, AsItWas]) -> RenderedTree:
+                     held: Mapping[JobKey, AsItWas], queues: Mapping[str, str]
+                     ) -> RenderedTree:
     """The folders of the clusters of ``work``, each with its decisions, in order."""
     out = RenderedTree()
     policies: dict[str, Policy] = {p.ref: p for p in inputs.policies}
@@ -320,7 +330,7 @@ def _render_clusters(work: Sequence[tuple[MemberCluster, list[Decision]]], *,
         namespaces: set[str] = set()
         for d in placed:
             _render_one(d, cluster, inputs, manifest_of, previous, overlays, policies,
-                        files, out, reuse, held)
+                        files, out, reuse, held, queues)
             namespaces.add(d.key.namespace)
         if not files:
             continue
@@ -356,7 +366,7 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
                 previous: Mapping[str, bytes | str], overlays: Overlays,
                 policies: Mapping[str, Policy], files: dict[str, bytes | str],
                 out: RenderedTree, reuse: Mapping[str, tuple[str, str]] | None,
-                held: Mapping[JobKey, AsItWas]) -> None:
+                held: Mapping[JobKey, AsItWas], queues: Mapping[str, str]) -> None:
     source = inputs.jobs.get(d.key)
     if source is None or d.kept or d.phase is not Phase.ADMITTED or cluster.name in d.kept_on:
         _copy_previous(previous, d, cluster.name, files)  # (as it ran there)
@@ -371,10 +381,14 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
     job_rel = f"{d.key.namespace}/{d.key.kind.lower()}-{d.key.name}.yaml"
     group_rel = f"{d.key.namespace}/podgroup-{d.key.name}.yaml"
     base = f"clusters/{cluster.name}/"
+    quota_name = name_of_quota(d.quota, inputs.tree)
+    queue = queues.get(base + job_rel)
     made_of = "\0".join((d.blob, d.path, d.api_version, *d.key.order, d.quota or "",
-                         _quota_name(d.quota, inputs.tree) or "",
-                         str(sum(p.replicas for p in d.pod_sets)), cluster.name,
-                         cluster.gang_dialect, overlays.made_of))
+                         quota_name or "", str(sum(p.replicas for p in d.pod_sets)),
+                         cluster.name, cluster.gang_dialect, overlays.made_of,
+                         # (the queue label it goes with, last: see queue_sent)
+                         (queue or quota_name or "") if cluster.gang_dialect == "kueue"
+                         else ""))
     was = reuse.get(base + job_rel) if reuse is not None else None
     if was is not None and was[0] == made_of:
         files[job_rel] = was[1]
@@ -388,7 +402,7 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
         if manifest is None:
             _copy_previous(previous, d, cluster.name, files)
             return
-        obj, groups = render_job(manifest, d, cluster, inputs.tree)
+        obj, groups = render_job(manifest, d, cluster, inputs.tree, queue)
         obj = overlays.apply(obj, d, cluster, out.problems, out.refused)
         files[job_rel] = dump(obj)
         out.inputs[base + job_rel] = made_of
@@ -443,6 +457,26 @@ def sent_with(rendered: bytes) -> AsItWas | None:
         return AsItWas(tuple(sorted(deps)), kind.deleted_when(obj))
     except (yaml.YAMLError, ManifestError, KeyError, TypeError, AttributeError):
         return None  # (not fleetq's rendering: it keeps what the state has, no more)
+
+
+def queue_sent(made_of: str) -> str:
+    """The Kueue queue label a job file was rendered with, as its inputs say
+    (``RenderedTree.inputs``: the last of them; empty off kueue clusters)."""
+    return made_of.rsplit("\0", 1)[-1]
+
+
+def queue_of(rendered: bytes, now: str) -> str | None:
+    """The Kueue queue label of a rendered job manifest, when it is not ``now``
+    (the manifest is parsed only when its text does not say ``now``); None
+    when it says ``now``, or none."""
+    if f"{KUEUE_QUEUE}: {yamltext.dump(now).strip()}\n".encode() in rendered:
+        return None
+    try:
+        obj = yaml.load(rendered, Loader=yaml.CSafeLoader)
+        queue = obj["metadata"]["labels"][KUEUE_QUEUE]
+    except (yaml.YAMLError, KeyError, TypeError):
+        return None
+    return queue if isinstance(queue, str) and queue != now else None
 
 
 def _copy_previous(previous: Mapping[str, bytes | str], d: Decision, cluster: str,

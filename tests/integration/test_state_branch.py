@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from .conftest import (
     NOW,
@@ -435,3 +436,51 @@ def test_a_state_of_the_format_before_is_decided_and_rendered_again(tmp_path: Pa
     assert "\nFleet-Format: 4 fleetq/" in git(path, "log", "-1", "--format=%B", STATE)
     again = fleetq("reconcile", "--repo", str(path), "--now", NOW)
     assert "no change" in again.stdout, again.stdout
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_a_job_running_on_a_kueue_cluster_keeps_its_queue_when_its_quota_is_renamed(
+        tmp_path: Path, cache: bool) -> None:
+    """Kueue refuses to change the queue label of a job it admitted: renamed
+    with its quota, the running job's manifest could not be applied (Argo CD's
+    sync failed until it ended). It keeps the LocalQueue it runs under, with
+    the cache or without (a fresh clone), and when it is edited; a job pushed
+    after goes to the new one."""
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("64", "256Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/m-a.yaml": member_cluster("m-a", dialect="kueue"),
+        "jobs/run.yaml": pytorchjob("run")})
+    no_cache = () if cache else ("--no-cache",)
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q", *no_cache
+                  ).returncode == 0
+    running = "clusters/m-a/default/pytorchjob-run.yaml"
+    queue = "kueue.x-k8s.io/queue-name"
+
+    def labels(file: str) -> tuple[str, str, set[str]]:
+        obj = yaml.safe_load(state_show(path, file) or "")
+        pods = {spec["template"]["metadata"]["labels"][queue]
+                for spec in obj["spec"]["pytorchReplicaSpecs"].values()}
+        return obj["metadata"]["labels"][queue], obj["metadata"]["labels"]["fleetq.io/quota"], \
+            pods
+
+    assert labels(running) == ("team", "team", {"team"})
+    tree = path / "quota.yaml"
+    tree.write_text(tree.read_text().replace("name: team", "name: research"))
+    write_files(path, {"jobs/new.yaml": pytorchjob("new")})
+    commit_all(path, "rename the quota")
+    for now in ("2026-11-29T12:00:00Z", "2026-11-29T12:05:00Z"):  # (and again: it stays)
+        proc = fleetq("reconcile", "--repo", str(path), "--now", now, *no_cache)
+        assert proc.returncode == 0, proc.stderr
+        assert placements(path)["default/run"]["quota"] == "root/research"
+        assert labels(running) == ("team", "research", {"team"})
+        assert labels("clusters/m-a/default/pytorchjob-new.yaml") == (
+            "research", "research", {"research"})
+    # an edit that changes nothing of where it runs keeps it too
+    source = path / "jobs/run.yaml"
+    source.write_text(source.read_text().replace("restartPolicy: Never",
+                                                 "restartPolicy: OnFailure"))
+    commit_all(path, "edit the running job")
+    assert fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:10:00Z",
+                  *no_cache).returncode == 0
+    assert "OnFailure" in (state_show(path, running) or "")
+    assert labels(running) == ("team", "research", {"team"})
