@@ -200,7 +200,18 @@ def parse_now(text: str | None) -> dt.datetime:
             f"{text[:10]}T{text[11:len(text) - len(form.group(2))]}{zone}")
     except ValueError:  # (a 13th month, ...)
         raise wrong from None
-    return when.astimezone(dt.UTC)
+    try:
+        when = when.astimezone(dt.UTC)
+    except OverflowError:  # (0001-01-01T00:00:00+08:00)
+        when = dt.datetime.min.replace(tzinfo=dt.UTC)
+    if not NOW_YEARS[0] <= when.year <= NOW_YEARS[1]:
+        raise GitError(f"--now {text!r} is outside the years {NOW_YEARS[0]} to "
+                       f"{NOW_YEARS[1]}, the times fleetq takes (git dates no commit before "
+                       f"1970)")
+    return when
+
+
+NOW_YEARS = (1970, 9000)  # the years a --now may be in
 
 
 def rfc3339(when: dt.datetime) -> str:
