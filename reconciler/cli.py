@@ -13,6 +13,7 @@ import contextlib
 import datetime as dt
 import difflib
 import gc
+import io
 import os
 import re
 import shlex
@@ -1340,6 +1341,42 @@ def _terminate(*_: object) -> None:
     raise Terminated
 
 
+class _ToReader(io.TextIOBase):
+    """An output stream that, once its reader is gone (``fleetq validate |
+    head -1``), takes the rest of the output to nowhere: the command ends as
+    it would have, with its exit code (a closed pipe made every command exit
+    0, and ``validate`` or ``plan --exit-code`` in a pipeline found nothing)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._gone = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._gone = True
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._stream.encoding
+
+
 def run() -> NoReturn:
     """The ``fleetq`` command: ``main``, then the process ends without freeing
     what the command built (see ``_keep_to_the_end``), once its output is
@@ -1351,6 +1388,7 @@ def run() -> NoReturn:
     if sys.argv[1:2] != ["watch"]:
         gc.disable()
         signal.signal(signal.SIGTERM, _terminate)  # (watch stops at the end of a round)
+    sys.stdout, sys.stderr = _ToReader(sys.stdout), _ToReader(sys.stderr)
     code = main()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(BrokenPipeError, ValueError):  # `| head`; a closed stream

@@ -743,6 +743,34 @@ def test_output_cut_short_by_a_closed_pipe_is_no_error(seed_fleet: SeedFleet) ->
     assert "Traceback" not in err and "Exception ignored" not in err
 
 
+@pytest.mark.parametrize(("args", "stream", "code"), [
+    (("validate", "-o", "json"), "stdout", 1), (("validate",), "stderr", 1),
+    (("plan", "--exit-code", "-o", "json"), "stdout", 1), (("status",), "stdout", 0)])
+def test_output_cut_short_by_a_closed_pipe_keeps_the_exit_code(
+        seed_fleet: SeedFleet, args: tuple[str, ...], stream: str, code: int) -> None:
+    """`set -o pipefail; fleetq validate | head -1` in CI: a closed pipe made
+    every command exit 0, so a broken fleet (or a plan with changes) passed."""
+    seed_fleet.reconcile()
+    # (more output than a stream's buffer holds: it is written before the command ends)
+    write_files(seed_fleet.path, {f"jobs/default/broken-{i:03}.yaml": "kind: [\n"
+                                  for i in range(300)})
+    write_files(seed_fleet.path, {f"jobs/default/new-{i:03}.yaml": pytorchjob(f"new-{i:03}")
+                                  for i in range(300)})
+    commit_all(seed_fleet.path, "broken files, and new jobs")
+    pipe = {stream: subprocess.PIPE}
+    child = subprocess.Popen([sys.executable, "-m", "reconciler.cli", *args, "--repo",
+                              str(seed_fleet.path), *(("--now", NOW) if "plan" in args else ())],
+                             cwd=REPO_ROOT, env=_buffered(), **pipe,  # type: ignore[call-overload]
+                             **{("stderr" if stream == "stdout" else "stdout"): subprocess.PIPE})
+    closed, other = (child.stdout, child.stderr) if stream == "stdout" else \
+        (child.stderr, child.stdout)
+    assert closed is not None and other is not None
+    closed.close()  # as `| head -0` would
+    said = other.read().decode()
+    assert child.wait(timeout=60) == code, said
+    assert "Traceback" not in said and "Exception ignored" not in said
+
+
 def _buffered() -> dict[str, str]:
     """The environment, with Python's output buffered as it is by default."""
     return {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
