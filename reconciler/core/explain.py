@@ -136,9 +136,19 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                     if req.get(name, 0) > 0 and quota_used.get(node.path, {}).get(name, 0)
                     + req[name] > node.max[name]}
         # the usage once the jobs ahead of it that would run before it ran, those
-        # limits raised (a job ahead that some other limit holds back is passed)
-        served, ran, stuck = _served_first(ahead_in_queue, path, quota_used, short_at,
-                                           strict_fifo)
+        # limits raised (a job ahead that some other limit holds back is passed), and
+        # then each limit they would fill before it raised too, until none is more:
+        # raised as told, those jobs run, and it after them
+        raising = set(short_at)
+        while True:
+            served, ran, stuck = _served_first(ahead_in_queue, path, quota_used, raising,
+                                               strict_fifo)
+            more = {(node.path, name) for node in path for name, limit in node.max.items()
+                    if 0 < req.get(name, 0) <= limit
+                    and served[node.path].get(name, 0) + req[name] > limit} - raising
+            if not more:
+                break
+            raising |= more
         for node in path:
             used = quota_used.get(node.path, {})
             for name in sorted(node.max):

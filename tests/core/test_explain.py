@@ -624,6 +624,32 @@ def test_a_job_is_told_what_the_jobs_ahead_of_it_would_take_of_the_limits_it_pas
                         "else those run and it still waits"), lines
 
 
+def test_the_limits_a_job_is_told_to_raise_let_the_jobs_ahead_and_it_in() -> None:
+    """Six jobs of 4 GPUs wait ahead of t for qa's two job slots, and its GPUs
+    would let two of them in: told the slots for those two and the GPUs they
+    leave, the four others came in first, and t still waited. Each limit the
+    jobs ahead would fill is counted raised too, and the values told, set,
+    admit it."""
+    def fleet(gpus: str, slots: str) -> CycleInput:
+        return cycle_input(
+            jobs=in_order(("x1", 4, "mid"), ("x2", 4, "mid"), *(
+                (f"a{i}", 4, "mid") for i in range(1, 7)), ("t", 4, "mid")),
+            clusters=[gpu_cluster("c1", 8, 8, 8, 8, 8)], priority_classes=PRIORITIES,
+            tree=simple_tree(quota("qa", ns=["team-a"],
+                                   max={"gpu": gpus, "kube-queue/max-jobs": slots})))
+
+    inp, result = decided(fleet("16", "2"))
+    lines = explained(inp, result, "t")
+    assert lines[2] == ("- quota root/qa kube-queue/max-jobs: 2 used of max 2; 1 more must be "
+                        "freed, or max raised to 3 (9 with the 6 job(s) ahead of it in its "
+                        "queue, served first)"), lines
+    assert lines[3] == ("- with the 6 job(s) ahead of it in its queue, served first, it would "
+                        "also need quota root/qa nvidia.com/gpu max raised to 36 (16 now, 8 "
+                        "used): else those run and it still waits"), lines
+    assert by_name(reconcile_cycle(fleet("36", "9")))["t"].phase is Phase.ADMITTED
+    assert by_name(reconcile_cycle(fleet("35", "9")))["t"].phase is Phase.QUEUED
+
+
 def _one_ahead_held_back_by_gpus(fleet: FleetSettings | None = None) -> CycleInput:
     """x1 and x2 (4 GPUs each) take quota qa's two job slots; a1 (2 x 5 GPUs)
     waits, ahead of t (4 GPUs), for the GPU max (16) too."""
