@@ -143,12 +143,12 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         while True:
             served, ran, stuck = _served_first(ahead_in_queue, path, quota_used, raising,
                                                strict_fifo)
-            more = {(node.path, name) for node in path for name, limit in node.max.items()
-                    if 0 < req.get(name, 0) <= limit
-                    and served[node.path].get(name, 0) + req[name] > limit} - raising
-            if not more:
+            fills = {(node.path, name) for node in path for name, limit in node.max.items()
+                     if 0 < req.get(name, 0) <= limit
+                     and served[node.path].get(name, 0) + req[name] > limit} - raising
+            if not fills:
                 break
-            raising |= more
+            raising |= fills
         for node in path:
             used = quota_used.get(node.path, {})
             for name in sorted(node.max):
