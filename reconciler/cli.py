@@ -23,7 +23,8 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
@@ -38,13 +39,14 @@ from reconciler.core.model import (
     QueueStrategy,
 )
 from reconciler.core.policy import candidate_groups, narrowed, with_queue_refusal
-from reconciler.core.problems import Problem, first_of
+from reconciler.core.problems import Problem, first_of, listed
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
 from reconciler.fleet.inputs import is_yaml
 from reconciler.fleet.observed import INVENTORY_DIR, ClusterReport, cluster_report
 from reconciler.fleet.state import decision_item
 from reconciler.gitops.repo import FleetRepo, GitError
+from reconciler.jobkinds import KINDS
 from reconciler.pipeline import (
     DEFAULT_IDENTITY,
     DUE_TRAILER,
@@ -450,8 +452,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         if missing:  # (the others are listed, as kubectl get lists those it finds)
             if items:
                 _print_data(items, args.output, wide=args.wide, texts=texts)
+            meant = _no_job_named(_job_name(missing[0]), (
+                (str(i["job"]["kind"]), str(i["job"]["namespace"]), str(i["job"]["name"]))
+                for i in every)) if len(missing) == 1 else ""
             print(f"fleetq: no job named {', '.join(map(repr, missing))} on "
-                  f"{_branch(repo, args)}; `fleetq status` lists them", file=sys.stderr)
+                  f"{_branch(repo, args)}{meant}; `fleetq status` lists them", file=sys.stderr)
             return EXIT_USAGE
     _print_data(items, args.output, wide=args.wide, texts=texts,
                 none=_none_found(every, args.phase, args.namespace))
@@ -482,17 +487,9 @@ def _none_found(every: list[dict[str, Any]], phase: str | None, namespace: str |
 MAX_LISTED = 10  # namespaces named when none has the jobs asked for
 
 
-def _names(job: Mapping[str, Any], name: tuple[str, str, str]) -> bool:
-    """Whether an item's ``job`` is the one ``name`` names (``_job_name``)."""
-    return _is_named(name, str(job["kind"]), str(job["namespace"]), str(job["name"]))
-
-
-def _is_named(name: tuple[str, str, str], kind: str, namespace: str, job: str) -> bool:
-    """Whether job ``kind namespace/job`` is the one ``name`` names (``_job_name``:
-    its empty parts match any; the kind in any case)."""
-    want_kind, want_namespace, want_name = name
-    return job == want_name and (not want_namespace or namespace == want_namespace) \
-        and (not want_kind or kind.lower() == want_kind.lower())
+def _names(job: Mapping[str, Any], name: Named) -> bool:
+    """Whether an item's ``job`` is the one ``name`` names."""
+    return name.names(str(job["kind"]), str(job["namespace"]), str(job["name"]))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -734,15 +731,64 @@ def _phase(text: str) -> str:
         f"{text!r} is no phase: one of {', '.join(p.value for p in Phase)}")
 
 
-def _job_name(text: str) -> tuple[str, str, str]:
-    """(kind, namespace, name) of NAME, NAMESPACE/NAME or KIND/NAMESPACE/NAME
-    (the kind in any case); empty parts match any."""
+@dataclass(frozen=True)
+class Named:
+    """What a job's name given on the command line names: ``ways`` of reading
+    it, each (kind, namespace, name), an empty part matching any."""
+
+    text: str
+    ways: tuple[tuple[str, str, str], ...]
+
+    @property
+    def name(self) -> str:
+        return self.ways[0][2]
+
+    def names(self, kind: str, namespace: str, job: str) -> bool:
+        """Whether job ``kind namespace/job`` is one it names: a kind as kubectl
+        takes it, in any case, plural or not, with its API group or not
+        (``pytorchjobs.kubeflow.org``)."""
+        return any(job == name and (not ns or namespace == ns) and (
+            not want or want.split(".", 1)[0].lower() in (kind.lower(), kind.lower() + "s"))
+            for want, ns, name in self.ways)
+
+
+JOB_KIND_WORDS = frozenset(w for k in KINDS for w in (k.kind.lower(), k.kind.lower() + "s"))
+
+
+def _job_name(text: str, namespace: str | None = None) -> Named:
+    """What NAME, NAMESPACE/NAME, KIND/NAME (as kubectl writes it) or
+    KIND/NAMESPACE/NAME names; ``namespace``: ``-n``'s, for a name without one."""
     parts = text.split("/")
-    if len(parts) > 3:
-        raise GitError(f"{text!r} is no job name: give NAME, NAMESPACE/NAME or "
+    if len(parts) > 3 or not parts[-1]:
+        raise GitError(f"{text!r} is no job name: give NAME, NAMESPACE/NAME, KIND/NAME or "
                        f"KIND/NAMESPACE/NAME")
-    parts = [""] * (3 - len(parts)) + parts
-    return parts[0], parts[1], parts[2]
+    ns = namespace or ""
+    if len(parts) == 1:
+        return Named(text, (("", ns, parts[0]),))
+    if len(parts) == 3:
+        return Named(text, ((parts[0], parts[1], parts[2]),))
+    first, name = parts
+    ways = [] if namespace else [("", first, name)]  # (NAMESPACE/NAME)
+    if first.split(".", 1)[0].lower() in JOB_KIND_WORDS:  # (KIND/NAME, as kubectl)
+        ways.append((first, ns, name))
+    if not ways:
+        raise GitError(f"{text!r} with -n {namespace}: {first!r} is no job kind (give "
+                       f"KIND/NAME, or NAME with -n)")
+    return Named(text, tuple(ways))
+
+
+def _no_job_named(named: Named, jobs: Iterable[tuple[str, str, str]]) -> str:
+    """The end of "no job named", of the ``jobs`` there are (kind, namespace,
+    name): those whose names are closest to it, or that it begins (a
+    generateName prefix: the API server adds 5 characters)."""
+    by_name: dict[str, list[str]] = {}
+    for kind, namespace, name in jobs:
+        by_name.setdefault(name, []).append(f"{kind}/{namespace}/{name}")
+    close = [n for n in sorted(by_name) if n.startswith(named.name)][:3] or \
+        difflib.get_close_matches(named.name, list(by_name), n=3, cutoff=0.8)
+    if not close:
+        return ""
+    return f" (did you mean {listed([t for n in close for t in sorted(by_name[n])])}?)"
 
 
 def _unread_naming(repo: FleetRepo, computed: Computed, name: str) -> str:
@@ -795,12 +841,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     base = _state_head(repo, branch)
     computed = _computed_on(repo, args, branch, state_base=base, now=args.now, write=False)
     wanted = args.job
-    name = _job_name(wanted)
+    name = _job_name(wanted, args.namespace)
     matches = [d for d in computed.result.decisions
-               if _is_named(name, d.key.kind, d.key.namespace, d.key.name)]
+               if name.names(d.key.kind, d.key.namespace, d.key.name)]
     if not matches:
         gone = [d for d in computed.prior.values()
-                if _is_named(name, d.key.kind, d.key.namespace, d.key.name)]
+                if name.names(d.key.kind, d.key.namespace, d.key.name)]
         if len(gone) == 1:  # (deleted from the source: the state still has it)
             lines = _deleted(gone[0], computed.source.sha)
             if args.output in ("json", "yaml"):
@@ -809,8 +855,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
             else:
                 print("\n".join(lines))
             return EXIT_OK
-        print(f"fleetq: no job named {wanted!r} in {computed.source.sha[:12]}"
-              f"{_unread_naming(repo, computed, name[-1])}", file=sys.stderr)
+        meant = _no_job_named(name, ((d.key.kind, d.key.namespace, d.key.name)
+                                     for d in computed.result.decisions))
+        print(f"fleetq: no job named {wanted!r} in {computed.source.sha[:12]}{meant}"
+              f"{_unread_naming(repo, computed, name.name)}", file=sys.stderr)
         return EXIT_USAGE
     if len(matches) > 1:
         names = ", ".join(f"{d.key.kind}/{d.key.namespace}/{d.key.name}" for d in matches)
@@ -1238,7 +1286,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("explain", help="why a job waits and what would let it run")
     common(p)
-    p.add_argument("job", help="NAME, NAMESPACE/NAME or KIND/NAMESPACE/NAME")
+    p.add_argument("job", help="NAME, NAMESPACE/NAME, KIND/NAME or KIND/NAMESPACE/NAME (KIND "
+                   "as kubectl takes it: pytorchjob, pytorchjobs.kubeflow.org, ...)")
+    p.add_argument("-n", "--namespace", default=None, help="the job's namespace")
     p.add_argument("--source", default="HEAD",
                    help="explain as a reconcile of this revision would decide (default: HEAD)")
     state_branch(p)

@@ -863,6 +863,46 @@ def test_explain_of_a_job_whose_new_file_does_not_parse_names_the_file(
             f"read it there (line " in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize("name", [
+    "pytorchjob/pytorch-test", "PyTorchJobs/pytorch-test", "pytorchjob.kubeflow.org/pytorch-test",
+    "pytorchjobs.kubeflow.org/default/pytorch-test", "default/pytorch-test"])
+def test_a_job_is_named_as_kubectl_names_it(seed_fleet: SeedFleet, name: str) -> None:
+    """``kubectl get pytorchjob/x``, plural kinds and kinds with their group
+    named no job; ``-n`` was refused by explain."""
+    seed_fleet.reconcile()
+    repo = str(seed_fleet.path)
+    for args in ((name,), ("-n", "default", name.rsplit("/", 1)[-1])):
+        proc = fleetq("explain", *args, "--repo", repo, "--now", NOW)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith("PyTorchJob default/pytorch-test is Admitted"), proc.stdout
+    proc = fleetq("status", name, "--repo", repo, "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert [i["job"]["name"] for i in json.loads(proc.stdout)] == ["pytorch-test"]
+
+
+def test_a_name_that_names_no_job_is_told_the_closest(seed_fleet: SeedFleet) -> None:
+    """A typo, or the generateName prefix a job was written with (the API
+    server, and fleetq, add 5 characters to it)."""
+    seed_fleet.reconcile()
+    write_files(seed_fleet.path, {"jobs/default/gen.yaml": pytorchjob("x").replace(
+        "  name: x\n", "  generateName: sweep-\n")})
+    commit_all(seed_fleet.path, "a job named by its generateName")
+    repo = str(seed_fleet.path)
+    for command, name, meant in (
+            ("explain", "pytorch-tset", "PyTorchJob/default/pytorch-test"),
+            ("status", "pytorch-tset", "PyTorchJob/default/pytorch-test"),
+            ("explain", "sweep-", "PyTorchJob/default/sweep-")):
+        proc = fleetq(command, name, "--repo", repo, *(("--now", NOW) if command == "explain"
+                                                        else ()))
+        if command == "status":  # (the state still has the source before the new job)
+            assert proc.returncode == 2 and f"(did you mean {meant}?)" in proc.stderr, \
+                proc.stderr
+            continue
+        assert proc.returncode == 2 and f"(did you mean {meant}" in proc.stderr, proc.stderr
+    proc = fleetq("explain", "nothing-like-it", "--repo", repo, "--now", NOW)
+    assert proc.returncode == 2 and "did you mean" not in proc.stderr
+
+
 def test_explain_names_an_unknown_or_ambiguous_job_as_a_usage_error(
         seed_fleet: SeedFleet) -> None:
     repo = str(seed_fleet.path)
