@@ -342,6 +342,13 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark is not None else 0
+        lines = (data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+                 ).splitlines()
+        if line > len(lines):  # (past the end of the file: where what is open began, at
+            began = getattr(exc, "context_mark", None)  # the latest on its last written line)
+            written = max((i for i, text in enumerate(lines, start=1) if text.strip()),
+                          default=len(lines))
+            line = min(began.line + 1 if began is not None else written, written)
         problem = getattr(exc, "problem", None) or str(exc)
         context = getattr(exc, "context", None)
         text = f"{context} {problem}" if context else str(problem)

@@ -147,6 +147,20 @@ def test_what_pyyaml_refuses_is_a_problem_with_its_line(data: bytes, message: st
     assert message in problem.message
 
 
+@pytest.mark.parametrize(("data", "line"), [
+    (b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x\n", 3),  # (not 4: no such line)
+    (b"a: 1\nb: [1,\n\n", 2),
+    (b"a: 1\nb: 'x", 2),
+    (b"a: 1\n b: 2\n", 2),
+])
+def test_a_yaml_error_at_the_end_of_a_file_is_told_where_what_is_left_open_begins(
+        data: bytes, line: int) -> None:
+    """PyYAML finds an unclosed flow mapping at the end of the stream: told
+    at the line after the last one, which the file does not have."""
+    _, problem = parse_documents("jobs/bad.yaml", data)
+    assert problem is not None and problem.line == line, problem
+
+
 def test_every_yaml_file_of_the_template_and_upstream() -> None:
     files = sorted((REPO_ROOT / "fleet-repo-template").rglob("*.yaml"))
     if SHARED.exists():
