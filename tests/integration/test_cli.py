@@ -148,7 +148,8 @@ def test_status_says_what_its_filters_found_nothing_in(seed_fleet: SeedFleet) ->
                                                   "default."}
     for args, said in cases.items():
         proc = fleetq("status", "--repo", repo, *args)
-        assert (proc.returncode, proc.stdout, proc.stderr) == (0, said + "\n", ""), args
+        # (on stderr, as kubectl says it: the table has no line)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", said + "\n"), args
     proc = fleetq("status", "--repo", repo, "-n", "prod", "-o", "json")
     assert (proc.returncode, json.loads(proc.stdout)) == (0, [])  # (data: nothing else)
 
@@ -554,7 +555,7 @@ def test_validate_checks_the_work_tree_before_it_is_committed(tmp_path: Path) ->
     status = git(target, "status", "--porcelain")
     proc = fleetq("validate", "--repo", str(target))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "jobs/new.yaml:3: error: not valid YAML" in proc.stdout
+    assert "jobs/new.yaml:2: error: not valid YAML" in proc.stdout  # (where `[` opens)
     assert "ignored.yaml" not in proc.stdout
     assert "(the work tree, with changes not committed)" in proc.stdout
     assert git(target, "status", "--porcelain") == status
@@ -595,7 +596,7 @@ def test_validate_writes_nothing_into_the_repository(tmp_path: Path) -> None:
         if locked.returncode == 0:
             subprocess.run(["chattr", "-i", str(target / ".git")], check=True)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "jobs/new.yaml:3: error: not valid YAML" in proc.stdout
+    assert "jobs/new.yaml:2: error: not valid YAML" in proc.stdout  # (where `[` opens)
     assert "(the work tree, with changes not committed)" in proc.stdout
     assert sorted(str(p.relative_to(target)) for p in (target / ".git").rglob("*")) == before
 
