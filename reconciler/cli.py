@@ -146,7 +146,8 @@ def _print_data(items: list[dict[str, Any]], output: str, *, wide: bool = False,
                 texts: Mapping[int, bytes] | None = None, none: str = "No jobs.") -> None:
     """``items`` as ``output`` says. ``texts``: the text of items (by ``id``) as
     placements.yaml has them, which is their YAML (``emit``), written as it is;
-    ``none``: the table's line when there are no items."""
+    ``none``: said on stderr when there are no items (as kubectl says "No
+    resources found": the table has no line, so ``| wc -l`` counts none)."""
     if output == "json":
         write_parts(json_parts(items), sys.stdout)
     elif output == "yaml" and texts and items and all(id(i) in texts for i in items):
@@ -157,7 +158,7 @@ def _print_data(items: list[dict[str, Any]], output: str, *, wide: bool = False,
     elif items:
         print(placements_table(items, wide=wide))
     else:
-        print(none)
+        print(none, file=sys.stderr)
 
 
 def _print_value(value: Any, output: str) -> None:
