@@ -77,6 +77,14 @@ def first_of(words: Sequence[str], most: int) -> str:
 BOOLEAN_WORDS = "YAML reads on, off, yes, no, true and false unquoted as booleans"
 
 
+def as_written(value: object) -> str:
+    """A value as a message quotes it, in YAML's words for YAML's own: true,
+    false and null, not Python's True, False and None."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "null" if value is None else repr(value)
+
+
 def as_read(value: object) -> str:
     """A value that should have been a string, as a message shows it: a boolean
     as the YAML it was read from could have been written, and why."""

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
 from reconciler.core.outcomes import ObservedPhase
-from reconciler.core.problems import capped
+from reconciler.core.problems import as_written, capped
 from reconciler.core.resources import Resources, add_into, format_quantity, pointwise_max
 
 Manifest = dict[str, Any]
@@ -326,7 +326,7 @@ def replicas_of(raw: object, field: str, default: int = 1) -> int:
         return default
     if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= INT32_MAX:
         raise ManifestError(f"{field} must be a whole number from 0 to {INT32_MAX}, "
-                            f"not {raw!r}", field)
+                            f"not {as_written(raw)}", field)
     return raw
 
 
@@ -417,7 +417,7 @@ def gang_minimum(obj: Manifest, pods: int, later: int = 0) -> int:
                  f"workers are ready ({LAUNCHER_LATER}): a gang that waits for it never "
                  f"starts" if later else "the job's pods")
         raise ManifestError(f"{MIN_AVAILABLE_AT} must be a whole number from 1 to {most} "
-                            f"({whose}), not {value!r}", MIN_AVAILABLE_AT)
+                            f"({whose}), not {as_written(value)}", MIN_AVAILABLE_AT)
     return value
 
 

@@ -152,3 +152,18 @@ def test_replicas_beyond_what_the_api_server_holds_are_an_error(replicas: object
     assert [(t.name, t.replicas) for t in mpi.pod_templates(
         mpijob("kubeflow.org/v2beta1", replicas=2**31 - 1))] == [
         ("launcher", 1), ("worker", 2**31 - 1)]
+
+
+@pytest.mark.parametrize(("replicas", "said"), [(True, "not true"), (None, None),
+                                                (-1, "not -1"), ("2", "not '2'")])
+def test_a_replica_count_that_is_no_number_is_quoted_as_yaml_writes_it(
+        replicas: object, said: str | None) -> None:
+    """``replicas: true`` was told as "not True", Python's spelling."""
+    from reconciler.jobkinds.base import replicas_of
+
+    if said is None:
+        assert replicas_of(replicas, "spec.parallelism") == 1
+        return
+    with pytest.raises(ManifestError) as err:
+        replicas_of(replicas, "spec.parallelism")
+    assert str(err.value) == f"spec.parallelism must be a whole number from 0 to 2147483647, {said}"
