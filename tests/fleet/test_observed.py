@@ -733,7 +733,7 @@ def test_a_file_that_is_not_yaml_is_a_problem_at_its_line() -> None:
                                         STATUS_HEAD.encode() + b"jobs: [\n")
     assert observation is None
     assert len(problems) == 1
-    assert problems[0].path == "status/gpu-b.yaml" and problems[0].line == 8
+    assert problems[0].path == "status/gpu-b.yaml" and problems[0].line == 7  # (where `[` opens)
     assert "not valid YAML" in problems[0].message
 
 
