@@ -269,7 +269,7 @@ def test_a_damaged_status_file_is_a_warning_and_the_rest_is_reconciled(fleet: Pa
     git(fleet, "update-ref", "refs/heads/fleetq/state", commit)
 
     proc = reconcile(fleet)
-    assert "status/gpu-hz-a.yaml:3: warning: not valid YAML" in proc.stderr
+    assert "status/gpu-hz-a.yaml:2: warning: not valid YAML" in proc.stderr
     assert "the report is left out (its jobs stay as they are)" in proc.stderr
     items = placements(fleet)
     assert items[HOTFIX]["phase"] == "Finished"
