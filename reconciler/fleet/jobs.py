@@ -313,6 +313,16 @@ def check_metadata(meta: object, field: str) -> None:
             wrong = _label_wrong(str(k), v or "", part == "labels")
             if wrong is not None:
                 raise ManifestError(f"{at}: {wrong}", at)
+        if part == "annotations":
+            size = sum(len(k.encode()) + len((v or "").encode()) for k, v in value.items())
+            if size > ANNOTATIONS_MOST:
+                raise ManifestError(
+                    f"{at}: {size:,} bytes in all, more than the {ANNOTATIONS_MOST:,} the API "
+                    f"server takes (keys and values together); keep large data in a ConfigMap",
+                    at)
+
+
+ANNOTATIONS_MOST = 256 << 10  # bytes of an object's annotations (keys and values), at most
 
 
 _LABEL_RULE = ("at most 63 letters, digits, '-', '_' and '.', starting and ending with a "

@@ -1222,3 +1222,22 @@ def test_a_value_of_megabytes_quoted_in_a_message_is_cut_to_its_start_and_end() 
     assert message.endswith("; quote it; fix the manifest")
     [bad] = inputs.invalid
     assert len(bad.message) <= MAX_MESSAGE + 60 and "; quote it" in bad.message[-40:]
+
+
+@pytest.mark.parametrize(("size", "invalid"), [(200_000, False), (300_000, True)])
+def test_annotations_larger_than_the_api_server_takes_make_a_job_invalid(
+        size: int, invalid: bool) -> None:
+    """An object's annotations hold 256 KiB at most: a job with more was
+    admitted, held its quota and could never be created."""
+    text = JOB.replace("metadata: {name: j1, namespace: default}",
+                       f"metadata:\n  name: j1\n  namespace: default\n"
+                       f"  annotations: {{notes: '{'x' * size}'}}")
+    inputs = read({"jobs/j.yaml": text})
+    if not invalid:
+        assert [str(k) for k in inputs.jobs] == ["Job default/j1"] and told(inputs) == []
+        return
+    assert not inputs.jobs
+    assert told(inputs) == [
+        "jobs/j.yaml:6: metadata.annotations: 300,005 bytes in all, more than the 262,144 the "
+        "API server takes (keys and values together); keep large data in a ConfigMap; fix the "
+        "manifest"]
