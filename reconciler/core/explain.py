@@ -215,7 +215,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                       f"job slot: the job waits for one rather than reclaim it from another "
                       f"quota")
     if held_by_min:  # (its own min is the bar; dropping the label helps only if max has room)
-        fixes = ["raise that min"]
+        fixes = ["raise that min" + _parents_min_too(tree, d.quota, req)]
         if not shortfalls:
             fixes.append("let the job be preempted (drop the label)")
         if d.phase is not Phase.INADMISSIBLE:  # (no job leaving would let it in)
@@ -377,6 +377,29 @@ def _short_clusters(req: Mapping[str, int], names: Collection[str],
         if short:
             out[name] = f"cluster {name}: " + ", ".join(short)
     return out
+
+
+def _parents_min_too(tree: QuotaTree | None, quota: str | None,
+                     req: Mapping[str, int]) -> str:
+    """What raising ``quota``'s min by as much as ``req`` needs of its parents:
+    the mins of a quota's children may not add up to more than its own."""
+    if tree is None or quota not in tree.nodes:
+        return ""
+    short = []
+    node = tree.nodes[quota]
+    while node.parent is not None:
+        parent = tree.nodes[node.parent]
+        names = [name for name in sorted(req) if req[name] > 0 and name in parent.min
+                 and parent.min[name] - sum(tree.nodes[c].min.get(name, 0)
+                                            for c in parent.children) < req[name]]
+        if not names:
+            break
+        short.append(f"the {', '.join(names)} min of {parent.path}")
+        node = parent
+    if not short:
+        return ""
+    return (f", and with it {listed(short, ' and ')} (the mins of a quota's children may not "
+            f"add up to more than its own)")
 
 
 def _served_first(ahead: Collection[Decision], path: Sequence[QuotaNode],

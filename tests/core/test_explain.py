@@ -186,6 +186,33 @@ def test_a_non_preemptible_job_over_its_quotas_min_is_told_the_min_is_the_bar() 
     assert not any("a higher priority" in line for line in lines)
 
 
+def test_a_non_preemptible_job_is_told_the_parents_mins_its_quotas_min_needs_raised() -> None:
+    """Told to raise its quota's min, the user did, and the tree was refused:
+    the mins of a quota's children may not add up to more than its own (the
+    tree's last good version was kept, and the job waited on)."""
+    def fleet(a: str, p: str, root: str) -> CycleInput:
+        spec = quota("root", quota("p", quota("a", ns=["team-a"], min={"cpu": a}),
+                                   quota("b", ns=["team-b"], min={"cpu": "2"}),
+                                   min={"cpu": p}),
+                     quota("c", ns=["team-c"], min={"cpu": "4"}),
+                     min={"cpu": root}, max={"cpu": root})
+        return cycle_input(jobs=[
+            job("a1", "team-a").pod_set("main", 1, cpu="2").non_preemptible()
+            .created("2026-01-01T00:00:01Z"),
+            job("a2", "team-a").pod_set("main", 1, cpu="1").non_preemptible()
+            .created("2026-01-01T00:00:02Z")], tree=tree(spec))
+
+    inp, result = decided(fleet("2", "4", "8"))
+    lines = explained(inp, result, "a2")
+    assert ("there: raise that min, and with it the cpu min of root/p and the cpu min of root "
+            "(the mins of a quota's children may not add up to more than its own), let the job "
+            "be preempted (drop the label), or wait for those jobs to end") in lines[2], lines
+    assert by_name(reconcile_cycle(fleet("3", "5", "9")))["a2"].phase is Phase.ADMITTED
+    # where the parents have room in their mins, they are not named
+    inp, result = decided(fleet("2", "5", "9"))
+    assert "there: raise that min, let the job be preempted" in explained(inp, result, "a2")[2]
+
+
 def test_a_job_placed_by_capacity_alone_is_not_told_of_a_quota_queue() -> None:
     """Its policy has no suspension.scheduling: it waits in no quota queue (no
     position), for room on a cluster; explain says so."""
