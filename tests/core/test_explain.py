@@ -634,47 +634,47 @@ def test_a_job_short_at_several_limits_is_told_it_needs_room_at_all_of_them() ->
         "raised to 12"], lines
 
 
-def test_a_job_is_told_what_the_jobs_ahead_of_it_would_take_of_the_limits_it_passes() -> None:
+AHEAD = {  # case -> (the jobs of team-a (name, GPUs), the cluster's nodes' GPUs)
+    "one ahead": ([("a1", 2), ("a2", 2), ("a3", 4), ("t", 1)], (8, 8)),
+    "six ahead": ([("x1", 4), ("x2", 4), *((f"a{i}", 4) for i in range(1, 7)), ("t", 4)],
+                  (8, 8, 8, 8, 8)),
+}
+
+
+@pytest.mark.parametrize(("case", "gpus", "slots", "told"), [
+    ("one ahead", "8", "2", ("3 (4 with the 1 job(s)", "1 job(s)", "9 (8 now, 4 used)")),
+    ("six ahead", "16", "2", ("3 (9 with the 6 job(s)", "6 job(s)", "36 (16 now, 8 used)")),
+])
+def test_a_job_is_told_what_the_jobs_ahead_of_it_would_take_of_the_limits_it_passes(
+        case: str, gpus: str, slots: str, told: tuple[str, str, str]) -> None:
     """Told to raise the job limit as far as the jobs ahead of it need, it
-    waited on: they took the GPUs, a limit it was never told of."""
-    inp, result = decided(cycle_input(
-        jobs=in_order(("a1", 2, "mid"), ("a2", 2, "mid"), ("a3", 4, "mid"), ("a4", 1, "mid")),
-        clusters=[gpu_cluster("c1", 8, 8)], priority_classes=PRIORITIES,
-        tree=simple_tree(quota("qa", ns=["team-a"],
-                               max={"gpu": "8", "kube-queue/max-jobs": "2"}))))
-    lines = explained(inp, result, "a4")
-    assert lines[2] == ("- quota root/qa kube-queue/max-jobs: 2 used of max 2; 1 more must be "
-                        "freed, or max raised to 3 (4 with the 1 job(s) ahead of it in its "
-                        "queue, served first)"), lines
-    assert lines[3] == ("- with the 1 job(s) ahead of it in its queue, served first, it would "
-                        "also need quota root/qa nvidia.com/gpu max raised to 9 (8 now, 4 used): "
-                        "else those run and it still waits"), lines
-
-
-def test_the_limits_a_job_is_told_to_raise_let_the_jobs_ahead_and_it_in() -> None:
-    """Six jobs of 4 GPUs wait ahead of t for qa's two job slots, and its GPUs
-    would let two of them in: told the slots for those two and the GPUs they
-    leave, the four others came in first, and t still waited. Each limit the
-    jobs ahead would fill is counted raised too, and the values told, set,
-    admit it."""
+    waited on: they took the GPUs, a limit it was never told of. And with six
+    ahead, of which qa's GPUs let two in: told the slots for those two and
+    the GPUs they leave, the four others came in first, and t still waited.
+    Each limit the jobs ahead would fill is counted raised too: the values
+    told, set, admit it, and one less does not."""
     def fleet(gpus: str, slots: str) -> CycleInput:
+        jobs, nodes = AHEAD[case]
         return cycle_input(
-            jobs=in_order(("x1", 4, "mid"), ("x2", 4, "mid"), *(
-                (f"a{i}", 4, "mid") for i in range(1, 7)), ("t", 4, "mid")),
-            clusters=[gpu_cluster("c1", 8, 8, 8, 8, 8)], priority_classes=PRIORITIES,
+            jobs=in_order(*((name, n, "mid") for name, n in jobs)),
+            clusters=[gpu_cluster("c1", *nodes)], priority_classes=PRIORITIES,
             tree=simple_tree(quota("qa", ns=["team-a"],
                                    max={"gpu": gpus, "kube-queue/max-jobs": slots})))
 
-    inp, result = decided(fleet("16", "2"))
+    inp, result = decided(fleet(gpus, slots))
     lines = explained(inp, result, "t")
+    slots_told, ahead, gpus_told = told
     assert lines[2] == ("- quota root/qa kube-queue/max-jobs: 2 used of max 2; 1 more must be "
-                        "freed, or max raised to 3 (9 with the 6 job(s) ahead of it in its "
-                        "queue, served first)"), lines
-    assert lines[3] == ("- with the 6 job(s) ahead of it in its queue, served first, it would "
-                        "also need quota root/qa nvidia.com/gpu max raised to 36 (16 now, 8 "
-                        "used): else those run and it still waits"), lines
-    assert by_name(reconcile_cycle(fleet("36", "9")))["t"].phase is Phase.ADMITTED
-    assert by_name(reconcile_cycle(fleet("35", "9")))["t"].phase is Phase.QUEUED
+                        f"freed, or max raised to {slots_told} ahead of it in its queue, "
+                        "served first)"), lines
+    assert lines[3] == (f"- with the {ahead} ahead of it in its queue, served first, it would "
+                        f"also need quota root/qa nvidia.com/gpu max raised to {gpus_told}: "
+                        "else those run and it still waits"), lines
+    raised_gpus, raised_slots = gpus_told.split()[0], slots_told.split()[1].lstrip("(")
+    assert by_name(reconcile_cycle(fleet(raised_gpus, raised_slots)))["t"].phase is \
+        Phase.ADMITTED
+    assert by_name(reconcile_cycle(fleet(str(int(raised_gpus) - 1), raised_slots)))["t"] \
+        .phase is Phase.QUEUED
 
 
 def _one_ahead_held_back_by_gpus(fleet: FleetSettings | None = None) -> CycleInput:
