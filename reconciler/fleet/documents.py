@@ -322,14 +322,17 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
     docs: list[Document] = []
     loader = _Loader(data)
     index = 0
+    # (an alias needs an anchor: without one, no document can be larger than its text)
+    anchored = (_ANCHOR if isinstance(data, bytes) else _ANCHOR_TEXT).search(data) is not None
     try:
         while loader.check_node():
             node = loader.get_node()
             memo: dict[int, Any] = {}
             try:
                 value = _construct(loader, node, memo)
-                if memo.get(_SHARED):
+                if anchored:  # (the aliases of strings are not seen by _construct)
                     _check_nodes(node)
+                if memo.get(_SHARED):
                     value = _unshared(value)
             except _Unusual:
                 _check_nodes(node)
@@ -340,13 +343,16 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
     except yaml.reader.ReaderError as exc:  # (not UTF-8, or a character YAML refuses)
         return docs, _unreadable(path, data, exc)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        began = getattr(exc, "context_mark", None)
+        mark = getattr(exc, "problem_mark", None) or began
         line = mark.line + 1 if mark is not None else 0
         lines = (data.decode("utf-8", "replace") if isinstance(data, bytes) else data
                  ).splitlines()
-        if line > len(lines):  # (past the end of the file: where what is open began, at
-            began = getattr(exc, "context_mark", None)  # the latest on its last written line)
-            written = max((i for i, text in enumerate(lines, start=1) if text.strip()),
+        if mark is not None and _nothing_after(lines, mark.line, mark.column):
+            # (found at the end of the file: told where what is left open began, at
+            # the latest on the last line that holds anything)
+            written = max((i for i, text in enumerate(lines, start=1)
+                           if text.strip() and not text.lstrip().startswith("#")),
                           default=len(lines))
             line = min(began.line + 1 if began is not None else written, written)
         problem = getattr(exc, "problem", None) or str(exc)
@@ -362,6 +368,18 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
     finally:
         loader.dispose()
     return docs, None
+
+
+# An anchor (&name) where a node begins: a plain scalar's "a && b" or "x&y" is none.
+_ANCHOR = re.compile(rb"(?:^|[\s\[{,])&[^\s,\[\]{}&]")
+_ANCHOR_TEXT = re.compile(_ANCHOR.pattern.decode())
+
+
+def _nothing_after(lines: list[str], line: int, column: int) -> bool:
+    """Whether the file holds nothing but blanks and comments from ``line``,
+    ``column`` (0-based) on."""
+    rest = [lines[line][column:], *lines[line + 1:]] if line < len(lines) else []
+    return all(not text.strip() or text.lstrip().startswith("#") for text in rest)
 
 
 def load_yaml(text: str) -> Any:

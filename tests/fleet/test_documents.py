@@ -113,6 +113,9 @@ LAUGHS = b"a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n" + b"".join(
     (LAUGHS, 1, "its aliases expand it to 6,053,451 nodes (more than 400,000"),
     # (few nodes, each a long string: a manifest of 1 GB to render)
     (LONG_STRINGS, 1, "its aliases expand it to 106 MiB of text (more than 16 MiB"),
+    # (aliases of a string alone, which the constructor does not see)
+    (b"a: &s " + b"z" * 50_000 + b"\nf: [" + b",".join([b"*s"] * 2000) + b"]\n", 1,
+     "its aliases expand it to 95 MiB of text"),
     # values a Kubernetes object has no form of, which PyYAML builds as Python's own
     # (a set went out as "{'b', 'a'}", in an order of its process)
     (b"a: 1\nargs: !!set {x, y}\n", 2, "the tag !!set makes a set, which a Kubernetes "
@@ -135,6 +138,8 @@ def test_what_kubernetes_refuses_and_pyyaml_takes_is_a_problem_at_its_line(
 def test_aliases_that_expand_a_document_little_are_read() -> None:
     data = b"a: &a [x, y]\n" + b"".join(f"k{i}: *a\n".encode() for i in range(1000))
     assert values(data) == pyyaml(data)
+    data = b"a: &s text\nb: [*s, *s]\nc: 'x && y'\nd: p&q\n"
+    assert values(data) == pyyaml(data)
 
 
 @pytest.mark.parametrize("data, message", [
@@ -152,6 +157,9 @@ def test_what_pyyaml_refuses_is_a_problem_with_its_line(data: bytes, message: st
     (b"a: 1\nb: [1,\n\n", 2),
     (b"a: 1\nb: 'x", 2),
     (b"a: 1\n b: 2\n", 2),
+    (b"x: 1\na: {b: 1,\n# c", 2),  # (comments after it: the end all the same)
+    (b"a: [1,\n# x\n# y", 1),
+    (b'a: "abc\ndef', 1),
 ])
 def test_a_yaml_error_at_the_end_of_a_file_is_told_where_what_is_left_open_begins(
         data: bytes, line: int) -> None:
