@@ -323,7 +323,8 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
     loader = _Loader(data)
     index = 0
     # (an alias needs an anchor: without one, no document can be larger than its text)
-    anchored = (_ANCHOR if isinstance(data, bytes) else _ANCHOR_TEXT).search(data) is not None
+    anchored = (_ANCHOR.search(data) if isinstance(data, bytes)
+                else _ANCHOR_TEXT.search(data)) is not None
     try:
         while loader.check_node():
             node = loader.get_node()
