@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -466,17 +467,22 @@ def queue_sent(made_of: str) -> str:
 
 
 def queue_of(rendered: bytes, now: str) -> str | None:
-    """The Kueue queue label of a rendered job manifest, when it is not ``now``
-    (the manifest is parsed only when its text does not say ``now``); None
-    when it says ``now``, or none."""
-    if f"{KUEUE_QUEUE}: {yamltext.dump(now).strip()}\n".encode() in rendered:
-        return None
+    """The Kueue queue label of a rendered job manifest, when it is not ``now``;
+    None when it is ``now``, or none. Only its ``metadata`` is parsed (its
+    text up to the next field of the object: the state's files are fleetq's
+    own writing, each field of the object at the start of a line)."""
+    start = rendered.find(b"\nmetadata:\n")
+    end = _NEXT_FIELD.search(rendered, start + 1) if start >= 0 else None
+    text = rendered if start < 0 else rendered[start + 1:end.start() if end else None]
     try:
-        obj = yaml.load(rendered, Loader=yaml.CSafeLoader)
+        obj = yaml.load(text, Loader=yaml.CSafeLoader)
         queue = obj["metadata"]["labels"][KUEUE_QUEUE]
     except (yaml.YAMLError, KeyError, TypeError):
         return None
     return queue if isinstance(queue, str) and queue != now else None
+
+
+_NEXT_FIELD = re.compile(rb"\n(?=[^\s#])")  # (a line's end before an object's next field)
 
 
 def _copy_previous(previous: Mapping[str, bytes | str], d: Decision, cluster: str,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from reconciler.core.model import Decision, JobKey, MemberCluster, Phase, PodSetCount
-from reconciler.render.manifests import render_job
+from reconciler.render.manifests import dump, render_job
 
 POD = {"spec": {"containers": [{"name": "c", "image": "x"}]}}
 
@@ -210,3 +210,20 @@ def test_a_volcano_pod_group_has_its_job_s_priority_class(where: str, said: str 
     [group] = groups
     assert group["spec"].get("priorityClassName") == said
     assert group["spec"]["minMember"] == 1
+
+
+def test_the_queue_a_job_was_sent_with_is_read_from_its_labels_alone() -> None:
+    """An annotation whose text reads as the queue label (a note of the
+    move) made a running job's label look renamed already: it flipped."""
+    from reconciler.render.manifests import queue_of
+
+    job = pytorchjob()
+    job["metadata"]["annotations"] = {
+        "notes": "moved to\nkueue.x-k8s.io/queue-name: research\n"}
+    obj, _ = render_job(job, decision("PyTorchJob", "kubeflow.org/v1", "p", ("worker", 1)),
+                        MemberCluster("m-a", gang_dialect="kueue"), None, "team")
+    rendered = dump(obj)
+    assert b"\n      kueue.x-k8s.io/queue-name: research\n" in rendered
+    assert queue_of(rendered, "research") == "team"
+    assert queue_of(rendered, "team") is None
+    assert queue_of(b"kind: x\n", "team") is None
