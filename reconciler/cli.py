@@ -490,7 +490,9 @@ MAX_LISTED = 10  # namespaces named when none has the jobs asked for
 
 def _names(job: Mapping[str, Any], name: Named) -> bool:
     """Whether an item's ``job`` is the one ``name`` names."""
-    return name.names(str(job["kind"]), str(job["namespace"]), str(job["name"]))
+    api_version = str(job.get("apiVersion", ""))
+    return name.names(str(job["kind"]), str(job["namespace"]), str(job["name"]),
+                      api_version.rpartition("/")[0])
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -744,13 +746,21 @@ class Named:
     def name(self) -> str:
         return self.ways[0][2]
 
-    def names(self, kind: str, namespace: str, job: str) -> bool:
-        """Whether job ``kind namespace/job`` is one it names: a kind as kubectl
-        takes it, in any case, plural or not, with its API group or not
-        (``pytorchjobs.kubeflow.org``)."""
-        return any(job == name and (not ns or namespace == ns) and (
-            not want or want.split(".", 1)[0].lower() in (kind.lower(), kind.lower() + "s"))
-            for want, ns, name in self.ways)
+    def names(self, kind: str, namespace: str, job: str, group: str) -> bool:
+        """Whether job ``kind namespace/job`` of API ``group`` is one it names:
+        a kind as kubectl takes it, in any case, plural or not, with its API
+        group or not (``pytorchjobs.kubeflow.org``)."""
+        return any(job == name and (not ns or namespace == ns) and _kind_is(want, kind, group)
+                   for want, ns, name in self.ways)
+
+
+def _kind_is(want: str, kind: str, group: str) -> bool:
+    """Whether ``want`` (as kubectl takes a kind: ``Job``, ``jobs``,
+    ``job.batch``; empty: any) names ``kind`` of API ``group``."""
+    if not want:
+        return True
+    word, _, in_group = want.lower().partition(".")
+    return word in (kind.lower(), kind.lower() + "s") and in_group in ("", group.lower())
 
 
 JOB_KIND_WORDS = frozenset(w for k in KINDS for w in (k.kind.lower(), k.kind.lower() + "s"))
@@ -844,10 +854,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
     wanted = args.job
     name = _job_name(wanted, args.namespace)
     matches = [d for d in computed.result.decisions
-               if name.names(d.key.kind, d.key.namespace, d.key.name)]
+               if name.names(d.key.kind, d.key.namespace, d.key.name, d.key.group)]
     if not matches:
         gone = [d for d in computed.prior.values()
-                if name.names(d.key.kind, d.key.namespace, d.key.name)]
+                if name.names(d.key.kind, d.key.namespace, d.key.name, d.key.group)]
         if len(gone) == 1:  # (deleted from the source: the state still has it)
             lines = _deleted(gone[0], computed.source.sha)
             if args.output in ("json", "yaml"):

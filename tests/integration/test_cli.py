@@ -879,6 +879,11 @@ def test_a_job_is_named_as_kubectl_names_it(seed_fleet: SeedFleet, name: str) ->
     proc = fleetq("status", name, "--repo", repo, "-o", "json")
     assert proc.returncode == 0, proc.stderr
     assert [i["job"]["name"] for i in json.loads(proc.stdout)] == ["pytorch-test"]
+    # another API group, or another kind, names none
+    for wrong in ("pytorchjob.ray.io/pytorch-test", "job.kubeflow.org/default/pytorch-test",
+                  "rayjob/pytorch-test"):
+        proc = fleetq("explain", wrong, "--repo", repo, "--now", NOW)
+        assert proc.returncode == 2 and "no job named" in proc.stderr, (wrong, proc.stderr)
 
 
 def test_a_name_that_names_no_job_is_told_the_closest(seed_fleet: SeedFleet) -> None:
