@@ -129,16 +129,18 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     raised: dict[tuple[str, str], int] = {}  # (quota, resource) -> the most it is told
     users: list[str] = []  # the jobs of other quotas holding a limit above its own
     also: list[str] = []  # limits the jobs ahead of it would fill before it, but not it alone
-    stuck: tuple[Decision, str] | None = None  # a job ahead that would stop a StrictFIFO queue
+    # StrictFIFO: each limit a job ahead would stop the queue at, with the first such job
+    heads: dict[tuple[str, str], Decision] = {}
     if tree is not None and d.quota in tree.nodes:
         path = tree.ancestry(d.quota)
         short_at = {(node.path, name) for node in path for name in node.max
                     if req.get(name, 0) > 0 and quota_used.get(node.path, {}).get(name, 0)
                     + req[name] > node.max[name]}
         # the usage once the jobs ahead of it that would run before it ran, those
-        # limits raised (a job ahead that some other limit holds back is passed), and
-        # then each limit they would fill before it raised too, until none is more:
-        # raised as told, those jobs run, and it after them
+        # limits raised (a job ahead that some other limit holds back is passed, or
+        # in a StrictFIFO queue stops it: that limit is raised too), and then each
+        # limit they would fill before it raised too, until none is more: raised
+        # as told, those jobs run, and it after them
         raising = set(short_at)
         while True:
             served, ran, stuck = _served_first(ahead_in_queue, path, quota_used, raising,
@@ -146,6 +148,10 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             fills = {(node.path, name) for node in path for name, limit in node.max.items()
                      if 0 < req.get(name, 0) <= limit
                      and served[node.path].get(name, 0) + req[name] > limit} - raising
+            if stuck is not None:
+                x, (at, name) = stuck
+                heads.setdefault((at, name), x)
+                fills.add((at, name))
             if not fills:
                 break
             raising |= fills
@@ -201,11 +207,16 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                           f"bring {names} (Inadmissible now: too big for them) into the queue, "
                           f"ahead of it, where a head that waits holds back every job behind "
                           f"it")
-    if stuck is not None and shortfalls and not too_big:
-        x, held = stuck
-        advice.append(f"its queue {d.quota} is StrictFIFO: with those limits raised, "
-                      f"{x.key.kind} {x.key.namespace}/{x.key.name}, ahead of it, would still "
-                      f"wait for {held}, and hold back every job behind it, this one too")
+    if heads and shortfalls and not too_big and tree is not None:
+        # (those of the limits it needs itself are told with them)
+        told = [f"{x.key.kind} {x.key.namespace}/{x.key.name}, ahead of it, waits for quota "
+                f"{at} {name}: raise its max to {_q(name, served[at].get(name, 0))} ("
+                f"{_q(name, tree.nodes[at].max[name])} now, "
+                f"{_q(name, quota_used.get(at, {}).get(name, 0))} used)"
+                for (at, name), x in sorted(heads.items()) if not req.get(name, 0)]
+        if told:
+            advice.append(f"its queue {d.quota} is StrictFIFO, where a job ahead that waits "
+                          f"holds back every job behind it: {listed(told, ' and ')}")
     if also and shortfalls and not too_big:
         advice.append(f"with the {ran} job(s) ahead of it in its queue, served first, it "
                       f"would also need {listed(also, ' and ')}: else those run and it still "
@@ -405,18 +416,19 @@ def _parents_min_too(tree: QuotaTree | None, quota: str | None,
 def _served_first(ahead: Collection[Decision], path: Sequence[QuotaNode],
                   quota_used: Mapping[str, Resources], raised: Collection[tuple[str, str]],
                   strict: bool = False
-                  ) -> tuple[dict[str, Resources], int, tuple[Decision, str] | None]:
+                  ) -> tuple[dict[str, Resources], int,
+                             tuple[Decision, tuple[str, str]] | None]:
     """The usage of each quota of ``path`` (a job's ancestry) once the jobs
     ``ahead`` of it in its queue ran, in queue order, each that the limits let
     in then (those ``raised``, (quota, resource), aside: it passes any other,
     as a BestEffortFIFO queue does); how many ran; and, in a ``strict``
     (StrictFIFO) queue, the first job ahead that another limit holds back,
-    with that limit ("quota root cpu"): it stops the queue there, the job
+    with that limit (quota, resource): it stops the queue there, the job
     behind it included."""
     state = {node.path: dict(quota_used.get(node.path, {})) for node in path}
     ran = 0
     for x in sorted(ahead, key=lambda x: x.position or 0):
-        held = next((f"quota {node.path} {name}" for node in path
+        held = next(((node.path, name) for node in path
                      for name, limit in sorted(node.max.items())
                      if x.requests.get(name, 0) and (node.path, name) not in raised
                      and state[node.path].get(name, 0) + x.requests[name] > limit), None)

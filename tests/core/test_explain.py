@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -705,15 +706,51 @@ def test_a_job_ahead_that_another_limit_holds_back_is_not_counted_as_served_firs
 def test_a_job_ahead_that_another_limit_holds_back_stops_a_strict_fifo_queue() -> None:
     """As above, in a StrictFIFO queue: the job ahead that the GPU max holds
     back would wait at the head with the job limit raised, and hold back the
-    job behind it: told, rather than a limit that would let it in."""
-    inp, result = decided(_one_ahead_held_back_by_gpus(settings(root__qa=strict_fifo())))
+    job behind it: the limits told are those that let it run, and this one
+    after it (told the job limit alone, and then that the job ahead would
+    still wait, a user had to find the rest)."""
+    def fleet(gpus: str = "16", slots: str = "2") -> CycleInput:
+        inp = _one_ahead_held_back_by_gpus(settings(root__qa=strict_fifo()))
+        return replace(inp, tree=simple_tree(quota(  # (a node more: room for all on c1)
+            "qa", ns=["team-a"], max={"gpu": gpus, "kube-queue/max-jobs": slots})),
+            clusters=[gpu_cluster("c1", 8, 8, 8, 8)])
+
+    inp, result = decided(fleet())
     assert by_name(result)["t"].reason.startswith("blocked behind PyTorchJob team-a/a1 ")
     lines = explained(inp, result, "t", strict_fifo=True)
-    assert ("- its queue root/qa is StrictFIFO: with those limits raised, PyTorchJob team-a/a1, "
-            "ahead of it, would still wait for quota root/qa nvidia.com/gpu, and hold back every "
-            "job behind it, this one too") in lines, lines
+    assert ("- quota root/qa kube-queue/max-jobs: 2 used of max 2; 1 more must be freed, or "
+            "max raised to 3 (4 with the 1 job(s) ahead of it in its queue, served first)"
+            ) in lines, lines
+    assert ("- with the 1 job(s) ahead of it in its queue, served first, it would also need "
+            "quota root/qa nvidia.com/gpu max raised to 22 (16 now, 8 used): else those run "
+            "and it still waits") in lines, lines
+    assert by_name(reconcile_cycle(fleet("22", "4")))["t"].phase is Phase.ADMITTED
     best_effort = explained(inp, result, "t")  # (as its queue were BestEffortFIFO)
-    assert not any("would still wait" in line for line in best_effort), best_effort
+    assert not any("would also need" in line for line in best_effort), best_effort
+
+
+def test_a_strict_fifo_head_held_back_by_a_limit_the_job_does_not_need_is_told_with_it(
+        ) -> None:
+    """The head of t's StrictFIFO queue waits for memory, which t asks none
+    of: raising t's own limits would not let it in, and explain says which
+    max, and how far, lets the head run first."""
+    def fleet(memory: str = "16Gi", slots: str = "1") -> CycleInput:
+        jobs = [job("x", "team-a").pod_set("main", 1, cpu="1", memory="8Gi")
+                .created("2026-01-01T00:00:01Z"),
+                job("head", "team-a").pod_set("main", 1, cpu="1", memory="12Gi")
+                .created("2026-01-01T00:00:02Z"),
+                job("t", "team-a").pod_set("main", 1, cpu="1").created("2026-01-01T00:00:03Z")]
+        return cycle_input(jobs=jobs, settings=settings(root__qa=strict_fifo()),
+                           tree=simple_tree(quota("qa", ns=["team-a"], max={
+                               "cpu": "8", "memory": memory, "kube-queue/max-jobs": slots})))
+
+    inp, result = decided(fleet())
+    lines = explained(inp, result, "t", strict_fifo=True)
+    assert ("- its queue root/qa is StrictFIFO, where a job ahead that waits holds back every "
+            "job behind it: PyTorchJob team-a/head, ahead of it, waits for quota root/qa memory: "
+            "raise its max to 20Gi (16Gi now, 8Gi used)") in lines, lines
+    assert by_name(reconcile_cycle(fleet("20Gi", "3")))["t"].phase is Phase.ADMITTED
+    assert by_name(reconcile_cycle(fleet("19Gi", "3")))["t"].phase is Phase.QUEUED
 
 
 def test_a_priority_is_advised_as_high_as_it_takes_to_free_a_cluster_too() -> None:
