@@ -1177,13 +1177,14 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    now = parse_now(args.now)  # (a bad --now is told before anything is done)
     with tempfile.TemporaryDirectory(prefix="fleetq-demo-") as tmp:
         target = Path(tmp) / "fleet"
         init_repo(target, commit=True)
         say = _say(args.output)
         print(f"fleet repo: {template_dir().name}/ copied to a temporary git repo", file=say)
         repo = FleetRepo(target)
-        outcome = reconcile(repo, now=parse_now(args.now))
+        outcome = reconcile(repo, now=now)
         assert outcome.computed is not None and outcome.source is not None  # a new repo
         if outcome.computed.problems:
             print(problems_text(outcome.computed.problems), file=say)

@@ -822,6 +822,12 @@ def test_commands_that_print_data_give_the_same_document_as_json_and_yaml(
         assert as_yaml.stdout.strip() and not as_yaml.stdout.startswith("{"), command
 
 
+def test_demo_tells_a_bad_now_before_it_does_anything() -> None:
+    proc = fleetq("demo", "--now", "garbage")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("fleetq: --now 'garbage' is not an RFC 3339 time"), proc.stderr
+
+
 def test_demo_has_no_repo_option() -> None:
     """The demo always runs on the bundled template, in a temporary repo."""
     proc = fleetq("demo", "--repo", "/tmp/anywhere")
