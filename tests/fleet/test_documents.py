@@ -334,3 +334,11 @@ def test_an_overlay_s_yaml_refuses_what_a_manifest_s_does() -> None:
         load_yaml("a: 1\nb: !!set {x}\n")
     assert got.value.problem_mark is not None and got.value.problem_mark.line == 1
     assert load_yaml("") is None
+
+
+def test_a_document_nested_too_deeply_to_build_is_told_at_its_line() -> None:
+    """Nested deeper than Python's stack builds, it was told with no line."""
+    data = b"a: 1\nb: 2\nx: " + b"[" * 700 + b"]" * 700 + b"\n"
+    _, problem = parse_documents("jobs/deep.yaml", data)
+    assert problem is not None and problem.line == 3, problem
+    assert problem.message == "not usable YAML: nested too deeply; flatten it"
