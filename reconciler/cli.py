@@ -739,7 +739,6 @@ class Named:
     """What a job's name given on the command line names: ``ways`` of reading
     it, each (kind, namespace, name), an empty part matching any."""
 
-    text: str
     ways: tuple[tuple[str, str, str], ...]
 
     @property
@@ -775,9 +774,9 @@ def _job_name(text: str, namespace: str | None = None) -> Named:
                        f"KIND/NAMESPACE/NAME")
     ns = namespace or ""
     if len(parts) == 1:
-        return Named(text, (("", ns, parts[0]),))
+        return Named((("", ns, parts[0]),))
     if len(parts) == 3:
-        return Named(text, ((parts[0], parts[1], parts[2]),))
+        return Named(((parts[0], parts[1], parts[2]),))
     first, name = parts
     ways = [] if namespace else [("", first, name)]  # (NAMESPACE/NAME)
     if first.split(".", 1)[0].lower() in JOB_KIND_WORDS:  # (KIND/NAME, as kubectl)
@@ -785,7 +784,7 @@ def _job_name(text: str, namespace: str | None = None) -> Named:
     if not ways:
         raise GitError(f"{text!r} with -n {namespace}: {first!r} is no job kind (give "
                        f"KIND/NAME, or NAME with -n)")
-    return Named(text, tuple(ways))
+    return Named(tuple(ways))
 
 
 def _no_job_named(named: Named, jobs: Iterable[tuple[str, str, str]]) -> str:

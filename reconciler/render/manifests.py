@@ -82,7 +82,7 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
     """The job as it goes to ``cluster``, and the PodGroups its dialect needs
     (none for a job with no pods of its own). ``queue``: on a kueue cluster,
     the LocalQueue it runs under there, when not its quota's name now (see
-    ``sent_queue``).
+    ``pipeline.sent_queues``).
 
     ``manifest`` is changed in place: pass a fresh copy.
     """
@@ -132,9 +132,9 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
                        "spec": {"minMember": total}})
     elif cluster.gang_dialect == "volcano":
         spec: dict[str, Any] = {"minMember": total}
-        queue = volcano_queue(obj)
-        if queue is not None:
-            spec["queue"] = queue
+        volcano = volcano_queue(obj)
+        if volcano is not None:
+            spec["queue"] = volcano
         # (Volcano orders and preempts gangs by their PodGroup's priority: 0 without one)
         priority_class = priority_class or kind.scheduling_priority_class(obj)
         if priority_class:
