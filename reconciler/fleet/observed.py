@@ -24,7 +24,7 @@ from reconciler.core.outcomes import (
     ObservedPhase,
     parse_time,
 )
-from reconciler.core.problems import Problem
+from reconciler.core.problems import Problem, yaml_type
 from reconciler.fleet.documents import Document, parse_documents
 from reconciler.jobkinds import kind_for
 from reconciler.jobkinds.base import ManifestError, parse_resources
@@ -61,18 +61,20 @@ class ClusterReport:
     # the entries of the earlier report of jobs this one does not list, when it is
     # not complete (it read some kinds, or nodes alone): as seen then (``carry``)
     carried: list[ObservedJob] = field(default_factory=list)
+    # the jobs whose status could not be read: as the earlier report had them
+    unread: set[JobKey] = field(default_factory=set)
 
     def carry(self, earlier: ClusterObservation) -> None:
         """Keep, from the cluster's ``earlier`` report, each job this report
         does not list, seen when it was seen: a report of part of the
         cluster's jobs (one kind, or the nodes alone) must not take back what
         the earlier one said of the others (a job succeeded would hold its
-        quota again). A complete report lists every job there: none is kept."""
-        if self.complete:
-            return
+        quota again). A complete report lists every job there: none is kept,
+        but those whose status it could not read."""
         listed = {j.key for j in self.jobs}
         self.carried = [replace(j, observed_at=j.observed_at or earlier.observed_at)
-                        for key, j in earlier.jobs.items() if key not in listed]
+                        for key, j in earlier.jobs.items() if key not in listed
+                        and (not self.complete or key in self.unread)]
 
     def not_its_own(self) -> str | None:
         """Why the objects are another cluster's (the jobs were rendered for
@@ -168,6 +170,16 @@ def cluster_report(cluster: str, observed_at: str,
         placed_on = str(labels.get(CLUSTER) or "")
         if placed_on:
             report.rendered_for[placed_on] = report.rendered_for.get(placed_on, 0) + 1
+        wrong = _unreadable_status(obj.get("status"))
+        if wrong is not None:  # (told, and the job is left as the last report had it)
+            report.unread.add(key)
+            if report.complete:  # (it is there: a complete report would say it is not)
+                report.complete = False
+            report.problems.append(Problem(where or cluster, line, (
+                f"{kind} {key.namespace}/{name}: {wrong}; it is recorded as the last report "
+                f"had it{', and the report as not complete' if complete else ''}"),
+                "warning"))
+            continue
         phase, since, message = job_kind.observed_phase(dict(obj))
         if since is not None:
             when = parse_time(since)
@@ -180,6 +192,29 @@ def cluster_report(cluster: str, observed_at: str,
     if nodes or nodes_read:
         report.nodes = nodes
     return report
+
+
+# fields of a job's status that are text, when there (Kubeflow's, batch/v1's, KubeRay's)
+_STATUS_TEXT = ("startTime", "completionTime", "endTime", "jobStatus", "jobDeploymentStatus",
+                "message")
+
+
+def _unreadable_status(status: object) -> str | None:
+    """What is wrong with a job's ``status`` that fleetq cannot read its phase
+    from (a job with none has not started: pending), if anything."""
+    if status is None:
+        return None
+    if not isinstance(status, Mapping):
+        return f"its status is {yaml_type(status)}, not a mapping"
+    conditions = status.get("conditions")
+    if conditions is not None and not (isinstance(conditions, list) and all(
+            isinstance(c, Mapping) for c in conditions)):
+        return "its status.conditions is not a list of mappings"
+    for name in _STATUS_TEXT:
+        value = status.get(name)
+        if value is not None and not isinstance(value, str):
+            return f"its status.{name} is {yaml_type(value)}, not a string"
+    return None
 
 
 def _flattened(objects: Iterable[Mapping[str, Any] | Document]

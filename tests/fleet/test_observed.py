@@ -972,3 +972,31 @@ def test_a_node_whose_allocatable_is_no_quantity_is_warned_of_when_reported() ->
         f"Kubernetes quantity ({QUANTITY_FORM}); the cluster's capacity is counted without "
         "this node until a report has it right"]
     assert [n["name"] for n in report.nodes or []] == ["n1", "n2"]
+
+
+@pytest.mark.parametrize("status", [*GARBAGE_STATUSES[:4], {"startTime": 12},
+                                    {"jobStatus": ["RUNNING"]}], ids=repr)
+@pytest.mark.parametrize("complete", [False, True])
+def test_a_job_whose_status_cannot_be_read_is_left_as_the_last_report_had_it(
+        status: Any, complete: bool) -> None:
+    """Read as pending, a running job whose status came garbled failed over
+    from where it ran. It is told, and stays as the earlier report said; a
+    complete report that could not read it is recorded as not complete (it
+    would say the job is not there)."""
+    key = JobKey("kubeflow.org", "PyTorchJob", "team", "odd")
+    objects = [manifest("kubeflow.org/v1", "PyTorchJob", "odd", status=None),
+               manifest("kubeflow.org/v1", "PyTorchJob", "fine", status=RUNNING_STATUS)]
+    objects[0]["status"] = status
+    report = cluster_report("gpu-a", OBSERVED_AT, objects, where="report.yaml",
+                            complete=complete)
+    assert [j.key.name for j in report.jobs] == ["fine"]
+    assert report.unread == {key} and report.complete is False
+    [problem] = report.problems
+    assert problem.severity == "warning" and problem.message.startswith(
+        "PyTorchJob team/odd: its status")
+    assert problem.message.endswith("it is recorded as the last report had it" + (
+        ", and the report as not complete" if complete else ""))
+    earlier = ClusterObservation("gpu-a", "2026-12-04T10:30:00Z", {
+        key: ObservedJob(key, RUNNING, T1, "", "kubeflow.org/v1")})
+    report.carry(earlier)
+    assert [(j.key.name, j.phase) for j in report.carried] == [("odd", RUNNING)]
