@@ -27,6 +27,7 @@ from reconciler.core.quota import (
     QuotaNode,
     QuotaTree,
     QuotaUsage,
+    min_limited,
 )
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, add_into, format_quantity
 
@@ -392,20 +393,24 @@ def _short_clusters(req: Mapping[str, int], names: Collection[str],
 
 def _parents_min_too(tree: QuotaTree | None, quota: str | None,
                      req: Mapping[str, int]) -> str:
-    """What raising ``quota``'s min by as much as ``req`` needs of its parents:
-    the mins of a quota's children may not add up to more than its own."""
+    """What raising ``quota``'s min by as much as ``req`` needs of its parents,
+    for the resources a non-preemptible job there must fit within its min
+    (``min_limited``): the mins of a quota's children may not add up to more
+    than its own (a min not written is 0), and the root's is the fleet's."""
     if tree is None or quota not in tree.nodes:
         return ""
-    short = []
     node = tree.nodes[quota]
+    wanted = [name for name in min_limited(node) if req.get(name, 0) > 0]
+    short = []
     while node.parent is not None:
         parent = tree.nodes[node.parent]
-        names = [name for name in sorted(req) if req[name] > 0 and name in parent.min
-                 and parent.min[name] - sum(tree.nodes[c].min.get(name, 0)
-                                            for c in parent.children) < req[name]]
+        names = [name for name in wanted if parent.min.get(name, 0) - sum(
+            tree.nodes[c].min.get(name, 0) for c in parent.children) < req[name]]
         if not names:
             break
-        short.append(f"the {', '.join(names)} min of {parent.path}")
+        short.append(f"the {', '.join(names)} min of {parent.path}" + (
+            " (its min is its max, the fleet's: raise both with the clusters' capacity, or "
+            "lower a min under it)" if parent.parent is None else ""))
         node = parent
     if not short:
         return ""

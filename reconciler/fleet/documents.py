@@ -372,8 +372,9 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
     return docs, None
 
 
-# An anchor (&name) where a node begins: a plain scalar's "a && b" or "x&y" is none.
-_ANCHOR = re.compile(rb"(?:^|[\s\[{,])&[^\s,\[\]{}&]")
+# What may be an anchor (&name; YAML lets one follow a flow key's ':' with no space):
+# a plain scalar's "a && b" is none, its "x&y" is taken for one (a check the more).
+_ANCHOR = re.compile(rb"&[^\s,\[\]{}&]")
 _ANCHOR_TEXT = re.compile(_ANCHOR.pattern.decode())
 
 

@@ -206,8 +206,10 @@ def test_a_non_preemptible_job_is_told_the_parents_mins_its_quotas_min_needs_rai
     inp, result = decided(fleet("2", "4", "8"))
     lines = explained(inp, result, "a2")
     assert ("there: raise that min, and with it the cpu min of root/p and the cpu min of root "
-            "(the mins of a quota's children may not add up to more than its own), let the job "
-            "be preempted (drop the label), or wait for those jobs to end") in lines[2], lines
+            "(its min is its max, the fleet's: raise both with the clusters' capacity, or lower "
+            "a min under it) (the mins of a quota's children may not add up to more than its "
+            "own), let the job be preempted (drop the label), or wait for those jobs to end"
+            ) in lines[2], lines
     assert by_name(reconcile_cycle(fleet("3", "5", "9")))["a2"].phase is Phase.ADMITTED
     # where the parents have room in their mins, they are not named
     inp, result = decided(fleet("2", "5", "9"))

@@ -116,6 +116,9 @@ LAUGHS = b"a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n" + b"".join(
     # (aliases of a string alone, which the constructor does not see)
     (b"a: &s " + b"z" * 50_000 + b"\nf: [" + b",".join([b"*s"] * 2000) + b"]\n", 1,
      "its aliases expand it to 95 MiB of text"),
+    # (an anchor right after a flow key's ':', as YAML allows)
+    (b'env: [{"v":&s "' + b"z" * 50_000 + b'"}, ' + b", ".join([b'{"v":*s}'] * 400)
+     + b"]\n", 1, "its aliases expand it to 19 MiB of text"),
     # values a Kubernetes object has no form of, which PyYAML builds as Python's own
     # (a set went out as "{'b', 'a'}", in an order of its process)
     (b"a: 1\nargs: !!set {x, y}\n", 2, "the tag !!set makes a set, which a Kubernetes "
