@@ -363,8 +363,8 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
     except _Refused as exc:
         return docs, Problem(path, exc.node.start_mark.line + 1, f"not usable YAML: {exc}")
     except RecursionError:
-        return docs, Problem(path, _deep_line(data), "not usable YAML: nested too deeply; "
-                             "flatten it")
+        return docs, Problem(path, _deep_line(data, index), "not usable YAML: nested too "
+                             "deeply; flatten it")
     except UnicodeDecodeError as exc:
         return docs, Problem(path, 1, f"not UTF-8 text ({exc.reason}); save the file as UTF-8")
     finally:
@@ -385,31 +385,35 @@ def _nothing_after(lines: list[str], line: int, column: int) -> bool:
     return all(not text.strip() or text.lstrip().startswith("#") for text in rest)
 
 
-DEEP = 100  # levels of nesting: the line told of a document nested too deeply
-
-
-def _deep_line(data: bytes | str) -> int:
-    """The line where a document of ``data`` goes deeper than ``DEEP`` levels,
-    else 0 (its nodes read again, as many as ``MAX_EXPANDED_NODES`` at most)."""
+def _deep_line(data: bytes | str, index: int) -> int:
+    """The line of the deepest node of document ``index`` of ``data`` (the one
+    too deep to build), else 0 (its nodes read again, as many as
+    ``MAX_EXPANDED_NODES`` at most)."""
     loader = _Loader(data)
-    seen = 0
     try:
-        while loader.check_node():
-            stack = [(loader.get_node(), 0)]
-            while stack and seen < MAX_EXPANDED_NODES:
-                node, depth = stack.pop()
-                seen += 1
-                if depth >= DEEP:
-                    return int(node.start_mark.line) + 1
-                if isinstance(node, yaml.MappingNode):
-                    stack.extend((v, depth + 1) for _, v in node.value)
-                elif isinstance(node, yaml.SequenceNode):
-                    stack.extend((v, depth + 1) for v in node.value)
+        for _ in range(index):  # (the documents before it)
+            if not loader.check_node():
+                return 0
+            loader.get_node()
+        if not loader.check_node():
+            return 0
+        root = loader.get_node()
+        deepest, line, seen = -1, 0, 0
+        stack = [(root, 0)]
+        while stack and seen < MAX_EXPANDED_NODES:
+            node, depth = stack.pop()
+            seen += 1
+            if depth > deepest:
+                deepest, line = depth, int(node.start_mark.line) + 1
+            if isinstance(node, yaml.MappingNode):
+                stack.extend((v, depth + 1) for _, v in node.value)
+            elif isinstance(node, yaml.SequenceNode):
+                stack.extend((v, depth + 1) for v in node.value)
+        return line
     except yaml.YAMLError:
-        pass
+        return 0
     finally:
         loader.dispose()
-    return 0
 
 
 def load_yaml(text: str) -> Any:

@@ -345,3 +345,8 @@ def test_a_document_nested_too_deeply_to_build_is_told_at_its_line() -> None:
     _, problem = parse_documents("jobs/deep.yaml", data)
     assert problem is not None and problem.line == 3, problem
     assert problem.message == "not usable YAML: nested too deeply; flatten it"
+    # the deepest of the document that does not build, not a deep one that does
+    data = (b"a: " + b"[" * 150 + b"]" * 150 + b"\n---\nb: 1\nc: " + b"[" * 990 + b"]" * 990
+            + b"\nd: " + b"[" * 150 + b"]" * 150 + b"\n")
+    docs, problem = parse_documents("jobs/deep.yaml", data)
+    assert len(docs) == 1 and problem is not None and problem.line == 4, problem
