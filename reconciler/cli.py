@@ -759,7 +759,9 @@ def _kind_is(want: str, kind: str, group: str) -> bool:
     if not want:
         return True
     word, _, in_group = want.lower().partition(".")
-    return word in (kind.lower(), kind.lower() + "s") and in_group in ("", group.lower())
+    version, _, after = in_group.partition(".")  # (mpijobs.v2beta1.kubeflow.org)
+    return word in (kind.lower(), kind.lower() + "s") and (
+        in_group in ("", group.lower()) or (version[:1] == "v" and after == group.lower()))
 
 
 JOB_KIND_WORDS = frozenset(w for k in KINDS for w in (k.kind.lower(), k.kind.lower() + "s"))
@@ -776,6 +778,9 @@ def _job_name(text: str, namespace: str | None = None) -> Named:
     if len(parts) == 1:
         return Named((("", ns, parts[0]),))
     if len(parts) == 3:
+        if namespace and parts[1] and parts[1] != namespace:
+            raise GitError(f"{text!r} names namespace {parts[1]!r}, and -n {namespace!r}: "
+                           f"give one")
         return Named(((parts[0], parts[1], parts[2]),))
     first, name = parts
     ways = [] if namespace else [("", first, name)]  # (NAMESPACE/NAME)
@@ -791,11 +796,12 @@ def _no_job_named(named: Named, jobs: Iterable[tuple[str, str, str]]) -> str:
     """The end of "no job named", of the ``jobs`` there are (kind, namespace,
     name): those whose names are closest to it, or that it begins (a
     generateName prefix: the API server adds 5 characters)."""
-    by_name: dict[str, list[str]] = {}
+    by_name: dict[str, list[str]] = {}  # (by its name in lower case: NAME is name)
     for kind, namespace, name in jobs:
-        by_name.setdefault(name, []).append(f"{kind}/{namespace}/{name}")
-    close = [n for n in sorted(by_name) if n.startswith(named.name)][:3] or \
-        difflib.get_close_matches(named.name, list(by_name), n=3, cutoff=0.8)
+        by_name.setdefault(name.lower(), []).append(f"{kind}/{namespace}/{name}")
+    wanted = named.name.lower()
+    close = [n for n in sorted(by_name) if n.startswith(wanted)][:3] or \
+        difflib.get_close_matches(wanted, list(by_name), n=3, cutoff=0.8)
     if not close:
         return ""
     return f" (did you mean {listed([t for n in close for t in sorted(by_name[n])])}?)"

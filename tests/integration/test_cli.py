@@ -872,7 +872,8 @@ def test_explain_of_a_job_whose_new_file_does_not_parse_names_the_file(
 
 @pytest.mark.parametrize("name", [
     "pytorchjob/pytorch-test", "PyTorchJobs/pytorch-test", "pytorchjob.kubeflow.org/pytorch-test",
-    "pytorchjobs.kubeflow.org/default/pytorch-test", "default/pytorch-test"])
+    "pytorchjobs.kubeflow.org/default/pytorch-test", "default/pytorch-test",
+    "pytorchjobs.v1.kubeflow.org/pytorch-test"])
 def test_a_job_is_named_as_kubectl_names_it(seed_fleet: SeedFleet, name: str) -> None:
     """``kubectl get pytorchjob/x``, plural kinds and kinds with their group
     named no job; ``-n`` was refused by explain."""
@@ -913,6 +914,12 @@ def test_a_name_that_names_no_job_is_told_the_closest(seed_fleet: SeedFleet) -> 
         assert proc.returncode == 2 and f"(did you mean {meant}" in proc.stderr, proc.stderr
     proc = fleetq("explain", "nothing-like-it", "--repo", repo, "--now", NOW)
     assert proc.returncode == 2 and "did you mean" not in proc.stderr
+    proc = fleetq("explain", "PYTORCH-TEST", "--repo", repo, "--now", NOW)  # (names are lower)
+    assert proc.returncode == 2 and "(did you mean PyTorchJob/default/pytorch-test?)" in \
+        proc.stderr, proc.stderr
+    proc = fleetq("explain", "pytorchjob/default/pytorch-test", "-n", "other", "--repo", repo,
+                  "--now", NOW)
+    assert proc.returncode == 2 and "names namespace 'default', and -n 'other'" in proc.stderr
 
 
 def test_explain_names_an_unknown_or_ambiguous_job_as_a_usage_error(
