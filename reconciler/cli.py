@@ -39,7 +39,7 @@ from reconciler.core.model import (
     QueueStrategy,
 )
 from reconciler.core.policy import candidate_groups, narrowed, with_queue_refusal
-from reconciler.core.problems import Problem, first_of, listed
+from reconciler.core.problems import Problem, first_of, listed, yaml_type
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
 from reconciler.fleet.inputs import is_yaml
@@ -992,9 +992,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     docs, problem = parse_documents(where, data)
     if problem is None and not any(isinstance(d.value, dict) and d.value.get("kind")
                                    and d.value.get("apiVersion") for d in docs):
+        first = docs[0].value if docs else None
+        what = "" if first is None else ": its first document has no apiVersion and kind" \
+            if isinstance(first, dict) else f": its first document is {yaml_type(first)}"
         problem = Problem(where, docs[0].line if docs else 0, (
-            "no Kubernetes object in it (did kubectl fail?); give it the output of "
-            "kubectl get ... -o yaml (an empty List when the cluster has none)"))
+            f"no Kubernetes object in it{what} (did kubectl fail?); give it the output of "
+            f"kubectl get ... -o yaml (an empty List when the cluster has none)"))
     if problem is not None:
         print(problems_text([problem]), file=sys.stderr)
         print("fleetq: nothing recorded; fix the input (the output of kubectl get ... -o yaml)",

@@ -404,10 +404,15 @@ def test_reports_that_say_nothing_name_no_cluster_or_come_late_are_not_recorded(
     List is a report of no jobs; a report observed before the one there is not
     recorded (it would undo what the newer one said)."""
     head = rev(fleet, "fleetq/state")
-    for text in ("", "error: You must be logged in to the server (Unauthorized)\n", "hello"):
+    for text, what in (
+            ("", ""),
+            ("error: You must be logged in to the server (Unauthorized)\n",
+             ": its first document has no apiVersion and kind"),
+            ("hello", ": its first document is a string"),
+            ("- a\n", ": its first document is a list")):
         proc = report(fleet, "gpu-bj-b", text, "--complete")
         assert proc.returncode == 2, (text, proc.stdout)
-        assert "no Kubernetes object in it" in proc.stderr
+        assert f"no Kubernetes object in it{what} (did kubectl fail?)" in proc.stderr
     for name in ("../placements", "a/b", "gpu-xx-z"):
         proc = report(fleet, name, kubectl_list())
         assert proc.returncode == 2 and f"no MemberCluster named {name!r}" in proc.stderr
