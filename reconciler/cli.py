@@ -43,6 +43,7 @@ from reconciler.core.problems import Problem, first_of, listed, yaml_type
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
 from reconciler.fleet.inputs import is_yaml
+from reconciler.fleet.jobs import api_group
 from reconciler.fleet.observed import INVENTORY_DIR, ClusterReport, cluster_report
 from reconciler.fleet.state import decision_item
 from reconciler.gitops.repo import FleetRepo, GitError
@@ -490,9 +491,8 @@ MAX_LISTED = 10  # namespaces named when none has the jobs asked for
 
 def _names(job: Mapping[str, Any], name: Named) -> bool:
     """Whether an item's ``job`` is the one ``name`` names."""
-    api_version = str(job.get("apiVersion", ""))
     return name.names(str(job["kind"]), str(job["namespace"]), str(job["name"]),
-                      api_version.rpartition("/")[0])
+                      api_group(str(job.get("apiVersion", ""))))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -117,11 +117,12 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
         kind.move_old_fields(obj)
     pods = sum(p.replicas for p in decision.pod_sets)
     total = gang_minimum(obj, pods, later_pods(kind, obj))
-    priority_class = None  # (one for all its pods: see fleet.jobs.build_job)
+    volcano = cluster.gang_dialect == "volcano"
+    priority_class = None  # (Volcano's PodGroup has it: one for all its pods, build_job)
     for ref in kind.pod_templates(obj):
         _gang(ref.template, cluster.gang_dialect, key.name, total, queue)
-        priority_class = priority_class or (ref.template.get("spec") or {}).get(
-            "priorityClassName")
+        if volcano and priority_class is None:
+            priority_class = (ref.template.get("spec") or {}).get("priorityClassName")
     groups: list[Manifest] = []
     if pods == 0:  # (a RayJob on an existing RayCluster): no gang, and a PodGroup
         return obj, groups  # of minMember 0 scheduler-plugins' CRD refuses
@@ -130,11 +131,11 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
                        "metadata": {"name": key.name, "namespace": key.namespace,
                                     "labels": {MANAGED_BY: "fleetq"}},
                        "spec": {"minMember": total}})
-    elif cluster.gang_dialect == "volcano":
+    elif volcano:
         spec: dict[str, Any] = {"minMember": total}
-        volcano = volcano_queue(obj)
-        if volcano is not None:
-            spec["queue"] = volcano
+        in_queue = volcano_queue(obj)
+        if in_queue is not None:
+            spec["queue"] = in_queue
         # (Volcano orders and preempts gangs by their PodGroup's priority: 0 without one)
         priority_class = priority_class or kind.scheduling_priority_class(obj)
         if priority_class:
