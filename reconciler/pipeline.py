@@ -31,9 +31,10 @@ from reconciler.core.cycle import (
     CycleResult,
     InvalidJob,
     prepare,
+    queue_order,
     reconcile_cycle,
 )
-from reconciler.core.model import Decision, Job, JobKey, Phase, PriorPlacement
+from reconciler.core.model import CREATED_AT, Decision, Job, JobKey, Phase, PriorPlacement
 from reconciler.core.outcomes import (
     ClusterObservation,
     Outcomes,
@@ -437,6 +438,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     if outcomes is not None:
         result.decisions, touched = finish(result.decisions, outcomes)
         result.from_prior = result.from_prior - touched
+    problems.extend(queue_jumps(result.decisions, inputs, prior, cycle_input.source_time))
     progress("rendering")
     # (the cycle's priors are ``before``'s, which the cache has as this version wrote them)
     placements, written = render_placements_reusing(result.decisions, before,
@@ -539,6 +541,56 @@ def named_by_order(inputs: FleetInputs) -> list[Problem]:
                 f"several jobs: deleting or moving a document (or a List's item) before it "
                 f"renames it, and a "
                 f"renamed job is deleted and run again; give it a metadata.name"), "warning"))
+    return out
+
+
+def queue_jumps(decisions: Sequence[Decision], inputs: FleetInputs,
+                prior: Mapping[JobKey, PriorPlacement], source_time: str) -> list[Problem]:
+    """A warning on each job whose ``metadata.creationTimestamp`` puts it ahead
+    of jobs that wait in its queue at its priority and were there first: a
+    creationTimestamp is its enqueue time (DESIGN §3), so one set back, on a new
+    job or by an edit, jumps the queue. "First" is the enqueue time the state
+    gave the job (or, new, this reconcile's); told to ``plan``'s reviewer and
+    ``reconcile``'s log. Nothing is told without a state: every job is new then,
+    and a fleet moved from clusters keeps their times."""
+    if not prior:
+        return []
+    moved: dict[JobKey, tuple[Job, str]] = {}  # each job, and its time without the field
+    for source in inputs.jobs.values():
+        job = source.job
+        if not job.created_at:
+            continue
+        was = prior.get(job.key)
+        if was is None:
+            moved[job.key] = (job, source_time)
+        elif (was.enqueued_at and job.created_at < was.enqueued_at
+              and was.phase is not Phase.ADMITTED):
+            moved[job.key] = (job, was.enqueued_at)
+    if not moved:
+        return []
+    waiting: dict[tuple[str | None, int], list[Decision]] = collections.defaultdict(list)
+    for d in decisions:
+        if d.phase is Phase.QUEUED:
+            waiting[d.quota, d.priority].append(d)
+    out = []
+    for d in decisions:
+        if d.key not in moved or d.phase not in (Phase.QUEUED, Phase.ADMITTED):
+            continue
+        job, first = moved[d.key]
+        now_at, then_at = (queue_order(d.priority, d.enqueued_at, d.key),
+                           queue_order(d.priority, first, d.key))
+        jumped = sorted((other for other in waiting[d.quota, d.priority]
+                         if now_at < queue_order(other.priority, other.enqueued_at, other.key)
+                         < then_at), key=lambda o: queue_order(o.priority, o.enqueued_at, o.key))
+        if not jumped:
+            continue
+        names = ", ".join(str(o.key) for o in jumped[:3]) + (
+            f" and {len(jumped) - 3} more" if len(jumped) > 3 else "")
+        out.append(Problem(job.path, job.line_of(CREATED_AT), (
+            f"{job.key}: metadata.creationTimestamp {d.enqueued_at} enqueues it before "
+            f"{first}, {'when it was first enqueued' if d.key in prior else 'when it was pushed'}: "
+            f"it goes ahead of {len(jumped)} job(s) waiting in queue {d.quota} at its "
+            f"priority ({names}); if that is not meant, set it to {first}"), "warning"))
     return out
 
 

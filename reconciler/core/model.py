@@ -284,11 +284,13 @@ class Job:
 
 
 # The fields of a job the cycle may find at fault (``Job.field_lines``): the
-# PriorityClass it names, its WorkloadPriorityClass label, and what binds it to a
-# quota (its quota label, else its namespace).
+# PriorityClass it names, its WorkloadPriorityClass label, what binds it to a
+# quota (its quota label, else its namespace), and the creationTimestamp that
+# enqueues it.
 PRIORITY_CLASS_AT = "priorityClass"
 WORKLOAD_PRIORITY_CLASS_AT = "workloadPriorityClass"
 QUOTA_AT = "quota"
+CREATED_AT = "creationTimestamp"
 
 
 @plain_state

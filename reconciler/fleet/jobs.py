@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler.core.model import (
+    CREATED_AT,
     NODE_NAME_FIELD,
     PRIORITY_CLASS_AT,
     QUOTA_AT,
@@ -505,6 +506,8 @@ def _field_lines(line_of: LineOf, line: int, labels: Mapping[str, str],
         lines.append((QUOTA_AT, line_of("metadata.labels", QUOTA_LABEL)))
     elif meta.get("namespace"):
         lines.append((QUOTA_AT, line_of("metadata.namespace")))
+    if meta.get("creationTimestamp"):
+        lines.append((CREATED_AT, line_of("metadata.creationTimestamp")))
     return SHARED(tuple((name, at) for name, at in lines if at != line))
 
 

@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -26,6 +27,7 @@ from .conftest import (
     pytorchjob,
     reconciled_template,
     rev,
+    run_reconcile,
     seed_fleet_files,
     state_show,
     state_yaml,
@@ -1323,3 +1325,74 @@ def test_quotas_guaranteed_more_than_the_clusters_hold_are_warned_of(tmp_path: P
     seed = make_fleet_repo(tmp_path / "seed", seed_fleet_files())
     proc = fleetq("validate", "--repo", str(seed))
     assert "guarantee" not in proc.stdout, proc.stdout
+
+
+def _backdated(name: str, created: str) -> str:
+    """A one-worker ``pytorchjob`` whose creationTimestamp is ``created``."""
+    return pytorchjob(name).replace("metadata:\n", f"metadata:\n  creationTimestamp: {created}\n",
+                                    1)
+
+
+def _jumps(outcome: Any) -> list[str]:
+    return [str(p) for p in outcome.computed.problems if "goes ahead of" in p.message]
+
+
+def test_a_creation_timestamp_set_back_is_told_as_a_queue_jump(tmp_path: Path) -> None:
+    # room for one job: "running" runs, "waiting" waits, both at the same priority
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "clusters/c1.yaml": member_cluster("c1", cpu="2", memory="8Gi"),
+        "quota.yaml": one_leaf_tree("2", "8Gi"),
+        "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "jobs/running.yaml": pytorchjob("running"),
+        "jobs/waiting.yaml": pytorchjob("waiting")})
+    first = run_reconcile(path)
+    assert not _jumps(first)
+    waiting_since = placements(path)["default/waiting"]["enqueuedAt"]
+    # a new job dated before the one that waits goes ahead of it: told, at its line
+    write_files(path, {"jobs/jumper.yaml": _backdated("jumper", "2020-01-01T00:00:00Z")})
+    commit_all(path, "a job dated back", date="2026-11-29T12:00:00+00:00")
+    told = _jumps(run_reconcile(path, now="2026-11-29T12:00:00Z"))
+    assert told == [
+        "jobs/jumper.yaml:4: warning: PyTorchJob default/jumper: metadata.creationTimestamp "
+        "2020-01-01T00:00:00Z enqueues it before 2026-11-29T12:00:00Z, when it was pushed: it "
+        "goes ahead of 1 job(s) waiting in queue root/team at its priority (PyTorchJob "
+        "default/waiting); if that is not meant, set it to 2026-11-29T12:00:00Z"], told
+    assert placements(path)["default/jumper"]["position"] == 1
+    assert placements(path)["default/waiting"]["position"] == 2
+    # told once: the next reconcile enqueues it where it now is
+    write_files(path, {"jobs/later.yaml": pytorchjob("later")})
+    commit_all(path, "a job of now", date="2026-11-29T13:00:00+00:00")
+    assert not _jumps(run_reconcile(path, now="2026-11-29T13:00:00Z"))
+    # an edit that sets a waiting job's time back is told with the time it had
+    write_files(path, {"jobs/waiting.yaml": _backdated("waiting", "2019-06-01T00:00:00Z")})
+    commit_all(path, "dated back", date="2026-11-29T14:00:00+00:00")
+    told = _jumps(run_reconcile(path, now="2026-11-29T14:00:00Z"))
+    assert len(told) == 1 and told[0].startswith(
+        "jobs/waiting.yaml:4: warning: PyTorchJob default/waiting: metadata.creationTimestamp "
+        f"2019-06-01T00:00:00Z enqueues it before {waiting_since}, when it was first enqueued: "
+        "it goes ahead of 1 job(s) waiting in queue root/team at its priority (PyTorchJob "
+        "default/jumper)"), told
+    # a time that jumps no one (after every waiting job, or a higher priority's
+    # queue of its own) is not told; nor is anything on a first reconcile
+    write_files(path, {"jobs/last.yaml": _backdated("last", "2026-11-29T14:30:00Z")})
+    commit_all(path, "a job dated after the others", date="2026-11-29T15:00:00+00:00")
+    assert not _jumps(run_reconcile(path, now="2026-11-29T15:00:00Z"))
+    git(path, "branch", "-D", "fleetq/state")
+    assert not _jumps(run_reconcile(path, now="2026-11-29T15:00:00Z"))
+
+
+def test_plan_tells_a_reviewer_of_a_queue_jump(tmp_path: Path) -> None:
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "clusters/c1.yaml": member_cluster("c1", cpu="2", memory="8Gi"),
+        "quota.yaml": one_leaf_tree("2", "8Gi"),
+        "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "jobs/running.yaml": pytorchjob("running"),
+        "jobs/waiting.yaml": pytorchjob("waiting")})
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    git(path, "checkout", "-q", "-b", "pr")
+    write_files(path, {"jobs/jumper.yaml": _backdated("jumper", "2020-01-01T00:00:00Z")})
+    commit_all(path, "a job dated back", date="2026-11-29T10:30:00+00:00")
+    proc = fleetq("plan", "--repo", str(path), "--source", "pr", "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert ("jobs/jumper.yaml:4: warning: PyTorchJob default/jumper: metadata.creationTimestamp "
+            "2020-01-01T00:00:00Z enqueues it before") in proc.stdout, proc.stdout
