@@ -116,7 +116,9 @@ from reconciler.halves import in_two
 parent = os.getpid()
 def work(items):
     if os.getpid() != parent:
-        open(sys.argv[1], "w").write(str(os.getpid()))
+        with open(sys.argv[1] + ".part", "w") as out:  # (whole when it is there)
+            out.write(str(os.getpid()))
+        os.replace(sys.argv[1] + ".part", sys.argv[1])
         time.sleep(60)  # (a long half: the parent is killed meanwhile)
         return items
     while not os.path.exists(sys.argv[1]):
