@@ -445,6 +445,14 @@ def cmd_status(args: argparse.Namespace) -> int:
         items = [i for i in items if i.get("phase", "").lower() == args.phase.lower()]
     if args.namespace:
         items = [i for i in items if i["job"]["namespace"] == args.namespace]
+    if args.quota:
+        chosen = [i for i in items if _in_quota(str(i.get("quota")), args.quota)]
+        if not chosen:  # (as queue --quota: a label's name of it, or a quota of none)
+            chosen = [i for i in items if _in_quota(str(i.get("quota")),
+                                                    _check_quota(repo, args))]
+        items = chosen
+    if args.cluster:
+        items = [i for i in items if _on_cluster(i, args.cluster)]
     if args.jobs:
         named = [(wanted, _job_name(wanted)) for wanted in args.jobs]
         # (one the filters leave out is not missing: as kubectl get with a selector)
@@ -461,17 +469,42 @@ def cmd_status(args: argparse.Namespace) -> int:
                   f"{_branch(repo, args)}{meant}; `fleetq status` lists them", file=sys.stderr)
             return EXIT_USAGE
     _print_data(items, args.output, wide=args.wide, texts=texts,
-                none=_none_found(every, args.phase, args.namespace))
+                none=_none_found(every, args.phase, args.namespace, args.quota, args.cluster,
+                                 _state_clusters(repo, args) if args.cluster and not items
+                                 else ()))
     return EXIT_OK
 
 
-def _none_found(every: list[dict[str, Any]], phase: str | None, namespace: str | None) -> str:
+def _state_clusters(repo: FleetRepo, args: argparse.Namespace) -> list[str]:
+    """The member clusters the state renders for (``clusters/<name>/``)."""
+    sha = _state_head(repo, _branch(repo, args), needed=True)
+    return sorted({e.path.split("/")[1] for e in repo.list_tree(sha, "clusters/")}) \
+        if sha else []
+
+
+def _on_cluster(item: Mapping[str, Any], cluster: str) -> bool:
+    """Whether a placements item has anything on ``cluster``: the job placed
+    there, a copy of a Duplicated job, or a copy kept there by failover."""
+    return item.get("cluster") == cluster or cluster in (item.get("copies") or ()) \
+        or cluster in (item.get("keptOn") or ())
+
+
+def _none_found(every: list[dict[str, Any]], phase: str | None, namespace: str | None,
+                quota: str | None = None, cluster: str | None = None,
+                members: Sequence[str] = ()) -> str:
     """What ``status`` says when its filters leave no job, as ``kubectl get``
     does ("No resources found in x namespace."), with the namespaces that have
-    jobs when none is in the one asked for (a typo, most likely)."""
+    jobs when none is in the one asked for (a typo, most likely), and the
+    state's member clusters (``members``) when it names none of them."""
     where = (f" in phase {phase}" if phase else "") + \
-        (f" in namespace {namespace}" if namespace else "")
+        (f" in namespace {namespace}" if namespace else "") + \
+        (f" in quota {quota}" if quota else "") + (f" on cluster {cluster}" if cluster else "")
     said = f"No jobs{where}."
+    if cluster and members and cluster not in members:
+        close = difflib.get_close_matches(cluster, members, n=1)
+        meant = f" (did you mean {close[0]}?)" if close else ""
+        return (f"No jobs{where}: the state has no member cluster {cluster}{meant}; its "
+                f"clusters are {first_of(list(members), MAX_LISTED)}.")
     if not namespace or any(i["job"]["namespace"] == namespace for i in every):
         return said
     spaces = sorted({str(i["job"]["namespace"]) for i in every})
@@ -1270,6 +1303,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--phase", default=None, type=_phase,
                    help="only jobs in this phase (" + ", ".join(p.value for p in Phase) + ")")
     p.add_argument("-n", "--namespace", default=None, help="only jobs of this namespace")
+    p.add_argument("--quota", default=None,
+                   help="only jobs of this quota and those under it (as queue --quota)")
+    p.add_argument("--cluster", default=None, help="only jobs on this member cluster (placed "
+                   "there, or a copy there: Duplicated, or kept by failover)")
     p.add_argument("jobs", nargs="*", metavar="JOB",
                    help="only these jobs: NAME, NAMESPACE/NAME or KIND/NAMESPACE/NAME")
     no_cache(p)

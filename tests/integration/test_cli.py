@@ -154,6 +154,46 @@ def test_status_says_what_its_filters_found_nothing_in(seed_fleet: SeedFleet) ->
     assert (proc.returncode, json.loads(proc.stdout)) == (0, [])  # (data: nothing else)
 
 
+def test_status_of_a_cluster_and_of_a_quota(tmp_path: Path) -> None:
+    """``status --cluster`` lists what runs on a member cluster, ``--quota`` the
+    jobs of a quota and those under it, as ``queue --quota`` names it."""
+    path = reconciled_template(tmp_path)
+    every = json.loads(fleetq("status", "--repo", str(path), "-o", "json").stdout)
+
+    def names(*args: str) -> list[str]:
+        proc = fleetq("status", "--repo", str(path), "-o", "json", *args)
+        assert proc.returncode == 0, proc.stderr
+        return [i["job"]["name"] for i in json.loads(proc.stdout)]
+
+    assert names("--cluster", "gpu-hz-a") == [
+        i["job"]["name"] for i in every if i.get("cluster") == "gpu-hz-a"] == [
+        "video-mae-pretrain"]
+    video = [i["job"]["name"] for i in every if i["quota"] == "root/algorithm/video"]
+    assert len(video) == 5
+    assert names("--quota", "video") == names("--quota", "root/algorithm/video") == \
+        names("--quota", "algorithm-video") == video
+    assert sorted(names("--quota", "algorithm", "--phase", "queued")) == [
+        "embedding-eval-ray", "tokenizer-ablation"]
+    assert names("--quota", "video", "--cluster", "gpu-hz-a") == ["video-mae-pretrain"]
+    cases = {("--cluster", "cpu-sh-c"): "No jobs on cluster cpu-sh-c.",
+             ("--cluster", "gpu-hz"): "No jobs on cluster gpu-hz: the state has no member "
+                                      "cluster gpu-hz (did you mean gpu-hz-a?); its clusters "
+                                      "are cpu-sh-c, gpu-bj-b, gpu-hz-a.",
+             ("--quota", "interns", "--cluster", "gpu-hz-a"): "No jobs in quota interns on "
+                                                              "cluster gpu-hz-a."}
+    for args, said in cases.items():
+        proc = fleetq("status", "--repo", str(path), *args)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", said + "\n"), args
+    proc = fleetq("status", "--repo", str(path), "--quota", "nope")
+    assert proc.returncode == 2 and "--quota 'nope' names no quota" in proc.stderr
+
+
+def test_a_job_is_on_each_cluster_it_has_a_copy_on() -> None:
+    item = {"cluster": "a", "copies": ["b"], "keptOn": ["c"]}
+    assert [c for c in "abcd" if cli._on_cluster(item, c)] == ["a", "b", "c"]
+    assert not cli._on_cluster({"phase": "Queued"}, "a")
+
+
 def test_reconcile_output_json_matches_status(seed_fleet: SeedFleet) -> None:
     proc = fleetq("reconcile", "--repo", str(seed_fleet.path), "--now", NOW, "-o", "json")
     assert proc.returncode == 0, proc.stderr
