@@ -369,23 +369,33 @@ def replica_specs(obj: Manifest, field: str, order: tuple[str, ...],
 
 def set_run_policy_suspend(obj: Manifest, suspended: bool | None) -> None:
     """``spec.runPolicy.suspend`` as ``JobKind.set_suspended`` writes it."""
-    spec = obj.setdefault("spec", {})
-    run_policy = spec.get("runPolicy")
-    if run_policy is None:
+    spec = obj.get("spec")
+    if spec is None:
         if not suspended:
             return
-        run_policy = spec["runPolicy"] = {}
-    _set_suspend(run_policy, suspended)
+        spec = obj["spec"] = {}
+    _set_suspend(spec, "runPolicy", suspended)
 
 
 def set_spec_suspend(obj: Manifest, suspended: bool | None) -> None:
     """``spec.suspend`` as ``JobKind.set_suspended`` writes it."""
-    _set_suspend(obj.setdefault("spec", {}), suspended)
+    _set_suspend(obj, "spec", suspended)
 
 
-def _set_suspend(where: Manifest, suspended: bool | None) -> None:
+def _set_suspend(parent: Manifest, key: str, suspended: bool | None) -> None:
+    """``parent[key].suspend`` as ``JobKind.set_suspended`` writes it. A mapping
+    that held its ``suspend`` alone goes with it: it is not sent as ``{}``,
+    which the source did not have (one the source has empty stays)."""
+    where = parent.get(key)
+    if where is None:
+        if not suspended:
+            return
+        where = parent[key] = {}
     if suspended is None:
-        where.pop("suspend", None)
+        if "suspend" in where:
+            del where["suspend"]
+            if not where:
+                del parent[key]
     elif suspended or "suspend" in where:  # (false is the default: not added)
         where["suspend"] = suspended
 

@@ -186,7 +186,8 @@ def name_of_quota(path: str | None, tree: QuotaTree | None) -> str | None:
 
 
 def _gang(template: Manifest, dialect: str, name: str, total: int, queue: str | None) -> None:
-    meta = template.setdefault("metadata", {})
+    had = template.get("metadata")
+    meta = had if isinstance(had, dict) else {}
     labels = meta.get("labels") or {}
     if dialect == "ack":
         labels[ACK_NAME] = name
@@ -202,6 +203,8 @@ def _gang(template: Manifest, dialect: str, name: str, total: int, queue: str | 
         labels[KUEUE_QUEUE] = queue
     if labels or "labels" in meta:  # (no ``labels: {}`` where none were)
         meta["labels"] = labels
+    if meta and meta is not had:  # (nor ``metadata: {}``: a kueue job with no queue)
+        template["metadata"] = meta
 
 
 # A Namespace leaves a cluster's folder with the last job fleetq placed in it

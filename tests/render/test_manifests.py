@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -11,6 +12,11 @@ from reconciler.core.model import Decision, JobKey, MemberCluster, Phase, PodSet
 from reconciler.render.manifests import dump, render_job
 
 POD = {"spec": {"containers": [{"name": "c", "image": "x"}]}}
+
+
+def pod() -> dict[str, Any]:
+    """A pod template of its own: ``render_job`` changes the job it is given."""
+    return copy.deepcopy(POD)
 
 
 def decision(kind: str, api_version: str, name: str, *pod_sets: tuple[str, int]) -> Decision:
@@ -42,16 +48,16 @@ def test_a_job_with_no_pods_of_its_own_has_no_pod_group(dialect: str) -> None:
 @pytest.mark.parametrize("dialect", ["scheduler-plugins", "volcano"])
 def test_a_job_with_pods_has_its_pod_group(dialect: str) -> None:
     job = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "p"},
-           "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": POD}}}}
+           "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": pod()}}}}
     _, groups = render_job(job, decision("PyTorchJob", "kubeflow.org/v1", "p", ("worker", 2)),
                            MemberCluster("m-a", gang_dialect=dialect), None)
     assert [g["spec"]["minMember"] for g in groups] == [2]
 
 
 def mpijob(api_version: str, policy: str | None, workers: int = 2) -> dict[str, Any]:
-    spec: dict[str, Any] = {"mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": POD},
+    spec: dict[str, Any] = {"mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": pod()},
                                                 "Worker": {"replicas": workers,
-                                                           "template": POD}}}
+                                                           "template": pod()}}}
     if policy is not None:
         spec["launcherCreationPolicy"] = policy
     return {"apiVersion": api_version, "kind": "MPIJob", "metadata": {"name": "m"},
@@ -86,7 +92,7 @@ def test_an_mpi_launcher_made_once_the_workers_are_ready_is_left_out_of_the_gang
 
 def pytorchjob(**spec: Any) -> dict[str, Any]:
     return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "p"},
-            "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 1, "template": POD}},
+            "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 1, "template": pod()}},
                      **spec}}
 
 
@@ -114,7 +120,7 @@ def test_a_pytorchjob_s_clean_pod_policy_at_the_top_of_its_spec_goes_to_its_run_
 def test_an_mpijob_v1_keeps_its_clean_pod_policy_where_its_crd_has_it() -> None:
     job = {"apiVersion": "kubeflow.org/v1", "kind": "MPIJob", "metadata": {"name": "m"},
            "spec": {"cleanPodPolicy": "Running",
-                    "mpiReplicaSpecs": {"Launcher": {"template": POD}}}}
+                    "mpiReplicaSpecs": {"Launcher": {"template": pod()}}}}
     obj, _ = render_job(job, decision("MPIJob", "kubeflow.org/v1", "m", ("launcher", 1)),
                         MemberCluster("m-a"), None)
     assert obj["spec"]["cleanPodPolicy"] == "Running"
@@ -149,18 +155,18 @@ def test_what_the_api_server_set_on_a_job_read_from_a_cluster_is_not_sent() -> N
 
 SUSPENDED = [  # (a job written suspended, as Kube Queue and Kueue's old docs have it)
     ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
-      "spec": {"suspend": True, "parallelism": 2, "template": POD}},
+      "spec": {"suspend": True, "parallelism": 2, "template": pod()}},
      ("main", 2), ("spec",)),
     ({"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "r"},
       "spec": {"suspend": True, "entrypoint": "python x.py",
                "shutdownAfterJobFinishes": True,
-               "rayClusterSpec": {"headGroupSpec": {"template": POD}}}},
+               "rayClusterSpec": {"headGroupSpec": {"template": pod()}}}},
      ("head", 1), ("spec",)),
     ({**pytorchjob(runPolicy={"suspend": True, "backoffLimit": 3})},
      ("worker", 1), ("spec", "runPolicy")),
     ({"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": "m"},
       "spec": {"runPolicy": {"suspend": True},
-               "mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": POD}}}},
+               "mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": pod()}}}},
      ("launcher", 1), ("spec", "runPolicy")),
 ]
 
@@ -181,14 +187,57 @@ def test_a_suspended_job_is_sent_unsuspended_but_to_kueue_with_no_suspend_at_all
     obj, _ = render_job(copy.deepcopy(job), made, MemberCluster("m-a", gang_dialect=dialect),
                         None)
     holder = obj
-    for name in where:
-        holder = holder[name]
+    for name in where:  # (on kueue, a run policy with nothing left goes too)
+        holder = holder.get(name, {}) if dialect == "kueue" else holder[name]
     if dialect == "kueue":
         assert "suspend" not in holder
     else:
         assert holder["suspend"] is False
     if where[-1] == "runPolicy" and "backoffLimit" in job["spec"]["runPolicy"]:
         assert holder["backoffLimit"] == 3
+
+
+def mpijob_v2(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": "m"},
+            "spec": {"mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": pod()}},
+                     **spec}}
+
+
+@pytest.mark.parametrize(("job", "pod_set"), [
+    (pytorchjob(runPolicy={"suspend": True}), ("worker", 1)),
+    (pytorchjob(runPolicy={"suspend": False}), ("worker", 1)),
+    (mpijob_v2(runPolicy={"suspend": True}), ("launcher", 1)),
+], ids=["pytorchjob", "pytorchjob-unsuspended", "mpijob"])
+def test_a_run_policy_that_held_its_suspend_alone_is_not_sent_to_kueue_empty(
+        job: dict[str, Any], pod_set: tuple[str, int]) -> None:
+    """On a kueue cluster the job goes with no ``suspend``: a run policy that
+    held nothing else went as ``runPolicy: {}``, a field the source did not
+    have. It goes with the suspend; one the source writes empty stays, and so
+    does a run policy with more in it."""
+    made = decision(job["kind"], job["apiVersion"], job["metadata"]["name"], pod_set)
+    kueue = MemberCluster("m-a", gang_dialect="kueue")
+    obj, _ = render_job(copy.deepcopy(job), made, kueue, None)
+    assert "runPolicy" not in obj["spec"]
+    assert b"{}" not in dump(obj)
+    written = copy.deepcopy(job)
+    written["spec"]["runPolicy"] = {}
+    obj, _ = render_job(written, made, kueue, None)
+    assert obj["spec"]["runPolicy"] == {}
+    more = copy.deepcopy(job)
+    more["spec"]["runPolicy"]["backoffLimit"] = 3
+    obj, _ = render_job(more, made, kueue, None)
+    assert obj["spec"]["runPolicy"] == {"backoffLimit": 3}
+
+
+def test_a_kueue_job_with_no_queue_gets_no_empty_pod_template_metadata() -> None:
+    """A job placed with no quota has no LocalQueue to name on a kueue
+    cluster: nothing is added to its pod templates, and a template without
+    ``metadata`` is sent without it, not with ``metadata: {}``."""
+    made = dataclasses.replace(decision("PyTorchJob", "kubeflow.org/v1", "p", ("worker", 1)),
+                               quota=None)
+    obj, _ = render_job(pytorchjob(), made, MemberCluster("m-a", gang_dialect="kueue"), None)
+    assert "metadata" not in obj["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+    assert b"{}" not in dump(obj)
 
 
 @pytest.mark.parametrize(("where", "said"), [
