@@ -6,6 +6,9 @@ sets of its own (warned of when its policy does not pin it to one cluster:
 the cluster is up (``submissionMode: K8sJobMode``) is not a pod set: it is no
 part of the gang (a PodGroup waiting for it would never start), and the job's
 requests are those of its head and worker groups.
+Kueue (from v0.10) counts it, a pod set of the workload it admits: on a kueue
+cluster it takes one of the workload's pod sets (``refused_by``), and its
+ClusterQueue needs room for it beside the quota.
 """
 
 from __future__ import annotations
@@ -26,7 +29,20 @@ from reconciler.jobkinds.base import (
 )
 
 RETRYING = ("Retrying", "New", "Initializing", "Waiting")  # a deployment on its way
-KUEUE_WORKER_GROUPS = 7  # a workload's 8 pod sets, less the head's
+# The most pod sets a Kueue workload has (its MaxPodSets: 8 until 2026, when later
+# releases allowed 10, then 18): one is the head's, one the submitter Job's
+# (``submits_from_a_job``), and one each worker group's.
+KUEUE_POD_SETS = 8
+SUBMITTER_JOB_MODE = "K8sJobMode"  # (the CRD's default submissionMode)
+
+
+def submits_from_a_job(obj: Manifest) -> bool:
+    """Whether KubeRay submits the job from a batch Job of its own, started
+    once the cluster is up (``submissionMode: K8sJobMode``, the default; not
+    HTTPMode, InteractiveMode, or SidecarMode's container in the head pod).
+    Kueue (from v0.10) makes that Job a pod set of the workload it admits."""
+    spec = mapping_at(obj, "spec") or {}
+    return (spec.get("submissionMode") or SUBMITTER_JOB_MODE) == SUBMITTER_JOB_MODE
 
 
 def worker_replicas(group: Mapping[str, Any], where: str) -> int:
@@ -100,9 +116,17 @@ class RayJobKind:
             why.append("it may not run on an existing RayCluster (spec.clusterSelector)")
         if cluster.get("enableInTreeAutoscaling") is True:
             why.append("spec.rayClusterSpec.enableInTreeAutoscaling must not be true")
-        if len(groups) > KUEUE_WORKER_GROUPS:
+        # (Kueue's webhook counts the head's pod set; with the submitter's, a workload
+        # of one more than it holds is refused, and the job waits, suspended, for ever)
+        submitter = submits_from_a_job(obj)
+        most = KUEUE_POD_SETS - 1 - submitter
+        if len(groups) > most:
             why.append(f"spec.rayClusterSpec.workerGroupSpecs holds {len(groups)} groups, "
-                       f"more than {KUEUE_WORKER_GROUPS}")
+                       f"more than {most}" + (
+                           f" (its Kueue workload holds {KUEUE_POD_SETS} pod sets at most: "
+                           f"the head's, the submitter Job's under submissionMode "
+                           f"{SUBMITTER_JOB_MODE}, the default, and one a group)"
+                           if submitter else ""))
         if any(isinstance(g, dict) and g.get("groupName") == "head" for g in groups):
             why.append("a worker group may not be named head")
         return {"kueue": "; ".join(why)} if why else {}

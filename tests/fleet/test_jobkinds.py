@@ -44,6 +44,11 @@ def test_a_ray_worker_group_counts_the_workers_kuberay_starts_times_hosts(
         ("head", 1), ("tpu", pods)]
 
 
+SUBMITTER_POD_SET = ("spec.rayClusterSpec.workerGroupSpecs holds 7 groups, more than 6 (its "
+                     "Kueue workload holds 8 pod sets at most: the head's, the submitter Job's "
+                     "under submissionMode K8sJobMode, the default, and one a group)")
+
+
 @pytest.mark.parametrize(("spec", "cluster", "groups", "said"), [
     ({"shutdownAfterJobFinishes": True}, {}, 1, None),
     ({}, {}, 1, "spec.shutdownAfterJobFinishes must be true (its RayCluster would hold the "
@@ -52,14 +57,24 @@ def test_a_ray_worker_group_counts_the_workers_kuberay_starts_times_hosts(
      "it may not run on an existing RayCluster (spec.clusterSelector)"),
     ({"shutdownAfterJobFinishes": True}, {"enableInTreeAutoscaling": True}, 1,
      "spec.rayClusterSpec.enableInTreeAutoscaling must not be true"),
-    ({"shutdownAfterJobFinishes": True}, {}, 8,
+    ({"shutdownAfterJobFinishes": True, "submissionMode": "HTTPMode"}, {}, 8,
      "spec.rayClusterSpec.workerGroupSpecs holds 8 groups, more than 7"),
+    ({"shutdownAfterJobFinishes": True, "submissionMode": "HTTPMode"}, {}, 7, None),
+    ({"shutdownAfterJobFinishes": True, "submissionMode": "SidecarMode"}, {}, 7, None),
+    ({"shutdownAfterJobFinishes": True}, {}, 6, None),
+    ({"shutdownAfterJobFinishes": True}, {}, 7, SUBMITTER_POD_SET),
+    ({"shutdownAfterJobFinishes": True, "submissionMode": "K8sJobMode"}, {}, 7,
+     SUBMITTER_POD_SET),
 ])
 def test_a_rayjob_kueues_webhook_refuses_says_why_for_kueue_clusters(
         spec: dict[str, Any], cluster: dict[str, Any], groups: int, said: str | None) -> None:
     """Kueue refuses a RayJob it manages (its queue label) that keeps its
     RayCluster after it ends, runs on an existing one, autoscales, or has more
-    worker groups than a workload has pod sets."""
+    worker groups than a workload has pod sets: 8, one the head's and, when
+    KubeRay submits the job from a Job of its own (submissionMode K8sJobMode,
+    the default), one that Job's. Its webhook counts the head's alone: a job
+    with 7 groups it takes, and the workload of 9 pod sets it makes of it is
+    refused, the job left suspended for ever."""
     from reconciler.jobkinds.base import refused_by
 
     ray = kind_for("ray.io/v1", "RayJob")
