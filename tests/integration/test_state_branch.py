@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from reconciler.pipeline import STATE_FORMAT
+
 from .conftest import (
     NOW,
     QUEUED_CLUSTER_POLICY,
@@ -397,7 +399,7 @@ def test_a_source_branch_reset_back_says_how_to_reconcile_it(tmp_path: Path) -> 
 
 
 def test_a_state_of_the_format_before_is_decided_and_rendered_again(tmp_path: Path) -> None:
-    """A state made by the fleetq before (its ``Fleet-Format`` trailer is 3) is
+    """A state made by the fleetq before (its ``Fleet-Format`` trailer one less) is
     not up to date for this one, though made from the same source: it is
     decided and rendered again. That fleetq sent a job written suspended to a
     kueue cluster with ``suspend: false``, which Kueue's webhook sets back; it
@@ -417,7 +419,8 @@ def test_a_state_of_the_format_before_is_decided_and_rendered_again(tmp_path: Pa
     old = made.replace("spec:\n", "spec:\n  suspend: false\n", 1)
     assert old != made
     message = git(path, "log", "-1", "--format=%B", STATE)
-    assert "\nFleet-Format: 4 fleetq/" in message
+    now = STATE_FORMAT.split()[0]
+    assert f"\nFleet-Format: {now} fleetq/" in message
     index = {"GIT_INDEX_FILE": str(tmp_path / "index")}
     git(path, "read-tree", STATE, env=index)
     blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=path, input=old,
@@ -426,7 +429,8 @@ def test_a_state_of_the_format_before_is_decided_and_rendered_again(tmp_path: Pa
     tree = git(path, "write-tree", env=index).strip()
     commit = subprocess.run(
         ["git", "commit-tree", tree, "-p", STATE], cwd=path, capture_output=True, text=True,
-        check=True, input=message.replace("\nFleet-Format: 4 ", "\nFleet-Format: 3 "),
+        check=True,
+        input=message.replace(f"\nFleet-Format: {now} ", f"\nFleet-Format: {int(now) - 1} "),
         env=dict(os.environ, GIT_AUTHOR_NAME="fleetq", GIT_AUTHOR_EMAIL="fleetq@localhost",
                  GIT_COMMITTER_NAME="fleetq", GIT_COMMITTER_EMAIL="fleetq@localhost"),
     ).stdout.strip()
@@ -436,7 +440,7 @@ def test_a_state_of_the_format_before_is_decided_and_rendered_again(tmp_path: Pa
     assert proc.returncode == 0, proc.stderr
     assert "no change" not in proc.stdout
     assert state_show(path, rendered) == made
-    assert "\nFleet-Format: 4 fleetq/" in git(path, "log", "-1", "--format=%B", STATE)
+    assert f"\nFleet-Format: {now} fleetq/" in git(path, "log", "-1", "--format=%B", STATE)
     again = fleetq("reconcile", "--repo", str(path), "--now", NOW)
     assert "no change" in again.stdout, again.stdout
 
