@@ -899,8 +899,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         if len(gone) == 1:  # (deleted from the source: the state still has it)
             lines = _deleted(gone[0], computed.source.sha)
             if args.output in ("json", "yaml"):
-                _print_value({"job": decision_item(gone[0]), "explanation": lines},
-                             args.output)
+                _print_value(_explained(gone[0], lines), args.output)
             else:
                 print("\n".join(lines))
             return EXIT_OK
@@ -944,11 +943,22 @@ def cmd_explain(args: argparse.Namespace) -> int:
                                  d.quota).strategy is QueueStrategy.STRICT_FIFO)
     said = _not_yet(repo, args, base, computed, d)
     if args.output in ("json", "yaml"):
-        _print_value({"job": decision_item(d), "explanation": lines,
-                      **({"notReconciled": said[1]} if said is not None else {})}, args.output)
+        _print_value(_explained(d, lines, said[1] if said is not None else None),
+                     args.output)
     else:
         print("\n".join(([said[0], ""] if said is not None else []) + lines))
     return EXIT_OK
+
+
+def _explained(d: Decision, lines: list[str],
+              not_reconciled: dict[str, Any] | None = None) -> dict[str, Any]:
+    """explain's ``-o json`` and ``-o yaml`` document: the job's placements
+    item, as ``status -o json`` lists it (``job`` its apiVersion, kind,
+    namespace and name), with the lines said of it (``explanation``) and,
+    when the state branch has not taken its source in, what the state says
+    of it meanwhile (``notReconciled``)."""
+    return {**decision_item(d), "explanation": lines,
+            **({"notReconciled": not_reconciled} if not_reconciled is not None else {})}
 
 
 def _deleted(d: Decision, sha: str) -> list[str]:

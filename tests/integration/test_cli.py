@@ -830,7 +830,8 @@ def test_explain_tells_why_a_job_waits_as_text_and_json(seed_fleet: SeedFleet) -
     _queued_seed(seed_fleet)
     repo = str(seed_fleet.path)
     status = json.loads(fleetq("status", "--repo", repo, "-o", "json").stdout)
-    reason = next(i["reason"] for i in status if i["job"]["name"] == "pytorch-second")
+    item = next(i for i in status if i["job"]["name"] == "pytorch-second")
+    reason = item["reason"]
     proc = fleetq("explain", "pytorch-second", "--repo", repo, "--now", "2026-11-29T11:30:00Z")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
@@ -842,9 +843,14 @@ def test_explain_tells_why_a_job_waits_as_text_and_json(seed_fleet: SeedFleet) -
                   "--now", "2026-11-29T11:30:00Z")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["job"]["job"] == {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
-                                 "namespace": "default", "name": "pytorch-second"}
-    assert out["job"]["phase"] == "Queued" and out["explanation"] == lines
+    # one level: the job's item as `status -o json` lists it, and what explain says of it
+    assert out == {**item, "explanation": lines}
+    assert out["job"] == {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+                          "namespace": "default", "name": "pytorch-second"}
+    assert list(out)[:2] == ["job", "source"] and list(out)[-1] == "explanation"
+    proc = fleetq("explain", "default/pytorch-second", "--repo", repo, "-o", "yaml",
+                  "--now", "2026-11-29T11:30:00Z")
+    assert proc.returncode == 0 and yaml.safe_load(proc.stdout) == out, proc.stderr
 
 
 def test_commands_that_print_data_give_the_same_document_as_json_and_yaml(
@@ -1205,11 +1211,12 @@ def test_explain_of_a_commit_not_reconciled_yet_says_so_and_what_the_state_says(
     data = json.loads(fleetq("explain", "--repo", str(path), "tokenizer-ablation", "--now", NOW,
                              "-o", "json").stdout)
     assert data["notReconciled"]["source"] == sha
-    assert data["notReconciled"]["state"]["position"] == 2 and data["job"]["position"] == 1
+    assert data["notReconciled"]["state"]["position"] == 2 and data["position"] == 1
+    assert data["notReconciled"]["state"]["job"] == data["job"]
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
     data = json.loads(fleetq("explain", "--repo", str(path), "tokenizer-ablation", "--now", NOW,
                              "-o", "json").stdout)
-    assert "notReconciled" not in data and data["job"]["position"] == 1
+    assert "notReconciled" not in data and data["position"] == 1
     # a push that changes no decision makes no state commit: nothing to note
     write_files(path, {"README.md": "notes\n"})
     commit_all(path, "notes")
@@ -1252,7 +1259,7 @@ def test_explain_of_a_job_deleted_and_not_reconciled_yet_says_what_the_next_reco
     job = waiting["job"]
     data = json.loads(fleetq("explain", "--repo", str(path), job["name"], "--now", NOW,
                              "-o", "json").stdout)
-    assert data["job"] == waiting
+    assert data == {**waiting, "explanation": data["explanation"]}
     assert data["explanation"][0].endswith(
         f"the next reconcile drops it from queue {waiting['quota']} (nothing of it runs).")
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
