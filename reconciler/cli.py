@@ -39,7 +39,7 @@ from reconciler.core.model import (
     QueueStrategy,
 )
 from reconciler.core.policy import candidate_groups, narrowed, with_queue_refusal
-from reconciler.core.problems import Problem, first_of, listed, yaml_type
+from reconciler.core.problems import Problem, first_of, listed, shown_path, yaml_type
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
 from reconciler.fleet.inputs import is_yaml
@@ -651,8 +651,8 @@ def _check_quota(repo: FleetRepo, args: argparse.Namespace) -> str:
 def problem_value(problem: Problem) -> dict[str, object]:
     """A problem as ``-o json`` and ``-o yaml`` give it (validate's, plan's):
     ``line`` null when it is of the file as a whole (its text names no line)."""
-    return {"path": problem.path, "line": problem.line or None, "severity": problem.severity,
-            "message": problem.message}
+    return {"path": shown_path(problem.path), "line": problem.line or None,
+            "severity": problem.severity, "message": problem.message}
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -861,8 +861,9 @@ def _unread_naming(repo: FleetRepo, computed: Computed, name: str) -> str:
             "utf-8", "replace")
         if naming.search(text):
             said = unread[path]
-            return (f": {path} names it, but fleetq cannot read it there (line {said.line}: "
-                    f"{said.message}); fix the file (`fleetq validate` lists every problem)")
+            return (f": {shown_path(path)} names it, but fleetq cannot read it there (line "
+                    f"{said.line}: {said.message}); fix the file (`fleetq validate` lists every "
+                    f"problem)")
     count = len(unread)
     return (f"; `fleetq status` lists them. {count} file{'s' if count != 1 else ''} there "
             f"{'have' if count != 1 else 'has'} errors, or jobs fleetq does not read "
@@ -975,8 +976,8 @@ def _deleted(d: Decision, sha: str) -> list[str]:
     state = d.phase.value + (f" on {where}" if d.phase is Phase.ADMITTED else "")
     return [f"{d.key.kind} {d.key.namespace}/{d.key.name} is {state} on the state branch, "
             f"but no file of {sha[:12]} defines it any more: the next reconcile {then}.",
-            f"It was defined at {d.path} (blob {d.blob[:12]}): to keep it, restore that "
-            f"file, as it was."]
+            f"It was defined at {shown_path(d.path)} (blob {d.blob[:12]}): to keep it, restore "
+            f"that file, as it was."]
 
 
 def _not_yet(repo: FleetRepo, args: argparse.Namespace, base: str | None, computed: Computed,

@@ -47,7 +47,7 @@ from reconciler.core.outcomes import (
     purge_due,
 )
 from reconciler.core.policy import candidate_groups, default_policy, select_policy
-from reconciler.core.problems import Problem, listed
+from reconciler.core.problems import Problem, listed, shown_path
 from reconciler.core.quota import QuotaTree, max_changed
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.inputs import (
@@ -683,7 +683,8 @@ def shared_names(jobs: Sequence[Job]) -> dict[JobKey, str]:
     out: dict[JobKey, str] = {}
     for group in by_name.values():
         for j in group:
-            others = sorted(f"{o.key.kind} at {o.path}:{o.line}" for o in group if o is not j)
+            others = sorted(f"{o.key.kind} at {shown_path(o.path)}:{o.line}"
+                            for o in group if o is not j)
             out[j.key] = (f"{j.key.kind} {j.key.namespace}/{j.key.name} shares its namespace "
                           f"and name with the {', '.join(others)}: their gangs would be one "
                           f"(PodGroup {j.key.name}); none of them is used (where one ran, it "
@@ -2293,8 +2294,9 @@ def fleet_git(repo: FleetRepo, source_rev: str) -> GitSettings:
             if not read.broken_paths and not read.unbuilt:
                 return read.git
             first = first or next(p for p in read.problems if p.severity == "error")
-        raise GitError(f"{first}; and no earlier version of {path} parses and builds, to tell "
-                       f"where the state goes (spec.stateBranch, spec.remote): fix it")
+        raise GitError(f"{first}; and no earlier version of {shown_path(path)} parses and "
+                       f"builds, to tell where the state goes (spec.stateBranch, spec.remote): "
+                       f"fix it")
     return GitSettings()
 
 

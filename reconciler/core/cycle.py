@@ -58,7 +58,7 @@ from reconciler.core.preemption import (
     may_reclaim,
     would_retake,
 )
-from reconciler.core.problems import Problem, listed
+from reconciler.core.problems import Problem, listed, shown_path
 from reconciler.core.quota import QuotaTree, QuotaUsage, max_changed, max_jobs_hint
 from reconciler.core.resources import MAX_JOBS, Resources, ResourcesView
 
@@ -689,7 +689,7 @@ class _Cycle:
                 continue
             decision = Decision(
                 key=bad.key, api_version=bad.api_version, path=bad.path, blob=bad.blob,
-                phase=Phase.INVALID, reason=f"{bad.path}:{bad.line}: {bad.message}",
+                phase=Phase.INVALID, reason=f"{shown_path(bad.path)}:{bad.line}: {bad.message}",
                 enqueued_at=self._enqueued(None, bad.key))
             prior = priors.get(bad.key)
             if prior is not None and prior.phase in _WAITED and prior.quota is not None:
@@ -799,7 +799,8 @@ class _Cycle:
             if problems:
                 self.problems.extend(Problem(job.path, line, problem)
                                      for line, problem in problems)
-                reason = "; ".join(f"{job.path}:{line}: {problem}" for line, problem in problems)
+                reason = "; ".join(f"{shown_path(job.path)}:{line}: {problem}"
+                                   for line, problem in problems)
                 self.decisions[key] = evolve(base, reason=reason)
                 self.unresolved[key] = reason  # (admitted before: kept where it runs, step 2)
                 continue
@@ -912,7 +913,7 @@ class _Cycle:
             bad_reason = None
             if key in invalid:
                 bad = invalid[key]
-                bad_reason = f"{bad.path}:{bad.line}: {bad.message}"
+                bad_reason = f"{shown_path(bad.path)}:{bad.line}: {bad.message}"
             elif prior.path in broken:
                 bad_reason = broken[prior.path]
             elif key in self.unresolved:  # (its PriorityClass, its quota, ... went)

@@ -7,6 +7,7 @@ the rest of the fleet from reconciling.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,7 +24,8 @@ class Problem:
             object.__setattr__(self, "message", capped(self.message))
 
     def __str__(self) -> str:
-        where = f"{self.path}:{self.line}" if self.line else self.path
+        path = shown_path(self.path)
+        where = f"{path}:{self.line}" if self.line else path
         return f"{where}: {self.severity}: {self.message}"
 
 
@@ -91,3 +93,48 @@ def as_read(value: object) -> str:
     if isinstance(value, bool):
         return f"{str(value).lower()} ({BOOLEAN_WORDS})"
     return repr(value)
+
+
+
+# (git's own escapes of a byte in a quoted path; any other byte in octal)
+_C_ESCAPES = {0x07: "a", 0x08: "b", 0x09: "t", 0x0A: "n", 0x0B: "v", 0x0C: "f", 0x0D: "r",
+              0x22: '"', 0x5C: "\\"}
+_C_BYTES = {letter: byte for byte, letter in _C_ESCAPES.items()}
+_QUOTED = re.compile(r'^"|[\x00-\x1f\x7f\ud800-\udfff]')
+_ESCAPE = re.compile(r'\\([0-3][0-7]{2}|[abtnvfr"\\])')
+
+
+def shown_path(path: str) -> str:
+    """A file's path as fleetq writes it (placements.yaml, every output, every
+    message): as it is, unless its bytes are not UTF-8 (git takes any; read,
+    they are kept as surrogate escapes, which no JSON or terminal takes), it
+    holds a control character, or it begins with a double quote; then as git
+    writes it (``core.quotePath``): in double quotes, each byte that is not
+    printable ASCII in octal (or as C writes it), ``"`` and ``\\`` escaped:
+    ``"jobs/caf\\351.yaml"``. ``read_path`` reads it back."""
+    if not _QUOTED.search(path):
+        return path
+    out = []
+    for byte in path.encode("utf-8", "surrogateescape"):
+        if byte in _C_ESCAPES:
+            out.append("\\" + _C_ESCAPES[byte])
+        elif byte < 0x20 or byte > 0x7E:
+            out.append(f"\\{byte:03o}")
+        else:
+            out.append(chr(byte))
+    return '"' + "".join(out) + '"'
+
+
+def read_path(text: str) -> str:
+    """The path that ``shown_path`` wrote as ``text``."""
+    if len(text) < 2 or not (text.startswith('"') and text.endswith('"')):
+        return text
+    out = bytearray()
+    body, at = text[1:-1], 0
+    for escape in _ESCAPE.finditer(body):
+        out += body[at:escape.start()].encode("utf-8", "surrogateescape")
+        code = escape.group(1)
+        out.append(_C_BYTES[code] if code in _C_BYTES else int(code, 8))
+        at = escape.end()
+    out += body[at:].encode("utf-8", "surrogateescape")
+    return out.decode("utf-8", "surrogateescape")

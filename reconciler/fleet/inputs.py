@@ -37,7 +37,7 @@ from reconciler.core.model import (
     Taint,
 )
 from reconciler.core.policy import LOCAL_QUEUE_NAME, LOCAL_QUEUE_RULE, find_policy
-from reconciler.core.problems import Problem, as_read, first_of, yaml_type
+from reconciler.core.problems import Problem, as_read, first_of, shown_path, yaml_type
 from reconciler.core.quota import QUOTA_LABEL, QuotaSpec, QuotaTree, build_tree
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, format_quantity
 from reconciler.fleet.documents import Document, expand_lists, iter_mapping_docs, parse_documents
@@ -815,7 +815,7 @@ def _read_job(doc: Document, job_kind: Any, blob: str) -> JobSource | InvalidJob
         except (ManifestError, KeyError, TypeError):
             key = JobKey(str(doc.value.get("apiVersion")).rsplit("/", 1)[0],
                          str(doc.value.get("kind")), "default",
-                         f"<unnamed:{doc.path}#{doc.seat}>")
+                         f"<unnamed:{shown_path(doc.path)}#{doc.seat}>")
         return InvalidJob(key=key, api_version=str(doc.value["apiVersion"]), path=doc.path,
                           line=doc.line_of(first.field), blob=blob,
                           message=f"{first}; fix the manifest"
@@ -830,7 +830,7 @@ def _add_job(inputs: FleetInputs, source: JobSource) -> None:
     other = inputs.jobs.get(key)
     if other is not None:
         inputs.problems.append(Problem(source.job.path, source.job.line, (
-            f"{key} is also defined at {other.job.path}:{other.job.line}; a job is "
+            f"{key} is also defined at {shown_path(other.job.path)}:{other.job.line}; a job is "
             f"identified by group, kind, namespace and name, and one defined twice is not "
             f"used (where it ran, it keeps its place): rename one")))
         inputs.twice.add(key)
@@ -897,7 +897,7 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
         for doc in usable[1:]:
             inputs.problems.append(Problem(doc.path, doc.line, (
                 f"a second ElasticQuotaTree; only one is supported (the first is at "
-                f"{first.path}:{first.line}): merge them")))
+                f"{shown_path(first.path)}:{first.line}): merge them")))
     if usable:
         doc = usable[0]
         try:

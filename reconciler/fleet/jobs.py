@@ -80,9 +80,11 @@ def api_group(api_version: str) -> str:
 def stable_name(prefix: str, path: str, index: int | str) -> str:
     """``generateName`` plus a short hash of the source path: the same every
     time. As the API server names one, the prefix is cut to its first 58
-    characters, so that the name fits in 63."""
+    characters, so that the name fits in 63. (The path's bytes, as git has
+    them: a path that is not UTF-8 is hashed too.)"""
     seed = path if index == 0 else f"{path}#{index}"
-    return prefix[:GENERATED_PREFIX_MOST] + hashlib.sha256(seed.encode()).hexdigest()[:5]
+    return prefix[:GENERATED_PREFIX_MOST] + hashlib.sha256(
+        seed.encode("utf-8", "surrogateescape")).hexdigest()[:5]
 
 
 GENERATED_PREFIX_MOST = 58  # (Kubernetes' maxGeneratedNameLength: 63 less 5 random characters)

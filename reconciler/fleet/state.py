@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from typing import Any, TypeVar
 
 from reconciler.core.model import Decision, JobKey, Phase, PodSetCount, PriorPlacement, evolve
-from reconciler.core.problems import Problem
+from reconciler.core.problems import Problem, read_path, shown_path
 from reconciler.core.resources import format_resources
 from reconciler.fleet.documents import Document, parse_documents
 from reconciler.halves import in_two, two_cores
@@ -78,7 +78,7 @@ def decision_item(d: Decision) -> dict[str, Any]:
     item: dict[str, Any] = {
         "job": {"apiVersion": d.api_version, "kind": d.key.kind,
                 "namespace": d.key.namespace, "name": d.key.name},
-        "source": {"path": d.path, "blob": d.blob},
+        "source": {"path": shown_path(d.path), "blob": d.blob},
     }
     if d.quota is not None:
         item["quota"] = d.quota
@@ -130,7 +130,7 @@ def _item_text(d: Decision, s: Any = yamltext.scalar, f: Any = yamltext.flow_sca
     k = d.key
     out = [f"- job: {{apiVersion: {f(d.api_version)}, kind: {f(k.kind)}, "
            f"namespace: {f(k.namespace)}, name: {f(k.name)}}}",
-           f"  source: {{path: {f(d.path)}, blob: {f(d.blob)}}}"]
+           f"  source: {{path: {f(shown_path(d.path))}, blob: {f(d.blob)}}}"]
     if d.quota is not None:
         out.append(f"  quota: {s(d.quota)}")
     out.append(f"  priority: {d.priority}")
@@ -484,7 +484,7 @@ def prior_from_item(item: Mapping[str, Any]) -> PriorPlacement:
     source = item.get("source") or {}
     return PriorPlacement(
         key=key, phase=Phase(item["phase"]), enqueued_at=str(item.get("enqueuedAt") or ""),
-        path=str(source.get("path") or ""), blob=str(source.get("blob") or ""),
+        path=read_path(str(source.get("path") or "")), blob=str(source.get("blob") or ""),
         quota=item.get("quota"), priority=int(item.get("priority") or 0),
         cluster=item.get("cluster"),
         pod_sets=tuple(PodSetCount(str(p["name"]), int(p["replicas"]))

@@ -25,7 +25,7 @@ from reconciler.core.model import (
     Policy,
     deleted_after,
 )
-from reconciler.core.problems import Problem
+from reconciler.core.problems import Problem, shown_path
 from reconciler.core.quota import QUOTA_LABEL, QuotaTree
 from reconciler.fleet.inputs import Dependency, FleetInputs
 from reconciler.fleet.jobs import JobSource, pod_dependencies
@@ -107,7 +107,7 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
         labels[KUEUE_QUEUE] = queue
     meta["labels"] = labels
     annotations = meta.get("annotations") or {}
-    annotations[SOURCE] = decision.path
+    annotations[SOURCE] = shown_path(decision.path)  # (a path not UTF-8: as git quotes it)
     meta["annotations"] = annotations
     # (Kueue's webhook suspends a job as it is made, and its ClusterQueue's
     # admission lifts that: a suspend written here, Argo CD's self-heal would

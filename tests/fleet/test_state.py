@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import yaml
 
@@ -37,6 +39,29 @@ def with_line(field: str, nth: int, line: str) -> tuple[bytes, list[str], int]:
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(state, "CHUNK_ITEMS", 3)
+
+
+# paths as git has them (any bytes), and as placements.yaml writes them
+PATHS = {os.fsdecode(b"jobs/caf\xe9.yaml"): '"jobs/caf\\351.yaml"',  # (Latin-1: no UTF-8)
+         "jobs/café.yaml": "jobs/café.yaml",
+         '"quoted".yaml': '"\\"quoted\\".yaml"',
+         "tab\there.yaml": '"tab\\there.yaml"',
+         "jobs/\\351.yaml": "jobs/\\351.yaml"}
+
+
+def test_a_path_git_quotes_is_written_as_git_writes_it_and_read_back_as_it_was() -> None:
+    """A path that is not UTF-8 (its bytes kept as surrogate escapes) made a
+    placements.yaml that no YAML reader outside Python takes; it is written as
+    git writes it (``core.quotePath``), and read back as the path it is."""
+    made = [evolve(d, path=path, key=d.key._replace(name=f"path-{i}"))
+            for i, (d, path) in enumerate(zip(decisions(), PATHS, strict=False))]
+    data = render_placements(made)
+    items = yaml.safe_load(data.decode("utf-8"))["items"]
+    assert [i["source"]["path"] for i in items] == list(PATHS.values())
+    assert [state.decision_item(d)["source"]["path"] for d in made] == list(PATHS.values())
+    prior, problems = read_placements(data)
+    assert problems == []
+    assert {k: p.path for k, p in prior.items()} == {d.key: d.path for d in made}
 
 
 def test_chunks_read_what_the_whole_file_reads(small_chunks: None) -> None:

@@ -34,6 +34,8 @@ from .conftest import (
     pytorchjob,
     reconciled_template,
     rev,
+    state_yaml,
+    with_priority,
     write_files,
 )
 
@@ -1319,3 +1321,60 @@ def test_a_commit_dated_ahead_of_the_clock_enqueues_its_jobs_when_seen(
 def _committed_at(path: Path) -> str:
     """The state's commit time, to the second, in UTC."""
     return git(path, "log", "-1", "--format=%cI", STATE).strip()[:19]
+
+
+def test_a_job_file_whose_path_is_not_utf8_is_shown_as_git_shows_it(tmp_path: Path) -> None:
+    """git takes any bytes in a path. A job file named in Latin-1 stopped
+    ``-o json`` with a traceback (a surrogate escape no UTF-8 terminal takes;
+    raw bytes, no valid JSON, where the locale lets them through), a job of
+    ``generateName`` there stopped reconcile and validate, and placements.yaml
+    and the rendered job held an escape of a lone surrogate, which YAML readers
+    refuse (read back without the cache, the state was "damaged"). Every
+    output writes such a path as git does (``core.quotePath``)."""
+    latin = {name: os.fsdecode(f"jobs/{name}\xe9.yaml".encode("latin-1"))
+             for name in ("cafe", "sweep", "bad", "broken")}
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("16", "64Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/c1.yaml": member_cluster("c1", cpu="16", memory="64Gi"),
+        latin["cafe"]: pytorchjob("cafe", cpu="6"),  # (admitted: the one queued waits)
+        latin["sweep"]: pytorchjob("x", cpu="3").replace("  name: x\n", "  generateName: sweep-\n"),
+        latin["bad"]: with_priority(pytorchjob("bad"), "no-such-class"),
+        latin["broken"]: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [}\n"})
+    quoted = {name: git(path, "ls-files", file).strip() for name, file in latin.items()}
+    assert quoted["cafe"] == '"jobs/cafe\\351.yaml"'  # (as git shows it: core.quotePath)
+    strict = {"PYTHONIOENCODING": "utf-8:strict"}  # (a terminal in a UTF-8 locale)
+
+    def run(*args: str, code: int = 0) -> str:
+        proc = fleetq(*args, "--repo", str(path), env=strict)
+        assert (proc.returncode, "Traceback" in proc.stderr) == (code, False), proc.stderr
+        return proc.stdout
+
+    items = json.loads(run("reconcile", "--now", NOW, "-o", "json"))
+    by_name = {i["job"]["name"][:5]: i for i in items}
+    assert {n: i["source"]["path"] for n, i in by_name.items()} == {
+        n: quoted[n] for n in ("cafe", "sweep", "bad")}
+    assert by_name["bad"]["reason"].startswith(f"{quoted['bad']}:")
+    assert json.loads(run("status", "-o", "json")) == items
+    assert yaml.safe_load(run("status", "-o", "yaml")) == items
+    # (placements.yaml read back, as a clone with no cache reads it: the escape of
+    # the path's byte written before made it a state that could not be read back)
+    assert json.loads(run("status", "-o", "json", "--no-cache")) == items
+    assert by_name["sweep"]["phase"] == "Queued" and by_name["cafe"]["phase"] == "Admitted"
+    assert "cafe" in run("status", "-o", "wide") and "sweep-" in run("queue")
+    assert json.loads(run("queue", "-o", "json")) == yaml.safe_load(run("queue", "-o", "yaml"))
+    explained = json.loads(run("explain", "cafe", "--now", NOW, "-o", "json"))
+    assert explained["source"]["path"] == quoted["cafe"]
+    assert yaml.safe_load(run("explain", "cafe", "--now", NOW, "-o", "yaml")) == explained
+    problems = json.loads(run("validate", "-o", "json", code=1))
+    assert {p["path"] for p in problems if p["severity"] == "error"} == {
+        quoted["broken"], quoted["bad"]}
+    assert yaml.safe_load(run("validate", "-o", "yaml", code=1)) == problems
+    assert f"\n{quoted['broken']}:3: error: " in "\n" + run("validate", code=1)
+    plan = json.loads(run("plan", "--now", NOW, "-o", "json"))
+    assert plan["changed"] is False and plan == yaml.safe_load(run("plan", "--now", NOW,
+                                                                   "-o", "yaml"))
+    # the state branch's files: valid UTF-8 (read as text), the path as git shows it
+    assert [i["source"]["path"] for i in state_yaml(path, "placements.yaml")["items"]] == [
+        i["source"]["path"] for i in items]
+    rendered = state_yaml(path, "clusters/c1/default/pytorchjob-cafe.yaml")
+    assert rendered["metadata"]["annotations"]["fleetq.io/source"] == quoted["cafe"]
