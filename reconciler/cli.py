@@ -610,8 +610,9 @@ def cmd_queue(args: argparse.Namespace) -> int:
     if args.output != "table":
         _print_data(items, args.output, texts=texts)
         return EXIT_OK
-    if not items:
-        print("No queued jobs.")
+    if not items:  # (on stderr, as status says it: the table has no line)
+        print("No queued jobs" + (f" in quota {args.quota}" if args.quota else "") + ".",
+              file=sys.stderr)
         return EXIT_OK
     rows = [(i.get("quota") if i.get("position") is not None else "- (by capacity)",
              i.get("position"), i["job"]["namespace"], i["job"]["name"],

@@ -491,6 +491,10 @@ def test_queue_of_a_quota_takes_its_name_or_path_and_the_quotas_under_it(
         assert names(quota) == everything, quota
     for quota in ("video", "root/algorithm/video", "interns"):
         assert names(quota) == [], quota
+        proc = fleetq("queue", "--repo", str(path), "--quota", quota)
+        # (an empty queue is no line of the table: `fleetq queue | wc -l` counts none)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (
+            0, "", f"No queued jobs in quota {quota}.\n"), quota
     for quota in ("vid", "algo/text", "nope"):
         proc = fleetq("queue", "--repo", str(path), "--quota", quota)
         assert proc.returncode == 2, proc.stdout
