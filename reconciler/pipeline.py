@@ -928,13 +928,14 @@ class _EarlierVersions:
         self._look()
         if not self.source_rev or not self.since:
             return
-        out = self.repo.run("log", "--first-parent", "--follow",
+        # (-z: each name as it is; without it, git quotes a name that is not UTF-8)
+        out = self.repo.run("log", "--first-parent", "--follow", "-z",
                             f"--max-count={LAST_GOOD_DEPTH}", "--format=%x1e%H", "--name-only",
                             self.source_rev, "--", path, check=False
                             ).decode("utf-8", "surrogateescape")
         for entry in out.split("\x1e")[1:]:
-            commit, _, names = entry.partition("\n")
-            name = names.strip().split("\n")[0] if names.strip() else path
+            commit, _, names = entry.partition("\0")
+            name = names.lstrip("\n").split("\0")[0] or path
             got = self.repo.blob_of(commit.strip(), name)
             if got is not None:
                 yield got

@@ -296,8 +296,8 @@ class FleetRepo:
         out = self.run("ls-tree", "-z", "--full-tree", rev, "--", path, check=False)
         meta, _, name = out.rstrip(b"\0").partition(b"\t")
         parts = meta.decode().split(" ")
-        return parts[2] if len(parts) == 3 and parts[1] == "blob" and name == path.encode() \
-            else None
+        return parts[2] if len(parts) == 3 and parts[1] == "blob" and \
+            name == path.encode("utf-8", "surrogateescape") else None
 
     def blobs_in(self, trees: Sequence[str], path: str) -> list[str | None]:
         """The blob id of the file ``path`` in each of ``trees`` (``None``: not

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from reconciler.gitops.repo import FleetRepo
 from reconciler.pipeline import LAST_GOOD_DEPTH, TRAILER, TREE_TRAILER, earlier_versions
@@ -47,3 +50,21 @@ def test_the_versions_of_a_file_go_back_to_the_first_state_commit_across_a_renam
     oldest = expected[1]
     assert oldest is not None
     assert history.version("jobs/new.yaml", oldest).data == f"version: 0\n{SAME}".encode()
+
+
+@pytest.mark.parametrize("name", ["jobs/plain.yaml", os.fsdecode(b"jobs/caf\xe9.yaml")])
+def test_the_versions_of_a_file_not_reconciled_yet_come_first_whatever_its_name(
+        tmp_path: Path, name: str) -> None:
+    """A broken file's last good version is first looked for in the source
+    commits since the state's (not reconciled yet). git quotes a name that
+    is not UTF-8 (Latin-1, here) as it lists it: that version was not found,
+    and the state's older one taken instead."""
+    path = make_fleet_repo(tmp_path / "fleet", {name: f"version: 0\n{SAME}"})
+    state = _state_commit(path, None, git(path, "rev-parse", "HEAD").strip())
+    blobs = [git(path, "rev-parse", f"HEAD:{name}").strip()]
+    for i in (1, 2):
+        write_files(path, {name: f"version: {i}\n{SAME}"})
+        blobs.append(git(path, "rev-parse", f"{commit_all(path, f'version {i}')}:{name}").strip())
+    history = earlier_versions(FleetRepo(path), state, "HEAD")
+    assert history is not None
+    assert [f.blob for f in history(name, blobs[2])] == [blobs[1], blobs[0]]
