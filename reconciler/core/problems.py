@@ -95,7 +95,6 @@ def as_read(value: object) -> str:
     return repr(value)
 
 
-
 # (git's own escapes of a byte in a quoted path; any other byte in octal)
 _C_ESCAPES = {0x07: "a", 0x08: "b", 0x09: "t", 0x0A: "n", 0x0B: "v", 0x0C: "f", 0x0D: "r",
               0x22: '"', 0x5C: "\\"}
