@@ -569,10 +569,16 @@ def queue_jumps(decisions: Sequence[Decision], inputs: FleetInputs,
             moved[job.key] = (job, was.enqueued_at)
     if not moved:
         return []
-    waiting: dict[tuple[str | None, int], list[Decision]] = collections.defaultdict(list)
+    # the jobs that wait and waited before this source: (the job, its place now,
+    # its place before); a job new in it was not there first
+    waiting: dict[tuple[str | None, int], list[tuple[Decision, str, str]]] = \
+        collections.defaultdict(list)
     for d in decisions:
-        if d.phase is Phase.QUEUED:
-            waiting[d.quota, d.priority].append(d)
+        if d.phase is Phase.QUEUED and d.key in prior:
+            before = moved[d.key][1] if d.key in moved else d.enqueued_at
+            waiting[d.quota, d.priority].append((
+                d, queue_order(d.priority, d.enqueued_at, d.key),
+                queue_order(d.priority, before, d.key)))
     out = []
     for d in decisions:
         if d.key not in moved or d.phase not in (Phase.QUEUED, Phase.ADMITTED):
@@ -580,9 +586,10 @@ def queue_jumps(decisions: Sequence[Decision], inputs: FleetInputs,
         job, first = moved[d.key]
         now_at, then_at = (queue_order(d.priority, d.enqueued_at, d.key),
                            queue_order(d.priority, first, d.key))
-        jumped = sorted((other for other in waiting[d.quota, d.priority]
-                         if now_at < queue_order(other.priority, other.enqueued_at, other.key)
-                         < then_at), key=lambda o: queue_order(o.priority, o.enqueued_at, o.key))
+        # those ahead of it before and behind it now
+        jumped = [other for other, other_now, other_then in sorted(
+            waiting[d.quota, d.priority], key=lambda w: w[1])
+            if now_at < other_now and other_then < then_at]
         if not jumped:
             continue
         names = ", ".join(str(o.key) for o in jumped[:3]) + (

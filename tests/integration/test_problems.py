@@ -1396,3 +1396,38 @@ def test_plan_tells_a_reviewer_of_a_queue_jump(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert ("jobs/jumper.yaml:4: warning: PyTorchJob default/jumper: metadata.creationTimestamp "
             "2020-01-01T00:00:00Z enqueues it before") in proc.stdout, proc.stdout
+
+
+def test_jobs_pushed_with_a_queue_jump_are_not_told_as_passed(tmp_path: Path) -> None:
+    # "waiting" waits since the first reconcile; one push brings two jobs dated
+    # back and one of now: each dated job passes "waiting" alone, as the others
+    # were not waiting before it
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "clusters/c1.yaml": member_cluster("c1", cpu="2", memory="8Gi"),
+        "quota.yaml": one_leaf_tree("2", "8Gi"),
+        "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "jobs/running.yaml": pytorchjob("running"),
+        "jobs/waiting.yaml": pytorchjob("waiting")})
+    run_reconcile(path)
+    write_files(path, {"jobs/early.yaml": _backdated("early", "2020-01-01T00:00:00Z"),
+                       "jobs/later.yaml": _backdated("later", "2021-01-01T00:00:00Z"),
+                       "jobs/a-now.yaml": pytorchjob("a-now")})
+    commit_all(path, "jobs dated back", date="2026-11-29T12:00:00+00:00")
+    told = _jumps(run_reconcile(path, now="2026-11-29T12:00:00Z"))
+    assert [line.split(": ")[2] for line in told] == [
+        "PyTorchJob default/early", "PyTorchJob default/later"], told
+    assert all("goes ahead of 1 job(s) waiting in queue root/team at its priority "
+               "(PyTorchJob default/waiting)" in line for line in told), told
+    # an edit that sets back two waiting jobs at once, whose order stays, passes no one
+    write_files(path, {"jobs/early.yaml": _backdated("early", "2019-01-01T00:00:00Z"),
+                       "jobs/later.yaml": _backdated("later", "2019-06-01T00:00:00Z")})
+    commit_all(path, "both dated further back", date="2026-11-29T13:00:00+00:00")
+    assert not _jumps(run_reconcile(path, now="2026-11-29T13:00:00Z"))
+    # ... and one set back before the other passes it
+    write_files(path, {"jobs/later.yaml": _backdated("later", "2018-01-01T00:00:00Z")})
+    commit_all(path, "later dated before early", date="2026-11-29T14:00:00+00:00")
+    told = _jumps(run_reconcile(path, now="2026-11-29T14:00:00Z"))
+    assert len(told) == 1 and told[0].split(": ")[2] == "PyTorchJob default/later", told
+    assert told[0].endswith(
+        "goes ahead of 1 job(s) waiting in queue root/team at its priority (PyTorchJob "
+        "default/early); if that is not meant, set it to 2019-06-01T00:00:00Z"), told
