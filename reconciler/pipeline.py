@@ -548,7 +548,8 @@ def named_by_order(inputs: FleetInputs) -> list[Problem]:
 def queue_jumps(decisions: Sequence[Decision], inputs: FleetInputs,
                 prior: Mapping[JobKey, PriorPlacement], source_time: str) -> list[Problem]:
     """A warning on each job whose ``metadata.creationTimestamp`` puts it ahead
-    of jobs that wait in its queue at its priority and were there first: a
+    of jobs that wait in its queue at its priority (or, placed by capacity
+    alone, among the jobs so placed) and were there before this source: a
     creationTimestamp is its enqueue time (DESIGN §3), so one set back, on a new
     job or by an edit, jumps the queue. "First" is the enqueue time the state
     gave the job (or, new, this reconcile's); told to ``plan``'s reviewer and
@@ -569,6 +570,13 @@ def queue_jumps(decisions: Sequence[Decision], inputs: FleetInputs,
             moved[job.key] = (job, was.enqueued_at)
     if not moved:
         return []
+    # a job waits in its quota's queue, or, placed by capacity alone (its policy
+    # has no suspension.scheduling), among all such jobs (``None``)
+    queued = {p.ref for p in inputs.policies if p.queued}
+
+    def lane(d: Decision) -> tuple[str | None, int]:
+        return (d.quota if d.policy in queued else None), d.priority
+
     # the jobs that wait and waited before this source: (the job, its place now,
     # its place before); a job new in it was not there first
     waiting: dict[tuple[str | None, int], list[tuple[Decision, str, str]]] = \
@@ -576,7 +584,7 @@ def queue_jumps(decisions: Sequence[Decision], inputs: FleetInputs,
     for d in decisions:
         if d.phase is Phase.QUEUED and d.key in prior:
             before = moved[d.key][1] if d.key in moved else d.enqueued_at
-            waiting[d.quota, d.priority].append((
+            waiting[lane(d)].append((
                 d, queue_order(d.priority, d.enqueued_at, d.key),
                 queue_order(d.priority, before, d.key)))
     out = []
@@ -588,7 +596,7 @@ def queue_jumps(decisions: Sequence[Decision], inputs: FleetInputs,
                            queue_order(d.priority, first, d.key))
         # those ahead of it before and behind it now
         jumped = [other for other, other_now, other_then in sorted(
-            waiting[d.quota, d.priority], key=lambda w: w[1])
+            waiting[lane(d)], key=lambda w: w[1])
             if now_at < other_now and other_then < then_at]
         if not jumped:
             continue
@@ -597,8 +605,10 @@ def queue_jumps(decisions: Sequence[Decision], inputs: FleetInputs,
         out.append(Problem(job.path, job.line_of(CREATED_AT), (
             f"{job.key}: metadata.creationTimestamp {d.enqueued_at} enqueues it before "
             f"{first}, {'when it was first enqueued' if d.key in prior else 'when it was pushed'}: "
-            f"it goes ahead of {len(jumped)} job(s) waiting in queue {d.quota} at its "
-            f"priority ({names}); if that is not meant, set it to {first}"), "warning"))
+            f"it goes ahead of {len(jumped)} job(s) waiting "
+            + (f"in queue {d.quota} at its priority" if lane(d)[0] is not None else
+               "at its priority to be placed by capacity alone")
+            + f" ({names}); if that is not meant, set it to {first}"), "warning"))
     return out
 
 

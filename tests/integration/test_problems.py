@@ -1431,3 +1431,35 @@ def test_jobs_pushed_with_a_queue_jump_are_not_told_as_passed(tmp_path: Path) ->
     assert told[0].endswith(
         "goes ahead of 1 job(s) waiting in queue root/team at its priority (PyTorchJob "
         "default/early); if that is not meant, set it to 2019-06-01T00:00:00Z"), told
+
+
+def test_a_queue_jump_by_capacity_alone_is_told_among_the_jobs_so_placed(tmp_path: Path) -> None:
+    # jobs of namespace "default" are placed by capacity alone (no
+    # suspension.scheduling), those of "queued" wait in their quota's queue:
+    # a job dated back passes the waiting jobs placed as it is, and no others
+    capacity_only = QUEUED_CLUSTER_POLICY.replace(
+        "  suspension:\n    scheduling: true\n", "")
+    queued = QUEUED_CLUSTER_POLICY.replace(
+        "ClusterPropagationPolicy\nmetadata:\n", "PropagationPolicy\nmetadata:\n"
+        "  namespace: queued\n")
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "clusters/c1.yaml": member_cluster("c1", cpu="2", memory="8Gi"),
+        "quota.yaml": one_leaf_tree("8", "32Gi", namespaces="default, queued"),
+        "policy.yaml": capacity_only + "---\n" + queued,
+        "jobs/running.yaml": pytorchjob("running"),
+        "jobs/waiting.yaml": pytorchjob("waiting"),
+        "jobs/in-queue.yaml": pytorchjob("in-queue", namespace="queued")})
+    run_reconcile(path)
+    assert placements(path)["queued/in-queue"]["position"] == 1
+    assert "position" not in placements(path)["default/waiting"]
+    write_files(path, {
+        "jobs/jumper.yaml": _backdated("jumper", "2020-01-01T00:00:00Z"),
+        "jobs/q-jumper.yaml": _backdated("q-jumper", "2020-01-01T00:00:00Z").replace(
+            "namespace: default", "namespace: queued")})
+    commit_all(path, "jobs dated back", date="2026-11-29T12:00:00+00:00")
+    told = _jumps(run_reconcile(path, now="2026-11-29T12:00:00Z"))
+    assert [line.split(": ", 3)[3].split("; if")[0].split(": ", 1)[1] for line in told] == [
+        "it goes ahead of 1 job(s) waiting at its priority to be placed by capacity alone "
+        "(PyTorchJob default/waiting)",
+        "it goes ahead of 1 job(s) waiting in queue root/team at its priority "
+        "(PyTorchJob queued/in-queue)"], told
