@@ -8,12 +8,14 @@ first (compare-and-swap locally, a push lease on a remote).
 
 from __future__ import annotations
 
+import bisect
 import collections
 import contextlib
 import datetime as dt
 import functools
 import gc
 import hashlib
+import heapq
 import itertools
 import operator
 import os
@@ -577,16 +579,24 @@ def queue_jumps(decisions: Sequence[Decision], inputs: FleetInputs,
     def lane(d: Decision) -> tuple[str | None, int]:
         return (d.quota if d.policy in queued else None), d.priority
 
-    # the jobs that wait and waited before this source: (the job, its place now,
-    # its place before); a job new in it was not there first
-    waiting: dict[tuple[str | None, int], list[tuple[Decision, str, str]]] = \
+    # the jobs that wait and waited before this source, each lane's in queue
+    # order: (its place now, the job) of those whose place is as it was, and
+    # (its place now, its place before, the job) of those moved too; a job new
+    # in this source was not there first
+    stayed: dict[tuple[str | None, int], list[tuple[str, Decision]]] = \
+        collections.defaultdict(list)
+    moved_too: dict[tuple[str | None, int], list[tuple[str, str, Decision]]] = \
         collections.defaultdict(list)
     for d in decisions:
         if d.phase is Phase.QUEUED and d.key in prior:
-            before = moved[d.key][1] if d.key in moved else d.enqueued_at
-            waiting[lane(d)].append((
-                d, queue_order(d.priority, d.enqueued_at, d.key),
-                queue_order(d.priority, before, d.key)))
+            place = queue_order(d.priority, d.enqueued_at, d.key)
+            if d.key in moved:
+                moved_too[lane(d)].append(
+                    (place, queue_order(d.priority, moved[d.key][1], d.key), d))
+            else:
+                stayed[lane(d)].append((place, d))
+    for places in stayed.values():
+        places.sort(key=operator.itemgetter(0))
     out = []
     for d in decisions:
         if d.key not in moved or d.phase not in (Phase.QUEUED, Phase.ADMITTED):
@@ -594,18 +604,24 @@ def queue_jumps(decisions: Sequence[Decision], inputs: FleetInputs,
         job, first = moved[d.key]
         now_at, then_at = (queue_order(d.priority, d.enqueued_at, d.key),
                            queue_order(d.priority, first, d.key))
-        # those ahead of it before and behind it now
-        jumped = [other for other, other_now, other_then in sorted(
-            waiting[lane(d)], key=lambda w: w[1])
-            if now_at < other_now and other_then < then_at]
-        if not jumped:
+        # those ahead of it before and behind it now: of those whose place is as
+        # it was, the ones between its place now and its place before
+        steady = stayed[lane(d)]
+        start = bisect.bisect_right(steady, now_at, key=operator.itemgetter(0))
+        end = bisect.bisect_left(steady, then_at, lo=start, key=operator.itemgetter(0))
+        also = [(place, other) for place, was_at, other in moved_too[lane(d)]
+                if now_at < place and was_at < then_at]
+        count = end - start + len(also)
+        if not count:
             continue
-        names = ", ".join(str(o.key) for o in jumped[:3]) + (
-            f" and {len(jumped) - 3} more" if len(jumped) > 3 else "")
+        named = heapq.nsmallest(3, itertools.chain(steady[start:min(end, start + 3)], also),
+                                key=operator.itemgetter(0))
+        names = ", ".join(str(o.key) for _, o in named) + (
+            f" and {count - 3} more" if count > 3 else "")
         out.append(Problem(job.path, job.line_of(CREATED_AT), (
             f"{job.key}: metadata.creationTimestamp {d.enqueued_at} enqueues it before "
             f"{first}, {'when it was first enqueued' if d.key in prior else 'when it was pushed'}: "
-            f"it goes ahead of {len(jumped)} job(s) waiting "
+            f"it goes ahead of {count} job(s) waiting "
             + (f"in queue {d.quota} at its priority" if lane(d)[0] is not None else
                "at its priority to be placed by capacity alone")
             + f" ({names}); if that is not meant, set it to {first}"), "warning"))

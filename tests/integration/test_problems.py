@@ -11,6 +11,14 @@ from typing import Any
 import pytest
 import yaml
 
+from reconciler import pipeline
+from reconciler.core.cycle import queue_order
+from reconciler.core.model import Decision, Phase
+from reconciler.fleet.inputs import FleetInputs
+from reconciler.fleet.jobs import JobSource
+from reconciler.pipeline import queue_jumps
+from tests.builders import job, policy
+
 from .conftest import (
     NOW,
     QUEUED_CLUSTER_POLICY,
@@ -1463,3 +1471,41 @@ def test_a_queue_jump_by_capacity_alone_is_told_among_the_jobs_so_placed(tmp_pat
         "(PyTorchJob default/waiting)",
         "it goes ahead of 1 job(s) waiting in queue root/team at its priority "
         "(PyTorchJob queued/in-queue)"], told
+
+
+def test_queue_jumps_of_many_jobs_past_many_take_time_linear_in_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # 2,000 jobs dated back pushed to a queue of 4,000 that wait: each passes
+    # every one of them, told with a count, the places in the queue compared as
+    # a sort does (not once a pair: a fleet moved in from clusters took minutes)
+    queued = policy("queued-gang").obj()
+    waiting = [Decision(key=job(f"w{i:05d}").key(), phase=Phase.QUEUED,
+                        enqueued_at="2026-11-29T10:00:00Z", quota="root/team",
+                        policy=queued.ref) for i in range(4000)]
+    moved = [job(f"m{i:05d}").created("2020-01-01T00:00:00Z").path("jobs/m.yaml").obj()
+             for i in range(2000)]
+    decisions = waiting + [Decision(key=j.key, phase=Phase.QUEUED, enqueued_at=j.created_at or "",
+                                    quota="root/team", policy=queued.ref) for j in moved]
+    inputs = FleetInputs(policies=[queued])
+    inputs.jobs = {j.key: JobSource(job=j, deps=(), index=0) for j in moved}
+    compared = 0
+
+    class Counted(str):
+        def __lt__(self, other: str) -> bool:
+            nonlocal compared
+            compared += 1
+            return str.__lt__(self, other)
+
+        def __gt__(self, other: str) -> bool:
+            return Counted.__lt__(Counted(other), self)
+
+    def counted(*args: Any) -> str:
+        return Counted(queue_order(*args))
+
+    monkeypatch.setattr(pipeline, "queue_order", counted)
+    told = queue_jumps(decisions, inputs, {d.key: d for d in waiting}, "2026-11-29T12:00:00Z")
+    assert len(told) == 2000 and all(
+        "goes ahead of 4000 job(s) waiting in queue root/team at its priority (PyTorchJob "
+        "default/w00000, PyTorchJob default/w00001, PyTorchJob default/w00002 and 3997 more)"
+        in p.message for p in told), told[0]
+    assert compared <= 30 * len(decisions), compared
