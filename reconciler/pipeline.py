@@ -560,13 +560,17 @@ def queue_jumps(decisions: Sequence[Decision], inputs: FleetInputs,
     if not prior:
         return []
     moved: dict[JobKey, tuple[Job, str]] = {}  # each job, and its time without the field
+    # the enqueue times of the jobs gone from the source: a new job of one of them
+    # is one of those renamed (kubectl writes its creationTimestamp), in its place
+    gone = {was.enqueued_at for key, was in prior.items() if key not in inputs.jobs}
     for source in inputs.jobs.values():
         job = source.job
         if not job.created_at:
             continue
         was = prior.get(job.key)
         if was is None:
-            moved[job.key] = (job, source_time)
+            if job.created_at not in gone:
+                moved[job.key] = (job, source_time)
         elif (was.enqueued_at and job.created_at < was.enqueued_at
               and was.phase is not Phase.ADMITTED):
             moved[job.key] = (job, was.enqueued_at)

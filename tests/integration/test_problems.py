@@ -1509,3 +1509,25 @@ def test_queue_jumps_of_many_jobs_past_many_take_time_linear_in_them(
         "default/w00000, PyTorchJob default/w00001, PyTorchJob default/w00002 and 3997 more)"
         in p.message for p in told), told[0]
     assert compared <= 30 * len(decisions), compared
+
+
+def test_a_job_renamed_with_its_creation_timestamp_jumps_no_queue(tmp_path: Path) -> None:
+    # "first" (dated back, as kubectl writes it) waits ahead of "second";
+    # renamed with its time, it is where it was: no one is passed
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "clusters/c1.yaml": member_cluster("c1", cpu="2", memory="8Gi"),
+        "quota.yaml": one_leaf_tree("2", "8Gi"),
+        "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "jobs/running.yaml": pytorchjob("running"),
+        "jobs/first.yaml": _backdated("first", "2026-11-29T10:30:00Z")})
+    run_reconcile(path)
+    write_files(path, {"jobs/second.yaml": pytorchjob("second")})
+    commit_all(path, "a job of now", date="2026-11-29T12:00:00+00:00")
+    run_reconcile(path, now="2026-11-29T12:00:00Z")
+    assert placements(path)["default/first"]["position"] == 1
+    git(path, "mv", "jobs/first.yaml", "jobs/renamed.yaml")
+    write_files(path, {"jobs/renamed.yaml": _backdated("renamed", "2026-11-29T10:30:00Z")})
+    commit_all(path, "first renamed", date="2026-11-29T13:00:00+00:00")
+    assert not _jumps(run_reconcile(path, now="2026-11-29T13:00:00Z"))
+    assert placements(path)["default/renamed"]["position"] == 1
+    assert placements(path)["default/second"]["position"] == 2
