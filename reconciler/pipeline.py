@@ -562,13 +562,15 @@ def queue_jumps(decisions: Sequence[Decision], inputs: FleetInputs,
     moved: dict[JobKey, tuple[Job, str]] = {}  # each job, and its time without the field
     # the enqueue times of the jobs gone from the source: a new job of one of them
     # is one of those renamed (kubectl writes its creationTimestamp), in its place
-    gone = {was.enqueued_at for key, was in prior.items() if key not in inputs.jobs}
+    gone: set[str] | None = None  # (looked for once a new job is dated)
     for source in inputs.jobs.values():
         job = source.job
         if not job.created_at:
             continue
         was = prior.get(job.key)
         if was is None:
+            if gone is None:
+                gone = {p.enqueued_at for key, p in prior.items() if key not in inputs.jobs}
             if job.created_at not in gone:
                 moved[job.key] = (job, source_time)
         elif (was.enqueued_at and job.created_at < was.enqueued_at
