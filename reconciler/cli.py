@@ -446,9 +446,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.namespace:
         items = [i for i in items if i["job"]["namespace"] == args.namespace]
     if args.quota:
-        chosen = [i for i in items if _in_quota(str(i.get("quota")), args.quota)]
+        chosen = [i for i in items if _in_quota(str(i.get("quota") or ""), args.quota)]
         if not chosen:  # (as queue --quota: a label's name of it, or a quota of none)
-            chosen = [i for i in items if _in_quota(str(i.get("quota")),
+            chosen = [i for i in items if _in_quota(str(i.get("quota") or ""),
                                                     _check_quota(repo, args))]
         items = chosen
     if args.cluster:
@@ -598,10 +598,10 @@ def cmd_queue(args: argparse.Namespace) -> int:
     items, texts = _state_items(repo, _branch(repo, args), _cache(repo, args))
     items = [i for i in items if i.get("phase") == "Queued"]
     if args.quota:
-        chosen = [i for i in items if _in_quota(str(i.get("quota")), args.quota)]
+        chosen = [i for i in items if _in_quota(str(i.get("quota") or ""), args.quota)]
         if not chosen:  # (a quota with none queued, a quota named as a label names it, ...)
             path = _check_quota(repo, args)
-            chosen = [i for i in items if _in_quota(str(i.get("quota")), path)]
+            chosen = [i for i in items if _in_quota(str(i.get("quota") or ""), path)]
         items = chosen
     # (a job with no position waits in no quota queue: its policy places it by
     # capacity alone, with no quota check; listed after the queues)

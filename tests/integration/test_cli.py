@@ -188,6 +188,14 @@ def test_status_of_a_cluster_and_of_a_quota(tmp_path: Path) -> None:
         assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", said + "\n"), args
     proc = fleetq("status", "--repo", str(path), "--quota", "nope")
     assert proc.returncode == 2 and "--quota 'nope' names no quota" in proc.stderr
+    # a job of no quota (its namespace on no leaf) is in no quota named "None"
+    (path / "jobs/orphan.yaml").write_text((path / "jobs/text/tokenizer-ablation.yaml").read_text(
+        ).replace("namespace: text", "namespace: nobody"))
+    commit_all(path, "a job of no quota")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    for command in ("status", "queue"):
+        proc = fleetq(command, "--repo", str(path), "--quota", "None")
+        assert proc.returncode == 2 and "--quota 'None' names no quota" in proc.stderr, command
 
 
 def test_a_job_is_on_each_cluster_it_has_a_copy_on() -> None:
