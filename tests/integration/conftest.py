@@ -154,6 +154,14 @@ def placements(path: Path, branch: str = STATE) -> dict[str, dict[str, Any]]:
     return {f"{i['job']['namespace']}/{i['job']['name']}": i for i in data["items"] or []}
 
 
+def line_of(text: str, needle: str) -> int:
+    """1-based line of the first line containing ``needle``."""
+    for number, line in enumerate(text.splitlines(), 1):
+        if needle in line:
+            return number
+    raise AssertionError(f"{needle!r} not in text")
+
+
 def run_reconcile(path: Path, now: str = NOW, **kwargs: Any) -> Outcome:
     """Reconcile in process, as ``fleetq reconcile --now NOW`` does."""
     return reconcile(FleetRepo(path), now=when(now), **kwargs)

@@ -28,6 +28,7 @@ from .conftest import (
     commit_all,
     fleetq,
     git,
+    line_of,
     make_fleet_repo,
     member_cluster,
     one_leaf_tree,
@@ -51,14 +52,6 @@ metadata:
 spec: {}
 """
 BROKEN_YAML_LINE = 4
-
-
-def line_of(text: str, needle: str) -> int:
-    """1-based line of the first line containing ``needle``."""
-    for number, line in enumerate(text.splitlines(), 1):
-        if needle in line:
-            return number
-    raise AssertionError(f"{needle!r} not in text")
 
 
 def _bad_inputs() -> dict[str, str]:
