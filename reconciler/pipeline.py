@@ -36,7 +36,16 @@ from reconciler.core.cycle import (
     queue_order,
     reconcile_cycle,
 )
-from reconciler.core.model import CREATED_AT, Decision, Job, JobKey, Phase, PriorPlacement
+from reconciler.core.model import (
+    CREATED_AT,
+    MAX_EXEC_TIME_AT,
+    WORKLOAD_PRIORITY_CLASS_AT,
+    Decision,
+    Job,
+    JobKey,
+    Phase,
+    PriorPlacement,
+)
 from reconciler.core.outcomes import (
     ClusterObservation,
     Outcomes,
@@ -72,7 +81,7 @@ from reconciler.fleet.inputs import (
     read_fleet,
     read_fleet_settings,
 )
-from reconciler.fleet.jobs import JobSource, stable_name
+from reconciler.fleet.jobs import MAX_EXEC_TIME_LABEL, JobSource, stable_name
 from reconciler.fleet.observed import (
     INVENTORY_DIR,
     STATUS_DIR,
@@ -102,10 +111,14 @@ from reconciler.gitops.watch import RefWatcher, Revisions
 from reconciler.halves import in_two, two_cores
 from reconciler.jobkinds.base import Manifest
 from reconciler.render.manifests import (
+    KEPT_WHILE_RUNNING,
+    KUEUE_QUEUE,
     AsItWas,
+    Sent,
     job_file,
+    labels_sent,
+    metadata_labels,
     name_of_quota,
-    queue_of,
     queue_sent,
     render_state,
     sent_with,
@@ -119,12 +132,13 @@ OBSERVED_TRAILER = "Fleet-Observed"  # the id of the state's status/ folder ("no
 # the first time the state changes with no new input (an old copy's grace period ends):
 # from then on, a reconcile of the same inputs is no fixed point
 DUE_TRAILER = "Fleet-Due"
-STATE_FORMAT = f"5 fleetq/{__version__}"  # a state made by another format is recomputed
-# (5: no run policy left empty on a kueue cluster, a RayJob's submitter Job counted in
-# its Kueue pod sets; 4: no suspend sent to a kueue cluster, a Volcano PodGroup's
-# priority, YAML tags of no JSON form refused; 3: a RayJob's workers as KubeRay starts
-# them, an MPI launcher made later out of the gang, timestamps read as strings; 2: the
-# items of a v1 List are read as documents)
+STATE_FORMAT = f"6 fleetq/{__version__}"  # a state made by another format is recomputed
+# (6: a job running on a kueue cluster keeps the WorkloadPriorityClass and maximum run
+# time labels it was sent with; 5: no run policy left empty on a kueue cluster, a
+# RayJob's submitter Job counted in its Kueue pod sets; 4: no suspend sent to a kueue
+# cluster, a Volcano PodGroup's priority, YAML tags of no JSON form refused; 3: a
+# RayJob's workers as KubeRay starts them, an MPI launcher made later out of the gang,
+# timestamps read as strings; 2: the items of a v1 List are read as documents)
 DEFAULT_IDENTITY = Identity("fleetq", "fleetq@localhost")
 CARRIED_OVER = ("inventory/", "status/")
 DEFAULT_STATE_BRANCH = "fleetq/state"  # when fleet.yaml names none
@@ -454,11 +468,12 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     overlays = Overlays(inputs.templates)
     # (files kept as they were, by their blob ids: a job kept on its last good
     # version, an ended job, an old copy of a job that fails over)
+    sent, unsent = sent_to_kueue(repo, result.decisions, inputs, prior, previous_entries,
+                                 reuse)
+    problems.extend(unsent)
     rendered = render_state(result.decisions, inputs, _manifest_of, previous_entries,
                             overlays, reuse, as_it_was(repo, result.decisions, inputs,
-                                                       previous_entries),
-                            sent_queues(repo, result.decisions, inputs, prior,
-                                        previous_entries, reuse))
+                                                       previous_entries), sent)
     out.update(rendered.files)
     out.update(reports)
     problems.extend(unsent_dependencies(result.decisions, inputs))
@@ -1177,44 +1192,84 @@ def as_it_was(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInput
     return out
 
 
-def sent_queues(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInputs,
-                prior: Mapping[JobKey, PriorPlacement], previous: Mapping[str, str],
-                reuse: Mapping[str, tuple[str, str]]) -> dict[str, str]:
-    """Job file -> the Kueue LocalQueue its job, running on that kueue cluster,
-    was sent with, where it is not its quota's name now (the quota renamed,
-    or its namespace moved to another): Kueue refuses to change the queue
-    label of a job it admitted, so it keeps the one it runs under until it
-    ends. Read from the state's job files (``previous``: paths and blob ids),
-    but for those whose inputs (``reuse``) say the name now."""
+def sent_to_kueue(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInputs,
+                  prior: Mapping[JobKey, PriorPlacement], previous: Mapping[str, str],
+                  reuse: Mapping[str, tuple[str, str]]
+                  ) -> tuple[dict[str, Sent], list[Problem]]:
+    """Job file -> what its job, running on that kueue cluster, was sent with
+    that Kueue refuses to change while it runs, where its source says
+    otherwise now (``Sent``): the LocalQueue it runs under (its quota renamed,
+    or its namespace moved to another), and the labels of
+    ``KEPT_WHILE_RUNNING`` (edited in its file). It keeps them until it runs
+    anew (placed again after it was preempted or failed over), and each label
+    kept is a warning at its line. Read from the state's job files
+    (``previous``: paths and blob ids), but for those whose inputs
+    (``reuse``) say what the source says now.
+
+    The cycle orders the job, and picks victims, by the WorkloadPriorityClass
+    its source names now: fleetq preempts by taking a job off its cluster,
+    which needs no Kueue's leave."""
     kueue = {c.name for c in inputs.clusters if c.gang_dialect == "kueue"}
     if not kueue or not prior:
-        return {}
-    wanted: dict[str, tuple[str, str]] = {}  # job file -> (its blob, the queue now)
+        return {}, []
+    # job file -> (its blob, its job, the queue now, the kept labels now)
+    wanted: dict[str, tuple[str, Job, str | None, dict[str, str]]] = {}
     for d in decisions:
-        if d.phase is not Phase.ADMITTED or d.quota is None:
+        if d.phase is not Phase.ADMITTED or d.quota is None or d.kept:
             continue
         was = prior.get(d.key)
-        if was is None or was.phase is not Phase.ADMITTED:
+        source = inputs.jobs.get(d.key)
+        if was is None or was.phase is not Phase.ADMITTED or source is None:
             continue
         now = name_of_quota(d.quota, inputs.tree)
+        labels = source.job.label_map
+        kept_now = {name: labels[name] for name in KEPT_WHILE_RUNNING if name in labels}
         for name in (d.cluster, *d.copies):
             if name not in kueue or (name != was.cluster and name not in was.copies):
                 continue
             path = job_file(d.key, name)
             entry = reuse.get(path)
             blob = previous.get(path)
-            if blob is not None and now is not None and (
-                    entry is None or queue_sent(entry[0]) != now):
-                wanted[path] = (blob, now)
+            if blob is not None and (entry is None or queue_sent(entry[0]) != (now or "")
+                                     or labels_sent(entry[0]) != kept_now):
+                wanted[path] = (blob, source.job, now, kept_now)
     if not wanted:
-        return {}
-    blobs = repo.read_blobs({blob for blob, _ in wanted.values()})
-    out = {}
-    for path, (blob, now) in sorted(wanted.items()):
-        queue = queue_of(blobs.get(blob, b""), now)
-        if queue is not None:
-            out[path] = queue
-    return out
+        return {}, []
+    blobs = repo.read_blobs({blob for blob, *_ in wanted.values()})
+    out: dict[str, Sent] = {}
+    told: list[Problem] = []
+    for path, (blob, job, now, kept_now) in sorted(wanted.items()):
+        labels_then = metadata_labels(blobs.get(blob, b""))
+        if labels_then is None:  # (not fleetq's rendering: sent as the source says)
+            continue
+        queue = labels_then.get(KUEUE_QUEUE)
+        queue = queue if now is not None and queue is not None and queue != now else None
+        kept = tuple((name, labels_then.get(name)) for name in KEPT_WHILE_RUNNING
+                     if labels_then.get(name) != kept_now.get(name))
+        if queue is None and not kept:
+            continue
+        out[path] = Sent(queue, kept)
+        cluster = path.split("/", 2)[1]
+        for name, value in kept:
+            told.append(_kept_while_running(job, name, value, kept_now.get(name), cluster))
+    return out, told
+
+
+# the field of a job (``Job.field_lines``) each label kept while it runs is at
+_KEPT_AT = {MAX_EXEC_TIME_LABEL: MAX_EXEC_TIME_AT}
+
+
+def _kept_while_running(job: Job, name: str, then: str | None, now: str | None,
+                        cluster: str) -> Problem:
+    """The warning that ``job``'s label ``name``, ``now`` in its source, is
+    sent to ``cluster`` as it was sent (``then``) while the job runs there."""
+    edit = (f'changed to "{now}"' if then is not None and now is not None
+            else f'set to "{now}"' if now is not None else "removed")
+    keeps = f'it keeps "{then}"' if then is not None else "it stays without it"
+    return Problem(job.path, job.line_of(_KEPT_AT.get(name, WORKLOAD_PRIORITY_CLASS_AT)), (
+        f"label {name} {edit} takes effect when {job.key.kind} {job.key.namespace}/"
+        f"{job.key.name} runs again: Kueue refuses to change it while the job runs, so "
+        f"on {cluster} {keeps}"), "warning")
 
 
 def _manifest_of(source: JobSource) -> Manifest | None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from reconciler.core.model import (
     CREATED_AT,
+    MAX_EXEC_TIME_AT,
     NODE_NAME_FIELD,
     PRIORITY_CLASS_AT,
     QUOTA_AT,
@@ -49,6 +50,7 @@ from reconciler.jobkinds.base import (
 )
 
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 DEFAULT_NAMESPACE = "default"
 # The values jobs repeat (pod sets, requests, labels, deps) as one object each: a
 # fleet's cache pickles each once and reads it back as one (see ``OneEach``).
@@ -510,6 +512,8 @@ def _field_lines(line_of: LineOf, line: int, labels: Mapping[str, str],
         lines.append((QUOTA_AT, line_of("metadata.namespace")))
     if meta.get("creationTimestamp"):
         lines.append((CREATED_AT, line_of("metadata.creationTimestamp")))
+    if MAX_EXEC_TIME_LABEL in labels:
+        lines.append((MAX_EXEC_TIME_AT, line_of("metadata.labels", MAX_EXEC_TIME_LABEL)))
     return SHARED(tuple((name, at) for name, at in lines if at != line))
 
 

@@ -28,7 +28,12 @@ from reconciler.core.model import (
 from reconciler.core.problems import Problem, shown_path
 from reconciler.core.quota import QUOTA_LABEL, QuotaTree
 from reconciler.fleet.inputs import Dependency, FleetInputs
-from reconciler.fleet.jobs import JobSource, pod_dependencies
+from reconciler.fleet.jobs import (
+    MAX_EXEC_TIME_LABEL,
+    WORKLOAD_PRIORITY_LABEL,
+    JobSource,
+    pod_dependencies,
+)
 from reconciler.halves import in_two, two_cores
 from reconciler.jobkinds import kind_for
 from reconciler.jobkinds.base import (
@@ -52,6 +57,15 @@ ACK_MIN = "pod-group.scheduling.sigs.k8s.io/min-available"
 SP_GROUP = "scheduling.x-k8s.io/pod-group"
 VOLCANO_GROUP = "scheduling.k8s.io/group-name"
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
+# The labels of a job that Kueue's webhook refuses to change while the job runs
+# (its jobframework's ValidateJobOnUpdate), beside its queue: its
+# WorkloadPriorityClass (any change before Kueue 0.12, any on a job not
+# suspended before 0.15, and still one that sets or removes it) and its maximum
+# run time (any change unless the job is suspended before and after). A job
+# running on a kueue cluster keeps them as it was sent with them
+# (``pipeline.sent_to_kueue``): an update Kueue refuses, Argo CD would retry
+# at every sync until the job ended.
+KEPT_WHILE_RUNNING = (WORKLOAD_PRIORITY_LABEL, MAX_EXEC_TIME_LABEL)
 SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
 
 def dump(obj: Any) -> bytes:
@@ -77,12 +91,15 @@ class RenderedTree:
 
 
 def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
-               tree: QuotaTree | None, queue: str | None = None
+               tree: QuotaTree | None, queue: str | None = None,
+               kept: Mapping[str, str | None] | None = None
                ) -> tuple[Manifest, list[Manifest]]:
     """The job as it goes to ``cluster``, and the PodGroups its dialect needs
     (none for a job with no pods of its own). ``queue``: on a kueue cluster,
-    the LocalQueue it runs under there, when not its quota's name now (see
-    ``pipeline.sent_queues``).
+    the LocalQueue it runs under there, when not its quota's name now;
+    ``kept``: the labels of ``KEPT_WHILE_RUNNING`` it runs with there, where
+    its source says otherwise now (None: it runs without the label); both
+    ``Sent``, see ``pipeline.sent_to_kueue``.
 
     ``manifest`` is changed in place: pass a fresh copy.
     """
@@ -103,8 +120,14 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
         labels[QUOTA] = quota_name
         labels[QUOTA_LABEL] = quota_name
     queue = queue or quota_name
-    if cluster.gang_dialect == "kueue" and queue is not None:
-        labels[KUEUE_QUEUE] = queue
+    if cluster.gang_dialect == "kueue":
+        if queue is not None:
+            labels[KUEUE_QUEUE] = queue
+        for name, value in (kept or {}).items():
+            if value is None:
+                labels.pop(name, None)
+            else:
+                labels[name] = value
     meta["labels"] = labels
     annotations = meta.get("annotations") or {}
     annotations[SOURCE] = shown_path(decision.path)  # (a path not UTF-8: as git quotes it)
@@ -249,7 +272,7 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
                  previous: Mapping[str, bytes | str], overlays: Overlays,
                  reuse: Mapping[str, tuple[str, str]] | None = None,
                  held: Mapping[JobKey, AsItWas] | None = None,
-                 queues: Mapping[str, str] | None = None) -> RenderedTree:
+                 sent: Mapping[str, Sent] | None = None) -> RenderedTree:
     """Every cluster folder of the state tree (placements.yaml is written apart).
 
     ``manifest_of`` gives a job's source manifest; ``previous`` maps paths of
@@ -263,8 +286,8 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
     ``reuse`` maps paths of the previous state tree to (inputs, blob id) as
     ``RenderedTree.inputs`` said:
     a job file made from the same inputs is that blob again, not rendered.
-    ``queues``: job file -> the Kueue LocalQueue a job running on a kueue
-    cluster was sent with, when not its quota's name now (``sent_queue``).
+    ``sent``: job file -> what a job running on a kueue cluster was sent with
+    that Kueue refuses to change, where its source says otherwise now (``Sent``).
     Not with overlays: they may read any field of a decision. (The inputs
     name the overlays a file was rendered under, ``Overlays.made_of``: once
     they are gone, what they rewrote is rendered again without them.)
@@ -292,7 +315,7 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
     work = [(clusters[name], ds) for name, ds in placed.items() if ds]
     render = functools.partial(_render_clusters, inputs=inputs, manifest_of=manifest_of,
                                previous=previous, overlays=overlays, reuse=reuse,
-                               held=held, queues=queues or {})
+                               held=held, sent=sent or {})
     # the jobs of each cluster to render (not reused): the halves split where they balance
     to_render = [sum(1 for d in ds if reuse is None or job_file(d.key, cluster.name) not in reuse)
                  for cluster, ds in work]
@@ -325,7 +348,7 @@ def _render_clusters(work: Sequence[tuple[MemberCluster, list[Decision]]], *,
                      inputs: FleetInputs, manifest_of: Callable[[JobSource], Manifest | None],
                      previous: Mapping[str, bytes | str], overlays: Overlays,
                      reuse: Mapping[str, tuple[str, str]] | None,
-                     held: Mapping[JobKey, AsItWas], queues: Mapping[str, str]
+                     held: Mapping[JobKey, AsItWas], sent: Mapping[str, Sent]
                      ) -> RenderedTree:
     """The folders of the clusters of ``work``, each with its decisions, in order."""
     out = RenderedTree()
@@ -335,7 +358,7 @@ def _render_clusters(work: Sequence[tuple[MemberCluster, list[Decision]]], *,
         namespaces: set[str] = set()
         for d in placed:
             _render_one(d, cluster, inputs, manifest_of, previous, overlays, policies,
-                        files, out, reuse, held, queues)
+                        files, out, reuse, held, sent)
             namespaces.add(d.key.namespace)
         if not files:
             continue
@@ -371,7 +394,7 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
                 previous: Mapping[str, bytes | str], overlays: Overlays,
                 policies: Mapping[str, Policy], files: dict[str, bytes | str],
                 out: RenderedTree, reuse: Mapping[str, tuple[str, str]] | None,
-                held: Mapping[JobKey, AsItWas], queues: Mapping[str, str]) -> None:
+                held: Mapping[JobKey, AsItWas], sent: Mapping[str, Sent]) -> None:
     source = inputs.jobs.get(d.key)
     if source is None or d.kept or d.phase is not Phase.ADMITTED or cluster.name in d.kept_on:
         _copy_previous(previous, d, cluster.name, files)  # (as it ran there)
@@ -387,13 +410,17 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
     group_rel = f"{d.key.namespace}/podgroup-{d.key.name}.yaml"
     base = f"clusters/{cluster.name}/"
     quota_name = name_of_quota(d.quota, inputs.tree)
-    queue = queues.get(base + job_rel)
+    was_sent = sent.get(base + job_rel)
+    queue = was_sent.queue if was_sent is not None else None
+    kept = dict(was_sent.labels) if was_sent is not None else {}
+    kueue = cluster.gang_dialect == "kueue"
     made_of = "\0".join((d.blob, d.path, d.api_version, *d.key.order, d.quota or "",
                          quota_name or "", str(sum(p.replicas for p in d.pod_sets)),
                          cluster.name, cluster.gang_dialect, overlays.made_of,
-                         # (the queue label it goes with, last: see queue_sent)
-                         (queue or quota_name or "") if cluster.gang_dialect == "kueue"
-                         else ""))
+                         # (the labels Kueue refuses to change it goes with, and its
+                         # queue label, last: see labels_sent and queue_sent)
+                         _kept_text(sent_labels(source.job.label_map, kept)) if kueue else "",
+                         (queue or quota_name or "") if kueue else ""))
     was = reuse.get(base + job_rel) if reuse is not None else None
     if was is not None and was[0] == made_of:
         files[job_rel] = was[1]
@@ -407,7 +434,7 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
         if manifest is None:
             _copy_previous(previous, d, cluster.name, files)
             return
-        obj, groups = render_job(manifest, d, cluster, inputs.tree, queue)
+        obj, groups = render_job(manifest, d, cluster, inputs.tree, queue, kept)
         obj = overlays.apply(obj, d, cluster, out.problems, out.refused)
         files[job_rel] = dump(obj)
         out.inputs[base + job_rel] = made_of
@@ -464,26 +491,65 @@ def sent_with(rendered: bytes) -> AsItWas | None:
         return None  # (not fleetq's rendering: it keeps what the state has, no more)
 
 
+@dataclass(frozen=True)
+class Sent:
+    """What a job running on a kueue cluster was sent with there that Kueue
+    refuses to change while it runs, where its source says otherwise now: it
+    goes with it again, until it runs anew."""
+
+    queue: str | None = None  # its LocalQueue, when not its quota's name now
+    # (label of KEPT_WHILE_RUNNING, its value; None: sent without it)
+    labels: tuple[tuple[str, str | None], ...] = ()
+
+
+def sent_labels(labels: Mapping[str, str], kept: Mapping[str, str | None]
+                ) -> dict[str, str]:
+    """The labels of ``KEPT_WHILE_RUNNING`` a job of ``labels`` goes with,
+    those ``kept`` (``Sent.labels``) as they were sent."""
+    out = {name: labels[name] for name in KEPT_WHILE_RUNNING if name in labels}
+    for name, value in kept.items():
+        if value is None:
+            out.pop(name, None)
+        else:
+            out[name] = value
+    return out
+
+
+def _kept_text(labels: Mapping[str, str]) -> str:
+    # (a label's value holds no "=" nor "\1": Kubernetes' rule for label values)
+    return "\1".join(f"{name}={labels[name]}" for name in sorted(labels))
+
+
 def queue_sent(made_of: str) -> str:
     """The Kueue queue label a job file was rendered with, as its inputs say
     (``RenderedTree.inputs``: the last of them; empty off kueue clusters)."""
     return made_of.rsplit("\0", 1)[-1]
 
 
-def queue_of(rendered: bytes, now: str) -> str | None:
-    """The Kueue queue label of a rendered job manifest, when it is not ``now``;
-    None when it is ``now``, or none. Only its ``metadata`` is parsed (its
-    text up to the next field of the object: the state's files are fleetq's
-    own writing, each field of the object at the start of a line)."""
+def labels_sent(made_of: str) -> dict[str, str]:
+    """The labels of ``KEPT_WHILE_RUNNING`` a job file was rendered with, as
+    its inputs say (``RenderedTree.inputs``: the one before the last)."""
+    fields = made_of.rsplit("\0", 2)
+    text = fields[-2] if len(fields) == 3 else ""
+    return dict(item.split("=", 1) for item in text.split("\1") if "=" in item)
+
+
+def metadata_labels(rendered: bytes) -> dict[str, str] | None:
+    """The labels of a rendered job manifest; None when it is none. Only its
+    ``metadata`` is parsed (its text up to the next field of the object: the
+    state's files are fleetq's own writing, each field of the object at the
+    start of a line)."""
     start = rendered.find(b"\nmetadata:\n")
     end = _NEXT_FIELD.search(rendered, start + 1) if start >= 0 else None
     text = rendered if start < 0 else rendered[start + 1:end.start() if end else None]
     try:
         obj = yaml.load(text, Loader=yaml.CSafeLoader)
-        queue = obj["metadata"]["labels"][KUEUE_QUEUE]
-    except (yaml.YAMLError, KeyError, TypeError):
+        labels = obj["metadata"].get("labels") or {}
+    except (yaml.YAMLError, KeyError, TypeError, AttributeError):
         return None
-    return queue if isinstance(queue, str) and queue != now else None
+    if not isinstance(labels, dict):
+        return None
+    return {str(k): v for k, v in labels.items() if isinstance(v, str)}
 
 
 _NEXT_FIELD = re.compile(rb"\n(?=[^\s#])")  # (a line's end before an object's next field)

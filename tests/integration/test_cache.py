@@ -397,9 +397,9 @@ def test_an_unchanged_job_is_not_rendered_again(tmp_path: Path, monkeypatch) -> 
     rendered: list[str] = []
     real = manifests.render_job
 
-    def counted(manifest, decision, cluster, tree, queue=None):
+    def counted(manifest, decision, cluster, tree, *rest):
         rendered.append(decision.key.name)
-        return real(manifest, decision, cluster, tree, queue)
+        return real(manifest, decision, cluster, tree, *rest)
 
     monkeypatch.setattr(manifests, "render_job", counted)
     write_files(path, {"jobs/j1.yaml": pytorchjob("j1", cpu="2")})  # j1 changes

@@ -20,6 +20,7 @@ from .conftest import (
     commit_all,
     fleetq,
     git,
+    line_of,
     make_fleet_repo,
     member_cluster,
     one_leaf_tree,
@@ -491,3 +492,104 @@ def test_a_job_running_on_a_kueue_cluster_keeps_its_queue_when_its_quota_is_rena
                   *no_cache).returncode == 0
     assert "OnFailure" in (state_show(path, running) or "")
     assert labels(running) == ("team", "research", {"team"})
+
+
+WORKLOAD_PRIORITY_CLASSES = "---\n".join(
+    f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: WorkloadPriorityClass\n"
+    f"metadata: {{name: {name}}}\nvalue: {value}\n" for name, value in (("low", 10),
+                                                                     ("high", 1000)))
+PRIORITY = "kueue.x-k8s.io/priority-class"
+MAX_EXEC = "kueue.x-k8s.io/max-exec-time-seconds"
+
+
+def _kueue_labels(path: Path, file: str) -> dict[str, str]:
+    """The labels Kueue reads of a rendered job (its WorkloadPriorityClass and
+    its maximum run time), as the state branch has them."""
+    labels = yaml.safe_load(state_show(path, file) or "")["metadata"]["labels"]
+    return {k: v for k, v in labels.items() if k in (PRIORITY, MAX_EXEC)}
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_a_job_running_on_a_kueue_cluster_keeps_the_labels_kueue_refuses_to_change(
+        tmp_path: Path, cache: bool) -> None:
+    """Kueue's webhook refuses to change the WorkloadPriorityClass label and the
+    maximum run time of a job it runs: edited in git, the running job's
+    manifest could not be applied (Argo CD's sync failed until it ended). It
+    keeps them as it was sent with them, told at the edited line as a change
+    that takes effect when it runs again, with the cache or without, and when
+    it is edited again; fleetq orders it by the class it names now. A job that
+    was waiting is sent with the edit."""
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("3", "256Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "priorities.yaml": WORKLOAD_PRIORITY_CLASSES,
+        "clusters/m-a.yaml": member_cluster("m-a", dialect="kueue"),
+        "jobs/run.yaml": pytorchjob("run", labels={PRIORITY: "low"}),
+        "jobs/wait.yaml": pytorchjob("wait", labels={PRIORITY: "low"})})
+    no_cache = () if cache else ("--no-cache",)
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q", *no_cache
+                  ).returncode == 0
+    running = "clusters/m-a/default/pytorchjob-run.yaml"
+    assert placements(path)["default/wait"]["phase"] == "Queued"
+    assert _kueue_labels(path, running) == {PRIORITY: "low"}
+    edited = pytorchjob("run", labels={PRIORITY: "high", MAX_EXEC: "3600"})
+    tree = path / "quota.yaml"
+    tree.write_text(tree.read_text().replace('"3"', '"4"'))  # (room for the waiting job)
+    write_files(path, {"jobs/run.yaml": edited,
+                       "jobs/wait.yaml": pytorchjob("wait", labels={PRIORITY: "high",
+                                                                    MAX_EXEC: "3600"})})
+    commit_all(path, "raise the jobs' priority, limit their time")
+    told = [f"jobs/run.yaml:{line_of(edited, PRIORITY)}: warning: label {PRIORITY} "
+            f"changed to \"high\" takes effect when PyTorchJob default/run runs again: "
+            f"Kueue refuses to change it while the job runs, so on m-a it keeps \"low\"",
+            f"jobs/run.yaml:{line_of(edited, MAX_EXEC)}: warning: label {MAX_EXEC} set "
+            f"to \"3600\" takes effect when PyTorchJob default/run runs again: Kueue "
+            f"refuses to change it while the job runs, so on m-a it stays without it"]
+    for now in ("2026-11-29T12:00:00Z", "2026-11-29T12:05:00Z"):  # (and again: it stays)
+        proc = fleetq("reconcile", "--repo", str(path), "--now", now, *no_cache)
+        assert proc.returncode == 0, proc.stderr
+        assert _kueue_labels(path, running) == {PRIORITY: "low"}
+        said = proc.stderr
+        if "no change" in proc.stdout:  # (the state was made from this source: told then)
+            said = fleetq("plan", "--repo", str(path), "--now", now, *no_cache).stdout
+        for line in told:
+            assert line in said, said
+        assert placements(path)["default/run"]["priority"] == 1000
+        assert _kueue_labels(path, "clusters/m-a/default/pytorchjob-wait.yaml") == {
+            PRIORITY: "high", MAX_EXEC: "3600"}
+    # an edit that changes nothing of the labels keeps them too
+    source = path / "jobs/run.yaml"
+    source.write_text(source.read_text().replace("restartPolicy: Never",
+                                                 "restartPolicy: OnFailure"))
+    commit_all(path, "edit the running job")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:10:00Z",
+                  *no_cache)
+    assert proc.returncode == 0, proc.stderr
+    assert "OnFailure" in (state_show(path, running) or "")
+    assert _kueue_labels(path, running) == {PRIORITY: "low"}
+    # back as it was sent: nothing is told
+    write_files(path, {"jobs/run.yaml": pytorchjob("run", labels={PRIORITY: "low"})})
+    commit_all(path, "as it was")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:15:00Z",
+                  *no_cache)
+    assert proc.returncode == 0, proc.stderr
+    assert "takes effect when" not in proc.stderr, proc.stderr
+    assert _kueue_labels(path, running) == {PRIORITY: "low"}
+
+
+def test_a_job_running_on_another_dialect_takes_its_edited_kueue_labels(
+        tmp_path: Path) -> None:
+    """Off kueue clusters the Kueue labels are the job's own, sent as edited."""
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("64", "256Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "priorities.yaml": WORKLOAD_PRIORITY_CLASSES,
+        "clusters/m-a.yaml": member_cluster("m-a", dialect="ack"),
+        "jobs/run.yaml": pytorchjob("run", labels={PRIORITY: "low", MAX_EXEC: "60"})})
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    running = "clusters/m-a/default/pytorchjob-run.yaml"
+    assert _kueue_labels(path, running) == {PRIORITY: "low", MAX_EXEC: "60"}
+    write_files(path, {"jobs/run.yaml": pytorchjob("run", labels={PRIORITY: "high"})})
+    commit_all(path, "raise its priority")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:00:00Z")
+    assert proc.returncode == 0, proc.stderr
+    assert "takes effect when" not in proc.stderr, proc.stderr
+    assert _kueue_labels(path, running) == {PRIORITY: "high"}

@@ -264,7 +264,7 @@ def test_a_volcano_pod_group_has_its_job_s_priority_class(where: str, said: str 
 def test_the_queue_a_job_was_sent_with_is_read_from_its_labels_alone() -> None:
     """An annotation whose text reads as the queue label (a note of the
     move) made a running job's label look renamed already: it flipped."""
-    from reconciler.render.manifests import queue_of
+    from reconciler.render.manifests import KUEUE_QUEUE, metadata_labels
 
     job = pytorchjob()
     job["metadata"]["annotations"] = {
@@ -273,6 +273,23 @@ def test_the_queue_a_job_was_sent_with_is_read_from_its_labels_alone() -> None:
                         MemberCluster("m-a", gang_dialect="kueue"), None, "team")
     rendered = dump(obj)
     assert b"\n      kueue.x-k8s.io/queue-name: research\n" in rendered
-    assert queue_of(rendered, "research") == "team"
-    assert queue_of(rendered, "team") is None
-    assert queue_of(b"kind: x\n", "team") is None
+    assert (metadata_labels(rendered) or {})[KUEUE_QUEUE] == "team"
+    assert metadata_labels(b"kind: x\n") is None
+
+
+def test_a_job_running_on_a_kueue_cluster_goes_with_the_labels_it_was_sent_with() -> None:
+    """The labels Kueue refuses to change on a running job go as it was sent
+    with them (a label it went without is left out); off kueue clusters they
+    are the job's own."""
+    from reconciler.render.manifests import KEPT_WHILE_RUNNING
+
+    priority, max_exec = KEPT_WHILE_RUNNING
+    kept = {priority: "low", max_exec: None}
+    for dialect, labels in (("kueue", {priority: "low"}),
+                            ("ack", {priority: "high", max_exec: "60"})):
+        job = pytorchjob()
+        job["metadata"]["labels"] = {priority: "high", max_exec: "60"}
+        obj, _ = render_job(job, decision("PyTorchJob", "kubeflow.org/v1", "p", ("worker", 1)),
+                            MemberCluster("m-a", gang_dialect=dialect), None, None, kept)
+        assert {k: v for k, v in obj["metadata"]["labels"].items()
+                if k in KEPT_WHILE_RUNNING} == labels, dialect
