@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import collections
 import contextlib
+import dataclasses
 import datetime as dt
 import functools
 import gc
@@ -110,6 +111,7 @@ from reconciler.gitops.repo import (
 from reconciler.gitops.watch import RefWatcher, Revisions
 from reconciler.halves import in_two, two_cores
 from reconciler.jobkinds.base import Manifest
+from reconciler.jobkinds.batchjob import BatchJobKind
 from reconciler.render.manifests import (
     KEPT_WHILE_RUNNING,
     KUEUE_QUEUE,
@@ -121,7 +123,10 @@ from reconciler.render.manifests import (
     name_of_quota,
     queue_sent,
     render_state,
+    rendered_from,
     sent_with,
+    spec_kept,
+    spec_sent,
 )
 from reconciler.render.overlays import Overlays
 
@@ -132,13 +137,15 @@ OBSERVED_TRAILER = "Fleet-Observed"  # the id of the state's status/ folder ("no
 # the first time the state changes with no new input (an old copy's grace period ends):
 # from then on, a reconcile of the same inputs is no fixed point
 DUE_TRAILER = "Fleet-Due"
-STATE_FORMAT = f"6 fleetq/{__version__}"  # a state made by another format is recomputed
-# (6: a job running on a kueue cluster keeps the WorkloadPriorityClass and maximum run
-# time labels it was sent with; 5: no run policy left empty on a kueue cluster, a
-# RayJob's submitter Job counted in its Kueue pod sets; 4: no suspend sent to a kueue
-# cluster, a Volcano PodGroup's priority, YAML tags of no JSON form refused; 3: a
-# RayJob's workers as KubeRay starts them, an MPI launcher made later out of the gang,
-# timestamps read as strings; 2: the items of a v1 List are read as documents)
+STATE_FORMAT = f"7 fleetq/{__version__}"  # a state made by another format is recomputed
+# (7: a batch Job running on a cluster keeps the fields of its spec the API server
+# refuses to change as it was sent with them; 6: a job running on a kueue cluster keeps
+# the WorkloadPriorityClass and maximum run time labels it was sent with; 5: no run
+# policy left empty on a kueue cluster, a RayJob's submitter Job counted in its Kueue
+# pod sets; 4: no suspend sent to a kueue cluster, a Volcano PodGroup's priority, YAML
+# tags of no JSON form refused; 3: a RayJob's workers as KubeRay starts them, an MPI
+# launcher made later out of the gang, timestamps read as strings; 2: the items of a v1
+# List are read as documents)
 DEFAULT_IDENTITY = Identity("fleetq", "fleetq@localhost")
 CARRIED_OVER = ("inventory/", "status/")
 DEFAULT_STATE_BRANCH = "fleetq/state"  # when fleet.yaml names none
@@ -471,6 +478,9 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     sent, unsent = sent_to_kueue(repo, result.decisions, inputs, prior, previous_entries,
                                  reuse)
     problems.extend(unsent)
+    for path, spec in sent_specs(repo, result.decisions, inputs, prior, previous_entries,
+                                 reuse, overlays).items():
+        sent[path] = dataclasses.replace(sent.get(path, Sent()), spec=spec)
     rendered = render_state(result.decisions, inputs, _manifest_of, previous_entries,
                             overlays, reuse, as_it_was(repo, result.decisions, inputs,
                                                        previous_entries), sent)
@@ -1253,6 +1263,50 @@ def sent_to_kueue(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetI
         for name, value in kept:
             told.append(_kept_while_running(job, name, value, kept_now.get(name), cluster))
     return out, told
+
+
+def sent_specs(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInputs,
+               prior: Mapping[JobKey, PriorPlacement], previous: Mapping[str, str],
+               reuse: Mapping[str, tuple[str, str]], overlays: Overlays
+               ) -> dict[str, Manifest]:
+    """Job file -> the fields of ``IMMUTABLE_SPEC`` its batch Job, running on
+    that cluster, was sent with (``Sent.spec``): the render keeps those its
+    source says otherwise now, until it runs anew (placed again after it was
+    preempted or failed over, or under a new name), each a warning at its
+    line. Read from the state's job files (``previous``: paths and blob ids),
+    but for those whose inputs (``reuse``) say they were rendered from the
+    same inputs, keeping nothing."""
+    if not prior:
+        return {}
+    clusters = {c.name: c for c in inputs.clusters}
+    wanted: dict[str, str] = {}  # job file -> its blob
+    for d in decisions:
+        if d.phase is not Phase.ADMITTED or d.kept or (d.api_version, d.key.kind) != (
+                BatchJobKind.api_version, BatchJobKind.kind):
+            continue
+        was = prior.get(d.key)
+        if was is None or was.phase is not Phase.ADMITTED:
+            continue
+        quota_name = name_of_quota(d.quota, inputs.tree)
+        for name in (d.cluster, *d.copies):
+            cluster = clusters.get(name or "")
+            if cluster is None or (name != was.cluster and name not in was.copies):
+                continue
+            path = job_file(d.key, cluster.name)
+            entry = reuse.get(path)
+            blob = previous.get(path)
+            if blob is not None and (entry is None or spec_kept(entry[0]) or not entry[
+                    0].startswith(rendered_from(d, cluster, quota_name, overlays) + "\0")):
+                wanted[path] = blob
+    if not wanted:
+        return {}
+    blobs = repo.read_blobs(set(wanted.values()))
+    out: dict[str, Manifest] = {}
+    for path, blob in sorted(wanted.items()):
+        spec = spec_sent(blobs.get(blob, b""))
+        if spec is not None:  # (else not fleetq's rendering: sent as the source says)
+            out[path] = spec
+    return out
 
 
 # the field of a job (``Job.field_lines``) each label kept while it runs is at

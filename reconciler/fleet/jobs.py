@@ -13,7 +13,7 @@ import pickle
 import re
 import sys
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,7 @@ from reconciler.jobkinds.base import (
     raise_all,
     refused_by,
 )
+from reconciler.jobkinds.batchjob import IMMUTABLE_SPEC, BatchJobKind
 
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
@@ -484,7 +485,8 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int | str, line
         created_at=rfc3339(meta.get("creationTimestamp")),
         deleted_when=SHARED(kind.deleted_when(obj)),
         field_lines=() if line_of is None else _field_lines(
-            line_of, line, label_map, meta, priority_field if priority_class else None),
+            line_of, line, label_map, meta, priority_field if priority_class else None,
+            _immutable_spec(kind, obj)),
         refused=SHARED(refused_by(kind, obj)))
     return JobSource(job=job, deps=SHARED(tuple(sorted(deps))), index=index,
                      manifest=zlib.compress(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), 1))
@@ -494,12 +496,13 @@ LineOf = Callable[..., int]  # (field, *keys) -> its line: ``Document.line_of``
 
 
 def _field_lines(line_of: LineOf, line: int, labels: Mapping[str, str],
-                 meta: Mapping[str, Any], priority_field: str | None
-                 ) -> tuple[tuple[str, int], ...]:
+                 meta: Mapping[str, Any], priority_field: str | None,
+                 spec_fields: Iterable[str] = ()) -> tuple[tuple[str, int], ...]:
     """``Job.field_lines``: the lines of the fields the cycle may find at
-    fault, but those on the document's first line (one tuple for all jobs
-    alike: most jobs of a file, or of a template, have theirs on the same
-    lines)."""
+    fault, and of ``spec_fields`` (each as ``spec.<name>``: a Job's, kept as
+    sent while it runs), but those on the document's first line (one tuple
+    for all jobs alike: most jobs of a file, or of a template, have theirs on
+    the same lines)."""
     lines = []
     if priority_field is not None:
         lines.append((PRIORITY_CLASS_AT, line_of(priority_field)))
@@ -514,7 +517,16 @@ def _field_lines(line_of: LineOf, line: int, labels: Mapping[str, str],
         lines.append((CREATED_AT, line_of("metadata.creationTimestamp")))
     if MAX_EXEC_TIME_LABEL in labels:
         lines.append((MAX_EXEC_TIME_AT, line_of("metadata.labels", MAX_EXEC_TIME_LABEL)))
+    lines.extend((f"spec.{name}", line_of(f"spec.{name}")) for name in spec_fields)
     return SHARED(tuple((name, at) for name, at in lines if at != line))
+
+
+def _immutable_spec(kind: JobKind, obj: Manifest) -> list[str]:
+    """The fields of ``IMMUTABLE_SPEC`` a batch Job has (none for other kinds)."""
+    spec = obj.get("spec")
+    if kind.kind != BatchJobKind.kind or not isinstance(spec, Mapping):
+        return []
+    return [name for name in IMMUTABLE_SPEC if name in spec]
 
 
 def pod_dependencies(spec: Mapping[str, Any]) -> set[tuple[str, str]]:

@@ -14,6 +14,19 @@ from reconciler.jobkinds.base import (
     set_spec_suspend,
 )
 
+# The fields of a Job's spec the API server refuses to change once it is made
+# (Kubernetes' ValidateJobSpecUpdate): its pod template (but for its
+# scheduling directives while it is suspended and has never started), its
+# selector, completions (but for an elastic Indexed Job's, set with its
+# parallelism), completionMode, podFailurePolicy, backoffLimitPerIndex,
+# managedBy and successPolicy. The others (parallelism, activeDeadlineSeconds,
+# backoffLimit, suspend, ttlSecondsAfterFinished, ...) may change. A Job
+# running on a member cluster is sent with these as it was sent with them
+# (``pipeline.sent_specs``): an update the API server refuses, Argo CD or Flux
+# would retry at every sync until the job ended.
+IMMUTABLE_SPEC = ("template", "selector", "completions", "completionMode",
+                  "podFailurePolicy", "backoffLimitPerIndex", "managedBy", "successPolicy")
+
 
 class BatchJobKind:
     api_version = "batch/v1"

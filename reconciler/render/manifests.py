@@ -45,6 +45,7 @@ from reconciler.jobkinds.base import (
     later_pods,
     volcano_queue,
 )
+from reconciler.jobkinds.batchjob import IMMUTABLE_SPEC, BatchJobKind
 from reconciler.render import yamltext
 from reconciler.render.overlays import Overlays
 
@@ -286,8 +287,9 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
     ``reuse`` maps paths of the previous state tree to (inputs, blob id) as
     ``RenderedTree.inputs`` said:
     a job file made from the same inputs is that blob again, not rendered.
-    ``sent``: job file -> what a job running on a kueue cluster was sent with
-    that Kueue refuses to change, where its source says otherwise now (``Sent``).
+    ``sent``: job file -> what a job running on a cluster was sent with that
+    Kueue or the API server refuses to change, where its source may say
+    otherwise now (``Sent``).
     Not with overlays: they may read any field of a decision. (The inputs
     name the overlays a file was rendered under, ``Overlays.made_of``: once
     they are gone, what they rewrote is rendered again without them.)
@@ -413,16 +415,17 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
     was_sent = sent.get(base + job_rel)
     queue = was_sent.queue if was_sent is not None else None
     kept = dict(was_sent.labels) if was_sent is not None else {}
+    spec_then = was_sent.spec if was_sent is not None else None
     kueue = cluster.gang_dialect == "kueue"
-    made_of = "\0".join((d.blob, d.path, d.api_version, *d.key.order, d.quota or "",
-                         quota_name or "", str(sum(p.replicas for p in d.pod_sets)),
-                         cluster.name, cluster.gang_dialect, overlays.made_of,
-                         # (the labels Kueue refuses to change it goes with, and its
-                         # queue label, last: see labels_sent and queue_sent)
-                         _kept_text(sent_labels(source.job.label_map, kept)) if kueue else "",
-                         (queue or quota_name or "") if kueue else ""))
+    # (and whether fields of its spec went as sent, the labels Kueue refuses to change
+    # it goes with, and its queue label, last: see spec_kept, labels_sent and queue_sent)
+    made_from = (rendered_from(d, cluster, quota_name, overlays), "",
+                 _kept_text(sent_labels(source.job.label_map, kept)) if kueue else "",
+                 (queue or quota_name or "") if kueue else "")
+    made_of = "\0".join(made_from)
     was = reuse.get(base + job_rel) if reuse is not None else None
-    if was is not None and was[0] == made_of:
+    # (a file that may keep fields as sent is rendered again: each kept is told)
+    if was is not None and was[0] == made_of and spec_then is None:
         files[job_rel] = was[1]
         out.inputs[base + job_rel] = made_of
         group = reuse.get(base + group_rel) if reuse is not None else None
@@ -436,6 +439,12 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
             return
         obj, groups = render_job(manifest, d, cluster, inputs.tree, queue, kept)
         obj = overlays.apply(obj, d, cluster, out.problems, out.refused)
+        if spec_then is not None:
+            changed = keep_spec(obj, spec_then)
+            out.problems.extend(_kept_in_spec(source, name, cluster.name)
+                                for name in changed)
+            if changed:
+                made_of = "\0".join((made_from[0], SPEC_KEPT, *made_from[2:]))
         files[job_rel] = dump(obj)
         out.inputs[base + job_rel] = made_of
         for group_obj in groups:
@@ -493,13 +502,17 @@ def sent_with(rendered: bytes) -> AsItWas | None:
 
 @dataclass(frozen=True)
 class Sent:
-    """What a job running on a kueue cluster was sent with there that Kueue
-    refuses to change while it runs, where its source says otherwise now: it
-    goes with it again, until it runs anew."""
+    """What a job running on a cluster was sent with there that Kueue (on a
+    kueue cluster) or the API server refuses to change while it runs, where
+    its source says otherwise now: it goes with it again, until it runs anew."""
 
     queue: str | None = None  # its LocalQueue, when not its quota's name now
     # (label of KEPT_WHILE_RUNNING, its value; None: sent without it)
     labels: tuple[tuple[str, str | None], ...] = ()
+    # a batch Job's fields of IMMUTABLE_SPEC as it was sent with them there (on any
+    # cluster: the API server refuses to change them), read anew where its source
+    # changed since; those its source says otherwise now it goes with (``keep_spec``)
+    spec: Manifest | None = None
 
 
 def sent_labels(labels: Mapping[str, str], kept: Mapping[str, str | None]
@@ -518,6 +531,64 @@ def sent_labels(labels: Mapping[str, str], kept: Mapping[str, str | None]
 def _kept_text(labels: Mapping[str, str]) -> str:
     # (a label's value holds no "=" nor "\1": Kubernetes' rule for label values)
     return "\1".join(f"{name}={labels[name]}" for name in sorted(labels))
+
+
+SPEC_KEPT = "spec"  # (of a job file's inputs: fields of its spec went as sent)
+
+
+def rendered_from(d: Decision, cluster: MemberCluster, quota_name: str | None,
+                  overlays: Overlays) -> str:
+    """The inputs a job file is rendered from (``RenderedTree.inputs``) but
+    what it keeps as it was sent (``Sent``), which follow them."""
+    return "\0".join((d.blob, d.path, d.api_version, *d.key.order, d.quota or "",
+                      quota_name or "", str(sum(p.replicas for p in d.pod_sets)),
+                      cluster.name, cluster.gang_dialect, overlays.made_of))
+
+
+def spec_kept(made_of: str) -> bool:
+    """Whether a job file was rendered with fields of its spec as they were
+    sent (``keep_spec``), as its inputs say (the third from the last)."""
+    fields = made_of.rsplit("\0", 3)
+    return len(fields) == 4 and fields[-3] == SPEC_KEPT
+
+
+def spec_sent(rendered: bytes) -> Manifest | None:
+    """The fields of ``IMMUTABLE_SPEC`` of a rendered batch Job (``Sent.spec``);
+    None when it is no Job of fleetq's rendering."""
+    try:
+        obj = yaml.load(rendered, Loader=yaml.CSafeLoader)
+    except yaml.YAMLError:
+        return None
+    spec = obj.get("spec") if isinstance(obj, dict) and obj.get("kind") == BatchJobKind.kind \
+        and obj.get("apiVersion") == BatchJobKind.api_version else None
+    if not isinstance(spec, dict) or not isinstance(spec.get("template"), dict):
+        return None
+    return {name: spec[name] for name in IMMUTABLE_SPEC if name in spec}
+
+
+def keep_spec(obj: Manifest, sent: Manifest) -> list[str]:
+    """Sets the fields of ``IMMUTABLE_SPEC`` of the rendered batch Job ``obj``
+    back to those it was ``sent`` with (``Sent.spec``), in place; the names of
+    those that differed."""
+    spec = obj.setdefault("spec", {})
+    changed = [name for name in IMMUTABLE_SPEC if spec.get(name) != sent.get(name)]
+    for name in changed:
+        if name in sent:
+            spec[name] = copy.deepcopy(sent[name])
+        else:
+            spec.pop(name, None)
+    return changed
+
+
+def _kept_in_spec(source: JobSource, name: str, cluster: str) -> Problem:
+    """The warning that the field ``name`` of a running Job's spec, edited in
+    its source, is sent to ``cluster`` as it was sent."""
+    job = source.job
+    return Problem(job.path, job.line_of(f"spec.{name}"), (
+        f"spec.{name} changed takes effect when Job {job.key.namespace}/{job.key.name} "
+        f"runs again (under a new name, or placed anew): the API server refuses to "
+        f"change it once the Job is made, so on {cluster} it keeps the one it was sent "
+        f"with"), "warning")
 
 
 def queue_sent(made_of: str) -> str:

@@ -221,6 +221,18 @@ def pytorchjob(name: str, *, namespace: str = "default", workers: int = 1, cpu: 
             f"    Worker:\n{role(worker_replicas)}")
 
 
+def batchjob(name: str, *, namespace: str = "default", parallelism: int = 1,
+             cpu: str = "1", image: str = "registry.example.com/train:v1",
+             spec_extra: str = "") -> str:
+    """A small batch Job of ``parallelism`` pods (``spec_extra``: more lines of its spec)."""
+    return (f"apiVersion: batch/v1\nkind: Job\n"
+            f"metadata:\n  name: {name}\n  namespace: {namespace}\n"
+            f"spec:\n  parallelism: {parallelism}\n{spec_extra}"
+            f"  template:\n    spec:\n      restartPolicy: Never\n"
+            f"      containers:\n      - name: train\n        image: {image}\n"
+            f"        resources:\n          requests: {{cpu: \"{cpu}\", memory: 1Gi}}\n")
+
+
 def one_leaf_tree(cpu: str, memory: str, *, leaf_max_extra: str = "",
                   namespaces: str = "default") -> str:
     """An ElasticQuotaTree whose root and only leaf ``team`` hold the whole fleet."""

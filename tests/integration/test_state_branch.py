@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -17,6 +18,7 @@ from .conftest import (
     QUEUED_CLUSTER_POLICY,
     STATE,
     SeedFleet,
+    batchjob,
     commit_all,
     fleetq,
     git,
@@ -25,6 +27,7 @@ from .conftest import (
     member_cluster,
     one_leaf_tree,
     placements,
+    priority_classes,
     push_template_job,
     pytorchjob,
     reconciled_template,
@@ -593,3 +596,98 @@ def test_a_job_running_on_another_dialect_takes_its_edited_kueue_labels(
     assert proc.returncode == 0, proc.stderr
     assert "takes effect when" not in proc.stderr, proc.stderr
     assert _kueue_labels(path, running) == {PRIORITY: "high"}
+
+
+def _job_spec(path: Path, file: str) -> dict[str, Any]:
+    return yaml.safe_load(state_show(path, file) or "")["spec"]
+
+
+@pytest.mark.parametrize(("dialect", "cache"), [("ack", True), ("ack", False),
+                                                ("kueue", True), ("kueue", False)])
+def test_a_batch_job_running_on_a_cluster_keeps_the_spec_it_was_made_with(
+        tmp_path: Path, dialect: str, cache: bool) -> None:
+    """The API server refuses to change a batch Job's pod template (and its
+    selector, completions, ...) once it is made: edited in git, the running
+    Job's manifest could not be applied (Argo CD's sync failed until it
+    ended). It keeps them as it was sent with them, told at the edited line as
+    a change that takes effect when it runs again, with the cache or without,
+    and when reconciled again; what may change (its activeDeadlineSeconds)
+    goes as edited. A Job that was waiting is sent as edited."""
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("3", "256Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/m-a.yaml": member_cluster("m-a", dialect=dialect),
+        "jobs/run.yaml": batchjob("run", parallelism=2),
+        "jobs/wait.yaml": batchjob("wait", cpu="2")})
+    no_cache = () if cache else ("--no-cache",)
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q", *no_cache
+                  ).returncode == 0
+    running, waiting = "clusters/m-a/default/job-run.yaml", "clusters/m-a/default/job-wait.yaml"
+    assert placements(path)["default/wait"]["phase"] == "Queued"
+    template = _job_spec(path, running)["template"]
+    assert template["spec"]["containers"][0]["image"].endswith(":v1")
+    edited = batchjob("run", parallelism=2, image="registry.example.com/train:v2",
+                      spec_extra="  activeDeadlineSeconds: 600\n")
+    tree = path / "quota.yaml"
+    tree.write_text(tree.read_text().replace('"3"', '"4"'))  # (room for the waiting job)
+    write_files(path, {"jobs/run.yaml": edited, "jobs/wait.yaml": batchjob(
+        "wait", cpu="2", image="registry.example.com/train:v2")})
+    commit_all(path, "a new image")
+    told = (f"jobs/run.yaml:{line_of(edited, 'template:')}: warning: spec.template changed "
+            f"takes effect when Job default/run runs again (under a new name, or placed "
+            f"anew): the API server refuses to change it once the Job is made, so on m-a "
+            f"it keeps the one it was sent with")
+    for now in ("2026-11-29T12:00:00Z", "2026-11-29T12:05:00Z"):  # (and again: it stays)
+        proc = fleetq("reconcile", "--repo", str(path), "--now", now, *no_cache)
+        assert proc.returncode == 0, proc.stderr
+        spec = _job_spec(path, running)
+        assert spec["template"] == template
+        assert spec["activeDeadlineSeconds"] == 600
+        said = proc.stderr
+        if "no change" in proc.stdout:  # (the state was made from this source: told then)
+            said = fleetq("plan", "--repo", str(path), "--now", now, *no_cache).stdout
+        assert told in said, said
+        assert placements(path)["default/wait"]["phase"] == "Admitted"
+        assert _job_spec(path, waiting)["template"]["spec"]["containers"][0][
+            "image"].endswith(":v2")
+    # back as it was sent: nothing is told
+    write_files(path, {"jobs/run.yaml": batchjob("run", parallelism=2)})
+    commit_all(path, "as it was")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:10:00Z",
+                  *no_cache)
+    assert proc.returncode == 0, proc.stderr
+    assert "takes effect when" not in proc.stderr, proc.stderr
+    assert _job_spec(path, running)["template"] == template
+
+
+def test_a_batch_job_run_again_after_it_was_preempted_takes_its_edited_spec(
+        tmp_path: Path) -> None:
+    """A Job taken off its cluster is made anew when placed again: it goes as
+    its source says now."""
+    def prioritized(manifest: str, name: str) -> str:
+        return manifest.replace("      restartPolicy:",
+                                f"      priorityClassName: {name}\n      restartPolicy:")
+
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("4", "32Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "priorities.yaml": priority_classes(low=10, high=1000),
+        "clusters/m-a.yaml": member_cluster("m-a", cpu="4", memory="32Gi"),
+        "jobs/run.yaml": prioritized(batchjob("run", parallelism=2, cpu="2"), "low")})
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    running = "clusters/m-a/default/job-run.yaml"
+    write_files(path, {
+        "jobs/run.yaml": prioritized(batchjob("run", parallelism=2, cpu="2",
+                                              image="registry.example.com/train:v2"), "low"),
+        "jobs/high.yaml": prioritized(batchjob("high", parallelism=2, cpu="2"), "high")})
+    commit_all(path, "a new image, and an urgent job")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:00:00Z")
+    assert proc.returncode == 0, proc.stderr
+    assert placements(path)["default/run"]["phase"] == "Queued"
+    assert "takes effect when" not in proc.stderr, proc.stderr
+    (path / "jobs/high.yaml").unlink()
+    commit_all(path, "the urgent job is done")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:05:00Z")
+    assert proc.returncode == 0, proc.stderr
+    assert placements(path)["default/run"]["phase"] == "Admitted"
+    assert "takes effect when" not in proc.stderr, proc.stderr
+    assert _job_spec(path, running)["template"]["spec"]["containers"][0][
+        "image"].endswith(":v2")
