@@ -1334,17 +1334,23 @@ def _backdated(name: str, created: str) -> str:
                                     1)
 
 
+def _one_slot(tmp_path: Path, jobs: dict[str, str]) -> Path:
+    """A fleet with room for one small job at a time, "running" admitted
+    first, and ``jobs`` (path -> manifest) besides, in one queue."""
+    return make_fleet_repo(tmp_path / "fleet", {
+        "clusters/c1.yaml": member_cluster("c1", cpu="2", memory="8Gi"),
+        "quota.yaml": one_leaf_tree("2", "8Gi"),
+        "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "jobs/running.yaml": pytorchjob("running"), **jobs})
+
+
 def _jumps(outcome: Any) -> list[str]:
     return [str(p) for p in outcome.computed.problems if "goes ahead of" in p.message]
 
 
 def test_a_creation_timestamp_set_back_is_told_as_a_queue_jump(tmp_path: Path) -> None:
     # room for one job: "running" runs, "waiting" waits, both at the same priority
-    path = make_fleet_repo(tmp_path / "fleet", {
-        "clusters/c1.yaml": member_cluster("c1", cpu="2", memory="8Gi"),
-        "quota.yaml": one_leaf_tree("2", "8Gi"),
-        "policy.yaml": QUEUED_CLUSTER_POLICY,
-        "jobs/running.yaml": pytorchjob("running"),
+    path = _one_slot(tmp_path, {
         "jobs/waiting.yaml": pytorchjob("waiting")})
     first = run_reconcile(path)
     assert not _jumps(first)
@@ -1383,11 +1389,7 @@ def test_a_creation_timestamp_set_back_is_told_as_a_queue_jump(tmp_path: Path) -
 
 
 def test_plan_tells_a_reviewer_of_a_queue_jump(tmp_path: Path) -> None:
-    path = make_fleet_repo(tmp_path / "fleet", {
-        "clusters/c1.yaml": member_cluster("c1", cpu="2", memory="8Gi"),
-        "quota.yaml": one_leaf_tree("2", "8Gi"),
-        "policy.yaml": QUEUED_CLUSTER_POLICY,
-        "jobs/running.yaml": pytorchjob("running"),
+    path = _one_slot(tmp_path, {
         "jobs/waiting.yaml": pytorchjob("waiting")})
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
     git(path, "checkout", "-q", "-b", "pr")
@@ -1403,11 +1405,7 @@ def test_jobs_pushed_with_a_queue_jump_are_not_told_as_passed(tmp_path: Path) ->
     # "waiting" waits since the first reconcile; one push brings two jobs dated
     # back and one of now: each dated job passes "waiting" alone, as the others
     # were not waiting before it
-    path = make_fleet_repo(tmp_path / "fleet", {
-        "clusters/c1.yaml": member_cluster("c1", cpu="2", memory="8Gi"),
-        "quota.yaml": one_leaf_tree("2", "8Gi"),
-        "policy.yaml": QUEUED_CLUSTER_POLICY,
-        "jobs/running.yaml": pytorchjob("running"),
+    path = _one_slot(tmp_path, {
         "jobs/waiting.yaml": pytorchjob("waiting")})
     run_reconcile(path)
     write_files(path, {"jobs/early.yaml": _backdated("early", "2020-01-01T00:00:00Z"),
@@ -1507,11 +1505,7 @@ def test_queue_jumps_of_many_jobs_past_many_take_time_linear_in_them(
 def test_a_job_renamed_with_its_creation_timestamp_jumps_no_queue(tmp_path: Path) -> None:
     # "first" (dated back, as kubectl writes it) waits ahead of "second";
     # renamed with its time, it is where it was: no one is passed
-    path = make_fleet_repo(tmp_path / "fleet", {
-        "clusters/c1.yaml": member_cluster("c1", cpu="2", memory="8Gi"),
-        "quota.yaml": one_leaf_tree("2", "8Gi"),
-        "policy.yaml": QUEUED_CLUSTER_POLICY,
-        "jobs/running.yaml": pytorchjob("running"),
+    path = _one_slot(tmp_path, {
         "jobs/first.yaml": _backdated("first", "2026-11-29T10:30:00Z")})
     run_reconcile(path)
     write_files(path, {"jobs/second.yaml": pytorchjob("second")})
