@@ -942,7 +942,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
                              fits=_fits(computed, source.job, candidates)
                              if source is not None and d.phase is Phase.QUEUED else None,
                              strict_fifo=d.quota is not None and inputs.settings.for_quota(
-                                 d.quota).strategy is QueueStrategy.STRICT_FIFO)
+                                 d.quota).strategy is QueueStrategy.STRICT_FIFO,
+                             settings=inputs.settings)
     said = _not_yet(repo, args, base, computed, d)
     if args.output in ("json", "yaml"):
         _print_value(_explained(d, lines, said[1] if said is not None else None),

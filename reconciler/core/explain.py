@@ -6,20 +6,31 @@ free capacity, and returns sentences a person can act on.
 
 from __future__ import annotations
 
+import heapq
 import itertools
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from reconciler.core.cycle import BLOCKED_BEHIND, FITS_NO_CLUSTER, FITS_NO_CLUSTER_EMPTY
 from reconciler.core.gang import NO_NODE_LISTS, NO_NODE_MATCHES, cluster_capacity
 from reconciler.core.model import (
     Decision,
     Failover,
+    FleetSettings,
     JobKey,
     MemberCluster,
     Phase,
     PreemptionPolicy,
+    QueueStrategy,
 )
-from reconciler.core.preemption import RECLAIMING, within_min_after, would_retake
+from reconciler.core.preemption import (
+    RECLAIMING,
+    PreemptionContext,
+    may_evict,
+    within_min_after,
+    would_retake,
+)
 from reconciler.core.problems import first_of, listed
 from reconciler.core.quota import (
     NON_PREEMPTIBLE_MIN,
@@ -53,7 +64,9 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             preemption: PreemptionPolicy = PreemptionPolicy.LOWER_PRIORITY,
             not_preemptible: Collection[JobKey] = (),
             fits: Fits | None = None, reclaimable: Collection[Decision] = (),
-            strict_fifo: bool = False, held_out: Collection[Decision] = ()) -> list[str]:
+            strict_fifo: bool = False, held_out: Collection[Decision] = (),
+            preemptible: bool = True, waiting: Collection[Decision] = (),
+            settings: FleetSettings | None = None) -> list[str]:
     """Sentences: the state, the blocking limits, and what would unblock the job.
     ``sparing_in_quota``: the jobs of its quota that wait sparing the job that
     reclaimed their place and could evict it in turn (see ``find_victims``).
@@ -73,7 +86,12 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     from the clusters' free sums); ``reclaimable``: the running jobs of other
     quotas it may reclaim room from (``explain_decision``); ``strict_fifo``:
     whether its queue is StrictFIFO, and ``held_out`` the Inadmissible jobs of
-    its quota (a limit raised for it may let one in, ahead of it)."""
+    its quota (a limit raised for it may let one in, ahead of it);
+    ``preemptible``: whether it may be preempted (else it runs within the mins
+    of its quotas, with the running jobs ``not_preemptible``); ``waiting``: the
+    jobs waiting in other queues (those the cycle takes before it count, with
+    those ahead of it, in the limits it is told to raise), and ``settings``
+    the fleet's (their queues' strategy and weight)."""
     d = decision
     where = (f" (it ran on {', '.join((d.cluster or '', *d.copies))})" if d.copies
              and d.phase in (Phase.FINISHED, Phase.FAILED) else f" on {d.cluster}")
@@ -127,35 +145,106 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     short_of_slots = False
     shortfalls: dict[str, int] = {}  # resource -> the most missing at any level
     limit_lines: list[str] = []
-    raised: dict[tuple[str, str], int] = {}  # (quota, resource) -> the most it is told
+    raised: dict[tuple[str, str], int] = {}  # (quota, resource) -> the most max it is told
     users: list[str] = []  # the jobs of other quotas holding a limit above its own
     also: list[str] = []  # limits the jobs ahead of it would fill before it, but not it alone
     # StrictFIFO: each limit a job ahead would stop the queue at, with the first such job
-    heads: dict[tuple[str, str], Decision] = {}
+    heads: dict[Limit, Decision] = {}
+    # a non-preemptible job: the mins it is told to raise, with the jobs served first
+    mins_told: dict[tuple[str, str], int] = {}
+    maxes_told: dict[tuple[str, str], int] = {}  # (and the maxes, with the jobs served first)
+    np_keys = {*not_preemptible, *(() if preemptible else (d.key,))}
+    non_preemptible = d.key in np_keys or NON_PREEMPTIBLE_MIN in d.reason
+    served = _Served(used={}, np_used={})
+    turns: _Turns | None = None
+    np_used: dict[str, Resources] = {}
     if tree is not None and d.quota in tree.nodes:
         path = tree.ancestry(d.quota)
-        short_at = {(node.path, name) for node in path for name in node.max
-                    if req.get(name, 0) > 0 and quota_used.get(node.path, {}).get(name, 0)
-                    + req[name] > node.max[name]}
-        # the usage once the jobs ahead of it that would run before it ran, those
-        # limits raised (a job ahead that some other limit holds back is passed, or
-        # in a StrictFIFO queue stops it: that limit is raised too), and then each
-        # limit they would fill before it raised too, until none is more: raised
-        # as told, those jobs run, and it after them
+        np_used = _np_usage(tree, admitted, np_keys)
+        limits = _limits(path, req, non_preemptible)
+        now = _Served(used=dict(quota_used), np_used=np_used)
+        short_at = {(node.path, name, bound) for node, name, bound in limits
+                    if now.level((node.path, name, bound)) + req[name] > _bound(node, name,
+                                                                                bound)}
+        # (the quota nearest the root that limits it: the jobs of queues below it
+        # alone change those limits)
+        top = next((node.path for node in reversed(path)
+                    if any(at is node for at, _, _ in limits)), d.quota or "")
+        running: dict[str, list[Decision]] = {}
+        for x in admitted:
+            if x.quota is not None:
+                running.setdefault(x.quota, []).append(x)
+        fleet = _Fleet(tree=tree, running=running, not_preemptible=np_keys,
+                       settings=settings or FleetSettings(), own=d.quota, strict=strict_fifo,
+                       policy=preemption)
+        queued = [*ahead_in_queue, *waiting, d]
+        # the Inadmissible jobs (too big for a limit of the tree) each as told it
+        # breaks alone
+        inadmissible = {x.key: x for x in held_out if x.quota in tree.nodes
+                        and FITS_NO_CLUSTER_EMPTY not in x.reason}
+        too_big_for = {key: [(node.path, name, bound) for node, name, bound in _limits(
+            tree.ancestry(x.quota or ""), x.requests, key in np_keys)
+            if x.requests[name] > _bound(node, name, bound)] for key, x in inadmissible.items()}
+        let_in: dict[JobKey, Decision] = {}
+        # the usage once the jobs the cycle tries before it ran, those limits
+        # raised (the jobs ahead of it in its queue, and those of other queues
+        # that come first: a job that some other limit holds back is passed, or
+        # in a StrictFIFO queue stops it, or could preempt it once it runs: that
+        # limit is raised too), and then each limit they would fill before it
+        # raised too, until none is more; and the Inadmissible jobs those
+        # limits, raised as far, let in, with the limits they fill: raised as
+        # told, those jobs run, and it after them
         raising = set(short_at)
+        queues = _queues(d, tree, top, queued)
+        turns = None
+        advised: tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]] = ({}, {})
         while True:
-            served, ran, stuck = _served_first(ahead_in_queue, path, quota_used, raising,
-                                               strict_fifo)
-            fills = {(node.path, name) for node in path for name, limit in node.max.items()
-                     if 0 < req.get(name, 0) <= limit
-                     and served[node.path].get(name, 0) + req[name] > limit} - raising
-            if stuck is not None:
-                x, (at, name) = stuck
-                heads.setdefault((at, name), x)
-                fills.add((at, name))
-            if not fills:
+            if turns is None:
+                turns = _Turns(d, fleet, top, queues, quota_used, np_used, raising)
+                served = turns.before()
+            fills = {(node.path, name, bound) for node, name, bound in limits
+                     if req[name] <= _bound(node, name, bound) and served.level(
+                         (node.path, name, bound)) + req[name] > _bound(node, name, bound)}
+            if served.stuck is not None:
+                x, at = served.stuck
+                heads.setdefault(at, x)
+                fills.add(at)
+            fills -= raising
+            if served.capped:  # (no more: what it is told is a floor, and said to be)
+                raising |= fills
                 break
+            if not fills:
+                values = {at: served.level(at) + req.get(at[1], 0) for at in raising}
+                fit = [inadmissible[key] for key, broken in too_big_for.items()
+                       if key not in let_in and broken and all(
+                           values.get(at, -1) >= inadmissible[key].requests[at[1]]
+                           for at in broken)]
+                if fit:
+                    let_in.update((x.key, x) for x in fit)
+                    queues = _queues(d, tree, top, [*queued, *let_in.values()])
+                    turns = None
+                    continue
+                # (the mins above those it needs, and the maxes, that raising them raises
+                # with them: the jobs those let in first count too; and the jobs run on
+                # the tree with those mins, which tell who may reclaim and the shares)
+                mins, maxes = _mins_raised(tree, path, _mins_needed(limits, req, served))
+                fills = {(at, name, MIN) for (at, name), value in mins.items()
+                         if value > tree.nodes[at].min.get(name, 0)}
+                fills |= {(at, name, MAX) for (at, name), value in maxes.items()
+                          if value > tree.nodes[at].max.get(name, 0)}
+                fills -= raising
+                if (mins, maxes) != advised:
+                    advised = (mins, maxes)
+                    fleet = replace(fleet, tree=_raised(tree, mins, maxes), _limits={},
+                                    _usage=None, _context=None)
+                    raising |= fills
+                    turns = None
+                    continue
+                if not fills:
+                    break
             raising |= fills
+            if not turns.lift(fills):  # (else no job before it meets those: the same turns)
+                turns = None
         for node in path:
             used = quota_used.get(node.path, {})
             for name in sorted(node.max):
@@ -164,9 +253,10 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                     continue
                 have = used.get(name, 0)
                 limit = node.max[name]
-                first = served[node.path].get(name, 0)
+                first = served.used[node.path].get(name, 0)
                 if need <= limit and have + need <= limit < first + need:
                     also.append(f"quota {node.path} {name} max raised to "
+                                f"{'at least ' if served.capped else ''}"
                                 f"{_q(name, first + need)} ({_q(name, limit)} now, "
                                 f"{_q(name, have)} used)")
                 if need > limit:
@@ -181,8 +271,9 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                     # (slots shared with other quotas: another quota's may look reclaimable)
                     short_of_slots = short_of_slots or (name == MAX_JOBS and
                                                         node.path != d.quota)
-                    more = (f" ({_q(name, first + need)} with the {ran} job(s) ahead of it in "
-                            f"its queue, served first)" if first > have else "")
+                    more = (f" ({'at least ' if served.capped else ''}"
+                            f"{_q(name, first + need)} with {_before_it(served, node.path)}, "
+                            f"served first)" if first > have else "")
                     whole = (" (the root's max is the fleet's: raise it with the clusters' "
                              "capacity)" if node.parent is None else "")
                     raised[(node.path, name)] = max(have + need, first + need)
@@ -192,7 +283,10 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                         f"raised to {_q(name, have + need)}{more}{whole}")
                     if node.path != d.quota:
                         users.extend(_users(node.path, name, admitted, d.quota))
-    held_by_min = NON_PREEMPTIBLE_MIN in d.reason
+        mins_told = _mins_needed(limits, req, served)
+        maxes_told = {(at, name): served.level((at, name, bound)) + req.get(name, 0)
+                      for at, name, bound in raising if bound == MAX}
+    held_by_min = bool(mins_told) or (NON_PREEMPTIBLE_MIN in d.reason and tree is None)
     if len(limit_lines) > 1 and not too_big:  # (each is short: one raised is not enough)
         advice.append("beyond that min, it is also short at each of these:" if held_by_min
                       else "it is short at each of these (room at all of them lets it in):")
@@ -200,40 +294,56 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     else:
         advice.extend(limit_lines)
     advice.extend(users)
-    if strict_fifo and raised and not too_big and tree is not None:
-        let_in = _let_in_ahead(d, held_out, tree, raised)
-        if let_in:
-            names = first_of([f"{x.key.namespace}/{x.key.name}" for x in let_in], 3)
-            advice.append(f"its queue {d.quota} is StrictFIFO: those limits raised would also "
-                          f"bring {names} (Inadmissible now: too big for them) into the queue, "
-                          f"ahead of it, where a head that waits holds back every job behind "
-                          f"it")
-    if heads and shortfalls and not too_big and tree is not None:
+    brought = [x for x in served.let_in if x.quota == d.quota]
+    if strict_fifo and brought and not too_big:
+        names = first_of([f"{x.key.namespace}/{x.key.name}" for x in brought], 3)
+        advice.append(f"its queue {d.quota} is StrictFIFO: those limits raised would also "
+                      f"bring {names} (Inadmissible now: too big for them) into the queue, "
+                      f"ahead of it, where a head that waits holds back every job behind it")
+    if heads and (shortfalls or mins_told) and not too_big and tree is not None:
         # (those of the limits it needs itself are told with them)
         told = [f"{x.key.kind} {x.key.namespace}/{x.key.name}, ahead of it, waits for quota "
-                f"{at} {name}: raise its max to {_q(name, served[at].get(name, 0))} ("
-                f"{_q(name, tree.nodes[at].max[name])} now, "
-                f"{_q(name, quota_used.get(at, {}).get(name, 0))} used)"
-                for (at, name), x in sorted(heads.items()) if not req.get(name, 0)]
+                f"{at} {name}: raise its {bound} to {_q(name, served.level((at, name, bound)))} "
+                f"({_q(name, _bound(tree.nodes[at], name, bound))} now, "
+                f"{_q(name, (quota_used if bound == MAX else np_used).get(at, {}).get(name, 0))}"
+                f" used{'' if bound == MAX else ' by non-preemptible jobs'})"
+                for (at, name, bound), x in sorted(heads.items()) if not req.get(name, 0)]
         if told:
             advice.append(f"its queue {d.quota} is StrictFIFO, where a job ahead that waits "
                           f"holds back every job behind it: {listed(told, ' and ')}")
-    if also and shortfalls and not too_big:
-        advice.append(f"with the {ran} job(s) ahead of it in its queue, served first, it "
-                      f"would also need {listed(also, ' and ')}: else those run and it still "
-                      f"waits")
+    takers = turns.takers() if turns is not None and (shortfalls or mins_told) \
+        and not too_big else []
+    if turns is not None and takers:
+        names = first_of([f"{x.key.namespace}/{x.key.name} ({x.quota})" for x in takers], 3)
+        advice.append(f"even with those limits raised as told, its place is not sure: once it "
+                      f"runs, {names} could take it" + (
+                          f" (quota {d.quota} is then above its min: the room may be "
+                          f"reclaimed from it)" if turns.borrows else "")
+                      + "; to keep it, raise those limits for them too" + (
+                          f", or the min of quota {d.quota}" if turns.borrows else ""))
+    if served.capped and (shortfalls or mins_told) and not too_big:
+        advice.append(f"the cycle takes more than {SERVED_FIRST_MOST} jobs before it that "
+                      f"the limits raised for it would let run first: the values told count "
+                      f"only the first {SERVED_FIRST_MOST} of them, and fall short; raising "
+                      f"limits will not let it in soon")
+    if also and (shortfalls or mins_told) and not too_big:
+        advice.append(f"with {_before_it(served)}, served first, it would also need "
+                      f"{listed(also, ' and ')}: else those run and it still waits")
     if short_of_slots and tree is not None and MAX_JOBS not in tree.nodes[d.quota or ""].min:
         advice.append(f"the min of quota {d.quota} names no {MAX_JOBS}, so it guarantees no "
                       f"job slot: the job waits for one rather than reclaim it from another "
                       f"quota")
-    if held_by_min:  # (its own min is the bar; dropping the label helps only if max has room)
-        fixes = ["raise that min" + _parents_min_too(tree, d.quota, req)]
+    if held_by_min:  # (dropping the label helps only if max has room)
+        fixes = [_raise_mins(tree, d, mins_told, served, np_used, maxes_told)
+                 if tree is not None and mins_told else "raise that min"]
         if not shortfalls:
             fixes.append("let the job be preempted (drop the label)")
         if d.phase is not Phase.INADMISSIBLE:  # (no job leaving would let it in)
             fixes.append("wait for those jobs to end")
+        within = (f"quota {d.quota}" if {at for at, _ in mins_told} <= {d.quota}
+                  else "each quota of its path")
         advice.insert(0, f"it is not preemptible ({PREEMPTIBLE_LABEL}: \"false\"), so it runs "
-                         f"only within the min of quota {d.quota}, with the other "
+                         f"only within the min of {within}, with the other "
                          f"non-preemptible jobs there: {listed(fixes, ', or ')}")
     places = sorted(clusters if candidates is None else {n for n in candidates if n in clusters})
     short = _short_clusters(req, places, cluster_free) if fits is None else {
@@ -274,9 +384,12 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             "room for its pods as they come")) for name in places
             if name not in short or said.get(name, "").startswith((NO_NODE_MATCHES,
                                                                    NO_NODE_LISTS))})
-    blocked = d.phase is Phase.QUEUED and d.reason.startswith(BLOCKED_BEHIND)
+    # (after what reclaimed or preempted it, if anything did: "its place was reclaimed by
+    # ...; blocked behind ...")
+    blocked = d.phase is Phase.QUEUED and (d.reason.startswith(BLOCKED_BEHIND)
+                                           or f"; {BLOCKED_BEHIND}" in d.reason)
     if blocked:
-        head = d.reason[len(BLOCKED_BEHIND):].partition(" at the head of ")[0]
+        head = d.reason.partition(BLOCKED_BEHIND)[2].partition(" at the head of ")[0]
         advice.insert(0, f"its queue {d.quota} is StrictFIFO: no job there runs before its "
                          f"head, {head}, which waits (`fleetq explain {head.replace(' ', '/')}` "
                          f"says for what); once that one runs or leaves the queue, this one "
@@ -391,78 +504,713 @@ def _short_clusters(req: Mapping[str, int], names: Collection[str],
     return out
 
 
-def _parents_min_too(tree: QuotaTree | None, quota: str | None,
-                     req: Mapping[str, int]) -> str:
-    """What raising ``quota``'s min by as much as ``req`` needs of its parents,
-    for the resources a non-preemptible job there must fit within its min
-    (``min_limited``): the mins of a quota's children may not add up to more
-    than its own (a min not written is 0), and the root's is the fleet's."""
-    if tree is None or quota not in tree.nodes:
-        return ""
-    node = tree.nodes[quota]
-    wanted = [name for name in min_limited(node) if req.get(name, 0) > 0]
-    short = []
-    while node.parent is not None:
-        parent = tree.nodes[node.parent]
-        names = [name for name in wanted if parent.min.get(name, 0) - sum(
-            tree.nodes[c].min.get(name, 0) for c in parent.children) < req[name]]
-        if not names:
+# the most jobs explain counts as run before a waiting job, the limits raised for it:
+# with more, the fleet is far from letting it in by a limit raised (told so), and
+# counting them all costs more than the advice is worth
+SERVED_FIRST_MOST = 1000
+
+# The bound of a limit (quota, resource, bound): a job's usage and its request within
+# the quota's max; and, a non-preemptible job's, the non-preemptible usage and its
+# request within the quota's min (DESIGN §3 "Admission")
+MAX, MIN = "max", "min"
+Limit = tuple[str, str, str]
+
+
+@dataclass
+class _Served:
+    """The quotas once the jobs the cycle tries before a waiting job ran
+    (``_Turns.before``): ``used`` and ``np_used`` (that of the non-preemptible
+    jobs), by quota; ``ran``: how many of its own queue's jobs ahead of it
+    ran, ``others`` those of other queues that did, and ``let_in`` the
+    Inadmissible jobs that the limits raised let in and that ran; ``stuck``:
+    in a StrictFIFO queue, the first job ahead of it that waits, and the limit
+    that holds it back (the queue stops there, it included)."""
+
+    used: dict[str, Resources]
+    np_used: dict[str, Resources]
+    ran: int = 0
+    others: list[Decision] = field(default_factory=list)
+    let_in: list[Decision] = field(default_factory=list)
+    stuck: tuple[Decision, Limit] | None = None
+    capped: bool = False  # (more than SERVED_FIRST_MOST ran before it: those alone counted)
+
+    @property
+    def count(self) -> int:
+        return self.ran + len(self.others) + len(self.let_in)
+
+    def level(self, limit: Limit) -> int:
+        at, name, bound = limit
+        return (self.used if bound == MAX else self.np_used).get(at, {}).get(name, 0)
+
+
+def _limits(path: Sequence[QuotaNode], req: Mapping[str, int], non_preemptible: bool
+            ) -> list[tuple[QuotaNode, str, str]]:
+    """The limits of quotas ``path`` (leaf first) that a request ``req`` must
+    fit: each max of a resource it asks for, and, when it is not preemptible,
+    each min that binds it (``min_limited``)."""
+    out = [(node, name, MAX) for node in path for name in sorted(node.max) if req.get(name, 0)]
+    if non_preemptible:
+        out.extend((node, name, MIN) for node in path for name in min_limited(node)
+                   if req.get(name, 0))
+    return out
+
+
+def _bound(node: QuotaNode, name: str, bound: str) -> int:
+    return node.max[name] if bound == MAX else node.min.get(name, 0)
+
+
+def _under(quota: str | None, path: str) -> bool:
+    return quota is not None and (quota == path or quota.startswith(path + "/"))
+
+
+def _shared(a: str | None, b: str | None) -> int:
+    """How many quotas the paths of quotas ``a`` and ``b`` share, from the root."""
+    n = 0
+    for x, y in zip((a or "").split("/"), (b or "").split("/"), strict=False):
+        if x != y:
             break
-        short.append(f"the {', '.join(names)} min of {parent.path}" + (
-            " (its min is its max, the fleet's: raise both with the clusters' capacity, or "
-            "lower a min under it)" if parent.parent is None else ""))
-        node = parent
-    if not short:
-        return ""
-    return (f", and with it {listed(short, ' and ')} (the mins of a quota's children may not "
-            f"add up to more than its own)")
+        n += 1
+    return n
 
 
-def _served_first(ahead: Collection[Decision], path: Sequence[QuotaNode],
-                  quota_used: Mapping[str, Resources], raised: Collection[tuple[str, str]],
-                  strict: bool = False
-                  ) -> tuple[dict[str, Resources], int,
-                             tuple[Decision, tuple[str, str]] | None]:
-    """The usage of each quota of ``path`` (a job's ancestry) once the jobs
-    ``ahead`` of it in its queue ran, in queue order, each that the limits let
-    in then (those ``raised``, (quota, resource), aside: it passes any other,
-    as a BestEffortFIFO queue does); how many ran; and, in a ``strict``
-    (StrictFIFO) queue, the first job ahead that another limit holds back,
-    with that limit (quota, resource): it stops the queue there, the job
-    behind it included."""
-    state = {node.path: dict(quota_used.get(node.path, {})) for node in path}
-    ran = 0
-    for x in sorted(ahead, key=lambda x: x.position or 0):
-        held = next(((node.path, name) for node in path
-                     for name, limit in sorted(node.max.items())
-                     if x.requests.get(name, 0) and (node.path, name) not in raised
-                     and state[node.path].get(name, 0) + x.requests[name] > limit), None)
-        if held is None:
-            for node in path:
-                add_into(state[node.path], x.requests)
-            ran += 1
-        elif strict:
-            return state, ran, (x, held)
-    return state, ran, None
+@dataclass
+class _Fleet:
+    """What ``_Turns`` reads of the fleet besides the quotas' usage: the
+    running jobs by quota, the jobs that are not preemptible, each queue's
+    settings (strategy, preemption policy, weight) and those of the waiting
+    job's own queue (``strict``, ``policy``), which the caller knows."""
+
+    tree: QuotaTree
+    running: dict[str, list[Decision]]
+    not_preemptible: Collection[JobKey]
+    settings: FleetSettings
+    own: str | None
+    strict: bool
+    policy: PreemptionPolicy
+    # per (quota, resources, non-preemptible): the limits that bind a job (``limits_of``)
+    _limits: dict[tuple[str, tuple[str, ...], bool], list[tuple[Limit, int]]] = field(
+        default_factory=dict)
+    _usage: QuotaUsage | None = None
+    _context: PreemptionContext | None = None
+
+    def usage(self, used: Mapping[str, Resources], np_used: Mapping[str, Resources]
+              ) -> QuotaUsage:
+        """The quotas' usage, ``used`` and ``np_used`` (by the non-preemptible
+        jobs), to be changed: the same object each time, set anew."""
+        usage = self._usage
+        if usage is None:
+            usage = self._usage = QuotaUsage(self.tree)
+        for p in self.tree.nodes:
+            usage.used[p] = dict(used.get(p, {}))
+            usage.np_used[p] = dict(np_used.get(p, {}))
+        for leaf in self.tree.leaves():  # (a change to each quota: what it knew is dropped)
+            usage.charge(leaf.path, {}, preemptible=False)
+        return usage
+
+    def strict_fifo(self, leaf: str) -> bool:
+        if leaf == self.own:
+            return self.strict
+        return self.settings.for_quota(leaf).strategy is QueueStrategy.STRICT_FIFO
+
+    def preemption(self, leaf: str) -> PreemptionPolicy:
+        return self.policy if leaf == self.own else self.settings.for_quota(leaf).preemption
+
+    def limits_of(self, x: Decision) -> list[tuple[Limit, int]]:
+        """The limits that bind ``x`` (``_limits``), each with its value."""
+        assert x.quota is not None
+        key = (x.quota, tuple(x.requests), x.key in self.not_preemptible)
+        known = self._limits.get(key)
+        if known is None:
+            known = self._limits[key] = [
+                ((node.path, name, bound), _bound(node, name, bound)) for node, name, bound
+                in _limits(self.tree.ancestry(x.quota), x.requests, key[2])]
+        return known
+
+    def share(self, leaf: str) -> float:
+        """The quota's dominant share (``PreemptionContext.dominant_share``) as
+        its usage stands (``usage``). (Asked of the context's own reckoning,
+        which ``dominant_share`` keeps by the jobs the context holds, and this
+        one holds none.)"""
+        if self._context is None:
+            assert self._usage is not None
+            self._context = PreemptionContext(usage=self._usage, clusters={},
+                                              settings=self.settings)
+        return self._context._dominant_share(leaf)
 
 
-def _let_in_ahead(d: Decision, held_out: Collection[Decision], tree: QuotaTree,
-                  raised: Mapping[tuple[str, str], int]) -> list[Decision]:
-    """The Inadmissible jobs of ``held_out`` that come before ``d`` in its
-    queue (priority, then enqueue time) and that the limits ``raised`` (to the
-    values given) would no longer hold out: each limit one breaks alone is
-    one of those, raised as far as it needs."""
-    out = []
-    for x in held_out:
-        if (-x.priority, x.enqueued_at) >= (-d.priority, d.enqueued_at) or \
-                x.quota is None or x.quota not in tree.nodes or FITS_NO_CLUSTER_EMPTY in x.reason:
-            continue  # (after it, or held out by the clusters too: no limit lets it in)
-        broken = [(node.path, name, need) for node in tree.ancestry(x.quota)
-                  for name, limit in node.max.items()
-                  if (need := x.requests.get(name, 0)) > limit]
-        if broken and all(raised.get((path, name), -1) >= need for path, name, need in broken):
-            out.append(x)
-    return sorted(out, key=lambda x: (-x.priority, x.enqueued_at, str(x.key)))
+def _with_root(tree: QuotaTree, limits: Collection[Limit]) -> set[Limit]:
+    """``limits``, the root's min with its max and its max with its min: one
+    value, the fleet's."""
+    return {*limits, *((at, name, MIN if bound == MAX else MAX) for at, name, bound in limits
+                       if at == tree.root)}
+
+
+def _values(tree: QuotaTree, at_turn: _Served, req: Mapping[str, int],
+            limits: Collection[Limit]) -> dict[Limit, int]:
+    """The values ``limits`` are raised to for a request ``req``, the usage as
+    ``at_turn`` has it: the root's min and max the larger of the two."""
+    out = {at: at_turn.level(at) + req.get(at[1], 0) for at in limits}
+    for (at, name, bound), value in list(out.items()):
+        if at == tree.root:
+            other = (at, name, MIN if bound == MAX else MAX)
+            out[other] = max(value, out.get(other, 0))
+    return out
+
+
+def _order(x: Decision) -> tuple[int, str, tuple[str, ...]]:
+    """A job's place in its queue (``queue_order``)."""
+    return (-x.priority, x.enqueued_at, x.key.order)
+
+
+def _queues(d: Decision, tree: QuotaTree, top: str, waiting: Iterable[Decision]
+            ) -> dict[str, list[Decision]]:
+    """The jobs ``waiting`` (``d`` among them) below quota ``top``, by queue,
+    each queue in reverse order (popped from the end)."""
+    out: dict[str, list[Decision]] = {}
+    for x in waiting:
+        if x.quota in tree.nodes and _under(x.quota, top):
+            out.setdefault(x.quota or "", []).append(x)
+    for queue in out.values():
+        queue.sort(key=_order, reverse=True)
+    return out
+
+
+class _Turns:
+    """The turns the cycle would give the waiting jobs, on the quotas alone
+    (the clusters aside), with the limits ``raised`` lifted: which jobs run
+    before ``d`` (``before``), and, once it runs, the limits raised to their
+    values (full with it), which jobs could evict it (``takers``).
+
+    The jobs are those of ``queues`` (``_queues``; its own among them) below
+    quota ``top`` (the others change no limit of its path below ``top``). Across
+    queues the cycle takes heads by priority, then lowest dominant share,
+    then enqueue time (DESIGN §3 "Order", ``_head_key``), a queue's share
+    growing as its jobs run: the jobs of lower priority than ``d`` never come
+    before it. A job the limits hold back is passed (as a BestEffortFIFO
+    queue does), or its queue stops there (StrictFIFO), unless it would get
+    in by preempting (evicting jobs of its own quota of lower priority, or
+    reclaiming from quotas above their min, as ``plan`` picks them: those go
+    back to their queue, to be tried again in their turn)."""
+
+    def __init__(self, d: Decision, fleet: _Fleet, top: str,
+                 queues: Mapping[str, list[Decision]], quota_used: Mapping[str, Resources],
+                 np_used: Mapping[str, Resources], raised: Collection[Limit]) -> None:
+        self.d, self.fleet = d, fleet
+        self.raised = _with_root(fleet.tree, raised)
+        self.usage = fleet.usage(quota_used, np_used)
+        self.queues = {leaf: list(queue) for leaf, queue in queues.items()}
+        self.top = top
+        # each queue's head under the cross-queue key, with the queue's version (an entry
+        # of an older version is stale)
+        self.heads: list[tuple[tuple[int, float, str, tuple[str, ...]], str, int]] = []
+        self.version: dict[str, int] = {}
+        self.shares: dict[str, float] = {}
+        self.running = dict(fleet.running)
+        self.held: list[Decision] = []  # the jobs before it that wait
+        self.held_at: set[Limit] = set()  # the limits any job before it was short of
+        self.at_turn = _Served(used={}, np_used={})  # (``before``)
+        self.limits: dict[Limit, int] | None = None  # the limits raised, once it runs
+        self.borrows = False  # (once it runs: its quota above its min)
+        self.state = 0  # bumped by each job that runs (``_asked`` holds answers until then)
+        self._asked: dict[tuple[object, ...], bool] = {}
+        self._borrowing: tuple[int, list[tuple[str, Resources, Resources]]] = (-1, [])
+        self._freed: dict[tuple[object, ...], Resources] = {}
+        self._plans: dict[tuple[object, ...], list[Decision] | None] = {}
+        self._changed: dict[str, int] = {}  # per quota: bumped as its running jobs change
+        self._raises: dict[tuple[object, ...], bool] = {}
+        # per (quota, resources, non-preemptible): the limits not raised that bind a job,
+        # each (limit, the usage it counts at its quota, resource, value)
+        self._binding: dict[tuple[object, ...], list[tuple[Limit, Resources, str, int]]] = {}
+
+    def push(self, leaf: str) -> None:
+        queue = self.queues[leaf]
+        if not queue:
+            return
+        x = queue[-1]
+        share = self.shares.get(leaf)
+        if share is None:
+            share = self.shares[leaf] = self.fleet.share(leaf)
+        version = self.version[leaf] = self.version.get(leaf, 0) + 1
+        heapq.heappush(self.heads, ((-x.priority, share, x.enqueued_at, x.key.order), leaf,
+                                    version))
+
+    def pop(self) -> tuple[str, Decision] | None:
+        """The next head the cycle takes, and its queue; ``None`` when none is left."""
+        while self.heads:
+            _, leaf, version = heapq.heappop(self.heads)
+            if version == self.version[leaf]:
+                self.version[leaf] = version + 1  # (popped: pushed again after its turn)
+                return leaf, self.queues[leaf].pop()
+        return None
+
+    def run(self, x: Decision) -> None:
+        """``x`` runs (and may be evicted as the jobs that ran before do)."""
+        assert x.quota is not None
+        self.usage.charge(x.quota, x.requests, preemptible=x.key not in self.fleet.not_preemptible)
+        self.running[x.quota] = [*self.running.get(x.quota, ()), x]
+        self._changed[x.quota] = self._changed.get(x.quota, 0) + 1
+        self.shares.pop(x.quota, None)
+        self.state += 1
+
+    def short(self, x: Decision, every: bool = False) -> list[Limit]:
+        """The first limit that holds ``x`` back, if one does (``every``: each):
+        those raised aside, or, once ``d`` runs, at their values."""
+        if self.limits is None:
+            return [limit for limit, _ in self.shortfalls(x)][:None if every else 1]
+        out = []
+        requests = x.requests
+        used, np_used, raised, limits = (self.usage.used, self.usage.np_used, self.raised,
+                                         self.limits)
+        for limit, value in self.fleet.limits_of(x):
+            at, name, bound = limit
+            if limit in raised:
+                value = max(value, limits[limit])
+            if (used if bound == MAX else np_used)[at].get(name, 0) + requests[name] > value:
+                out.append(limit)
+                if not every:
+                    break
+        return out
+
+    def shortfalls(self, x: Decision) -> list[tuple[Limit, int]]:
+        """Before ``d`` runs: each limit but those raised that holds ``x``
+        back, and by how much."""
+        key = (x.quota, tuple(x.requests), x.key in self.fleet.not_preemptible)
+        binding = self._binding.get(key)
+        if binding is None:
+            usage = self.usage
+            binding = self._binding[key] = [
+                (limit, (usage.used if limit[2] == MAX else usage.np_used)[limit[0]],
+                 limit[1], value)
+                for limit, value in self.fleet.limits_of(x) if limit not in self.raised]
+        requests = x.requests
+        out = []
+        for limit, counts, name, value in binding:
+            excess = counts.get(name, 0) + requests[name] - value
+            if excess > 0:
+                out.append((limit, excess))
+        return out
+
+    def own_freed(self, x: Decision) -> Resources:
+        """What the running jobs of its own quota that ``x`` may preempt hold."""
+        assert x.quota is not None
+        policy = self.fleet.preemption(x.quota)
+        newer = policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
+        key = (x.quota, x.priority, x.enqueued_at if newer else "",
+               self._changed.get(x.quota, 0))
+        out = self._freed.get(key)
+        if out is None:
+            out = self._freed[key] = {}
+            if policy is not PreemptionPolicy.NEVER:
+                for v in self.running.get(x.quota, ()):
+                    if v.key not in self.fleet.not_preemptible and (
+                            v.priority < x.priority or (newer and v.priority == x.priority
+                                                        and v.enqueued_at > x.enqueued_at)):
+                        add_into(out, v.requests)
+        return out
+
+    def reclaims(self, x: Decision, short: Collection[Limit]) -> str | None:
+        """The quota below which ``x``, short of the limits ``short``, may
+        reclaim from quotas above their min (within its quota's min, its own
+        jobs it may preempt gone, and short of a resource that min
+        guarantees: ``find_victims``), if it may."""
+        assert x.quota is not None
+        if not any(self.usage.borrow_counted(x.quota, name) for _, name, _ in short) or \
+                not within_min_after(self.usage, x.quota, x.requests, self.own_freed(x)):
+            return None
+        return min((at for at, _, _ in short), key=lambda at: at.count("/"))
+
+    def borrowing(self) -> list[tuple[str, Resources, Resources]]:
+        """The quotas above their min with running jobs: each, what it
+        borrows, and what its preemptible jobs hold."""
+        if self._borrowing[0] != self.state:
+            out = []
+            for leaf, jobs in self.running.items():
+                above = self.usage.above_min(leaf) if jobs else {}
+                if above:
+                    held: Resources = {}
+                    for v in jobs:
+                        if v.key not in self.fleet.not_preemptible:
+                            add_into(held, v.requests)
+                    out.append((leaf, above, held))
+            self._borrowing = (self.state, out)
+        return self._borrowing[1]
+
+    def victims(self, x: Decision) -> list[Decision]:
+        """The running jobs ``x`` could evict to get in: those of its quota it
+        may preempt, and, if it may reclaim, those of other quotas above their
+        min below the limits it is short of (``find_victims``)."""
+        assert x.quota is not None
+        np_keys = self.fleet.not_preemptible
+        policy = self.fleet.preemption(x.quota)
+        out = [v for v in self.running.get(x.quota, ())
+               if v.key not in np_keys
+               and may_evict(policy, v.priority, v.enqueued_at, x.priority, x.enqueued_at)]
+        widest = self.reclaims(x, self.short(x, every=True))
+        if widest is not None:
+            out.extend(v for leaf, above, _ in self.borrowing()
+                       if leaf != x.quota and _under(leaf, widest)
+                       and any(x.requests.get(r) for r in above)
+                       for v in self.running[leaf] if v.key not in np_keys)
+        return out
+
+    def _alike(self, x: Decision, what: str) -> tuple[object, ...]:
+        """Jobs alike get the same answers on the same state (the enqueue time
+        counts where the policy compares it: ``may_evict``)."""
+        newer = self.fleet.preemption(x.quota or "") is \
+            PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
+        return (what, self.state, x.quota, x.priority, x.enqueued_at if newer else "",
+                x.key in self.fleet.not_preemptible, tuple(x.requests.items()))
+
+    def raises(self, x: Decision) -> bool:
+        """Does a limit raised bind ``x``? (If none does, it waits as it did:
+        what it could evict let it in no more than in the cycle.)"""
+        key = (x.quota, tuple(x.requests), x.key in self.fleet.not_preemptible)
+        known = self._raises.get(key)
+        if known is None:
+            known = self._raises[key] = any(
+                limit in self.raised for limit, _ in self.fleet.limits_of(x))
+        return known
+
+    def gets_in(self, x: Decision, short: list[tuple[Limit, int]]) -> bool:
+        """Would ``x``, short of the limits ``short`` (each by as much as it
+        gives), fit with all it could evict gone? (Each of them, less what the
+        jobs below it hold.)"""
+        key = self._alike(x, "in")
+        known = self._asked.get(key)
+        if known is None:
+            known = self._asked[key] = self._gets_in(x, short)
+        return known
+
+    def _gets_in(self, x: Decision, short: list[tuple[Limit, int]]) -> bool:
+        assert x.quota is not None
+        if any(limit[2] == MIN for limit, _ in short):
+            return False  # (no eviction lowers the non-preemptible usage)
+        own = self.own_freed(x)
+        widest: str | None = ""  # (not asked yet: only when its own jobs are not enough)
+        for (at, name, _), excess in short:
+            excess -= own.get(name, 0)
+            if excess <= 0:
+                continue
+            if widest == "":
+                widest = self.reclaims(x, [limit for limit, _ in short])
+            if widest is None or not _under(at, widest) or excess > sum(
+                    held.get(name, 0) for leaf, above, held in self.borrowing()
+                    if leaf != x.quota and _under(leaf, at)
+                    and any(x.requests.get(r) for r in above)):
+                return False
+        return True
+
+    def plan(self, x: Decision) -> list[Decision] | None:
+        """The running jobs ``x``, held back, would evict to get in, if it
+        would: as ``find_victims`` takes them, in rank order (those of other
+        quotas first, the nearest first, then the lowest priority, then the
+        last admitted), each under a limit it is still short of; then given
+        back, the last first, each it can do without; one alone, if one does."""
+        key = self._alike(x, "plan")
+        if key not in self._plans:
+            self._plans[key] = self._plan(x)
+        return self._plans[key]
+
+    def _plan(self, x: Decision) -> list[Decision] | None:
+        usage = self.usage
+        out = sorted(self.victims(x), key=lambda v: (v is self.d, v.admitted_at or "",
+                                                     tuple(v.key)),
+                     reverse=True)  # (the last admitted first, ``d`` once it runs, then
+        # the last by key: ``most_recent_first``)
+        out.sort(key=lambda v: (v.quota == x.quota, -_shared(x.quota, v.quota), v.priority))
+        taken: list[Decision] = []
+
+        def take(v: Decision) -> None:
+            usage.release(v.quota or "", v.requests, preemptible=True)
+
+        def give(v: Decision) -> None:
+            usage.charge(v.quota or "", v.requests, preemptible=True)
+
+        try:
+            while (at := self.short(x)) and at[0][2] == MAX:
+                v = next((v for v in out if all(v is not y for y in taken)
+                          and _under(v.quota, at[0][0]) and v.requests.get(at[0][1])), None)
+                if v is None:
+                    return None
+                take(v)
+                taken.append(v)
+            if at:
+                return None
+            for v in reversed(taken[:-1]):
+                give(v)
+                if self.short(x):
+                    take(v)
+                else:
+                    taken = [y for y in taken if y is not v]
+            if len(taken) > 1:  # (one alone that does)
+                for v in taken:
+                    give(v)
+                kept, taken = taken, []
+                for v in out:
+                    take(v)
+                    if not self.short(x):
+                        taken = [v]
+                        break
+                    give(v)
+                if not taken:
+                    taken = kept
+                    for v in taken:
+                        take(v)
+            return list(taken)
+        finally:
+            for v in taken:
+                give(v)
+
+    def evict(self, victims: Collection[Decision], requeue: bool = True) -> None:
+        """The running jobs ``victims`` leave (``requeue``: back to their queue,
+        keeping their place, to be tried again in their turn)."""
+        for v in victims:
+            assert v.quota is not None
+            self.usage.release(v.quota, v.requests, preemptible=True)
+            self.running[v.quota] = [y for y in self.running[v.quota] if y is not v]
+            self._changed[v.quota] = self._changed.get(v.quota, 0) + 1
+            self.shares.pop(v.quota, None)
+            queue = self.queues.get(v.quota)
+            if requeue and queue is not None:  # (below ``top``: its queue is asked)
+                order = _order(v)
+                at = next((i for i, y in enumerate(queue) if _order(y) < order), len(queue))
+                queue.insert(at, v)  # (in reverse order, as the queue is kept)
+                if at == len(queue) - 1:  # (its new head)
+                    self.push(v.quota)
+
+    def before(self) -> _Served:
+        """The quotas at ``d``'s turn, and the jobs that ran before it."""
+        served = _Served(used=self.usage.used, np_used=self.usage.np_used)
+        d = self.d
+        for leaf in sorted(self.queues):
+            self.push(leaf)
+        while (turn := self.pop()) is not None:
+            leaf, x = turn
+            if x is d:
+                break
+            short = self.shortfalls(x)
+            held = [limit for limit, _ in short]
+            self.held_at.update(held)
+            victims = [] if not held else self.plan(x) if self.raises(x) and self.gets_in(
+                x, short) else None
+            if victims is not None:
+                self.evict(victims)
+                self.run(x)
+                if x.phase is Phase.ADMITTED:
+                    pass  # (evicted, back in its queue and in again: it ran before)
+                elif x.phase is Phase.INADMISSIBLE:
+                    served.let_in.append(x)
+                elif leaf == d.quota:
+                    served.ran += 1
+                else:
+                    served.others.append(x)
+                if served.count >= SERVED_FIRST_MOST:
+                    served.capped = True
+                    break
+            elif self.fleet.strict_fifo(leaf):
+                if leaf == d.quota:
+                    served.stuck = (x, held[0])
+                    return served
+                self.held.append(x)
+                continue  # (its queue waits behind it)
+            else:
+                self.held.append(x)
+            self.push(leaf)
+        served = self.at_turn = _Served(
+            used={p: dict(u) for p, u in self.usage.used.items() if _under(p, self.top)},
+            np_used={p: dict(u) for p, u in self.usage.np_used.items() if _under(p, self.top)},
+            ran=served.ran, others=served.others, let_in=served.let_in, capped=served.capped)
+        if d.key not in self.fleet.not_preemptible and not served.capped:  # (else never a
+            # victim, or what comes after it is not known)
+            self.limits = _values(self.fleet.tree, served, d.requests, self.raised)
+            self.borrows = not within_min_after(self.usage, d.quota or "", d.requests)
+            self.run(d)
+        return served
+
+    def lift(self, more: Collection[Limit]) -> bool:
+        """Lift the limits ``more`` too, if no job before ``d`` was short of
+        one (``before`` would run as it did); else say it would not."""
+        more = _with_root(self.fleet.tree, more)
+        if self.held_at & more:
+            return False
+        self.raised = {*self.raised, *more}
+        self._raises.clear()
+        if self.limits is not None:
+            self.limits = _values(self.fleet.tree, self.at_turn, self.d.requests, self.raised)
+        return True
+
+    def takers(self) -> list[Decision]:
+        """Once ``d`` runs (after ``before``), the limits raised to their values
+        (full with it): the jobs the cycle tries after it, or again, that
+        would evict it to get in, short of a limit of its path it fills: of
+        other quotas, within their min, reclaiming the room from its quota
+        (above its min); of its own, by priority, the room they waited for
+        freed by evictions elsewhere."""
+        d = self.d
+        if self.limits is None:
+            return []
+        path = {node.path for node in self.fleet.tree.ancestry(d.quota or "")}
+
+        def fills(held: list[Limit]) -> bool:  # (evicting it helps: it holds what is short)
+            return any(at in path and d.requests.get(name, 0) for at, name, _ in held)
+
+        later: deque[Decision] = deque()  # (the rest of the pass, then those that waited
+        while (turn := self.pop()) is not None:  # before it, again)
+            later.append(turn[1])
+            self.push(turn[0])
+        later.extend(self.held)
+        # (its own queue's that waited before it, tried again as room frees)
+        again = {x.key: x for x in self.held if x.quota == d.quota}
+        out: dict[JobKey, Decision] = {}
+        tries = 2 * (len(later) + len(again)) + 1  # (evictions may chain: a bound)
+        while later and tries:
+            x, tries = later.popleft(), tries - 1
+            held = self.short(x, every=True)
+            if held and x.key not in again and not fills(held):
+                continue  # (what it could evict is no matter to it)
+            if held and (self.own_freed(x) or self.reclaims(x, held) is not None):
+                victims = self.plan(x)
+                if victims is None:
+                    continue
+                if any(v is d for v in victims):  # (its place taken)
+                    if fills(held):
+                        out.setdefault(x.key, x)
+                    continue
+                self.evict(victims, requeue=False)  # (they leave, to be tried again)
+                later.extend(victims)
+                later.extend(y for key, y in again.items() if key != x.key)
+            elif held:
+                continue
+            self.run(x)
+            again.pop(x.key, None)
+        return list(out.values())
+
+
+def _before_it(served: _Served, quota: str | None = None) -> str:
+    """The jobs the cycle runs before a waiting job (``_Turns.before``), in
+    words: those ahead of it in its queue, and those of other queues (below
+    ``quota``, when given), named."""
+    parts = [f"the {served.ran} job(s) ahead of it in its queue"] if served.ran else []
+    others = [x for x in served.others if quota is None or _under(x.quota, quota)]
+    if others:
+        names = first_of([f"{x.key.namespace}/{x.key.name}" for x in others], 3)
+        parts.append(f"the {len(others)} job(s) of other queues"
+                     f"{'' if quota is None else ' under ' + quota} that the cycle takes "
+                     f"before it ({names})")
+    let_in = [x for x in served.let_in if quota is None or _under(x.quota, quota)]
+    if let_in:
+        names = first_of([f"{x.key.namespace}/{x.key.name}" for x in let_in], 3)
+        parts.append(f"the {len(let_in)} job(s) Inadmissible now that the limits raised let "
+                     f"in before it ({names})")
+    return " and ".join(parts)
+
+
+def _raise_mins(tree: QuotaTree, d: Decision, told: Mapping[tuple[str, str], int],
+                served: _Served, np_used: Mapping[str, Resources],
+                maxes_told: Mapping[tuple[str, str], int]) -> str:
+    """``raise the cpu min of quota root/a to 3 (...), and with it ...``: the
+    mins ``told`` a non-preemptible job needs (with the non-preemptible jobs
+    served first, ``served``), and what raising them needs of the mins above
+    them and of the maxes (``_mins_raised``), each to its value."""
+    path = tree.ancestry(d.quota or "")
+    mins, maxes = _mins_raised(tree, path, told)
+    for (at, name), value in maxes_told.items():  # (the root's min is its max)
+        if tree.nodes[at].parent is None and (at, name) in mins:
+            mins[(at, name)] = max(mins[(at, name)], value)
+
+    def fleet(at: str, name: str) -> str:
+        node = tree.nodes[at]
+        if node.parent is None:
+            return (" (its min is its max, the fleet's: raise both with the clusters' capacity, "
+                    "or lower a min under it)")
+        value = maxes.get((at, name), 0)
+        return (f" and its max with it (a min may not be more than the max, "
+                f"{_q(name, node.max[name])} now)"
+                if value > max(node.max.get(name, 0), maxes_told.get((at, name), 0)) else "")
+
+    said = []
+    for node in path:
+        for name in sorted(n for at, n in told if at == node.path):
+            value = told[(node.path, name)]
+            have = np_used.get(node.path, {}).get(name, 0)
+            first = served.np_used[node.path].get(name, 0)
+            more = (f", {_q(name, first)} with {_before_it(served, node.path)}, served first"
+                    if first > have else "")
+            said.append(f"the {name} min of quota {node.path} to "
+                        f"{_q(name, max(value, mins[(node.path, name)]))} ("
+                        f"{_q(name, node.min.get(name, 0))} now, {_q(name, have)} used by "
+                        f"non-preemptible jobs{more}){fleet(node.path, name)}")
+    then = [f"the {name} min of {at} to {_q(name, value)}{fleet(at, name)}"
+            for node in path for (at, name), value in sorted(mins.items())
+            if at == node.path and (at, name) not in told]
+    return ("raise " + listed(said, " and ") + (
+        f", and with it {listed(then, ' and ')} (the mins of a quota's children may not add "
+        f"up to more than its own)" if then else ""))
+
+
+def _np_usage(tree: QuotaTree, admitted: Collection[Decision],
+              not_preemptible: Collection[JobKey]) -> dict[str, Resources]:
+    """The quotas' usage by the running jobs that are not preemptible."""
+    out: dict[str, Resources] = {p: {} for p in tree.nodes}
+    for x in admitted:
+        if x.key in not_preemptible and x.quota in tree.nodes:
+            for node in tree.ancestry(x.quota):
+                add_into(out[node.path], x.requests)
+    return out
+
+
+def _raised(tree: QuotaTree, mins: Mapping[tuple[str, str], int],
+            maxes: Mapping[tuple[str, str], int]) -> QuotaTree:
+    """``tree`` with the ``mins`` and ``maxes`` ((quota, resource) -> value)
+    raised to their values."""
+    nodes = dict(tree.nodes)
+    for limits, bound in ((mins, MIN), (maxes, MAX)):
+        for (at, name), value in limits.items():
+            node = nodes[at]
+            if bound == MIN:
+                nodes[at] = replace(node, min={**node.min, name: max(value, node.min.get(name, 0))})
+            else:
+                nodes[at] = replace(node, max={**node.max, name: max(value, node.max.get(name, 0))})
+    return replace(tree, nodes=nodes)
+
+
+def _mins_needed(limits: Collection[tuple[QuotaNode, str, str]], req: Mapping[str, int],
+                 served: _Served) -> dict[tuple[str, str], int]:
+    """The mins of ``limits`` that a non-preemptible request ``req`` needs
+    raised, with the jobs ``served`` first: (quota, resource) -> value."""
+    out = {}
+    for node, name, bound in limits:
+        if bound == MIN:
+            value = served.level((node.path, name, MIN)) + req[name]
+            if value > node.min.get(name, 0):
+                out[(node.path, name)] = value
+    return out
+
+
+def _mins_raised(tree: QuotaTree, path: Sequence[QuotaNode], told: Mapping[tuple[str, str], int]
+                 ) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:
+    """The mins and maxes of quotas ``path`` (leaf first) that raising the
+    mins ``told`` ((quota, resource) -> value) raises with them: the mins of
+    a quota's children may not add up to more than its own (a min not
+    written is 0), a min may not be more than its max, and the root's min is
+    its max. The mins (``told`` among them) and the maxes, each to its value."""
+    mins = dict(told)
+    maxes: dict[tuple[str, str], int] = {}
+    for name in sorted({name for _, name in told}):
+        for node in path:
+            value = mins.get((node.path, name))
+            if value is None:
+                continue
+            if (name in node.max and value > node.max[name]) or node.parent is None:
+                maxes[(node.path, name)] = max(value, node.max.get(name, 0))
+            if node.parent is None:
+                continue
+            parent = tree.nodes[node.parent]
+            children = sum(mins.get((c, name), tree.nodes[c].min.get(name, 0))
+                           for c in parent.children)
+            if children > mins.get((parent.path, name), parent.min.get(name, 0)):
+                mins[(parent.path, name)] = children
+    return mins, maxes
 
 
 def _never_holds(req: Mapping[str, int], cluster: MemberCluster) -> str | None:
@@ -599,11 +1347,13 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                      failover: Failover | None = None,
                      deleted_when: tuple[bool, bool] = (False, False),
                      not_preemptible: Collection[JobKey] = (),
-                     fits: Fits | None = None, strict_fifo: bool = False) -> list[str]:
+                     fits: Fits | None = None, strict_fifo: bool = False,
+                     settings: FleetSettings | None = None) -> list[str]:
     """``explain`` for one of a cycle's ``decisions``, the jobs its quota admitted
     found among them, and those that wait sparing a reclaimer and could evict it
     (by its quota's preemption ``policy``; never when it is not ``preemptible``),
-    borrowing (see ``find_victims``)."""
+    borrowing (see ``find_victims``), and those waiting in other queues;
+    ``settings``: the fleet's (the other queues' strategies and weights)."""
     d = decision
     admitted = [x for x in decisions if x.phase is Phase.ADMITTED and x.key != d.key]
     holders = [x for x in admitted if x.quota == d.quota]
@@ -658,4 +1408,7 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                    not_preemptible=not_preemptible, fits=fits, reclaimable=reclaimable,
                    strict_fifo=strict_fifo,
                    held_out=[x for x in decisions if x.phase is Phase.INADMISSIBLE
-                             and x.quota == d.quota] if strict_fifo else ())
+                             and x.quota is not None],
+                   preemptible=preemptible, settings=settings,
+                   waiting=[x for x in decisions if d.position and x.phase is Phase.QUEUED
+                            and x.position and x.quota != d.quota])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -11,6 +11,7 @@ import pytest
 from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
 from reconciler.core.explain import explain_decision
 from reconciler.core.model import Decision, FleetSettings, MemberCluster, Phase
+from reconciler.core.quota import QuotaTree
 from tests.builders import (
     JobBuilder,
     by_name,
@@ -32,8 +33,14 @@ PRIORITIES = {"high": 1000, "mid": 100, "low": 10}
 
 
 def explained(inp: CycleInput, result: CycleResult, name: str, **options: Any) -> list[str]:
-    """``explain_decision`` of job ``name``, ``options`` its own."""
-    return explain_decision(by_name(result)[name], decisions=result.decisions, tree=inp.tree,
+    """``explain_decision`` of job ``name``, told as ``fleetq explain`` tells it
+    which jobs are not preemptible and the fleet's settings; ``options`` its own."""
+    d = by_name(result)[name]
+    jobs = {j.key: j for j in inp.jobs}
+    options = {"preemptible": jobs[d.key].preemptible,
+               "not_preemptible": {k for k, j in jobs.items() if not j.preemptible},
+               "settings": inp.settings, **options}
+    return explain_decision(d, decisions=result.decisions, tree=inp.tree,
                             quota_used=result.quota_used, cluster_free=result.cluster_free,
                             clusters={c.name: c for c in inp.clusters}, **options)
 
@@ -172,19 +179,27 @@ def test_a_job_short_of_a_slot_its_parent_shares_is_told_it_does_not_reclaim_one
 
 def test_a_non_preemptible_job_over_its_quotas_min_is_told_the_min_is_the_bar() -> None:
     """Its quota's max has room, but a non-preemptible job runs within the min:
-    explain says so and what would help, and not that a higher priority would."""
-    inp, result = decided(cycle_input(
-        jobs=[gpu_job("first", 3, "team-a").non_preemptible().created("2026-01-01T00:00:01Z"),
-              gpu_job("second", 2, "team-a").non_preemptible().created("2026-01-01T00:00:02Z")],
-        tree=simple_tree(quota("qa", ns=["team-a"], min={"nvidia.com/gpu": "4"}))))
+    explain says so and what would help (the min raised to what), and not that
+    a higher priority would. Raised as told, the min lets it in."""
+    def fleet(gpus: str) -> CycleInput:
+        return cycle_input(
+            jobs=[gpu_job("first", 3, "team-a").non_preemptible()
+                  .created("2026-01-01T00:00:01Z"),
+                  gpu_job("second", 2, "team-a").non_preemptible()
+                  .created("2026-01-01T00:00:02Z")],
+            tree=simple_tree(quota("qa", ns=["team-a"], min={"nvidia.com/gpu": gpus})))
+
+    inp, result = decided(fleet("4"))
     lines = explained(inp, result, "second")
     assert "min (non-preemptible) 4" in lines[1]
     assert lines[2] == (
         '- it is not preemptible (quota.scheduling.alibabacloud.com/preemptible: "false"), so '
         "it runs only within the min of quota root/qa, with the other non-preemptible jobs "
-        "there: raise that min, let the job be preempted (drop the label), or wait for those "
+        "there: raise the nvidia.com/gpu min of quota root/qa to 5 (4 now, 3 used by "
+        "non-preemptible jobs), let the job be preempted (drop the label), or wait for those "
         "jobs to end")
     assert not any("a higher priority" in line for line in lines)
+    assert by_name(reconcile_cycle(fleet("5")))["second"].phase is Phase.ADMITTED
 
 
 def test_a_non_preemptible_job_is_told_the_parents_mins_its_quotas_min_needs_raised() -> None:
@@ -205,15 +220,17 @@ def test_a_non_preemptible_job_is_told_the_parents_mins_its_quotas_min_needs_rai
 
     inp, result = decided(fleet("2", "4", "8"))
     lines = explained(inp, result, "a2")
-    assert ("there: raise that min, and with it the cpu min of root/p and the cpu min of root "
-            "(its min is its max, the fleet's: raise both with the clusters' capacity, or lower "
-            "a min under it) (the mins of a quota's children may not add up to more than its "
+    assert ("there: raise the cpu min of quota root/p/a to 3 (2 now, 2 used by non-preemptible "
+            "jobs), and with it the cpu min of root/p to 5 and the cpu min of root to 9 (its "
+            "min is its max, the fleet's: raise both with the clusters' capacity, or lower a "
+            "min under it) (the mins of a quota's children may not add up to more than its "
             "own), let the job be preempted (drop the label), or wait for those jobs to end"
             ) in lines[2], lines
     assert by_name(reconcile_cycle(fleet("3", "5", "9")))["a2"].phase is Phase.ADMITTED
     # where the parents have room in their mins, they are not named
     inp, result = decided(fleet("2", "5", "9"))
-    assert "there: raise that min, let the job be preempted" in explained(inp, result, "a2")[2]
+    assert ("there: raise the cpu min of quota root/p/a to 3 (2 now, 2 used by non-preemptible "
+            "jobs), let the job be preempted") in explained(inp, result, "a2")[2]
 
 
 def test_a_job_placed_by_capacity_alone_is_not_told_of_a_quota_queue() -> None:
@@ -460,7 +477,8 @@ def test_a_non_preemptible_job_is_not_told_to_drop_its_label_when_that_would_not
                          total={"cpu": "1000", "gpu": "16"})))
     lines = explained(inp, result, "np2")
     said = next(line for line in lines if "it is not preemptible" in line)
-    assert "raise that min" in said and "drop the label" not in said, lines
+    assert "raise the nvidia.com/gpu min of quota root/qa to 8 (4 now, 4 used" in said, lines
+    assert "drop the label" not in said, lines
 
 
 def test_a_non_preemptible_job_over_its_min_is_not_told_room_at_max_would_let_it_in() -> None:
@@ -477,7 +495,8 @@ def test_a_non_preemptible_job_over_its_min_is_not_told_room_at_max_would_let_it
     assert lines[2:5] == [
         '- it is not preemptible (quota.scheduling.alibabacloud.com/preemptible: "false"), so '
         "it runs only within the min of quota root/qa, with the other non-preemptible jobs "
-        "there: raise that min",
+        "there: raise the nvidia.com/gpu min of quota root/qa to 6 (4 now, 0 used by "
+        "non-preemptible jobs)",
         "- beyond that min, it is also short at each of these:",
         "  - quota root/qa kube-queue/max-jobs: 1 used of max 1; 1 more must be freed, or max "
         "raised to 2"], lines
@@ -563,7 +582,8 @@ def test_a_non_preemptible_job_above_its_quotas_min_is_not_told_to_wait() -> Non
     assert by_name(result)["np"].phase is Phase.INADMISSIBLE, by_name(result)["np"]
     lines = explained(inp, result, "np")
     said = next(line for line in lines if "it is not preemptible" in line)
-    assert "raise that min" in said and "wait for those jobs" not in said, lines
+    assert "raise the nvidia.com/gpu min of quota root/qa to 6 (4 now" in said, lines
+    assert "wait for those jobs" not in said, lines
 
 
 def test_a_job_within_its_min_on_clusters_full_of_other_mins_is_told_the_tree_overpromises(
@@ -820,3 +840,199 @@ def test_a_limit_raised_in_a_strict_fifo_queue_that_lets_a_bigger_job_in_ahead_i
     assert ("- its queue root/qa is StrictFIFO: those limits raised would also bring "
             "team-a/big (Inadmissible now: too big for them) into the queue, ahead of it, where "
             "a head that waits holds back every job behind it") in lines, lines
+
+
+def _gpus(name: str, gpus: int, namespace: str, priority: str, second: int) -> JobBuilder:
+    """A one-pod job of ``gpus`` GPUs (and nothing else), created at ``second``."""
+    return job(name, namespace).pod_set("worker", 1, gpu=str(gpus)).priority_class(priority) \
+        .created(f"2026-01-01T00:00:{second:02d}Z")
+
+
+def _after(fleet: Callable[..., CycleInput], *first: JobBuilder) -> tuple[CycleInput,
+                                                                           CycleResult]:
+    """The fleet ``fleet()`` makes, decided from the state a cycle of the jobs
+    ``first`` alone left (they run), as the next reconcile decides it."""
+    was = reconcile_cycle(replace(fleet(), jobs=tuple(j.obj() for j in first)))
+    return decided(fleet(prior=prior_of(was.decisions)))
+
+
+def _next(inp: CycleInput, result: CycleResult, tree: QuotaTree) -> dict[str, Decision]:
+    """The next reconcile's decisions, with the quota tree changed to ``tree``."""
+    return by_name(reconcile_cycle(replace(inp, tree=tree, prior={
+        p.key: p for p in prior_of(result.decisions)})))
+
+
+SIBLINGS = {  # case -> (GPUs ra (qa) and rb (qb) hold, x's priority class, x counted)
+    "of a higher priority": ((8, 4), "high", True),
+    "of a lower priority": ((8, 4), "low", False),
+    "of its priority, its queue's share the lower": ((8, 4), "mid", True),
+    "of its priority, its queue's share the higher": ((4, 8), "mid", False),
+}
+
+
+@pytest.mark.parametrize("case", SIBLINGS)
+def test_a_job_short_at_its_parents_max_counts_the_jobs_of_sibling_queues_taken_first(
+        case: str) -> None:
+    """t (qa, 4 GPUs) waits for root/dept's GPU max, shared with qb, where x (4
+    GPUs) waits too. Told to raise that max by t's 4 GPUs, the user did, and
+    the cycle took x first (across queues heads go by priority, then lowest
+    dominant used/min share, then enqueue time): x ran and t still waited.
+    The jobs of the sibling queues the cycle takes first are counted, as
+    those ahead in its own queue are, and only those: the value told, set,
+    admits t, and one less does not."""
+    (held_a, held_b), priority, counted = SIBLINGS[case]
+
+    def spec(dept: int) -> QuotaTree:
+        return tree(quota("root", quota("dept", quota("qa", ns=["team-a"], min={"gpu": "4"}),
+                                        quota("qb", ns=["team-b"], min={"gpu": "4"}),
+                                        min={"gpu": "8"}, max={"gpu": str(dept)}),
+                          min={"gpu": "64"}, max={"gpu": "64"}))
+
+    running = (_gpus("ra", held_a, "team-a", "high", 1), _gpus("rb", held_b, "team-b", "high", 2))
+
+    def fleet(prior: Collection[Decision] = ()) -> CycleInput:
+        return cycle_input(jobs=[*running, _gpus("x", 4, "team-b", priority, 3),
+                                 _gpus("t", 4, "team-a", "mid", 4)],
+                           tree=spec(12), clusters=[gpu_cluster("c1", 8, 8, 8, 8)],
+                           priority_classes=PRIORITIES, prior=prior)
+
+    inp, result = _after(fleet, *running)
+    assert (by_name(result)["x"].phase, by_name(result)["t"].phase) == (Phase.QUEUED,
+                                                                         Phase.QUEUED)
+    lines = explained(inp, result, "t")
+    told = 20 if counted else 16
+    assert lines[2] == (
+        "- quota root/dept nvidia.com/gpu: 12 used of max 12; 4 more must be freed, or max "
+        "raised to 16" + (" (20 with the 1 job(s) of other queues under root/dept that the "
+                          "cycle takes before it (team-b/x), served first)" if counted else "")
+    ), lines
+    assert _next(inp, result, spec(told))["t"].phase is Phase.ADMITTED
+    assert _next(inp, result, spec(told - 1))["t"].phase is Phase.QUEUED
+
+
+@pytest.mark.parametrize("case", ["a resource its quota's min names not", "its min the tighter"])
+def test_a_non_preemptible_job_short_at_a_parents_min_is_told_that_min_and_how_far(
+        case: str) -> None:
+    """A non-preemptible job runs within the min of every quota of its path.
+    Short at root/p's, it was told to raise its own quota's min (and the mins
+    above that that needs): of GPUs, which root/p/qa's min does not name, that
+    would have made qa hold it back too; of cpu, with qb's jobs not limited by
+    qb, it would not have helped. It is told root/p's min, and how far: set,
+    it lets the job in, and one less does not."""
+    def fleet(value: str) -> CycleInput:
+        if case == "a resource its quota's min names not":
+            p_min = {"cpu": "8", "gpu": value}
+            jobs = [gpu_job("r", 4, "team-a").non_preemptible().created("2026-01-01T00:00:01Z"),
+                    gpu_job("t", 2, "team-a").non_preemptible().created("2026-01-01T00:00:02Z")]
+            qb = quota("qb", ns=["team-b"], min={"cpu": "4"})
+        else:  # (qb's min limits nothing: its jobs count at root/p alone)
+            p_min = {"cpu": value}
+            jobs = [job("r", "team-b").pod_set("main", 1, cpu="2").non_preemptible()
+                    .created("2026-01-01T00:00:01Z"),
+                    job("t", "team-a").pod_set("main", 1, cpu="3").non_preemptible()
+                    .created("2026-01-01T00:00:02Z")]
+            qb = quota("qb", ns=["team-b"])
+        return cycle_input(jobs=jobs, tree=tree(quota(
+            "root", quota("p", quota("qa", ns=["team-a"], min={"cpu": "4"}), qb, min=p_min),
+            min={"cpu": "1000", "gpu": "64"}, max={"cpu": "1000", "gpu": "64"})))
+
+    told, now, used = ("nvidia.com/gpu", "6", "4") if case.startswith("a resource") else (
+        "cpu", "5", "2")
+    inp, result = decided(fleet("4"))
+    assert by_name(result)["t"].phase is Phase.QUEUED
+    lines = explained(inp, result, "t")
+    assert lines[2] == (
+        '- it is not preemptible (quota.scheduling.alibabacloud.com/preemptible: "false"), so '
+        "it runs only within the min of each quota of its path, with the other "
+        f"non-preemptible jobs there: raise the {told} min of quota root/p to {now} (4 now, "
+        f"{used} used by non-preemptible jobs), let the job be preempted (drop the label), or "
+        "wait for those jobs to end"), lines
+    assert by_name(reconcile_cycle(fleet(now)))["t"].phase is Phase.ADMITTED
+    assert by_name(reconcile_cycle(fleet(str(int(now) - 1))))["t"].phase is Phase.QUEUED
+
+
+def test_a_job_taken_first_that_would_get_in_by_preempting_is_counted() -> None:
+    """x (qa, high, 4 GPUs) waits for qa's one job slot, which ra (low, 2 GPUs)
+    holds, and for root/dept's GPUs: evicting ra frees the slot, not enough
+    GPUs. Told to raise root/dept's max by its 2 GPUs, t's user did: x, taken
+    first, evicted ra and took the GPUs. It is counted, with the job it
+    evicts gone: the value told lets t in, one less does not."""
+    def spec(dept: int) -> QuotaTree:
+        return tree(quota("root", quota("dept", quota("qa", ns=["team-a"],
+                                                      max={"max_jobs": "1"}),
+                                        quota("qb", ns=["team-b"]), max={"gpu": str(dept)}),
+                          min={"gpu": "64"}, max={"gpu": "64"}))
+
+    running = (_gpus("ra", 2, "team-a", "low", 1), _gpus("rb", 6, "team-b", "high", 2))
+
+    def fleet(prior: Collection[Decision] = ()) -> CycleInput:
+        return cycle_input(jobs=[*running, _gpus("x", 4, "team-a", "high", 3),
+                                 _gpus("t", 2, "team-b", "mid", 4)],
+                           tree=spec(8), clusters=[gpu_cluster("c1", 8, 8, 8, 8)],
+                           priority_classes=PRIORITIES, prior=prior)
+
+    inp, result = _after(fleet, *running)
+    lines = explained(inp, result, "t")
+    assert lines[2] == (
+        "- quota root/dept nvidia.com/gpu: 8 used of max 8; 2 more must be freed, or max "
+        "raised to 10 (12 with the 1 job(s) of other queues under root/dept that the cycle "
+        "takes before it (team-a/x), served first)"), lines
+    assert _next(inp, result, spec(12))["t"].phase is Phase.ADMITTED
+    for dept in (11, 10):  # (10: as it was told)
+        after = _next(inp, result, spec(dept))
+        assert (after["x"].phase, after["ra"].phase, after["t"].phase) == (
+            Phase.ADMITTED, Phase.QUEUED, Phase.QUEUED), dept
+
+
+def test_an_inadmissible_job_a_raised_max_lets_in_first_is_counted() -> None:
+    """big (12 GPUs, high) is Inadmissible under qa's max of 10. Told to raise
+    it to 12 for w, the user did: big came into the queue, ahead of w, and
+    took the room. It is counted once the max told lets it in: the value
+    told admits w, one less does not."""
+    def spec(gpus: int) -> QuotaTree:
+        return simple_tree(quota("qa", ns=["team-a"], max={"gpu": str(gpus)}))
+
+    inp, result = decided(cycle_input(
+        jobs=[_gpus("run", 8, "team-a", "mid", 1),
+              job("big", "team-a").pod_set("worker", 2, gpu="6").priority_class("high")
+              .created("2026-01-01T00:00:02Z"), _gpus("w", 4, "team-a", "mid", 3)],
+        tree=spec(10), clusters=[gpu_cluster("c1", 8, 8, 8, 8)], priority_classes=PRIORITIES))
+    assert by_name(result)["big"].phase is Phase.INADMISSIBLE
+    lines = explained(inp, result, "w")
+    assert lines[2] == (
+        "- quota root/qa nvidia.com/gpu: 8 used of max 10; 2 more must be freed, or max raised "
+        "to 12 (24 with the 1 job(s) Inadmissible now that the limits raised let in before it "
+        "(team-a/big), served first)"), lines
+    for gpus, phase in ((24, Phase.ADMITTED), (23, Phase.QUEUED), (12, Phase.QUEUED)):
+        assert _next(inp, result, spec(gpus))["w"].phase is phase, gpus
+
+
+def test_a_job_whose_place_a_job_within_its_min_would_reclaim_is_told_so() -> None:
+    """t (qa, whose min is none) waits for one of root/dept's two job slots;
+    so does y (qb, low), within qb's min of GPUs but not reclaiming for a job
+    slot, which no min guarantees. With a third slot t runs, borrowing, and y,
+    short then of GPUs too, reclaims its place: raising the slots as told does
+    not keep t running, and explain says so, and who would take it."""
+    def spec(slots: str) -> QuotaTree:
+        return tree(quota("root", quota("dept", quota("qa", ns=["team-a"]),
+                                        quota("qb", ns=["team-b"], min={"gpu": "8"}),
+                                        min={"gpu": "8"},
+                                        max={"gpu": "8", "max_jobs": slots}),
+                          min={"gpu": "64"}, max={"gpu": "64"}))
+
+    running = (_gpus("ra", 2, "team-a", "high", 1), _gpus("rb", 2, "team-b", "high", 2))
+
+    def fleet(prior: Collection[Decision] = ()) -> CycleInput:
+        return cycle_input(jobs=[*running, _gpus("t", 4, "team-a", "mid", 3),
+                                 _gpus("y", 4, "team-b", "low", 4)],
+                           tree=spec("2"), clusters=[gpu_cluster("c1", 8, 8, 8, 8)],
+                           priority_classes=PRIORITIES, prior=prior)
+
+    inp, result = _after(fleet, *running)
+    lines = explained(inp, result, "t")
+    assert ("- even with those limits raised as told, its place is not sure: once it runs, "
+            "team-b/y (root/dept/qb) could take it (quota root/dept/qa is then above its min: "
+            "the room may be reclaimed from it); to keep it, raise those limits for them too, "
+            "or the min of quota root/dept/qa") in lines, lines
+    after = _next(inp, result, spec("3"))
+    assert after["t"].phase is Phase.QUEUED and after["t"].preempted_by == "PyTorchJob team-b/y"
