@@ -32,9 +32,7 @@ from reconciler.core.model import (
     MemberCluster,
     Node,
     Phase,
-    PreemptionPolicy,
     QueueStrategy,
-    QuotaSettings,
 )
 from reconciler.core.quota import QuotaSpec, QuotaTree, build_tree
 from reconciler.core.resources import PODS
@@ -47,6 +45,7 @@ from tests.properties.test_invariants import (
     cycle_input,
     describe,
     job_plans,
+    quota_settings,
     quota_trees,
     round_trip,
 )
@@ -62,13 +61,7 @@ def fleets(draw: st.DrawFn) -> Fleet:
     tree, problems = build_tree(draw(quota_trees(use_gpu)), path="tree")
     assert tree is not None and not problems, problems
     leaves = sorted(n.path.rsplit("/", 1)[-1] for n in tree.leaves())
-    quotas = {}
-    for leaf in tree.leaves():
-        if draw(st.booleans()):
-            quotas[leaf.path] = QuotaSettings(
-                strategy=draw(st.sampled_from(list(QueueStrategy))),
-                preemption=draw(st.sampled_from(list(PreemptionPolicy))),
-                weight=draw(st.sampled_from([500, 1000, 2000])))
+    quotas = quota_settings(draw, tree)
     batches = [draw(job_plans(leaves=leaves, clusters=AMPLE, use_gpu=use_gpu, prefix=f"j{b}",
                               classes=["low", "mid", "high"])) for b in range(2)]
     return Fleet(tree=tree, clusters=AMPLE, settings=FleetSettings(quotas=quotas),

@@ -181,6 +181,18 @@ class Fleet:
     finished: list[set[str]]  # job names that leave the source before each later batch
 
 
+def quota_settings(draw: st.DrawFn, tree: QuotaTree) -> dict[str, QuotaSettings]:
+    """Queue settings (strategy, preemption, weight) for some of ``tree``'s leaves."""
+    quotas = {}
+    for leaf in tree.leaves():
+        if draw(st.booleans()):
+            quotas[leaf.path] = QuotaSettings(
+                strategy=draw(st.sampled_from(list(QueueStrategy))),
+                preemption=draw(st.sampled_from(list(PreemptionPolicy))),
+                weight=draw(st.sampled_from([500, 1000, 2000])))
+    return quotas
+
+
 @st.composite
 def fleets(draw: st.DrawFn) -> Fleet:
     use_gpu = draw(st.booleans())
@@ -189,13 +201,7 @@ def fleets(draw: st.DrawFn) -> Fleet:
     assert tree is not None and not problems, problems
     clusters = draw(member_clusters(use_gpu))
     leaves = sorted(n.path.rsplit("/", 1)[-1] for n in tree.leaves())
-    quotas = {}
-    for leaf in tree.leaves():
-        if draw(st.booleans()):
-            quotas[leaf.path] = QuotaSettings(
-                strategy=draw(st.sampled_from(list(QueueStrategy))),
-                preemption=draw(st.sampled_from(list(PreemptionPolicy))),
-                weight=draw(st.sampled_from([500, 1000, 2000])))
+    quotas = quota_settings(draw, tree)
     batches, finished = [], []
     names: list[str] = []
     for b in range(draw(st.integers(*BATCHES))):
