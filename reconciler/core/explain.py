@@ -189,11 +189,12 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         # the usage once the jobs the cycle tries before it ran, those limits
         # raised (the jobs ahead of it in its queue, and those of other queues
         # that come first: a job that some other limit holds back is passed, or
-        # in a StrictFIFO queue stops it, or could preempt it once it runs: that
-        # limit is raised too), and then each limit they would fill before it
-        # raised too, until none is more; and the Inadmissible jobs those
-        # limits, raised as far, let in, with the limits they fill: raised as
-        # told, those jobs run, and it after them
+        # in a StrictFIFO queue stops it: that limit is raised too), and then
+        # each limit they would fill before it raised too, until none is more;
+        # and the Inadmissible jobs those limits, raised as far, let in, with the
+        # limits they fill; and, for a non-preemptible job, the mins above those
+        # it needs and the maxes that raising them raises: raised as told, those
+        # jobs run, and it after them
         raising = set(short_at)
         queues = _queues(d, tree, top, queued)
         turns = None
