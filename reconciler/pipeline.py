@@ -1202,6 +1202,23 @@ def as_it_was(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInput
     return out
 
 
+def _still_placed(decisions: Iterable[Decision], prior: Mapping[JobKey, PriorPlacement]
+                  ) -> Iterator[tuple[Decision, list[str]]]:
+    """Each job admitted now, on its last good version, that the state
+    admitted too, with the clusters it was placed on then and still is (its
+    cluster, and a Duplicated job's copies): where it runs as it was sent."""
+    for d in decisions:
+        if d.phase is not Phase.ADMITTED or d.kept:
+            continue
+        was = prior.get(d.key)
+        if was is None or was.phase is not Phase.ADMITTED:
+            continue
+        names = [name for name in (d.cluster, *d.copies)
+                 if name is not None and (name == was.cluster or name in was.copies)]
+        if names:
+            yield d, names
+
+
 def sent_to_kueue(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInputs,
                   prior: Mapping[JobKey, PriorPlacement], previous: Mapping[str, str],
                   reuse: Mapping[str, tuple[str, str]]
@@ -1224,18 +1241,15 @@ def sent_to_kueue(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetI
         return {}, []
     # job file -> (its blob, its job, the queue now, the kept labels now)
     wanted: dict[str, tuple[str, Job, str | None, dict[str, str]]] = {}
-    for d in decisions:
-        if d.phase is not Phase.ADMITTED or d.quota is None or d.kept:
-            continue
-        was = prior.get(d.key)
+    for d, names in _still_placed(decisions, prior):
         source = inputs.jobs.get(d.key)
-        if was is None or was.phase is not Phase.ADMITTED or source is None:
+        if d.quota is None or source is None:
             continue
         now = name_of_quota(d.quota, inputs.tree)
         labels = source.job.label_map
         kept_now = {name: labels[name] for name in KEPT_WHILE_RUNNING if name in labels}
-        for name in (d.cluster, *d.copies):
-            if name not in kueue or (name != was.cluster and name not in was.copies):
+        for name in names:
+            if name not in kueue:
                 continue
             path = job_file(d.key, name)
             entry = reuse.get(path)
@@ -1280,17 +1294,13 @@ def sent_specs(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInpu
         return {}
     clusters = {c.name: c for c in inputs.clusters}
     wanted: dict[str, str] = {}  # job file -> its blob
-    for d in decisions:
-        if d.phase is not Phase.ADMITTED or d.kept or (d.api_version, d.key.kind) != (
-                BatchJobKind.api_version, BatchJobKind.kind):
-            continue
-        was = prior.get(d.key)
-        if was is None or was.phase is not Phase.ADMITTED:
+    for d, names in _still_placed(decisions, prior):
+        if (d.api_version, d.key.kind) != (BatchJobKind.api_version, BatchJobKind.kind):
             continue
         quota_name = name_of_quota(d.quota, inputs.tree)
-        for name in (d.cluster, *d.copies):
-            cluster = clusters.get(name or "")
-            if cluster is None or (name != was.cluster and name not in was.copies):
+        for name in names:
+            cluster = clusters.get(name)
+            if cluster is None:
                 continue
             path = job_file(d.key, cluster.name)
             entry = reuse.get(path)
