@@ -13,6 +13,7 @@ ClusterQueue needs room for it beside the quota.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -61,6 +62,52 @@ def worker_replicas(group: Mapping[str, Any], where: str) -> int:
     return min(max(replicas, least), most)
 
 
+def group_name(group: Mapping[str, Any], where: str) -> str:
+    """A worker group's ``groupName``, which the RayJob CRD requires."""
+    name = group.get("groupName")
+    if not isinstance(name, str) or not name:
+        raise ManifestError(f"{where}.groupName is missing; give the worker group a name (the "
+                            f"RayJob CRD requires one, and KubeRay labels its pods with it)",
+                            f"{where}.groupName" if "groupName" in group else where)
+    return name
+
+
+# A Kueue pod set's name (``PodSetReference``): a DNS label. Kueue names a
+# worker group's pod set after its groupName in lower case.
+_POD_SET_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+POD_SET_NAME_MOST = 63
+
+
+def _pod_set_names(groups: list[Any], submitter: bool) -> list[str]:
+    """Why Kueue could not make a workload of these worker groups: the pod set it
+    names after each (its groupName in lower case) must be a DNS label, and no
+    other pod set's name (the head's, the submitter Job's, another group's).
+    Kueue refuses the workload it would make of such a job (its webhook, the
+    name head alone), and the job would wait, suspended, for ever."""
+    why = []
+    taken = {"head": "the head's pod set"}
+    if submitter:
+        taken["submitter"] = f"the submitter Job's pod set (submissionMode {SUBMITTER_JOB_MODE})"
+    seen = set()
+    for i, group in enumerate(groups):
+        name = group.get("groupName") if isinstance(group, dict) else None
+        if not isinstance(name, str) or not name or name in seen:
+            continue  # (errors of the job's: ``group_name``, a name given twice)
+        seen.add(name)
+        pod_set = name.lower()
+        where = f"spec.rayClusterSpec.workerGroupSpecs[{i}].groupName {name!r}"
+        if len(pod_set) > POD_SET_NAME_MOST or not _POD_SET_NAME.fullmatch(pod_set):
+            why.append(f"{where} must be a DNS label once in lower case (at most "
+                       f"{POD_SET_NAME_MOST} letters, digits and '-', a letter or digit at "
+                       f"each end): Kueue names the group's pod set after it")
+        elif pod_set in taken:
+            why.append(f"{where} names the same pod set as {taken[pod_set]} (Kueue names a "
+                       f"group's pod set after it, in lower case)")
+        else:
+            taken[pod_set] = f"workerGroupSpecs[{i}]"
+    return why
+
+
 class RayJobKind:
     api_version = "ray.io/v1"
     kind = "RayJob"
@@ -81,11 +128,18 @@ class RayJobKind:
         if not isinstance(groups, list):
             raise ManifestError("spec.rayClusterSpec.workerGroupSpecs must be a list",
                                 "spec.rayClusterSpec.workerGroupSpecs")
+        named: dict[str, int] = {}
         for i, group in enumerate(groups):
             where = f"spec.rayClusterSpec.workerGroupSpecs[{i}]"
             if not isinstance(group, dict) or not isinstance(group.get("template"), dict):
                 raise ManifestError(f"{where}.template is missing", where)
-            name = str(group.get("groupName") or f"worker-{i}")
+            name = group_name(group, where)
+            if name in named:  # (KubeRay's webhook refuses it; its pods tell groups by name)
+                raise ManifestError(
+                    f"{where}.groupName {name!r} is the name of workerGroupSpecs"
+                    f"[{named[name]}] too; give each worker group a name of its own",
+                    f"{where}.groupName")
+            named[name] = i
             # each replica of a multi-host group (TPU slices) is numOfHosts pods
             hosts = replicas_of(group.get("numOfHosts"), f"{where}.numOfHosts")
             if hosts < 1:
@@ -127,8 +181,7 @@ class RayJobKind:
                            f"the head's, the submitter Job's under submissionMode "
                            f"{SUBMITTER_JOB_MODE}, the default, and one a group)"
                            if submitter else ""))
-        if any(isinstance(g, dict) and g.get("groupName") == "head" for g in groups):
-            why.append("a worker group may not be named head")
+        why.extend(_pod_set_names(groups, submitter))
         return {"kueue": "; ".join(why)} if why else {}
 
     def set_suspended(self, obj: Manifest, suspended: bool | None) -> None:

@@ -507,6 +507,54 @@ def test_every_bad_quantity_of_a_job_is_told_at_its_line() -> None:
         "fraction of an extended resource such as aliyun.com/gpu-mem; fix the manifest"]
 
 
+RAYJOB = """apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: r
+  namespace: team-a
+spec:
+  shutdownAfterJobFinishes: true
+  rayClusterSpec:
+    headGroupSpec:
+      template:
+        spec:
+          containers: [{name: h, image: x, resources: {requests: {cpu: "1"}}}]
+    workerGroupSpecs:
+    - groupName: gpu
+      replicas: 1
+      template:
+        spec:
+          containers: [{name: w, image: x, resources: {requests: {cpu: "1"}}}]
+    - NAME
+      replicas: 1
+      template:
+        spec:
+          containers: [{name: w, image: x, resources: {requests: {cpu: "1"}}}]
+"""
+
+
+def test_a_ray_worker_group_without_a_name_of_its_own_is_told_at_its_line() -> None:
+    """A group with no groupName was read as worker-1, and one named as
+    another was read as a second pod set of that name: both RayJobs fail on
+    the member cluster (the CRD requires the name, KubeRay's webhook refuses
+    the second)."""
+    unnamed = read({"jobs/r.yaml": RAYJOB.replace("- NAME\n      ", "- ")})
+    assert told(unnamed) == [
+        "jobs/r.yaml:19: spec.rayClusterSpec.workerGroupSpecs[1].groupName is missing; give the "
+        "worker group a name (the RayJob CRD requires one, and KubeRay labels its pods with it)"
+        "; fix the manifest"]
+    twice = read({"jobs/r.yaml": RAYJOB.replace("NAME", "groupName: gpu")})
+    assert told(twice) == [
+        "jobs/r.yaml:19: spec.rayClusterSpec.workerGroupSpecs[1].groupName 'gpu' is the name of "
+        "workerGroupSpecs[0] too; give each worker group a name of its own; fix the manifest"]
+    assert not unnamed.jobs and not twice.jobs
+    fine = read({"jobs/r.yaml": RAYJOB.replace("NAME", "groupName: GPU_2")})
+    assert told(fine) == [] and [s.job.refused for s in fine.jobs.values()] == [(
+        ("kueue", "spec.rayClusterSpec.workerGroupSpecs[1].groupName 'GPU_2' must be a DNS "
+                  "label once in lower case (at most 63 letters, digits and '-', a letter or "
+                  "digit at each end): Kueue names the group's pod set after it"),)]
+
+
 def test_a_namespace_listed_on_two_quotas_is_told_at_its_second_entry() -> None:
     text = quota_tree_yaml('{cpu: "8"}', """\
     - name: a

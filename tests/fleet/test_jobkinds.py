@@ -82,7 +82,9 @@ def test_a_rayjob_kueues_webhook_refuses_says_why_for_kueue_clusters(
     obj = rayjob(replicas=1)
     obj["spec"].update(spec)
     obj["spec"]["rayClusterSpec"].update(cluster)
-    obj["spec"]["rayClusterSpec"]["workerGroupSpecs"] *= groups
+    group = obj["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]
+    obj["spec"]["rayClusterSpec"]["workerGroupSpecs"] = [
+        {**group, "groupName": f"tpu-{i}"} for i in range(groups)]
     assert refused_by(ray, obj) == ((("kueue", said),) if said else ())
 
 
@@ -112,6 +114,75 @@ def test_a_ray_worker_group_with_no_usable_number_of_hosts_is_an_error(hosts: ob
     with pytest.raises(ManifestError) as err:
         ray.pod_templates(rayjob(replicas=1, numOfHosts=hosts))
     assert err.value.field == "spec.rayClusterSpec.workerGroupSpecs[0].numOfHosts"
+
+
+@pytest.mark.parametrize(("names", "field", "said"), [
+    ([None], "spec.rayClusterSpec.workerGroupSpecs[0]", "groupName is missing"),
+    ([""], "spec.rayClusterSpec.workerGroupSpecs[0].groupName", "groupName is missing"),
+    ([7], "spec.rayClusterSpec.workerGroupSpecs[0].groupName", "groupName is missing"),
+    (["gpu", "cpu", "gpu"], "spec.rayClusterSpec.workerGroupSpecs[2].groupName",
+     "groupName 'gpu' is the name of workerGroupSpecs[0] too"),
+])
+def test_a_ray_worker_group_needs_a_name_of_its_own(names: list[object], field: str,
+                                                     said: str) -> None:
+    """The RayJob CRD requires each worker group's groupName, and KubeRay
+    refuses two groups of one name (it tells their pods apart by it): such a
+    job was sent, named worker-0 or its pod sets mixed up, to fail there."""
+    ray = kind_for("ray.io/v1", "RayJob")
+    assert ray is not None
+    obj = rayjob(replicas=1)
+    group = obj["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]
+    obj["spec"]["rayClusterSpec"]["workerGroupSpecs"] = [
+        {k: v for k, v in group.items() if k != "groupName"}
+        | ({} if name is None else {"groupName": name}) for name in names]
+    with pytest.raises(ManifestError) as err:
+        ray.pod_templates(obj)
+    assert err.value.field == field
+    assert said in str(err.value)
+
+
+NOT_A_LABEL = ("must be a DNS label once in lower case (at most 63 letters, digits and '-', a "
+               "letter or digit at each end): Kueue names the group's pod set after it")
+
+
+@pytest.mark.parametrize(("names", "mode", "said"), [
+    (["gpu-workers", "CPU-Workers", "x" * 63], None, []),
+    (["gpu_workers"], None, [f"[0].groupName 'gpu_workers' {NOT_A_LABEL}"]),
+    (["gpu.workers", "-gpu"], None, [f"[0].groupName 'gpu.workers' {NOT_A_LABEL}",
+                                     f"[1].groupName '-gpu' {NOT_A_LABEL}"]),
+    (["x" * 64], None, [f"[0].groupName '{'x' * 64}' {NOT_A_LABEL}"]),
+    (["Head"], None, ["[0].groupName 'Head' names the same pod set as the head's pod set"]),
+    (["head"], "HTTPMode", ["[0].groupName 'head' names the same pod set as the head's pod set"]),
+    (["submitter"], None, ["[0].groupName 'submitter' names the same pod set as the submitter "
+                           "Job's pod set (submissionMode K8sJobMode)"]),
+    (["submitter"], "HTTPMode", []),
+    (["gpu", "GPU"], None, ["[1].groupName 'GPU' names the same pod set as "
+                            "workerGroupSpecs[0]"]),
+])
+def test_a_ray_worker_group_s_name_must_make_a_kueue_pod_set_name(
+        names: list[str], mode: str | None, said: list[str]) -> None:
+    """Kueue names a worker group's pod set after its groupName in lower case,
+    and a pod set's name is a DNS label unlike any other of the workload: a
+    job with gpu_workers, or with a group Head, passed Kueue's webhook but its
+    Workload was refused, the job left suspended for ever. It goes to the
+    member clusters of other dialects only."""
+    from reconciler.jobkinds.base import refused_by
+
+    ray = kind_for("ray.io/v1", "RayJob")
+    assert ray is not None
+    obj = rayjob(replicas=1)
+    obj["spec"]["shutdownAfterJobFinishes"] = True
+    if mode is not None:
+        obj["spec"]["submissionMode"] = mode
+    group = obj["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]
+    obj["spec"]["rayClusterSpec"]["workerGroupSpecs"] = [
+        {**group, "groupName": name} for name in names]
+    got = refused_by(ray, obj)
+    assert got == ((("kueue", "; ".join(
+        f"spec.rayClusterSpec.workerGroupSpecs{why}" + (
+            "" if "DNS label" in why else " (Kueue names a group's pod set after it, in "
+                                          "lower case)") for why in said)),) if said else ())
+    assert [t.name for t in ray.pod_templates(obj)] == ["head", *names]
 
 
 def mpijob(api_version: str, **worker: Any) -> dict[str, Any]:
