@@ -1269,12 +1269,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the state branch (default: fleet.yaml's spec.stateBranch, else "
                             "fleetq/state)")
 
-    def common(p: argparse.ArgumentParser, *, output: bool = True, repo: bool = True) -> None:
+    def common(p: argparse.ArgumentParser, *, output: bool = True, repo: bool = True,
+               wide: bool = True) -> None:
+        """``wide``: the command prints a table of jobs, which ``-o wide``
+        widens (whole reasons, the times); the others refuse it."""
         if repo:
             p.add_argument("--repo", default=".", help="fleet repo path (default: .)")
         if output:
-            p.add_argument("-o", "--output", choices=["table", "json", "yaml", "wide"],
-                           default="table", help="output format (default: table)")
+            p.add_argument("-o", "--output", choices=["table", "json", "yaml"] + (
+                ["wide"] if wide else []), default="table",
+                help="output format (default: table)")
 
     def no_cache(p: argparse.ArgumentParser) -> None:
         p.add_argument("--no-cache", action="store_true",
@@ -1326,7 +1330,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_status, wide=False)
 
     p = sub.add_parser("validate", help="check the fleet repo; exit 1 on errors")
-    common(p)
+    common(p, wide=False)
     p.add_argument("--source", default=None,
                    help="check this revision (default: the work tree, as `git add -A` "
                         "would commit it; HEAD in a bare repository)")
@@ -1334,7 +1338,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("plan", help="show what a reconcile of a revision would change")
-    common(p)
+    common(p, wide=False)
     p.add_argument("--source", default="HEAD",
                    help="source revision, e.g. a pull request head (default: HEAD)")
     state_branch(p)
@@ -1355,7 +1359,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_queue, wide=False)
 
     p = sub.add_parser("explain", help="why a job waits and what would let it run")
-    common(p)
+    common(p, wide=False)
     p.add_argument("job", help="NAME, NAMESPACE/NAME, KIND/NAME or KIND/NAMESPACE/NAME (KIND "
                    "as kubectl takes it: pytorchjob, pytorchjobs.kubeflow.org, ...)")
     p.add_argument("-n", "--namespace", default=None, help="the job's namespace")

@@ -231,6 +231,18 @@ def test_reconcile_output_wide_is_the_wide_table_status_prints(seed_fleet: SeedF
     assert len(reason) > 60 and reason in table, (reason, table)
 
 
+@pytest.mark.parametrize("command", [["validate"], ["plan"], ["explain", "pytorch-test"]])
+def test_output_wide_is_refused_by_the_commands_that_list_no_jobs(
+        seed_fleet: SeedFleet, command: list[str]) -> None:
+    """validate, plan and explain took ``-o wide`` and printed their table as
+    it was: a user asking for whole reasons got the cut ones, with no word."""
+    seed_fleet.reconcile(NOW)
+    proc = fleetq(*command, "--repo", str(seed_fleet.path), "-o", "wide")
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    assert "invalid choice: 'wide' (choose from 'table', 'json', 'yaml')" in proc.stderr
+    assert fleetq(*command, "--repo", str(seed_fleet.path)).returncode == 0
+
+
 def test_status_of_named_jobs_lists_those_alone(seed_fleet: SeedFleet) -> None:
     """As ``kubectl get NAME``: each as NAME, NAMESPACE/NAME or KIND/NAMESPACE/NAME;
     a name no job has is an error naming it (exit 2)."""
