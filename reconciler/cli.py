@@ -675,7 +675,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         _print_value({"source": computed.source.sha, "stateBase": base, "changed": changed,
                       "stateSource": None if made_from is None else {
                           "commit": made_from[0], "contained": made_from[1]},
-                      "changes": computed.changes, "otherChanges": _quiet_changes(computed),
+                      "changes": computed.changes, "jobChanges": _job_changes(computed),
+                      "otherChanges": _quiet_changes(computed),
                       "files": [{"change": c, "path": p} for c, p in files],
                       "problems": [problem_value(p) for p in computed.problems]},
                      args.output)
@@ -734,6 +735,35 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print(f"\nPlan: {len(computed.changes)} job change(s); {counts['+']} file(s) to "
                   f"add, {counts['~']} to change, {counts['-']} to remove.")
     return EXIT_PROBLEMS if changed and args.exit_code else EXIT_OK
+
+
+def _job_changes(computed: Computed) -> list[dict[str, Any]]:
+    """The jobs whose phase, cluster or quota change (those ``changes`` tells
+    in words), as fields for a program: each job as placements.yaml names it,
+    and its ``before`` and ``after`` (``phase``, ``cluster``, ``quota``, each
+    null where it has none; ``before`` null for a job new to the state, ``after``
+    for one deleted), in placements.yaml's order."""
+    def where(d: Decision) -> dict[str, str | None]:
+        return {"phase": d.phase.value, "cluster": d.cluster, "quota": d.quota}
+
+    prior = computed.prior
+    out = []
+    seen = set()
+    for d in computed.result.decisions:
+        seen.add(d.key)
+        before = prior.get(d.key)
+        if before is not None and (before.phase, before.cluster, before.quota) == (
+                d.phase, d.cluster, d.quota):
+            continue
+        out.append({"job": {"apiVersion": d.api_version, "kind": d.key.kind,
+                            "namespace": d.key.namespace, "name": d.key.name},
+                    "before": where(before) if before is not None else None, "after": where(d)})
+    for key in sorted(k for k in prior if k not in seen):
+        was = prior[key]
+        out.append({"job": {"apiVersion": was.api_version, "kind": key.kind,
+                            "namespace": key.namespace, "name": key.name},
+                    "before": where(was), "after": None})
+    return out
 
 
 def _quiet_changes(computed: Computed) -> dict[str, int]:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -413,6 +414,38 @@ def test_plan_counts_the_jobs_that_change_place_in_their_queue_or_priority(
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
     data = json.loads(fleetq("plan", "--repo", str(path), "--now", NOW, "-o", "json").stdout)
     assert data["otherChanges"] == {"size": 0, "priority": 0, "position": 0, "reason": 0}, data
+
+
+def test_plan_json_gives_each_job_that_changes_phase_cluster_or_quota_as_fields(
+        seed_fleet: SeedFleet) -> None:
+    """``changes`` are sentences for people; a pull request's bot had to parse
+    them to tell which jobs a change admits. ``jobChanges`` gives each such
+    job with its phase, cluster and quota before and after, as the reconcile
+    then decides them."""
+    seed_fleet.reconcile(NOW)
+    path = seed_fleet.path
+    was = placements(path)["default/pytorch-test"]
+    assert was["phase"] == "Admitted", was
+    write_files(path, {f"jobs/default/{name}.yaml": pytorchjob(name, cpu=cpu)
+                       for name, cpu in (("small", "1"), ("huge", "9000"))})
+    git(path, "rm", "-q", "jobs/default/pytorch-test.yaml")
+    commit_all(path, "two jobs in, the seed's out")
+    data = json.loads(fleetq("plan", "--repo", str(path), "--now", NOW, "-o", "json").stdout)
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    now = placements(path)
+
+    def fields(item: dict[str, Any]) -> dict[str, Any]:
+        return {"phase": item["phase"], "cluster": item.get("cluster"),
+                "quota": item.get("quota")}
+
+    assert data["jobChanges"] == [
+        {"job": now[key]["job"], "before": None, "after": fields(now[key])}
+        for key in ("default/huge", "default/small")] + [
+        {"job": was["job"], "before": fields(was), "after": None}], data["jobChanges"]
+    assert [c["after"]["phase"] for c in data["jobChanges"][:2]] == ["Inadmissible", "Admitted"]
+    assert len(data["changes"]) == 3, data["changes"]
+    again = json.loads(fleetq("plan", "--repo", str(path), "--now", NOW, "-o", "json").stdout)
+    assert again["jobChanges"] == [] and again["changes"] == [], again
 
 
 def test_plan_of_a_branch_that_lacks_the_state_source_says_so(tmp_path: Path) -> None:
