@@ -44,7 +44,7 @@ from reconciler.jobkinds.base import (
     gang_minimum,
     later_pods,
     other_pod_templates,
-    pod_requests,
+    pod_set_requests,
     raise_all,
     refused_by,
 )
@@ -429,7 +429,7 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int | str, line
     for ref in kind.pod_templates(obj):
         check_metadata(ref.template.get("metadata"), f"{ref.field}.metadata")
         try:
-            per_pod = pod_requests(ref.template, ref.field)
+            per_pod = pod_set_requests(ref)
         except ManifestError as exc:
             found.extend(each_error(exc))
             continue

@@ -61,6 +61,9 @@ class PodTemplateRef:
     replicas: int
     template: Manifest
     field: str  # dotted path of the template, for messages
+    # what its operator adds to each pod that the template does not show (KubeRay's
+    # submitter container in the head pod of a RayJob of submissionMode SidecarMode)
+    added: Resources | None = None
 
 
 class JobKind(Protocol):
@@ -306,6 +309,15 @@ def pod_requests(template: Manifest, field: str) -> Resources:
                               f"{field}.spec.overhead"))
     raise_all(found)
     return {k: v for k, v in total.items() if v}
+
+
+def pod_set_requests(ref: PodTemplateRef) -> Resources:
+    """Per pod of the set: its template's requests (``pod_requests``) and what
+    its operator adds to each pod (``PodTemplateRef.added``)."""
+    per_pod = pod_requests(ref.template, ref.field)
+    if ref.added:
+        add_into(per_pod, ref.added)
+    return per_pod
 
 
 def _gathered(found: list[ManifestError], read: Callable[[Any, str], Resources], raw: Any,

@@ -8,16 +8,20 @@ part of the gang (a PodGroup waiting for it would never start), and the job's
 requests are those of its head and worker groups.
 Kueue (from v0.10) counts it, a pod set of the workload it admits: on a kueue
 cluster it takes one of the workload's pod sets (``refused_by``), and its
-ClusterQueue needs room for it beside the quota.
+ClusterQueue needs room for it beside the quota. Under ``submissionMode:
+SidecarMode`` KubeRay adds the submitter as a container of the head pod: its
+requests count in the head's.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from reconciler.core.outcomes import ObservedPhase
+from reconciler.core.resources import Resources
 from reconciler.jobkinds.base import (
     INT32_MAX,
     Manifest,
@@ -25,6 +29,7 @@ from reconciler.jobkinds.base import (
     Observed,
     PodTemplateRef,
     mapping_at,
+    parse_resources,
     replicas_of,
     set_spec_suspend,
 )
@@ -35,6 +40,17 @@ RETRYING = ("Retrying", "New", "Initializing", "Waiting")  # a deployment on its
 # (``submits_from_a_job``), and one each worker group's.
 KUEUE_POD_SETS = 8
 SUBMITTER_JOB_MODE = "K8sJobMode"  # (the CRD's default submissionMode)
+SIDECAR_MODE = "SidecarMode"
+# KubeRay's submitter container (``GetDefaultSubmitterContainer``), which it adds to
+# the head pod of a RayJob of SidecarMode (it takes no submitterPodTemplate)
+SIDECAR_SUBMITTER = {"cpu": "500m", "memory": "200Mi"}
+
+
+@functools.cache
+def sidecar_submitter() -> Resources:
+    """What the submitter container adds to the head pod of a RayJob of
+    SidecarMode: a head placed without it would not fit where it was placed."""
+    return parse_resources(SIDECAR_SUBMITTER, "SIDECAR_SUBMITTER")
 
 
 def submits_from_a_job(obj: Manifest) -> bool:
@@ -123,7 +139,10 @@ class RayJobKind:
         if head is None:
             raise ManifestError("spec.rayClusterSpec.headGroupSpec.template is missing",
                                 "spec.rayClusterSpec.headGroupSpec")
-        out = [PodTemplateRef("head", 1, head, "spec.rayClusterSpec.headGroupSpec.template")]
+        spec = mapping_at(obj, "spec") or {}
+        out = [PodTemplateRef("head", 1, head, "spec.rayClusterSpec.headGroupSpec.template",
+                              sidecar_submitter() if spec.get("submissionMode") == SIDECAR_MODE
+                              else None)]
         groups = cluster.get("workerGroupSpecs") or []
         if not isinstance(groups, list):
             raise ManifestError("spec.rayClusterSpec.workerGroupSpecs must be a list",

@@ -45,7 +45,7 @@ from reconciler.jobkinds.base import (
     Manifest,
     ManifestError,
     every_pod_template,
-    pod_requests,
+    pod_set_requests,
 )
 
 if TYPE_CHECKING:
@@ -247,7 +247,7 @@ def _decided(obj: Manifest, kind: JobKind | None) -> object:
     if kind is None:
         return None
     try:
-        return [(ref.name, ref.replicas, pod_requests(ref.template, ref.field))
+        return [(ref.name, ref.replicas, pod_set_requests(ref))
                 for ref in kind.pod_templates(obj)]
     except (ManifestError, TypeError, AttributeError, KeyError):
         return None

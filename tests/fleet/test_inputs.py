@@ -555,6 +555,16 @@ def test_a_ray_worker_group_without_a_name_of_its_own_is_told_at_its_line() -> N
                   "digit at each end): Kueue names the group's pod set after it"),)]
 
 
+def test_a_sidecar_mode_rayjob_requests_its_submitter_container_in_the_head_pod() -> None:
+    text = RAYJOB.replace("NAME", "groupName: cpu")
+    sidecar = text.replace("shutdownAfterJobFinishes: true",
+                           "shutdownAfterJobFinishes: true\n  submissionMode: SidecarMode")
+    (plain,), (added,) = (list(read({"jobs/r.yaml": t}).jobs.values()) for t in (text, sidecar))
+    assert plain.job.requests["cpu"] == 3000 and added.job.requests["cpu"] == 3500
+    assert added.job.requests["memory"] == 200 * 2**20 * 1000 and "memory" not in plain.job.requests
+    assert [ps.per_pod["cpu"] for ps in added.job.pod_sets] == [1500, 1000, 1000]
+
+
 def test_a_namespace_listed_on_two_quotas_is_told_at_its_second_entry() -> None:
     text = quota_tree_yaml('{cpu: "8"}', """\
     - name: a

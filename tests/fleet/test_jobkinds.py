@@ -44,6 +44,36 @@ def test_a_ray_worker_group_counts_the_workers_kuberay_starts_times_hosts(
         ("head", 1), ("tpu", pods)]
 
 
+@pytest.mark.parametrize(("mode", "head"), [
+    (None, {"cpu": 1000, "memory": 2**30 * 1000}),
+    ("K8sJobMode", {"cpu": 1000, "memory": 2**30 * 1000}),
+    ("HTTPMode", {"cpu": 1000, "memory": 2**30 * 1000}),
+    # KubeRay's submitter container in the head pod: requests 500m cpu and 200Mi
+    ("SidecarMode", {"cpu": 1500, "memory": (2**30 + 200 * 2**20) * 1000}),
+])
+def test_a_sidecar_mode_rayjob_s_head_counts_the_submitter_container_kuberay_adds(
+        mode: str | None, head: dict[str, int]) -> None:
+    """Under SidecarMode KubeRay puts the job's submitter in the head pod, a
+    container of 500m cpu and 200Mi its template does not show: a head placed
+    on a node with room for its template alone stayed Pending, and the gang
+    with it."""
+    from reconciler.jobkinds.base import pod_set_requests
+
+    ray = kind_for("ray.io/v1", "RayJob")
+    assert ray is not None
+    obj = rayjob(replicas=2)
+    container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1",
+                                                                        "memory": "1Gi"}}}
+    obj["spec"]["rayClusterSpec"]["headGroupSpec"]["template"] = {
+        "spec": {"containers": [container]}}
+    if mode is not None:
+        obj["spec"]["submissionMode"] = mode
+    refs = ray.pod_templates(obj)
+    assert [pod_set_requests(ref) for ref in refs[:1]] == [head]
+    assert obj["spec"]["rayClusterSpec"]["headGroupSpec"]["template"] == {
+        "spec": {"containers": [container]}}  # (sent as written: KubeRay adds it)
+
+
 SUBMITTER_POD_SET = ("spec.rayClusterSpec.workerGroupSpecs holds 7 groups, more than 6 (its "
                      "Kueue workload holds 8 pod sets at most: the head's, the submitter Job's "
                      "under submissionMode K8sJobMode, the default, and one a group)")
