@@ -26,8 +26,8 @@ from reconciler.core.model import (
 )
 from reconciler.core.preemption import (
     RECLAIMING,
-    PreemptionContext,
     may_evict,
+    quota_share,
     within_min_after,
     would_retake,
 )
@@ -237,7 +237,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                 if (mins, maxes) != advised:
                     advised = (mins, maxes)
                     fleet = replace(fleet, tree=_raised(tree, mins, maxes), _limits={},
-                                    _usage=None, _context=None)
+                                    _usage=None, _lendable={})
                     raising |= fills
                     turns = None
                     continue
@@ -592,7 +592,7 @@ class _Fleet:
     _limits: dict[tuple[str, tuple[str, ...], bool], list[tuple[Limit, int]]] = field(
         default_factory=dict)
     _usage: QuotaUsage | None = None
-    _context: PreemptionContext | None = None
+    _lendable: dict[str, Resources] = field(default_factory=dict)  # see quota_share
 
     def usage(self, used: Mapping[str, Resources], np_used: Mapping[str, Resources]
               ) -> QuotaUsage:
@@ -629,14 +629,9 @@ class _Fleet:
 
     def share(self, leaf: str) -> float:
         """The quota's dominant share (``PreemptionContext.dominant_share``) as
-        its usage stands (``usage``). (Asked of the context's own reckoning,
-        which ``dominant_share`` keeps by the jobs the context holds, and this
-        one holds none.)"""
-        if self._context is None:
-            assert self._usage is not None
-            self._context = PreemptionContext(usage=self._usage, clusters={},
-                                              settings=self.settings)
-        return self._context._dominant_share(leaf)
+        its usage stands (``usage``)."""
+        assert self._usage is not None
+        return quota_share(self._usage, self.settings, leaf, self._lendable)
 
 
 def _with_root(tree: QuotaTree, limits: Collection[Limit]) -> set[Limit]:

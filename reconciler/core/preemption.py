@@ -604,35 +604,44 @@ class PreemptionContext:
 
     def _dominant_share(self, leaf: str) -> float:
         assert self.usage is not None
-        tree = self.usage.tree
-        node = tree.nodes[leaf]
-        lendable = self._lendable.get(leaf)
-        if lendable is None:
-            lendable = {}
-            if node.parent is not None:
-                parent = tree.nodes[node.parent]
-                for child in parent.children:
-                    add_into(lendable, tree.nodes[child].min)
-                for r, v in parent.min.items():
-                    if lendable.get(r, 0) <= 0:
-                        lendable[r] = v
-            else:
-                lendable = dict(node.min)
-            self._lendable[leaf] = lendable
-        used = self.usage.used[leaf]
-        best = 0.0
-        for r, value in used.items():
-            if value <= 0 or not self.usage.borrow_counted(leaf, r):
-                continue
-            lo = node.min.get(r, 0)
-            if value <= lo:
-                share = value / lo
-            else:
-                cap = lendable.get(r, 0)
-                share = 1.0 + ((value - lo) / cap if cap > 0 else float(value))
-            best = max(best, share)
-        weight = self.settings.for_quota(leaf).weight / 1000
-        return best / (weight if weight > 0 else 1.0)
+        return quota_share(self.usage, self.settings, leaf, self._lendable)
+
+
+def quota_share(usage: QuotaUsage, settings: FleetSettings, leaf: str,
+                lendable_of: dict[str, Resources]) -> float:
+    """The dominant share of quota ``leaf`` as ``usage`` stands (see
+    ``PreemptionContext.dominant_share``); ``lendable_of``: each quota's
+    lendable resources, filled as they are found (they change with the tree
+    alone)."""
+    tree = usage.tree
+    node = tree.nodes[leaf]
+    lendable = lendable_of.get(leaf)
+    if lendable is None:
+        lendable = {}
+        if node.parent is not None:
+            parent = tree.nodes[node.parent]
+            for child in parent.children:
+                add_into(lendable, tree.nodes[child].min)
+            for r, v in parent.min.items():
+                if lendable.get(r, 0) <= 0:
+                    lendable[r] = v
+        else:
+            lendable = dict(node.min)
+        lendable_of[leaf] = lendable
+    used = usage.used[leaf]
+    best = 0.0
+    for r, value in used.items():
+        if value <= 0 or not usage.borrow_counted(leaf, r):
+            continue
+        lo = node.min.get(r, 0)
+        if value <= lo:
+            share = value / lo
+        else:
+            cap = lendable.get(r, 0)
+            share = 1.0 + ((value - lo) / cap if cap > 0 else float(value))
+        best = max(best, share)
+    weight = settings.for_quota(leaf).weight / 1000
+    return best / (weight if weight > 0 else 1.0)
 
 
 @dataclass(frozen=True)
