@@ -569,15 +569,26 @@ def spec_sent(rendered: bytes) -> Manifest | None:
 def keep_spec(obj: Manifest, sent: Manifest) -> list[str]:
     """Sets the fields of ``IMMUTABLE_SPEC`` of the rendered batch Job ``obj``
     back to those it was ``sent`` with (``Sent.spec``), in place; the names of
-    those that differed."""
+    those that differed. An Indexed Job's ``completions`` changed in tandem with
+    its ``parallelism`` (the two equal) goes as edited: the API server takes
+    that (elastic Indexed Jobs, on by default from Kubernetes 1.27)."""
     spec = obj.setdefault("spec", {})
-    changed = [name for name in IMMUTABLE_SPEC if spec.get(name) != sent.get(name)]
+    changed = [name for name in IMMUTABLE_SPEC if spec.get(name) != sent.get(name)
+               and not (name == "completions" and _elastic(spec, sent))]
     for name in changed:
         if name in sent:
             spec[name] = copy.deepcopy(sent[name])
         else:
             spec.pop(name, None)
     return changed
+
+
+def _elastic(spec: Manifest, sent: Manifest) -> bool:
+    """Whether an Indexed Job sent so may take the ``completions`` of ``spec``:
+    a number equal to its ``parallelism`` (1 when unset)."""
+    completions = spec.get("completions")
+    return (sent.get("completionMode") == "Indexed" and type(completions) is int
+            and completions == spec.get("parallelism", 1))
 
 
 def _kept_in_spec(source: JobSource, name: str, cluster: str) -> Problem:

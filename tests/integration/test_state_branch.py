@@ -659,6 +659,47 @@ def test_a_batch_job_running_on_a_cluster_keeps_the_spec_it_was_made_with(
     assert _job_spec(path, running)["template"] == template
 
 
+@pytest.mark.parametrize("mode", ["Indexed", "NonIndexed"])
+def test_an_indexed_job_running_takes_completions_changed_with_its_parallelism(
+        tmp_path: Path, mode: str) -> None:
+    """The API server takes a running Indexed Job's completions changed in
+    tandem with its parallelism (elastic Indexed Jobs): it was kept as sent,
+    so the Job scaled to 3 pods kept 2 completions, while fleetq counted 3.
+    Changed alone, or on a NonIndexed Job, it is kept as sent, and told."""
+    def indexed(n: int, completions: int | None = None) -> str:
+        return batchjob("run", parallelism=n, spec_extra=(
+            f"  completions: {completions or n}\n  completionMode: {mode}\n"))
+
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("8", "256Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        # (a dialect whose pod template does not name the gang's size, as ack's labels do)
+        "clusters/m-a.yaml": member_cluster("m-a", dialect="volcano"),
+        "jobs/run.yaml": indexed(2)})
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    running = "clusters/m-a/default/job-run.yaml"
+    assert _job_spec(path, running)["completions"] == 2
+    write_files(path, {"jobs/run.yaml": indexed(3)})
+    commit_all(path, "three")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:00:00Z")
+    assert proc.returncode == 0, proc.stderr
+    spec = _job_spec(path, running)
+    assert placements(path)["default/run"]["phase"] == "Admitted"
+    assert spec["parallelism"] == 3
+    told = (f"jobs/run.yaml:{line_of(indexed(3), 'completions:')}: warning: spec.completions "
+            f"changed takes effect when Job default/run runs again")
+    if mode == "Indexed":
+        assert spec["completions"] == 3 and "takes effect when" not in proc.stderr, proc.stderr
+        edited = indexed(3, completions=5)  # (not in tandem: refused, so kept)
+        write_files(path, {"jobs/run.yaml": edited})
+        commit_all(path, "five completions")
+        proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:05:00Z")
+        assert proc.returncode == 0, proc.stderr
+        assert _job_spec(path, running)["completions"] == 3
+        assert told in proc.stderr, proc.stderr
+    else:
+        assert spec["completions"] == 2 and told in proc.stderr, proc.stderr
+
+
 def test_a_batch_job_run_again_after_it_was_preempted_takes_its_edited_spec(
         tmp_path: Path) -> None:
     """A Job taken off its cluster is made anew when placed again: it goes as

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from reconciler.core.model import Decision, JobKey, MemberCluster, Phase, PodSetCount
-from reconciler.render.manifests import dump, render_job
+from reconciler.render.manifests import dump, keep_spec, render_job
 
 POD = {"spec": {"containers": [{"name": "c", "image": "x"}]}}
 
@@ -293,3 +293,27 @@ def test_a_job_running_on_a_kueue_cluster_goes_with_the_labels_it_was_sent_with(
                             MemberCluster("m-a", gang_dialect=dialect), None, None, kept)
         assert {k: v for k, v in obj["metadata"]["labels"].items()
                 if k in KEPT_WHILE_RUNNING} == labels, dialect
+
+
+@pytest.mark.parametrize(("sent", "now", "kept"), [
+    ({"completionMode": "Indexed", "completions": 2}, {"completions": 3, "parallelism": 3}, []),
+    ({"completionMode": "Indexed", "completions": 2}, {"completions": 1}, []),  # (1 unset)
+    ({"completionMode": "Indexed", "completions": 2}, {"completions": 3, "parallelism": 4},
+     ["completions"]),
+    ({"completionMode": "Indexed", "completions": 2}, {"completions": "3", "parallelism": "3"},
+     ["completions"]),
+    ({"completions": 2}, {"completions": 3, "parallelism": 3}, ["completions"]),
+    ({"completionMode": "NonIndexed", "completions": 2}, {"completions": 3, "parallelism": 3},
+     ["completions"]),
+])
+def test_a_running_indexed_job_takes_completions_in_tandem_with_its_parallelism(
+        sent: dict[str, Any], now: dict[str, Any], kept: list[str]) -> None:
+    """The API server takes an Indexed Job's completions changed to equal its
+    parallelism (elastic Indexed Jobs); any other change of them it refuses."""
+    template = {"spec": {"containers": [{"name": "c", "image": "x"}]}}
+    obj = {"spec": {**now, "template": template,
+                    **({"completionMode": sent["completionMode"]}
+                       if "completionMode" in sent else {})}}
+    changed = keep_spec(obj, {**sent, "template": template})
+    assert changed == kept
+    assert obj["spec"]["completions"] == (sent["completions"] if kept else now["completions"])
