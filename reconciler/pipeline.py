@@ -137,7 +137,9 @@ OBSERVED_TRAILER = "Fleet-Observed"  # the id of the state's status/ folder ("no
 # the first time the state changes with no new input (an old copy's grace period ends):
 # from then on, a reconcile of the same inputs is no fixed point
 DUE_TRAILER = "Fleet-Due"
-STATE_FORMAT = f"9 fleetq/{__version__}"  # a state made by another format is recomputed (9: a
+STATE_FORMAT = f"10 fleetq/{__version__}"  # a state made by another format is recomputed (10: a
+# batch Job running on a kueue cluster keeps its annotation job-completions-equal-parallelism, and
+# its parallelism when it was sent with job-min-parallelism, as it was sent with them; 9: a
 # SidecarMode RayJob's head requests its submitter container; 8: a RayJob's worker group names
 # checked, for Kueue's pod sets too; 7: a batch Job running on a cluster keeps the fields of its
 # spec the API server refuses to change as it was sent with them; 6: a job running on a kueue
@@ -478,9 +480,10 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     sent, unsent = sent_to_kueue(repo, result.decisions, inputs, prior, previous_entries,
                                  reuse)
     problems.extend(unsent)
-    for path, spec in sent_specs(repo, result.decisions, inputs, prior, previous_entries,
-                                 reuse, overlays).items():
-        sent[path] = dataclasses.replace(sent.get(path, Sent()), spec=spec)
+    for path, was in sent_specs(repo, result.decisions, inputs, prior, previous_entries,
+                                reuse, overlays).items():
+        sent[path] = dataclasses.replace(sent.get(path, Sent()), spec=was.spec,
+                                         kueue_job=was.kueue_job)
     rendered = render_state(result.decisions, inputs, _manifest_of, previous_entries,
                             overlays, reuse, as_it_was(repo, result.decisions, inputs,
                                                        previous_entries), sent)
@@ -1282,10 +1285,13 @@ def sent_to_kueue(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetI
 def sent_specs(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInputs,
                prior: Mapping[JobKey, PriorPlacement], previous: Mapping[str, str],
                reuse: Mapping[str, tuple[str, str]], overlays: Overlays
-               ) -> dict[str, Manifest]:
+               ) -> dict[str, Sent]:
     """Job file -> the fields of ``IMMUTABLE_SPEC`` its batch Job, running on
-    that cluster, was sent with (``Sent.spec``): the render keeps those its
-    source says otherwise now, until it runs anew (placed again after it was
+    that cluster, was sent with (``Sent.spec``), and on a kueue cluster what
+    Kueue's Job webhook refuses to change of it while it runs
+    (``Sent.kueue_job``: whether its completions follow its parallelism, its
+    parallelism under partial admission): the render keeps those its source
+    says otherwise now, until it runs anew (placed again after it was
     preempted or failed over, or under a new name), each a warning at its
     line. Read from the state's job files (``previous``: paths and blob ids),
     but for those whose inputs (``reuse``) say they were rendered from the
@@ -1293,7 +1299,7 @@ def sent_specs(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInpu
     if not prior:
         return {}
     clusters = {c.name: c for c in inputs.clusters}
-    wanted: dict[str, str] = {}  # job file -> its blob
+    wanted: dict[str, tuple[str, bool]] = {}  # job file -> its blob, on a kueue cluster
     for d, names in _still_placed(decisions, prior):
         if (d.api_version, d.key.kind) != (BatchJobKind.api_version, BatchJobKind.kind):
             continue
@@ -1307,15 +1313,15 @@ def sent_specs(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInpu
             blob = previous.get(path)
             if blob is not None and (entry is None or spec_kept(entry[0]) or not entry[
                     0].startswith(rendered_from(d, cluster, quota_name, overlays) + "\0")):
-                wanted[path] = blob
+                wanted[path] = (blob, cluster.gang_dialect == "kueue")
     if not wanted:
         return {}
-    blobs = repo.read_blobs(set(wanted.values()))
-    out: dict[str, Manifest] = {}
-    for path, blob in sorted(wanted.items()):
-        spec = spec_sent(blobs.get(blob, b""))
-        if spec is not None:  # (else not fleetq's rendering: sent as the source says)
-            out[path] = spec
+    blobs = repo.read_blobs({blob for blob, _ in wanted.values()})
+    out: dict[str, Sent] = {}
+    for path, (blob, kueue) in sorted(wanted.items()):
+        was = spec_sent(blobs.get(blob, b""), kueue)
+        if was is not None:  # (else not fleetq's rendering: sent as the source says)
+            out[path] = was
     return out
 
 

@@ -286,13 +286,15 @@ class Job:
 # The fields of a job the cycle may find at fault (``Job.field_lines``): the
 # PriorityClass it names, its WorkloadPriorityClass label, what binds it to a
 # quota (its quota label, else its namespace), the creationTimestamp that
-# enqueues it, and its maximum run time label (kept as sent while it runs on a
-# kueue cluster).
+# enqueues it, its maximum run time label and a batch Job's annotation saying
+# whether its completions follow its parallelism (both kept as sent while it
+# runs on a kueue cluster).
 PRIORITY_CLASS_AT = "priorityClass"
 WORKLOAD_PRIORITY_CLASS_AT = "workloadPriorityClass"
 QUOTA_AT = "quota"
 CREATED_AT = "creationTimestamp"
 MAX_EXEC_TIME_AT = "maxExecTime"
+COMPLETIONS_EQUAL_PARALLELISM_AT = "completionsEqualParallelism"
 
 
 @plain_state

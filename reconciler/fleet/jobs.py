@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler.core.model import (
+    COMPLETIONS_EQUAL_PARALLELISM_AT,
     CREATED_AT,
     MAX_EXEC_TIME_AT,
     NODE_NAME_FIELD,
@@ -48,7 +49,11 @@ from reconciler.jobkinds.base import (
     raise_all,
     refused_by,
 )
-from reconciler.jobkinds.batchjob import IMMUTABLE_SPEC, BatchJobKind
+from reconciler.jobkinds.batchjob import (
+    COMPLETIONS_EQUAL_PARALLELISM,
+    IMMUTABLE_SPEC,
+    BatchJobKind,
+)
 
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
@@ -486,7 +491,7 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int | str, line
         deleted_when=SHARED(kind.deleted_when(obj)),
         field_lines=() if line_of is None else _field_lines(
             line_of, line, label_map, meta, priority_field if priority_class else None,
-            _immutable_spec(kind, obj)),
+            _kept_spec(kind, obj)),
         refused=SHARED(refused_by(kind, obj)))
     return JobSource(job=job, deps=SHARED(tuple(sorted(deps))), index=index,
                      manifest=zlib.compress(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), 1))
@@ -499,10 +504,11 @@ def _field_lines(line_of: LineOf, line: int, labels: Mapping[str, str],
                  meta: Mapping[str, Any], priority_field: str | None,
                  spec_fields: Iterable[str] = ()) -> tuple[tuple[str, int], ...]:
     """``Job.field_lines``: the lines of the fields the cycle may find at
-    fault, and of ``spec_fields`` (each as ``spec.<name>``: a Job's, kept as
-    sent while it runs), but those on the document's first line (one tuple
-    for all jobs alike: most jobs of a file, or of a template, have theirs on
-    the same lines)."""
+    fault, of the Kueue labels and annotation kept as sent while the job runs
+    on a kueue cluster, and of ``spec_fields`` (each as ``spec.<name>``: a
+    Job's, kept as sent while it runs), but those on the document's first
+    line (one tuple for all jobs alike: most jobs of a file, or of a
+    template, have theirs on the same lines)."""
     lines = []
     if priority_field is not None:
         lines.append((PRIORITY_CLASS_AT, line_of(priority_field)))
@@ -517,16 +523,22 @@ def _field_lines(line_of: LineOf, line: int, labels: Mapping[str, str],
         lines.append((CREATED_AT, line_of("metadata.creationTimestamp")))
     if MAX_EXEC_TIME_LABEL in labels:
         lines.append((MAX_EXEC_TIME_AT, line_of("metadata.labels", MAX_EXEC_TIME_LABEL)))
+    annotations = meta.get("annotations")
+    if isinstance(annotations, Mapping) and COMPLETIONS_EQUAL_PARALLELISM in annotations:
+        lines.append((COMPLETIONS_EQUAL_PARALLELISM_AT,
+                      line_of("metadata.annotations", COMPLETIONS_EQUAL_PARALLELISM)))
     lines.extend((f"spec.{name}", line_of(f"spec.{name}")) for name in spec_fields)
     return SHARED(tuple((name, at) for name, at in lines if at != line))
 
 
-def _immutable_spec(kind: JobKind, obj: Manifest) -> list[str]:
-    """The fields of ``IMMUTABLE_SPEC`` a batch Job has (none for other kinds)."""
+def _kept_spec(kind: JobKind, obj: Manifest) -> list[str]:
+    """The fields of its spec a batch Job has that it may keep as sent while
+    it runs (none for other kinds): those of ``IMMUTABLE_SPEC``, and its
+    parallelism (on a kueue cluster, sent with ``MIN_PARALLELISM``)."""
     spec = obj.get("spec")
     if kind.kind != BatchJobKind.kind or not isinstance(spec, Mapping):
         return []
-    return [name for name in IMMUTABLE_SPEC if name in spec]
+    return [name for name in (*IMMUTABLE_SPEC, "parallelism") if name in spec]
 
 
 def pod_dependencies(spec: Mapping[str, Any]) -> set[tuple[str, str]]:

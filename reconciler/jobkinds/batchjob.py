@@ -26,6 +26,15 @@ from reconciler.jobkinds.base import (
 # would retry at every sync until the job ended.
 IMMUTABLE_SPEC = ("template", "selector", "completions", "completionMode",
                   "podFailurePolicy", "backoffLimitPerIndex", "managedBy", "successPolicy")
+# Kueue's annotations of a batch Job: whether its completions follow its
+# parallelism ("true"), and the fewest pods it may be admitted with (partial
+# admission). On a Job that is not suspended, Kueue's Job webhook
+# (validatePartialAdmissionUpdate) refuses to change whether the first is
+# "true", and, for a Job that has the second, its parallelism (1 when unset);
+# the second itself may change. A batch Job running on a kueue cluster is sent
+# with those as it was sent with them (``pipeline.sent_specs``).
+COMPLETIONS_EQUAL_PARALLELISM = "kueue.x-k8s.io/job-completions-equal-parallelism"
+MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
 
 
 class BatchJobKind:

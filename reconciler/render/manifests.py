@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from reconciler.core.model import (
+    COMPLETIONS_EQUAL_PARALLELISM_AT,
     Decision,
     JobKey,
     MemberCluster,
@@ -45,7 +46,12 @@ from reconciler.jobkinds.base import (
     later_pods,
     volcano_queue,
 )
-from reconciler.jobkinds.batchjob import IMMUTABLE_SPEC, BatchJobKind
+from reconciler.jobkinds.batchjob import (
+    COMPLETIONS_EQUAL_PARALLELISM,
+    IMMUTABLE_SPEC,
+    MIN_PARALLELISM,
+    BatchJobKind,
+)
 from reconciler.render import yamltext
 from reconciler.render.overlays import Overlays
 
@@ -416,6 +422,7 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
     queue = was_sent.queue if was_sent is not None else None
     kept = dict(was_sent.labels) if was_sent is not None else {}
     spec_then = was_sent.spec if was_sent is not None else None
+    kueue_then = was_sent.kueue_job if was_sent is not None else None
     kueue = cluster.gang_dialect == "kueue"
     # (and whether fields of its spec went as sent, the labels Kueue refuses to change
     # it goes with, and its queue label, last: see spec_kept, labels_sent and queue_sent)
@@ -425,7 +432,7 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
     made_of = "\0".join(made_from)
     was = reuse.get(base + job_rel) if reuse is not None else None
     # (a file that may keep fields as sent is rendered again: each kept is told)
-    if was is not None and was[0] == made_of and spec_then is None:
+    if was is not None and was[0] == made_of and spec_then is None and kueue_then is None:
         files[job_rel] = was[1]
         out.inputs[base + job_rel] = made_of
         group = reuse.get(base + group_rel) if reuse is not None else None
@@ -439,12 +446,15 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
             return
         obj, groups = render_job(manifest, d, cluster, inputs.tree, queue, kept)
         obj = overlays.apply(obj, d, cluster, out.problems, out.refused)
-        if spec_then is not None:
-            changed = keep_spec(obj, spec_then)
-            out.problems.extend(_kept_in_spec(source, name, cluster.name)
-                                for name in changed)
-            if changed:
-                made_of = "\0".join((made_from[0], SPEC_KEPT, *made_from[2:]))
+        # (what Kueue keeps first: the spec is then checked as the Job goes, its
+        # parallelism kept)
+        by_kueue = keep_for_kueue(obj, kueue_then) if kueue_then is not None else []
+        out.problems.extend(_kept_by_kueue(source, at, now, then, cluster.name)
+                            for at, now, then in by_kueue)
+        changed = keep_spec(obj, spec_then) if spec_then is not None else []
+        out.problems.extend(_kept_in_spec(source, name, cluster.name) for name in changed)
+        if changed or by_kueue:
+            made_of = "\0".join((made_from[0], SPEC_KEPT, *made_from[2:]))
         files[job_rel] = dump(obj)
         out.inputs[base + job_rel] = made_of
         for group_obj in groups:
@@ -513,6 +523,21 @@ class Sent:
     # cluster: the API server refuses to change them), read anew where its source
     # changed since; those its source says otherwise now it goes with (``keep_spec``)
     spec: Manifest | None = None
+    # and, on a kueue cluster, what Kueue's Job webhook refuses to change of it, read
+    # with them (``keep_for_kueue``)
+    kueue_job: KueueJobSent | None = None
+
+
+@dataclass(frozen=True)
+class KueueJobSent:
+    """What Kueue's Job webhook refuses to change of a batch Job while it runs,
+    as the Job was sent to a kueue cluster: whether its completions follow its
+    parallelism, and its parallelism when it was sent with ``MIN_PARALLELISM``
+    (see ``COMPLETIONS_EQUAL_PARALLELISM``)."""
+
+    equal_parallelism: str | None = None  # its annotation (None: sent without it)
+    partial: bool = False  # sent with MIN_PARALLELISM: its parallelism is kept
+    parallelism: Any = None  # its spec.parallelism (None: sent without it, 1)
 
 
 def sent_labels(labels: Mapping[str, str], kept: Mapping[str, str | None]
@@ -533,7 +558,8 @@ def _kept_text(labels: Mapping[str, str]) -> str:
     return "\1".join(f"{name}={labels[name]}" for name in sorted(labels))
 
 
-SPEC_KEPT = "spec"  # (of a job file's inputs: fields of its spec went as sent)
+# (of a job file's inputs: fields of its spec, or Kueue's annotation, went as sent)
+SPEC_KEPT = "spec"
 
 
 def rendered_from(d: Decision, cluster: MemberCluster, quota_name: str | None,
@@ -546,15 +572,18 @@ def rendered_from(d: Decision, cluster: MemberCluster, quota_name: str | None,
 
 
 def spec_kept(made_of: str) -> bool:
-    """Whether a job file was rendered with fields of its spec as they were
-    sent (``keep_spec``), as its inputs say (the third from the last)."""
+    """Whether a job file was rendered with fields of its spec, or Kueue's
+    annotation, as they were sent (``keep_spec``, ``keep_for_kueue``), as its
+    inputs say (the third from the last)."""
     fields = made_of.rsplit("\0", 3)
     return len(fields) == 4 and fields[-3] == SPEC_KEPT
 
 
-def spec_sent(rendered: bytes) -> Manifest | None:
-    """The fields of ``IMMUTABLE_SPEC`` of a rendered batch Job (``Sent.spec``);
-    None when it is no Job of fleetq's rendering."""
+def spec_sent(rendered: bytes, kueue: bool = False) -> Sent | None:
+    """What a rendered batch Job was sent with that the API server refuses to
+    change once it is made (``Sent.spec``: its fields of ``IMMUTABLE_SPEC``)
+    and, sent to a ``kueue`` cluster, Kueue's Job webhook while it runs
+    (``Sent.kueue_job``); None when it is no Job of fleetq's rendering."""
     try:
         obj = yaml.load(rendered, Loader=yaml.CSafeLoader)
     except yaml.YAMLError:
@@ -563,7 +592,16 @@ def spec_sent(rendered: bytes) -> Manifest | None:
         and obj.get("apiVersion") == BatchJobKind.api_version else None
     if not isinstance(spec, dict) or not isinstance(spec.get("template"), dict):
         return None
-    return {name: spec[name] for name in IMMUTABLE_SPEC if name in spec}
+    kept = {name: spec[name] for name in IMMUTABLE_SPEC if name in spec}
+    if not kueue:
+        return Sent(spec=kept)
+    meta = obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    annotations = annotations if isinstance(annotations, dict) else {}
+    equal = annotations.get(COMPLETIONS_EQUAL_PARALLELISM)
+    return Sent(spec=kept, kueue_job=KueueJobSent(
+        None if equal is None else str(equal), MIN_PARALLELISM in annotations,
+        spec.get("parallelism")))
 
 
 def keep_spec(obj: Manifest, sent: Manifest) -> list[str]:
@@ -589,6 +627,60 @@ def _elastic(spec: Manifest, sent: Manifest) -> bool:
     completions = spec.get("completions")
     return (sent.get("completionMode") == "Indexed" and type(completions) is int
             and completions == spec.get("parallelism", 1))
+
+
+def keep_for_kueue(obj: Manifest, sent: KueueJobSent) -> list[tuple[str, Any, Any]]:
+    """Sets back what Kueue's Job webhook refuses to change of the rendered
+    batch Job ``obj`` while it runs to what it was ``sent`` with
+    (``Sent.kueue_job``), where Kueue would see a change, in place: whether
+    its completions follow its parallelism (its annotation "true" or not),
+    and its parallelism (1 when unset) when it was sent with
+    ``MIN_PARALLELISM``. Each set back as (its field, as ``Job.field_lines``
+    names it; its value now; as sent), None for a field left out."""
+    out: list[tuple[str, Any, Any]] = []
+    meta = obj.setdefault("metadata", {})
+    annotations = meta.get("annotations") or {}
+    now = annotations.get(COMPLETIONS_EQUAL_PARALLELISM)
+    if (now == "true") != (sent.equal_parallelism == "true"):
+        if sent.equal_parallelism is None:
+            del annotations[COMPLETIONS_EQUAL_PARALLELISM]
+        else:
+            annotations[COMPLETIONS_EQUAL_PARALLELISM] = sent.equal_parallelism
+        meta["annotations"] = annotations
+        out.append((COMPLETIONS_EQUAL_PARALLELISM_AT, now, sent.equal_parallelism))
+    spec = obj.setdefault("spec", {})
+    now = spec.get("parallelism")
+    if sent.partial and _or_one(now) != _or_one(sent.parallelism):
+        if sent.parallelism is None:
+            del spec["parallelism"]
+        else:
+            spec["parallelism"] = sent.parallelism
+        out.append(("spec.parallelism", now, sent.parallelism))
+    return out
+
+
+def _or_one(parallelism: Any) -> Any:
+    return 1 if parallelism is None else parallelism  # (the API server's default)
+
+
+def _kept_by_kueue(source: JobSource, at: str, now: Any, then: Any, cluster: str
+                   ) -> Problem:
+    """The warning that the field ``at`` of a Job running on the kueue cluster
+    ``cluster`` (``keep_for_kueue``), ``now`` in its source, is sent as it
+    was sent (``then``)."""
+    job = source.job
+    if at == COMPLETIONS_EQUAL_PARALLELISM_AT:
+        field, why = f"annotation {COMPLETIONS_EQUAL_PARALLELISM}", ""
+        now, then = (None if v is None else f'"{v}"' for v in (now, then))
+    else:
+        field, why = at, f" (it was sent with annotation {MIN_PARALLELISM})"
+    edit = (f"changed to {now}" if then is not None and now is not None
+            else f"set to {now}" if now is not None else "removed")
+    keeps = f"it keeps {then}" if then is not None else "it stays without it"
+    return Problem(job.path, job.line_of(at), (
+        f"{field} {edit} takes effect when Job {job.key.namespace}/{job.key.name} runs "
+        f"again: Kueue refuses to change it while the job runs{why}, so on {cluster} "
+        f"{keeps}"), "warning")
 
 
 def _kept_in_spec(source: JobSource, name: str, cluster: str) -> Problem:

@@ -223,10 +223,14 @@ def pytorchjob(name: str, *, namespace: str = "default", workers: int = 1, cpu: 
 
 def batchjob(name: str, *, namespace: str = "default", parallelism: int = 1,
              cpu: str = "1", image: str = "registry.example.com/train:v1",
-             spec_extra: str = "") -> str:
+             spec_extra: str = "", labels: Mapping[str, str] | None = None,
+             annotations: Mapping[str, str] | None = None) -> str:
     """A small batch Job of ``parallelism`` pods (``spec_extra``: more lines of its spec)."""
+    meta = "".join(f"  {field}:\n" + "".join(f"    {k}: \"{v}\"\n" for k, v in values.items())
+                   for field, values in (("labels", labels), ("annotations", annotations))
+                   if values)
     return (f"apiVersion: batch/v1\nkind: Job\n"
-            f"metadata:\n  name: {name}\n  namespace: {namespace}\n"
+            f"metadata:\n  name: {name}\n  namespace: {namespace}\n{meta}"
             f"spec:\n  parallelism: {parallelism}\n{spec_extra}"
             f"  template:\n    spec:\n      restartPolicy: Never\n"
             f"      containers:\n      - name: train\n        image: {image}\n"

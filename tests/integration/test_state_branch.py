@@ -732,3 +732,130 @@ def test_a_batch_job_run_again_after_it_was_preempted_takes_its_edited_spec(
     assert "takes effect when" not in proc.stderr, proc.stderr
     assert _job_spec(path, running)["template"]["spec"]["containers"][0][
         "image"].endswith(":v2")
+
+
+EQUAL = "kueue.x-k8s.io/job-completions-equal-parallelism"
+MIN = "kueue.x-k8s.io/job-min-parallelism"
+
+
+def _kueue_job(path: Path, file: str) -> tuple[int | None, dict[str, str]]:
+    """What Kueue's Job webhook reads of a rendered batch Job: its
+    parallelism, and its annotations job-completions-equal-parallelism and
+    job-min-parallelism, as the state branch has them."""
+    obj = yaml.safe_load(state_show(path, file) or "")
+    return obj["spec"].get("parallelism"), {
+        k: v for k, v in obj["metadata"]["annotations"].items() if k in (EQUAL, MIN)}
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_a_batch_job_running_on_a_kueue_cluster_keeps_what_kueue_refuses_to_change(
+        tmp_path: Path, cache: bool) -> None:
+    """Kueue's Job webhook refuses to change, on a Job not suspended, whether
+    its annotation job-completions-equal-parallelism is "true", and the
+    parallelism of one made with job-min-parallelism (partial admission):
+    edited in git, the running Job's manifest could not be applied (Argo CD's
+    sync failed until it ended). It keeps them as it was sent with them, told
+    at the edited line as a change that takes effect when it runs again, with
+    the cache or without, and when edited again; its job-min-parallelism goes
+    as edited. A Job that was waiting is sent as edited."""
+    sent = {EQUAL: "true", MIN: "1"}
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("3", "256Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/m-a.yaml": member_cluster("m-a", dialect="kueue"),
+        "jobs/run.yaml": batchjob("run", parallelism=2, annotations=sent),
+        "jobs/wait.yaml": batchjob("wait", cpu="2", annotations=sent)})
+    no_cache = () if cache else ("--no-cache",)
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q", *no_cache
+                  ).returncode == 0
+    running, waiting = "clusters/m-a/default/job-run.yaml", "clusters/m-a/default/job-wait.yaml"
+    assert placements(path)["default/wait"]["phase"] == "Queued"
+    assert _kueue_job(path, running) == (2, sent)
+    edits = {EQUAL: "false", MIN: "2"}
+    edited = batchjob("run", parallelism=3, annotations=edits)
+    tree = path / "quota.yaml"
+    tree.write_text(tree.read_text().replace('"3"', '"6"'))  # (room for the waiting job)
+    write_files(path, {"jobs/run.yaml": edited,
+                       "jobs/wait.yaml": batchjob("wait", parallelism=2, annotations=edits)})
+    commit_all(path, "partial admission from 2 pods, completions of their own")
+    told = [f"jobs/run.yaml:{line_of(edited, EQUAL)}: warning: annotation {EQUAL} changed "
+            f"to \"false\" takes effect when Job default/run runs again: Kueue refuses to "
+            f"change it while the job runs, so on m-a it keeps \"true\"",
+            f"jobs/run.yaml:{line_of(edited, '  parallelism:')}: warning: spec.parallelism "
+            f"changed to 3 takes effect when Job default/run runs again: Kueue refuses to "
+            f"change it while the job runs (it was sent with annotation {MIN}), so on m-a "
+            f"it keeps 2"]
+    for now in ("2026-11-29T12:00:00Z", "2026-11-29T12:05:00Z"):  # (and again: it stays)
+        proc = fleetq("reconcile", "--repo", str(path), "--now", now, *no_cache)
+        assert proc.returncode == 0, proc.stderr
+        assert _kueue_job(path, running) == (2, {EQUAL: "true", MIN: "2"})
+        said = proc.stderr
+        if "no change" in proc.stdout:  # (the state was made from this source: told then)
+            said = fleetq("plan", "--repo", str(path), "--now", now, *no_cache).stdout
+        for line in told:
+            assert line in said, said
+        assert "default/wait runs again" not in said, said
+        assert placements(path)["default/wait"]["phase"] == "Admitted"
+        assert _kueue_job(path, waiting) == (2, edits)
+    # an edit that changes nothing of them keeps them too
+    write_files(path, {"jobs/run.yaml": batchjob(
+        "run", parallelism=3, annotations=edits, spec_extra="  activeDeadlineSeconds: 600\n")})
+    commit_all(path, "limit its time")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:10:00Z",
+                  *no_cache)
+    assert proc.returncode == 0, proc.stderr
+    assert _job_spec(path, running)["activeDeadlineSeconds"] == 600
+    assert _kueue_job(path, running) == (2, {EQUAL: "true", MIN: "2"})
+    # back as it was sent: nothing is told
+    write_files(path, {"jobs/run.yaml": batchjob("run", parallelism=2, annotations=sent)})
+    commit_all(path, "as it was")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:15:00Z",
+                  *no_cache)
+    assert proc.returncode == 0, proc.stderr
+    assert "takes effect when" not in proc.stderr, proc.stderr
+    assert _kueue_job(path, running) == (2, sent)
+
+
+def _pinned(dialect: str) -> str:
+    """A policy placing the Jobs labelled ``to: <dialect>`` on the cluster ``m-<dialect>``."""
+    return (f"apiVersion: policy.one.alibabacloud.com/v1alpha1\n"
+            f"kind: ClusterPropagationPolicy\nmetadata: {{name: to-{dialect}}}\n"
+            f"spec:\n  suspension: {{scheduling: true}}\n  placement:\n"
+            f"    clusterAffinity: {{clusterNames: [m-{dialect}]}}\n"
+            f"    replicaScheduling: {{replicaSchedulingType: Divided, "
+            f"customSchedulingType: Gang}}\n"
+            f"  resourceSelectors:\n  - {{apiVersion: batch/v1, kind: Job, "
+            f"labelSelector: {{matchLabels: {{to: {dialect}}}}}}}\n")
+
+
+def test_a_batch_job_running_on_another_dialect_takes_its_edited_parallelism(
+        tmp_path: Path) -> None:
+    """Off kueue clusters the parallelism of a running Job may change (the API
+    server allows it) and Kueue's annotations are the Job's own: they go as
+    edited, unlike those of the same Job running on a kueue cluster beside.
+    (Not on an ack cluster: there its pods' gang label counts them, so a new
+    parallelism changes its pod template, which it keeps as sent.)"""
+    dialects = ("kueue", "scheduler-plugins")
+
+    def jobs(parallelism: int, annotations: dict[str, str]) -> dict[str, str]:
+        return {f"jobs/on-{d}.yaml": batchjob(f"on-{d}", parallelism=parallelism,
+                                              labels={"to": d}, annotations=annotations)
+                for d in dialects}
+
+    def sent(dialect: str) -> tuple[int | None, dict[str, str]]:
+        return _kueue_job(path, f"clusters/m-{dialect}/default/job-on-{dialect}.yaml")
+
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("64", "256Gi"),
+        **{f"policies/{d}.yaml": _pinned(d) for d in dialects},
+        **{f"clusters/m-{d}.yaml": member_cluster(f"m-{d}", dialect=d) for d in dialects},
+        **jobs(2, {EQUAL: "true", MIN: "1"})})
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    assert sent("kueue") == sent("scheduler-plugins") == (2, {EQUAL: "true", MIN: "1"})
+    write_files(path, jobs(4, {EQUAL: "false", MIN: "1"}))
+    commit_all(path, "more pods at a time, completions of their own")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:00:00Z")
+    assert proc.returncode == 0, proc.stderr
+    assert sent("scheduler-plugins") == (4, {EQUAL: "false", MIN: "1"})
+    assert "default/on-scheduler-plugins runs again" not in proc.stderr, proc.stderr
+    assert sent("kueue") == (2, {EQUAL: "true", MIN: "1"})
+    assert "default/on-kueue runs again" in proc.stderr, proc.stderr
