@@ -451,8 +451,10 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
         by_kueue = keep_for_kueue(obj, kueue_then) if kueue_then is not None else []
         out.problems.extend(_kept_by_kueue(source, at, now, then, cluster.name)
                             for at, now, then in by_kueue)
+        template = (obj.get("spec") or {}).get("template")
         changed = keep_spec(obj, spec_then) if spec_then is not None else []
-        out.problems.extend(_kept_in_spec(source, name, cluster.name) for name in changed)
+        out.problems.extend(_kept_in_spec(source, name, cluster.name, template, spec_then)
+                            for name in changed)
         if changed or by_kueue:
             made_of = "\0".join((made_from[0], SPEC_KEPT, *made_from[2:]))
         files[job_rel] = dump(obj)
@@ -683,15 +685,42 @@ def _kept_by_kueue(source: JobSource, at: str, now: Any, then: Any, cluster: str
         f"{keeps}"), "warning")
 
 
-def _kept_in_spec(source: JobSource, name: str, cluster: str) -> Problem:
+def _kept_in_spec(source: JobSource, name: str, cluster: str, template: Any = None,
+                  sent: Manifest | None = None) -> Problem:
     """The warning that the field ``name`` of a running Job's spec, edited in
-    its source, is sent to ``cluster`` as it was sent."""
+    its source, is sent to ``cluster`` as it was sent. A pod ``template`` (as
+    rendered now) that differs from the one ``sent`` only in the gang's size
+    that ack's label gives its pods (``ACK_MIN``) is told as that: the Job's
+    size changed, not its template."""
     job = source.job
+    size = _size_label(template, (sent or {}).get("template")) if name == "template" else None
+    if size is not None:
+        return Problem(job.path, job.line_of("spec.parallelism"), (
+            f"the gang of Job {job.key.namespace}/{job.key.name} is now of {size[0]} pod(s): "
+            f"on {cluster} its pods keep label {ACK_MIN} \"{size[1]}\" until it runs again "
+            f"(under a new name, or placed anew), as the API server refuses to change a "
+            f"Job's pod template once it is made"), "warning")
     return Problem(job.path, job.line_of(f"spec.{name}"), (
         f"spec.{name} changed takes effect when Job {job.key.namespace}/{job.key.name} "
         f"runs again (under a new name, or placed anew): the API server refuses to "
         f"change it once the Job is made, so on {cluster} it keeps the one it was sent "
         f"with"), "warning")
+
+
+def _size_label(now: Any, then: Any) -> tuple[str, str] | None:
+    """(now, then) of the ``ACK_MIN`` label of pod templates ``now`` and
+    ``then``, when it is all that differs between them; else None."""
+    def size(template: Any) -> Any:
+        meta = template.get("metadata") if isinstance(template, dict) else None
+        labels = meta.get("labels") if isinstance(meta, dict) else None
+        return labels.get(ACK_MIN) if isinstance(labels, dict) else None
+
+    was, new = size(then), size(now)
+    if not isinstance(was, str) or not isinstance(new, str) or was == new:
+        return None
+    same = copy.deepcopy(now)
+    same["metadata"]["labels"][ACK_MIN] = was
+    return (new, was) if same == then else None
 
 
 def queue_sent(made_of: str) -> str:

@@ -700,6 +700,43 @@ def test_an_indexed_job_running_takes_completions_changed_with_its_parallelism(
         assert spec["completions"] == 2 and told in proc.stderr, proc.stderr
 
 
+def test_a_running_job_scaled_on_an_ack_cluster_is_told_its_pods_keep_their_gang_size(
+        tmp_path: Path) -> None:
+    """On ack clusters a Job's pods carry its gang's size (a label of its pod
+    template). Its parallelism edited while it runs, the template, which the
+    API server refuses to change, is sent as it was: the warning said
+    "spec.template changed", at the template's line, of an edit to
+    parallelism. It says what keeps, at the line edited; an edit of the
+    template itself is told as before."""
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("8", "256Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/m-a.yaml": member_cluster("m-a"),
+        "jobs/run.yaml": batchjob("run", parallelism=2)})
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    running = "clusters/m-a/default/job-run.yaml"
+    labels = _job_spec(path, running)["template"]["metadata"]["labels"]
+    assert labels["pod-group.scheduling.sigs.k8s.io/min-available"] == "2"
+    scaled = batchjob("run", parallelism=3)
+    write_files(path, {"jobs/run.yaml": scaled})
+    commit_all(path, "three")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:00:00Z")
+    assert proc.returncode == 0, proc.stderr
+    spec = _job_spec(path, running)
+    assert spec["parallelism"] == 3 and spec["template"]["metadata"]["labels"] == labels
+    assert (f"jobs/run.yaml:{line_of(scaled, 'parallelism:')}: warning: the gang of Job "
+            f"default/run is now of 3 pod(s): on m-a its pods keep label "
+            f"pod-group.scheduling.sigs.k8s.io/min-available \"2\" until it runs again") \
+        in proc.stderr, proc.stderr
+    assert "spec.template changed" not in proc.stderr, proc.stderr
+    imaged = batchjob("run", parallelism=3, image="registry.example.com/train:v2")
+    write_files(path, {"jobs/run.yaml": imaged})
+    commit_all(path, "and a new image")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:05:00Z")
+    assert proc.returncode == 0, proc.stderr
+    assert f"jobs/run.yaml:{line_of(imaged, 'template:')}: warning: spec.template changed" \
+        in proc.stderr, proc.stderr
+
+
 def test_a_batch_job_run_again_after_it_was_preempted_takes_its_edited_spec(
         tmp_path: Path) -> None:
     """A Job taken off its cluster is made anew when placed again: it goes as
