@@ -512,6 +512,16 @@ def _kueue_labels(path: Path, file: str) -> dict[str, str]:
     return {k: v for k, v in labels.items() if k in (PRIORITY, MAX_EXEC)}
 
 
+def _told_by_reconcile(path: Path, now: str, no_cache: tuple[str, ...]) -> str:
+    """What a reconcile at ``now`` tells (plan's words, when it finds the state
+    made from this source already: it told them then)."""
+    proc = fleetq("reconcile", "--repo", str(path), "--now", now, *no_cache)
+    assert proc.returncode == 0, proc.stderr
+    if "no change" in proc.stdout:
+        return fleetq("plan", "--repo", str(path), "--now", now, *no_cache).stdout
+    return proc.stderr
+
+
 @pytest.mark.parametrize("cache", [True, False])
 def test_a_job_running_on_a_kueue_cluster_keeps_the_labels_kueue_refuses_to_change(
         tmp_path: Path, cache: bool) -> None:
@@ -548,12 +558,8 @@ def test_a_job_running_on_a_kueue_cluster_keeps_the_labels_kueue_refuses_to_chan
             f"to \"3600\" takes effect when PyTorchJob default/run runs again: Kueue "
             f"refuses to change it while the job runs, so on m-a it stays without it"]
     for now in ("2026-11-29T12:00:00Z", "2026-11-29T12:05:00Z"):  # (and again: it stays)
-        proc = fleetq("reconcile", "--repo", str(path), "--now", now, *no_cache)
-        assert proc.returncode == 0, proc.stderr
+        said = _told_by_reconcile(path, now, no_cache)
         assert _kueue_labels(path, running) == {PRIORITY: "low"}
-        said = proc.stderr
-        if "no change" in proc.stdout:  # (the state was made from this source: told then)
-            said = fleetq("plan", "--repo", str(path), "--now", now, *no_cache).stdout
         for line in told:
             assert line in said, said
         assert placements(path)["default/run"]["priority"] == 1000
@@ -822,12 +828,8 @@ def test_a_batch_job_running_on_a_kueue_cluster_keeps_what_kueue_refuses_to_chan
             f"change it while the job runs (it was sent with annotation {MIN}), so on m-a "
             f"it keeps 2"]
     for now in ("2026-11-29T12:00:00Z", "2026-11-29T12:05:00Z"):  # (and again: it stays)
-        proc = fleetq("reconcile", "--repo", str(path), "--now", now, *no_cache)
-        assert proc.returncode == 0, proc.stderr
+        said = _told_by_reconcile(path, now, no_cache)
         assert _kueue_job(path, running) == (2, {EQUAL: "true", MIN: "2"})
-        said = proc.stderr
-        if "no change" in proc.stdout:  # (the state was made from this source: told then)
-            said = fleetq("plan", "--repo", str(path), "--now", now, *no_cache).stdout
         for line in told:
             assert line in said, said
         assert "default/wait runs again" not in said, said
