@@ -118,10 +118,12 @@ from reconciler.render.manifests import (
     AsItWas,
     Sent,
     job_file,
+    kept_by_kueue,
     labels_sent,
     metadata_labels,
     name_of_quota,
     queue_sent,
+    quoted,
     render_state,
     rendered_from,
     sent_with,
@@ -1333,13 +1335,8 @@ def _kept_while_running(job: Job, name: str, then: str | None, now: str | None,
                         cluster: str) -> Problem:
     """The warning that ``job``'s label ``name``, ``now`` in its source, is
     sent to ``cluster`` as it was sent (``then``) while the job runs there."""
-    edit = (f'changed to "{now}"' if then is not None and now is not None
-            else f'set to "{now}"' if now is not None else "removed")
-    keeps = f'it keeps "{then}"' if then is not None else "it stays without it"
-    return Problem(job.path, job.line_of(_KEPT_AT.get(name, WORKLOAD_PRIORITY_CLASS_AT)), (
-        f"label {name} {edit} takes effect when {job.key.kind} {job.key.namespace}/"
-        f"{job.key.name} runs again: Kueue refuses to change it while the job runs, so "
-        f"on {cluster} {keeps}"), "warning")
+    return kept_by_kueue(job, f"label {name}", _KEPT_AT.get(name, WORKLOAD_PRIORITY_CLASS_AT),
+                         quoted(now), quoted(then), cluster)
 
 
 def _manifest_of(source: JobSource) -> Manifest | None:

@@ -20,6 +20,7 @@ import yaml
 from reconciler.core.model import (
     COMPLETIONS_EQUAL_PARALLELISM_AT,
     Decision,
+    Job,
     JobKey,
     MemberCluster,
     Phase,
@@ -670,19 +671,31 @@ def _kept_by_kueue(source: JobSource, at: str, now: Any, then: Any, cluster: str
     """The warning that the field ``at`` of a Job running on the kueue cluster
     ``cluster`` (``keep_for_kueue``), ``now`` in its source, is sent as it
     was sent (``then``)."""
-    job = source.job
     if at == COMPLETIONS_EQUAL_PARALLELISM_AT:
-        field, why = f"annotation {COMPLETIONS_EQUAL_PARALLELISM}", ""
-        now, then = (None if v is None else f'"{v}"' for v in (now, then))
-    else:
-        field, why = at, f" (it was sent with annotation {MIN_PARALLELISM})"
+        return kept_by_kueue(source.job, f"annotation {COMPLETIONS_EQUAL_PARALLELISM}", at,
+                             quoted(now), quoted(then), cluster)
+    return kept_by_kueue(source.job, at, at, now, then, cluster,
+                         f" (it was sent with annotation {MIN_PARALLELISM})")
+
+
+def quoted(value: object) -> str | None:
+    """A label's or an annotation's value as a warning gives it (None: none)."""
+    return None if value is None else f'"{value}"'
+
+
+def kept_by_kueue(job: Job, field: str, at: str, now: object, then: object, cluster: str,
+                  why: str = "") -> Problem:
+    """The warning, at the line of ``at`` (``Job.line_of``), that ``field`` of
+    ``job``, ``now`` in its source (None: left out), is sent to the kueue
+    cluster ``cluster`` as it was sent (``then``) while the job runs there, as
+    Kueue refuses to change it (``why``: on what condition)."""
     edit = (f"changed to {now}" if then is not None and now is not None
             else f"set to {now}" if now is not None else "removed")
     keeps = f"it keeps {then}" if then is not None else "it stays without it"
     return Problem(job.path, job.line_of(at), (
-        f"{field} {edit} takes effect when Job {job.key.namespace}/{job.key.name} runs "
-        f"again: Kueue refuses to change it while the job runs{why}, so on {cluster} "
-        f"{keeps}"), "warning")
+        f"{field} {edit} takes effect when {job.key.kind} {job.key.namespace}/"
+        f"{job.key.name} runs again: Kueue refuses to change it while the job runs{why}, "
+        f"so on {cluster} {keeps}"), "warning")
 
 
 def _kept_in_spec(source: JobSource, name: str, cluster: str, template: Any = None,
