@@ -82,7 +82,7 @@ from reconciler.fleet.inputs import (
     read_fleet,
     read_fleet_settings,
 )
-from reconciler.fleet.jobs import MAX_EXEC_TIME_LABEL, JobSource, stable_name
+from reconciler.fleet.jobs import MAX_EXEC_TIME_LABEL, JobSource, build_job, stable_name
 from reconciler.fleet.observed import (
     INVENTORY_DIR,
     STATUS_DIR,
@@ -110,7 +110,7 @@ from reconciler.gitops.repo import (
 )
 from reconciler.gitops.watch import RefWatcher, Revisions
 from reconciler.halves import in_two, two_cores
-from reconciler.jobkinds.base import Manifest
+from reconciler.jobkinds.base import Manifest, ManifestError
 from reconciler.jobkinds.batchjob import BatchJobKind
 from reconciler.render.manifests import (
     KEPT_WHILE_RUNNING,
@@ -118,6 +118,8 @@ from reconciler.render.manifests import (
     AsItWas,
     Sent,
     job_file,
+    keep_for_kueue,
+    keep_spec,
     kept_by_kueue,
     labels_sent,
     metadata_labels,
@@ -453,7 +455,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                and path.partition("/")[2].rsplit(".", 1)[0] in members}
     observations = read_observations(repo, reports, problems)
     problems.extend(capacity_problems(repo, reports, inputs))
-    cycle_input = _cycle_input(inputs, prior, info, now, settled, problems)
+    running = running_forms(repo, inputs, prior, lambda: previous_entries)
+    cycle_input = _cycle_input(inputs, prior, info, now, settled, problems, running)
     problems.extend(named_by_order(inputs))
     problems.extend(on_existing_ray_clusters(inputs))
     outcomes = apply_observations(cycle_input, observations) if prior else None
@@ -522,13 +525,17 @@ def no_clusters(inputs: FleetInputs) -> list[Problem]:
 
 def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info: CommitInfo,
                  now: dt.datetime, settled: frozenset[JobKey],
-                 problems: list[Problem] | None = None) -> CycleInput:
+                 problems: list[Problem] | None = None,
+                 running: Mapping[JobKey, Job] | None = None) -> CycleInput:
     """The cycle's input. A job defined more than once is invalid: which
     file would count would depend on their names, and a new file must not
     take a running job over (one that ran keeps its place, flagged); so are
     jobs of two kinds with one namespace and name (``shared_names``), each an
-    error added to ``problems``."""
+    error added to ``problems``. A job of ``running`` (``running_forms``) is
+    counted as it runs."""
     jobs = tuple(s.job for s in inputs.jobs.values())
+    if running:
+        jobs = tuple(running.get(j.key, j) for j in jobs)
     invalid = tuple(inputs.invalid)
     shared = shared_names(jobs)
     if shared:
@@ -808,7 +815,8 @@ def capacity_problems(repo: FleetRepo, entries: dict[str, str], inputs: FleetInp
     return out
 
 
-def prepare_next(cache: Cache, state: str, source: CommitInfo, now: dt.datetime) -> bool:
+def prepare_next(repo: FleetRepo, cache: Cache, state: str, source: CommitInfo,
+                 now: dt.datetime) -> bool:
     """Do ahead, in ``cache``, the first steps of the cycle of the next
     reconcile from state ``state`` (``prepare``): those of the jobs the state
     admitted, which a push of other job files leaves as they are. It needs the
@@ -818,7 +826,10 @@ def prepare_next(cache: Cache, state: str, source: CommitInfo, now: dt.datetime)
     kept = cache.kept_inputs()
     if written is None or kept is None or kept[0] != source.tree:
         return False
-    ahead = prepare(_cycle_input(kept[1], cache.priors(written), source, now, frozenset()))
+    priors = cache.priors(written)
+    running = running_forms(repo, kept[1], priors, lambda: {
+        e.path: e.sha for e in repo.list_tree(state) if e.type == "blob"})
+    ahead = prepare(_cycle_input(kept[1], priors, source, now, frozenset(), None, running))
     if ahead is None:
         return False
     cache.keep_ahead(state, ahead)
@@ -1324,6 +1335,60 @@ def sent_specs(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInpu
         was = spec_sent(blobs.get(blob, b""), kueue)
         if was is not None:  # (else not fleetq's rendering: sent as the source says)
             out[path] = was
+    return out
+
+
+def running_forms(repo: FleetRepo, inputs: FleetInputs, prior: Mapping[JobKey, PriorPlacement],
+                  entries: Callable[[], Mapping[str, str]]) -> dict[JobKey, Job]:
+    """Each batch Job the state admitted whose source now counts other pods
+    or requests than it was decided with, where what it was sent with and
+    keeps while it runs (``keep_spec``: its pod template, its completions;
+    ``keep_for_kueue``: its parallelism under Kueue's partial admission)
+    counts otherwise than its source: the job as it runs, its pod sets and
+    requests those of its source with what it keeps (an overlay changes
+    neither), so that the cycle counts what runs on the cluster, not what
+    its source asks for and the cluster will not take until it runs anew.
+    Read from its job file on the cluster the state placed it on
+    (``entries``: the state's paths and blob ids, asked for only when some
+    job may run otherwise)."""
+    clusters = {c.name: c for c in inputs.clusters}
+    batch = (BatchJobKind.api_version, BatchJobKind.kind)
+    wanted: dict[JobKey, tuple[str, JobSource, bool]] = {}  # (its file, its source, kueue)
+    for key, was in prior.items():
+        if key.kind != "Job" or was.phase is not Phase.ADMITTED \
+                or (was.api_version, key.kind) != batch:
+            continue
+        source = inputs.jobs.get(key)
+        cluster = clusters.get(was.cluster or "")
+        if source is None or cluster is None:
+            continue
+        job = source.job
+        if job.requests == was.requests and len(job.pod_sets) == len(was.pod_sets) and all(
+                a.name == b.name and a.replicas == b.replicas
+                for a, b in zip(job.pod_sets, was.pod_sets, strict=True)):
+            continue  # (counted as it was decided: what it keeps counts alike)
+        wanted[key] = (job_file(key, cluster.name), source, cluster.gang_dialect == "kueue")
+    if not wanted:
+        return {}
+    files = entries()
+    blobs = repo.read_blobs({files[path] for path, *_ in wanted.values() if path in files})
+    out: dict[JobKey, Job] = {}
+    for key, (path, source, kueue) in sorted(wanted.items()):
+        sent = spec_sent(blobs.get(files.get(path, ""), b""), kueue)
+        if sent is None or sent.spec is None:  # (not fleetq's rendering: as its source says)
+            continue
+        obj = source.load_manifest()
+        kept = keep_for_kueue(obj, sent.kueue_job) if sent.kueue_job is not None else []
+        if not keep_spec(obj, sent.spec) and not kept:
+            continue
+        job = source.job
+        try:
+            runs = build_job(obj, BatchJobKind(), path=job.path, index=source.index,
+                             line=job.line, blob=job.blob).job
+        except ManifestError:
+            continue  # (what it was sent with does not read now: counted as its source says)
+        if runs.pod_sets != job.pod_sets or runs.requests != job.requests:
+            out[key] = dataclasses.replace(job, pod_sets=runs.pod_sets, requests=runs.requests)
     return out
 
 
@@ -2085,7 +2150,7 @@ def watch(repo: FleetRepo, *, stop: threading.Event, report: Callable[[Round], N
                 if state is not None and source is not None:
                     # (a fault here would be the next round's too, and reported then)
                     with contextlib.suppress(Exception):
-                        prepare_next(cache, state, source, now or parse_now(None))
+                        prepare_next(repo, cache, state, source, now or parse_now(None))
                 gc.freeze()
             if idle is not None:
                 idle()

@@ -665,6 +665,59 @@ def test_a_batch_job_running_on_a_cluster_keeps_the_spec_it_was_made_with(
     assert _job_spec(path, running)["template"] == template
 
 
+@pytest.mark.parametrize(("dialect", "cache"), [("volcano", True), ("volcano", False),
+                                                ("kueue", True)])
+def test_a_running_batch_job_counts_the_pod_template_it_keeps_not_its_edited_one(
+        tmp_path: Path, dialect: str, cache: bool) -> None:
+    """A running batch Job whose pods' requests are edited keeps the template it
+    was sent with (the API server refuses the change), so its pods on the
+    cluster go on using what they were made with: that is what fleetq counts,
+    or it would admit a job into room the cluster does not have (lowered), or
+    take the running job off for requests it does not use (raised). The
+    requests it counts are those placements.yaml gives, and the state is a
+    fixed point."""
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("6", "256Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/m-a.yaml": member_cluster("m-a", cpu="8", dialect=dialect),
+        "jobs/run.yaml": batchjob("run", parallelism=2, cpu="2")})
+    no_cache = () if cache else ("--no-cache",)
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q", *no_cache
+                  ).returncode == 0
+    running = "clusters/m-a/default/job-run.yaml"
+    template = _job_spec(path, running)["template"]
+    # lowered: 2 cpu counted, the 3 of the new job would fit the quota's 6; 4 run
+    write_files(path, {"jobs/run.yaml": batchjob("run", parallelism=2, cpu="1"),
+                       "jobs/wait.yaml": batchjob("wait", cpu="3")})
+    commit_all(path, "less cpu, and another job")
+    for now in ("2026-11-29T12:00:00Z", "2026-11-29T12:05:00Z"):
+        proc = fleetq("reconcile", "--repo", str(path), "--now", now, *no_cache)
+        assert proc.returncode == 0, proc.stderr
+        assert _job_spec(path, running)["template"] == template
+        run, wait = placements(path)["default/run"], placements(path)["default/wait"]
+        assert run["phase"] == "Admitted" and run["requests"]["cpu"] == "4", run
+        assert wait["phase"] == "Queued", wait
+        assert "quota" in wait["reason"], wait
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:10:00Z",
+                  *no_cache)
+    assert proc.returncode == 0 and "no change" in proc.stdout, proc.stdout
+    # raised past the cluster's room: it runs on as it was sent, counted so
+    write_files(path, {"jobs/run.yaml": batchjob("run", parallelism=2, cpu="5")})
+    commit_all(path, "more cpu")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:15:00Z",
+                  *no_cache)
+    assert proc.returncode == 0, proc.stderr
+    run = placements(path)["default/run"]
+    assert run["phase"] == "Admitted" and run["requests"]["cpu"] == "4", run
+    assert _job_spec(path, running)["template"] == template
+    assert placements(path)["default/wait"]["phase"] == "Queued"
+    # once it is gone, the edited job runs anew as written
+    (path / "jobs/run.yaml").unlink()
+    commit_all(path, "run deleted")
+    assert fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:20:00Z",
+                  *no_cache).returncode == 0
+    assert placements(path)["default/wait"]["phase"] == "Admitted"
+
+
 @pytest.mark.parametrize("mode", ["Indexed", "NonIndexed"])
 def test_an_indexed_job_running_takes_completions_changed_with_its_parallelism(
         tmp_path: Path, mode: str) -> None:
@@ -852,6 +905,35 @@ def test_a_batch_job_running_on_a_kueue_cluster_keeps_what_kueue_refuses_to_chan
     assert proc.returncode == 0, proc.stderr
     assert "takes effect when" not in proc.stderr, proc.stderr
     assert _kueue_job(path, running) == (2, sent)
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_a_batch_job_running_on_a_kueue_cluster_counts_the_parallelism_it_keeps(
+        tmp_path: Path, cache: bool) -> None:
+    """Under partial admission a running Job keeps the parallelism it was sent
+    with (Kueue refuses the change): its pods stay as many, and fleetq counts
+    them so, not as its lowered source says, or it would admit a job into room
+    the cluster does not have."""
+    sent = {MIN: "1"}
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("6", "256Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/m-a.yaml": member_cluster("m-a", dialect="kueue"),
+        "jobs/run.yaml": batchjob("run", parallelism=4, annotations=sent)})
+    no_cache = () if cache else ("--no-cache",)
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q", *no_cache
+                  ).returncode == 0
+    running = "clusters/m-a/default/job-run.yaml"
+    write_files(path, {"jobs/run.yaml": batchjob("run", parallelism=2, annotations=sent),
+                       "jobs/wait.yaml": batchjob("wait", cpu="3")})
+    commit_all(path, "two pods, and another job")
+    said = _told_by_reconcile(path, "2026-11-29T12:00:00Z", no_cache)
+    assert "spec.parallelism changed to 2 takes effect when Job default/run runs again" \
+        in said, said
+    assert _kueue_job(path, running) == (4, sent)
+    run, wait = placements(path)["default/run"], placements(path)["default/wait"]
+    assert run["requests"]["cpu"] == "4" and run["podSets"] == [{"name": "main",
+                                                                  "replicas": 4}], run
+    assert wait["phase"] == "Queued", wait
 
 
 def _pinned(dialect: str) -> str:

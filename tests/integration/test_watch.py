@@ -34,6 +34,7 @@ from .conftest import (
     QUEUED_CLUSTER_POLICY,
     REPO_ROOT,
     STATE,
+    batchjob,
     commit_all,
     fleetq,
     git,
@@ -188,6 +189,37 @@ def test_each_commit_is_reconciled_as_a_fresh_reconcile_would(
     assert {k: v["phase"] for k, v in final.items()} == {
         "default/b": "Admitted", "default/c": "Queued", "default/d": "Admitted",
         "default/e": "Inadmissible"}
+    w.close()
+
+
+def test_a_running_job_counted_as_it_runs_is_put_back_ahead_as_a_reconcile_would(
+        tmp_path: Path, watching: list[Watching]) -> None:
+    """A running batch Job whose requests were edited is counted with the pod
+    template it keeps (``pipeline.running_forms``), by the steps a watch does
+    ahead too: a later push of another job takes them up, and its state is
+    that of a fresh reconcile."""
+    path = make_fleet_repo(tmp_path / "fleet", {
+        **fleet_files(), "jobs/run.yaml": batchjob("run", parallelism=2, cpu="1")})
+    twin = Twin(path, tmp_path / "twin")
+    w = Watching(path)
+    watching.append(w)
+    assert committed(w.next()) == twin.reconcile(rev(path, "main") or "")
+    w.quiet()
+    steps = [({"jobs/run.yaml": batchjob("run", parallelism=2, cpu="500m")}, False),
+             ({"jobs/x.yaml": pytorchjob("x", cpu="1")}, True),  # 2 cpu of the 2 free
+             ({"jobs/y.yaml": pytorchjob("y", cpu="1")}, True)]  # none left: waits
+    for step, ahead in steps:
+        write_files(path, step)
+        sha = commit_all(path, f"change {sorted(step)}")
+        done = w.next()
+        assert committed(done) == twin.reconcile(sha) == rev(path, STATE)
+        assert done.outcome is not None and done.outcome.computed is not None
+        assert done.outcome.computed.result.ahead is ahead, step
+    final = placements(path)
+    assert final["default/run"]["requests"]["cpu"] == "2"
+    assert {k: v["phase"] for k, v in final.items()} == {
+        "default/a": "Admitted", "default/run": "Admitted", "default/x": "Admitted",
+        "default/y": "Queued"}
     w.close()
 
 
