@@ -713,6 +713,7 @@ class _Turns:
         self._freed: dict[tuple[object, ...], Resources] = {}
         self._plans: dict[tuple[object, ...], list[Decision] | None] = {}
         self._changed: dict[str, int] = {}  # per quota: bumped as its running jobs change
+        self._ran: set[JobKey] = set()  # the jobs run here: admitted by the next cycle
         self._raises: dict[tuple[object, ...], bool] = {}
         # per (quota, resources, non-preemptible): the limits not raised that bind a job,
         # each (limit, the usage it counts at its quota, resource, value)
@@ -746,6 +747,7 @@ class _Turns:
         self.running[x.quota] = [*self.running.get(x.quota, ()), x]
         self._changed[x.quota] = self._changed.get(x.quota, 0) + 1
         self.shares.pop(x.quota, None)
+        self._ran.add(x.key)
         self.state += 1
 
     def short(self, x: Decision, every: bool = False) -> list[Limit]:
@@ -909,9 +911,11 @@ class _Turns:
 
     def _plan(self, x: Decision) -> list[Decision] | None:
         usage = self.usage
-        out = sorted(self.victims(x), key=lambda v: (v is self.d, v.admitted_at or "",
-                                                     tuple(v.key)),
-                     reverse=True)  # (the last admitted first, ``d`` once it runs, then
+        ran = self._ran
+        out = sorted(self.victims(x), key=lambda v: (
+            v is self.d, v.key in ran, "" if v.key in ran else v.admitted_at or "",
+            tuple(v.key)), reverse=True)  # (the last admitted first, ``d`` once it runs,
+        # then those run here, admitted by the cycle that runs them, at its time, then
         # the last by key: ``most_recent_first``)
         out.sort(key=lambda v: (v.quota == x.quota, -_shared(x.quota, v.quota), v.priority))
         taken: list[Decision] = []

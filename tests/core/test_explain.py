@@ -1036,3 +1036,45 @@ def test_a_job_whose_place_a_job_within_its_min_would_reclaim_is_told_so() -> No
             "or the min of quota root/dept/qa") in lines, lines
     after = _next(inp, result, spec("3"))
     assert after["t"].phase is Phase.QUEUED and after["t"].preempted_by == "PyTorchJob team-b/y"
+
+
+def test_jobs_served_first_reclaim_from_the_last_admitted_as_the_cycle_does() -> None:
+    """x and r are served first once the job limit is raised; r, short of
+    the root's cpu, reclaims from quota qb above its min, where old ran before
+    and x has just been admitted: the cycle takes the last admitted, x (1
+    cpu), not old (4 cpu). Counted the other way, t was told the job limit
+    alone, and followed to the letter, still waited for cpu that old held.
+    The limits told let it in, and one cpu less does not."""
+    def fleet(slots: str = "1", cpu: str = "10") -> QuotaTree:
+        return tree(quota("root", quota(
+            "dept", quota("qa", ns=["team-a"], min={"cpu": "6"}), quota("qb", ns=["team-b"]),
+            quota("qt", ns=["team-t"]), min={"cpu": "6"},
+            max={"kube-queue/max-jobs": slots}),
+            min={"cpu": cpu, "gpu": "8"}, max={"cpu": cpu, "gpu": "8"}))
+
+    def one(name: str, ns: str, cpu: str, priority: str, second: int) -> JobBuilder:
+        return job(name, ns).pod_set("main", 1, cpu=cpu).priority_class(priority) \
+            .created(f"2026-01-01T00:00:{second:02d}Z")
+
+    old = one("old", "team-b", "4", "high", 1)
+    first = reconcile_cycle(cycle_input(jobs=[old], tree=fleet(), priority_classes=PRIORITIES))
+    jobs = [old, one("x", "team-b", "1", "high", 2), one("r", "team-a", "6", "mid", 3),
+            one("t", "team-t", "1", "low", 4)]
+    inp, result = decided(cycle_input(jobs=jobs, tree=fleet(), priority_classes=PRIORITIES,
+                                      prior=prior_of(first.decisions)))
+    lines = explained(inp, result, "t")
+    assert lines[2] == (
+        "- quota root/dept kube-queue/max-jobs: 1 used of max 1; 1 more must be freed, or max "
+        "raised to 2 (4 with the 2 job(s) of other queues under root/dept that the cycle "
+        "takes before it (team-b/x, team-a/r), served first)"), lines
+    assert ("- with the 2 job(s) of other queues that the cycle takes before it (team-b/x, "
+            "team-a/r), served first, it would also need quota root cpu max raised to 12 "
+            "(10 now, 4 used): else those run and it still waits") in lines, lines
+
+    def t_after(slots: str, cpu: str) -> Phase:
+        return by_name(reconcile_cycle(cycle_input(
+            jobs=jobs, tree=fleet(slots, cpu), priority_classes=PRIORITIES,
+            prior=prior_of(result.decisions), now="2026-01-03T00:00:00Z")))["t"].phase
+
+    assert t_after("4", "12") is Phase.ADMITTED
+    assert t_after("4", "11") is Phase.QUEUED
