@@ -971,6 +971,8 @@ class _Turns:
             self._changed[v.quota] = self._changed.get(v.quota, 0) + 1
             self.shares.pop(v.quota, None)
             queue = self.queues.get(v.quota)
+            if requeue and queue is None and _under(v.quota, self.top):
+                queue = self.queues[v.quota] = []  # (a queue none waited in before)
             if requeue and queue is not None:  # (below ``top``: its queue is asked)
                 order = _order(v)
                 at = next((i for i, y in enumerate(queue) if _order(y) < order), len(queue))

@@ -1078,3 +1078,46 @@ def test_jobs_served_first_reclaim_from_the_last_admitted_as_the_cycle_does() ->
 
     assert t_after("4", "12") is Phase.ADMITTED
     assert t_after("4", "11") is Phase.QUEUED
+
+
+def test_a_job_reclaimed_by_one_served_first_comes_back_in_its_turn() -> None:
+    """a1 and a3, served first once qa's job limit is raised, reclaim from
+    quota qb above its min, where no job waited: b-low, taken for a1, comes
+    back once a3 has taken b-high, and holds the cpu t would need. Where it
+    was left out, t was told the job limit alone, and followed to the letter,
+    still waited. The limits told let it in, and one cpu less does not."""
+    def fleet(slots: str = "1", cpu: str = "9") -> QuotaTree:
+        return tree(quota("root", quota(
+            "dept", quota("qa", ns=["team-a"], min={"cpu": "7"},
+                          max={"kube-queue/max-jobs": slots}),
+            quota("qb", ns=["team-b"]), quota("qc", ns=["team-c"]),
+            min={"cpu": "7"}, max={"cpu": cpu}),
+            min={"cpu": "20", "gpu": "8"}, max={"cpu": "20", "gpu": "8"}))
+
+    def one(name: str, ns: str, cpu: str, priority: str, second: int) -> JobBuilder:
+        return job(name, ns).pod_set("main", 1, cpu=cpu).priority_class(priority) \
+            .created(f"2026-01-01T00:00:{second:02d}Z")
+
+    running = [one("b-low", "team-b", "1500m", "low", 1), one("b-high", "team-b", "4", "high", 2),
+               one("a-run", "team-a", "500m", "high", 3), one("c-run", "team-c", "1", "high", 4)]
+    first = reconcile_cycle(cycle_input(jobs=running, tree=fleet(), priority_classes=PRIORITIES))
+    jobs = [*running, one("a1", "team-a", "3", "low", 5), one("a2", "team-a", "500m", "low", 6),
+            one("a3", "team-a", "2", "low", 7), one("t", "team-a", "1500m", "low", 8)]
+    inp, result = decided(cycle_input(jobs=jobs, tree=fleet(), priority_classes=PRIORITIES,
+                                      prior=prior_of(first.decisions)))
+    lines = explained(inp, result, "t")
+    assert lines[2] == (
+        "- quota root/dept/qa kube-queue/max-jobs: 1 used of max 1; 1 more must be freed, or "
+        "max raised to 2 (5 with the 3 job(s) ahead of it in its queue, served first)"), lines
+    assert lines[3] == (
+        "- with the 3 job(s) ahead of it in its queue, served first, it would also need quota "
+        "root/dept cpu max raised to 14 (9 now, 7 used): else those run and it still waits"
+    ), lines
+
+    def t_after(slots: str, cpu: str) -> Phase:
+        return by_name(reconcile_cycle(cycle_input(
+            jobs=jobs, tree=fleet(slots, cpu), priority_classes=PRIORITIES,
+            prior=prior_of(result.decisions), now="2026-01-03T00:00:00Z")))["t"].phase
+
+    assert t_after("5", "14") is Phase.ADMITTED
+    assert t_after("5", "13") is Phase.QUEUED
