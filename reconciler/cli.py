@@ -40,6 +40,7 @@ from reconciler.core.model import (
 )
 from reconciler.core.policy import candidate_groups, narrowed, with_queue_refusal
 from reconciler.core.problems import Problem, first_of, listed, shown_path, yaml_type
+from reconciler.core.resources import format_quantity
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
 from reconciler.fleet.inputs import is_yaml
@@ -974,6 +975,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
                              strict_fifo=d.quota is not None and inputs.settings.for_quota(
                                  d.quota).strategy is QueueStrategy.STRICT_FIFO,
                              settings=inputs.settings)
+    if source is not None:
+        lines.extend(_counted_as_it_runs(d, source.job))
     said = _not_yet(repo, args, base, computed, d)
     if args.output in ("json", "yaml"):
         _print_value(_explained(d, lines, said[1] if said is not None else None),
@@ -981,6 +984,26 @@ def cmd_explain(args: argparse.Namespace) -> int:
     else:
         print("\n".join(([said[0], ""] if said is not None else []) + lines))
     return EXIT_OK
+
+
+def _counted_as_it_runs(d: Decision, job: Job) -> list[str]:
+    """explain's line for a job admitted with other requests than its source
+    asks for now: a running batch Job keeps the pod template (or, on a kueue
+    cluster, the parallelism) it was sent with, and is counted as it runs
+    (``pipeline.running_forms``), which its user, having lowered a request,
+    would not see in its reason."""
+    if d.phase is not Phase.ADMITTED or d.requests == job.requests:
+        return []
+    names = [name for name in sorted({*d.requests, *job.requests})
+             if d.requests.get(name, 0) != job.requests.get(name, 0)]
+
+    def of(requests: Mapping[str, int]) -> str:
+        return ", ".join(f"{name} {format_quantity(name, requests.get(name, 0))}"
+                         for name in names)
+
+    return [f"- counted as it runs on {d.cluster}, as it was sent there: {of(d.requests)} "
+            f"(its source asks for {of(job.requests)} now, which takes effect when it runs "
+            f"again: placed anew, or under a new name)"]
 
 
 def _explained(d: Decision, lines: list[str],

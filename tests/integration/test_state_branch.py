@@ -700,6 +700,12 @@ def test_a_running_batch_job_counts_the_pod_template_it_keeps_not_its_edited_one
     proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:10:00Z",
                   *no_cache)
     assert proc.returncode == 0 and "no change" in proc.stdout, proc.stdout
+    proc = fleetq("explain", "--repo", str(path), "run", "--now", "2026-11-29T12:10:00Z",
+                  *no_cache)
+    assert proc.returncode == 0, proc.stderr
+    assert ("- counted as it runs on m-a, as it was sent there: cpu 4 (its source asks for "
+            "cpu 2 now, which takes effect when it runs again: placed anew, or under a new "
+            "name)") in proc.stdout.splitlines(), proc.stdout
     # raised past the cluster's room: it runs on as it was sent, counted so
     write_files(path, {"jobs/run.yaml": batchjob("run", parallelism=2, cpu="5")})
     commit_all(path, "more cpu")
