@@ -1038,6 +1038,22 @@ def test_a_job_whose_place_a_job_within_its_min_would_reclaim_is_told_so() -> No
     assert after["t"].phase is Phase.QUEUED and after["t"].preempted_by == "PyTorchJob team-b/y"
 
 
+def _cpu_job(name: str, ns: str, cpu: str, priority: str, second: int) -> JobBuilder:
+    """A job of one pod of ``cpu``, created ``second`` seconds into 2026."""
+    return job(name, ns).pod_set("main", 1, cpu=cpu).priority_class(priority) \
+        .created(f"2026-01-01T00:00:{second:02d}Z")
+
+
+def _next_cycle(jobs: list[JobBuilder], quotas: QuotaTree, result: CycleResult
+                ) -> dict[str, Phase]:
+    """Each job's phase, by name, once ``jobs`` are decided again on the tree
+    ``quotas`` (a limit raised as told), from ``result``'s decisions, a day on."""
+    again = reconcile_cycle(cycle_input(jobs=jobs, tree=quotas, priority_classes=PRIORITIES,
+                                        prior=prior_of(result.decisions),
+                                        now="2026-01-03T00:00:00Z"))
+    return {name: d.phase for name, d in by_name(again).items()}
+
+
 def test_jobs_served_first_reclaim_from_the_last_admitted_as_the_cycle_does() -> None:
     """x and r are served first once the job limit is raised; r, short of
     the root's cpu, reclaims from quota qb above its min, where old ran before
@@ -1052,14 +1068,10 @@ def test_jobs_served_first_reclaim_from_the_last_admitted_as_the_cycle_does() ->
             max={"kube-queue/max-jobs": slots}),
             min={"cpu": cpu, "gpu": "8"}, max={"cpu": cpu, "gpu": "8"}))
 
-    def one(name: str, ns: str, cpu: str, priority: str, second: int) -> JobBuilder:
-        return job(name, ns).pod_set("main", 1, cpu=cpu).priority_class(priority) \
-            .created(f"2026-01-01T00:00:{second:02d}Z")
-
-    old = one("old", "team-b", "4", "high", 1)
+    old = _cpu_job("old", "team-b", "4", "high", 1)
     first = reconcile_cycle(cycle_input(jobs=[old], tree=fleet(), priority_classes=PRIORITIES))
-    jobs = [old, one("x", "team-b", "1", "high", 2), one("r", "team-a", "6", "mid", 3),
-            one("t", "team-t", "1", "low", 4)]
+    jobs = [old, _cpu_job("x", "team-b", "1", "high", 2),
+            _cpu_job("r", "team-a", "6", "mid", 3), _cpu_job("t", "team-t", "1", "low", 4)]
     inp, result = decided(cycle_input(jobs=jobs, tree=fleet(), priority_classes=PRIORITIES,
                                       prior=prior_of(first.decisions)))
     lines = explained(inp, result, "t")
@@ -1071,13 +1083,8 @@ def test_jobs_served_first_reclaim_from_the_last_admitted_as_the_cycle_does() ->
             "team-a/r), served first, it would also need quota root cpu max raised to 12 "
             "(10 now, 4 used): else those run and it still waits") in lines, lines
 
-    def t_after(slots: str, cpu: str) -> Phase:
-        return by_name(reconcile_cycle(cycle_input(
-            jobs=jobs, tree=fleet(slots, cpu), priority_classes=PRIORITIES,
-            prior=prior_of(result.decisions), now="2026-01-03T00:00:00Z")))["t"].phase
-
-    assert t_after("4", "12") is Phase.ADMITTED
-    assert t_after("4", "11") is Phase.QUEUED
+    assert _next_cycle(jobs, fleet("4", "12"), result)["t"] is Phase.ADMITTED
+    assert _next_cycle(jobs, fleet("4", "11"), result)["t"] is Phase.QUEUED
 
 
 def test_a_job_reclaimed_by_one_served_first_comes_back_in_its_turn() -> None:
@@ -1094,15 +1101,14 @@ def test_a_job_reclaimed_by_one_served_first_comes_back_in_its_turn() -> None:
             min={"cpu": "7"}, max={"cpu": cpu}),
             min={"cpu": "20", "gpu": "8"}, max={"cpu": "20", "gpu": "8"}))
 
-    def one(name: str, ns: str, cpu: str, priority: str, second: int) -> JobBuilder:
-        return job(name, ns).pod_set("main", 1, cpu=cpu).priority_class(priority) \
-            .created(f"2026-01-01T00:00:{second:02d}Z")
-
-    running = [one("b-low", "team-b", "1500m", "low", 1), one("b-high", "team-b", "4", "high", 2),
-               one("a-run", "team-a", "500m", "high", 3), one("c-run", "team-c", "1", "high", 4)]
+    running = [_cpu_job("b-low", "team-b", "1500m", "low", 1),
+               _cpu_job("b-high", "team-b", "4", "high", 2),
+               _cpu_job("a-run", "team-a", "500m", "high", 3),
+               _cpu_job("c-run", "team-c", "1", "high", 4)]
     first = reconcile_cycle(cycle_input(jobs=running, tree=fleet(), priority_classes=PRIORITIES))
-    jobs = [*running, one("a1", "team-a", "3", "low", 5), one("a2", "team-a", "500m", "low", 6),
-            one("a3", "team-a", "2", "low", 7), one("t", "team-a", "1500m", "low", 8)]
+    jobs = [*running, _cpu_job("a1", "team-a", "3", "low", 5),
+            _cpu_job("a2", "team-a", "500m", "low", 6), _cpu_job("a3", "team-a", "2", "low", 7),
+            _cpu_job("t", "team-a", "1500m", "low", 8)]
     inp, result = decided(cycle_input(jobs=jobs, tree=fleet(), priority_classes=PRIORITIES,
                                       prior=prior_of(first.decisions)))
     lines = explained(inp, result, "t")
@@ -1114,10 +1120,5 @@ def test_a_job_reclaimed_by_one_served_first_comes_back_in_its_turn() -> None:
         "root/dept cpu max raised to 14 (9 now, 7 used): else those run and it still waits"
     ), lines
 
-    def t_after(slots: str, cpu: str) -> Phase:
-        return by_name(reconcile_cycle(cycle_input(
-            jobs=jobs, tree=fleet(slots, cpu), priority_classes=PRIORITIES,
-            prior=prior_of(result.decisions), now="2026-01-03T00:00:00Z")))["t"].phase
-
-    assert t_after("5", "14") is Phase.ADMITTED
-    assert t_after("5", "13") is Phase.QUEUED
+    assert _next_cycle(jobs, fleet("5", "14"), result)["t"] is Phase.ADMITTED
+    assert _next_cycle(jobs, fleet("5", "13"), result)["t"] is Phase.QUEUED
