@@ -33,6 +33,7 @@ from reconciler.core.cycle import (
     CycleInput,
     CycleResult,
     InvalidJob,
+    counted_as_decided,
     prepare,
     queue_order,
     reconcile_cycle,
@@ -456,7 +457,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                and path.partition("/")[2].rsplit(".", 1)[0] in members}
     observations = read_observations(repo, reports, problems)
     problems.extend(capacity_problems(repo, reports, inputs))
-    running = running_forms(repo, inputs, prior, lambda: previous_entries)
+    sent_read: SentRead = {}  # (the state's job files the cycle and the render both read)
+    running = running_forms(repo, inputs, prior, lambda: previous_entries, sent_read)
     cycle_input = _cycle_input(inputs, prior, info, now, settled, problems, running)
     problems.extend(named_by_order(inputs))
     problems.extend(on_existing_ray_clusters(inputs))
@@ -487,7 +489,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                                  reuse)
     problems.extend(unsent)
     for path, was in sent_specs(repo, result.decisions, inputs, prior, previous_entries,
-                                reuse, overlays).items():
+                                reuse, overlays, sent_read).items():
         sent[path] = dataclasses.replace(sent.get(path, Sent()), spec=was.spec,
                                          kueue_job=was.kueue_job)
     rendered = render_state(result.decisions, inputs, _manifest_of, previous_entries,
@@ -1298,8 +1300,8 @@ def sent_to_kueue(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetI
 
 def sent_specs(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInputs,
                prior: Mapping[JobKey, PriorPlacement], previous: Mapping[str, str],
-               reuse: Mapping[str, tuple[str, str]], overlays: Overlays
-               ) -> dict[str, Sent]:
+               reuse: Mapping[str, tuple[str, str]], overlays: Overlays,
+               read: SentRead | None = None) -> dict[str, Sent]:
     """Job file -> the fields of ``IMMUTABLE_SPEC`` its batch Job, running on
     that cluster, was sent with (``Sent.spec``), and on a kueue cluster what
     Kueue's Job webhook refuses to change of it while it runs
@@ -1309,7 +1311,7 @@ def sent_specs(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInpu
     preempted or failed over, or under a new name), each a warning at its
     line. Read from the state's job files (``previous``: paths and blob ids),
     but for those whose inputs (``reuse``) say they were rendered from the
-    same inputs, keeping nothing."""
+    same inputs, keeping nothing; those ``read`` holds are not read again."""
     if not prior:
         return {}
     clusters = {c.name: c for c in inputs.clusters}
@@ -1330,17 +1332,35 @@ def sent_specs(repo: FleetRepo, decisions: Iterable[Decision], inputs: FleetInpu
                 wanted[path] = (blob, cluster.gang_dialect == "kueue")
     if not wanted:
         return {}
-    blobs = repo.read_blobs({blob for blob, _ in wanted.values()})
+    read = read_sent(repo, wanted.values(), {} if read is None else read)
     out: dict[str, Sent] = {}
-    for path, (blob, kueue) in sorted(wanted.items()):
-        was = spec_sent(blobs.get(blob, b""), kueue)
+    for path, was_read in sorted(wanted.items()):
+        was = read[was_read]
         if was is not None:  # (else not fleetq's rendering: sent as the source says)
             out[path] = was
     return out
 
 
+# (a job file's blob id, whether it is on a kueue cluster) -> what it was sent with
+# (``spec_sent``; None: no Job of fleetq's rendering)
+SentRead = dict[tuple[str, bool], Sent | None]
+
+
+def read_sent(repo: FleetRepo, wanted: Iterable[tuple[str, bool]], read: SentRead
+              ) -> SentRead:
+    """``read``, with ``spec_sent`` of each job file of ``wanted`` (its blob
+    id, on a kueue cluster or not) it did not hold, read in one batch."""
+    missing = {w for w in wanted if w not in read}
+    if missing:
+        blobs = repo.read_blobs({blob for blob, _ in missing})
+        for blob, kueue in sorted(missing):
+            read[(blob, kueue)] = spec_sent(blobs.get(blob, b""), kueue)
+    return read
+
+
 def running_forms(repo: FleetRepo, inputs: FleetInputs, prior: Mapping[JobKey, PriorPlacement],
-                  entries: Callable[[], Mapping[str, str]]) -> dict[JobKey, Job]:
+                  entries: Callable[[], Mapping[str, str]], read: SentRead | None = None
+                  ) -> dict[JobKey, Job]:
     """Each batch Job the state admitted whose source now counts other pods
     or requests than it was decided with, where what it was sent with and
     keeps while it runs (``keep_spec``: its pod template, its completions;
@@ -1351,31 +1371,29 @@ def running_forms(repo: FleetRepo, inputs: FleetInputs, prior: Mapping[JobKey, P
     its source asks for and the cluster will not take until it runs anew.
     Read from its job file on the cluster the state placed it on
     (``entries``: the state's paths and blob ids, asked for only when some
-    job may run otherwise)."""
+    job may run otherwise), kept in ``read`` for the render (``sent_specs``)."""
     clusters = {c.name: c for c in inputs.clusters}
-    batch = (BatchJobKind.api_version, BatchJobKind.kind)
     wanted: dict[JobKey, tuple[str, JobSource, bool]] = {}  # (its file, its source, kueue)
     for key, was in prior.items():
-        if key.kind != "Job" or was.phase is not Phase.ADMITTED \
-                or (was.api_version, key.kind) != batch:
+        if key.kind != BatchJobKind.kind or was.api_version != BatchJobKind.api_version \
+                or was.phase is not Phase.ADMITTED:
             continue
         source = inputs.jobs.get(key)
         cluster = clusters.get(was.cluster or "")
         if source is None or cluster is None:
             continue
-        job = source.job
-        if job.requests == was.requests and len(job.pod_sets) == len(was.pod_sets) and all(
-                a.name == b.name and a.replicas == b.replicas
-                for a, b in zip(job.pod_sets, was.pod_sets, strict=True)):
-            continue  # (counted as it was decided: what it keeps counts alike)
+        if counted_as_decided(source.job, was):
+            continue  # (what it keeps counts alike)
         wanted[key] = (job_file(key, cluster.name), source, cluster.gang_dialect == "kueue")
     if not wanted:
         return {}
     files = entries()
-    blobs = repo.read_blobs({files[path] for path, *_ in wanted.values() if path in files})
+    found = {key: ((files[path], kueue), source) for key, (path, source, kueue)
+             in sorted(wanted.items()) if path in files}
+    read = read_sent(repo, (file for file, _ in found.values()), {} if read is None else read)
     out: dict[JobKey, Job] = {}
-    for key, (path, source, kueue) in sorted(wanted.items()):
-        sent = spec_sent(blobs.get(files.get(path, ""), b""), kueue)
+    for key, (file, source) in found.items():
+        sent = read[file]
         if sent is None or sent.spec is None:  # (not fleetq's rendering: as its source says)
             continue
         obj = source.load_manifest()

@@ -234,6 +234,15 @@ class _Pending:
         return self.order[len(_descending_number(self.priority)):]
 
 
+def counted_as_decided(job: Job, prior: PriorPlacement) -> bool:
+    """Whether ``job`` counts the requests and pods (each pod set's, by name)
+    that ``prior`` was decided with: admitted so, it is put back as it ran."""
+    sets = job.pod_sets  # (compared as counts, none made)
+    return prior.requests == job.requests and len(prior.pod_sets) == len(sets) and all(
+        a.name == b.name and a.replicas == b.replicas
+        for a, b in zip(prior.pod_sets, sets, strict=True))
+
+
 def queue_order(priority: int, enqueued_at: str, key: JobKey) -> str:
     """Queue order (DESIGN §3 "Order"): priority desc, enqueue time asc, then
     namespace/name (then group and kind), as one string that sorts as the tuple
@@ -895,12 +904,7 @@ class _Cycle:
                         f"{'=' + taint.value if taint.value else ''}:NoExecute, which its "
                         f"policy's clusterTolerations do not tolerate")
                     continue
-                sets = pending.job.pod_sets  # (compared as counts, none made)
-                same = prior.requests == pending.job.requests and \
-                    len(prior.pod_sets) == len(sets) and all(
-                        a.name == b.name and a.replicas == b.replicas
-                        for a, b in zip(prior.pod_sets, sets, strict=True))
-                if same:
+                if counted_as_decided(pending.job, prior):
                     self._admit(pending, cluster, None, admitted_at=prior.admitted_at,
                                 force=True, copies=prior.copies, nodes=prior.nodes)
                     if cluster.name not in self._candidate_set(pending):
