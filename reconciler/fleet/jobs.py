@@ -38,9 +38,11 @@ from reconciler.core.problems import as_read, yaml_type
 from reconciler.core.quota import PREEMPTIBLE_LABEL, QUOTA_LABEL
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, add_into
 from reconciler.jobkinds.base import (
+    DNS_LABEL,
     JobKind,
     Manifest,
     ManifestError,
+    broken_rules,
     each_error,
     gang_minimum,
     later_pods,
@@ -360,14 +362,13 @@ def _labels(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((sys.intern(str(k)), sys.intern(v or "")) for k, v in labels.items()))
 
 
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 def check_namespace(namespace: str, field: str = "metadata.namespace") -> None:
     """Kubernetes' rule for a namespace (a DNS-1123 label): the state branch's
     folders are named by it, and a cluster would refuse it anyway."""
-    if len(namespace) > 63 or not _DNS_LABEL.fullmatch(namespace):
+    if len(namespace) > 63 or not DNS_LABEL.fullmatch(namespace):
         raise ManifestError(
             f"{field} {namespace!r} is not a valid namespace name: at most 63 lower-case "
             f"letters, digits and '-', starting and ending with a letter or digit", field)
@@ -377,7 +378,7 @@ def named_as_kubernetes_names(key: JobKey) -> bool:
     """Whether a job's key holds a namespace and a name Kubernetes takes: a job
     whose manifest says no such name cannot be told from another one, so the
     job that ran from its file keeps its place until it is fixed."""
-    return len(key.namespace) <= 63 and bool(_DNS_LABEL.fullmatch(key.namespace)) and \
+    return len(key.namespace) <= 63 and bool(DNS_LABEL.fullmatch(key.namespace)) and \
         len(key.name) <= JOB_NAME_MOST and bool(_DNS_SUBDOMAIN.fullmatch(key.name))
 
 
@@ -459,6 +460,7 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int | str, line
                 priority_field = f"{ref.field}.spec.priorityClassName"
             priority_classes.add(str(spec["priorityClassName"]))
         deps.update(pod_dependencies(spec))
+    found.extend(broken_rules(kind, obj, key.name))
     raise_all(found)
     for ref in other_pod_templates(kind, obj):  # (a RayJob's submitter: what it uses goes too)
         check_metadata(ref.template.get("metadata"), f"{ref.field}.metadata")

@@ -9,6 +9,7 @@ so a new kind is one small module plus one line in ``KINDS``.
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -127,6 +128,22 @@ class JobSomeDialectsRefuse(Protocol):
     def refused_by(self, obj: Manifest) -> dict[str, str]:
         """Gang dialect -> why its clusters would refuse ``obj``."""
         ...
+
+
+@runtime_checkable
+class JobWithOwnRules(Protocol):
+    """A kind whose manifests the API server, or its operator (an admission
+    webhook, or its controller before it makes a pod), refuses beyond what
+    its pod sets show: sent, such a job would never start."""
+
+    def broken_rules(self, obj: Manifest, name: str) -> list[ManifestError]:
+        """What it refuses of ``obj``, the job named ``name``."""
+        ...
+
+
+def broken_rules(kind: JobKind, obj: Manifest, name: str) -> list[ManifestError]:
+    """``JobWithOwnRules.broken_rules`` of ``obj``; none for a kind that has none."""
+    return kind.broken_rules(obj, name) if isinstance(kind, JobWithOwnRules) else []
 
 
 def refused_by(kind: JobKind, obj: Manifest) -> tuple[tuple[str, str], ...]:
@@ -261,7 +278,9 @@ def _container_requests(container: Mapping[str, Any], field: str) -> Resources:
     found: list[ManifestError] = []
     requests = _gathered(found, parse_resources, res.get("requests"),
                          f"{field}.resources.requests")
+    told = len(found)
     limits = _gathered(found, parse_resources, res.get("limits"), f"{field}.resources.limits")
+    uncompared = set() if len(found) == told else set(requests)  # (limits unread: none is)
     for part, values in (("requests", requests), ("limits", limits)):
         for name, value in values.items():
             if value % 1000 and is_extended(name):
@@ -269,10 +288,79 @@ def _container_requests(container: Mapping[str, Any], field: str) -> Resources:
                 found.append(ManifestError(
                     f"{at}: {format_quantity(name, value)} is not a whole number: Kubernetes "
                     f"takes no fraction of an extended resource such as {name}", at))
+                uncompared.add(name)
+    for name, value in requests.items():  # (the API server's ValidateResourceRequirements)
+        if name in uncompared:
+            continue  # (told: a fraction, or limits that do not read)
+        at = f"{field}.resources.requests.{name}"
+        asked = format_quantity(name, value)
+        limit = limits.get(name)
+        if not overcommitted(name):
+            if limit is None:
+                found.append(ManifestError(
+                    f"{at}: {asked} is requested with no limit: the API server takes {name}, "
+                    f"which no node overcommits, only with a limit equal to its request; set "
+                    f"resources.limits.{name} to {asked}", at))
+            elif limit != value:
+                found.append(ManifestError(
+                    f"{at}: {asked} differs from its limit, {format_quantity(name, limit)}: "
+                    f"the API server takes a request of {name}, which no node overcommits, "
+                    f"equal to its limit only", at))
+        elif limit is not None and value > limit:
+            found.append(ManifestError(
+                f"{at}: {asked} is more than its limit, {format_quantity(name, limit)}: the "
+                f"API server takes no request above its limit", at))
     raise_all(found)
     for name, value in limits.items():
         requests.setdefault(name, value)  # limits without requests request the limits
     return requests
+
+
+def overcommitted(name: str) -> bool:
+    """Whether nodes may overcommit resource ``name`` (Kubernetes'
+    ``IsOvercommitAllowed``): its own resources (cpu, memory, ...) but for
+    hugepages, not an extended one such as ``nvidia.com/gpu``."""
+    return not is_extended(name) and not name.startswith("hugepages-")
+
+
+# Kubernetes' rules for the names of a pod's containers (a DNS-1123 label) and of
+# the objects a Service is named after (a DNS-1035 label: a letter first)
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+DNS_1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+DNS_LABEL_MOST = 63
+DNS_LABEL_RULE = ("at most 63 lower-case letters, digits and '-', starting and ending with a "
+                  "letter or digit")
+DNS_1035_RULE = ("a lower-case letter first, then lower-case letters, digits and '-', a letter "
+                 "or digit last; no '.'")
+
+
+def _check_container(c: Mapping[str, Any], at: str, named: dict[str, str],
+                     found: list[ManifestError]) -> None:
+    """What the API server refuses of a pod's container, but its resources: a
+    container with no name, a name that is no DNS label or another
+    container's (``named``: name -> the container that has it), no image."""
+    name = c.get("name")
+    if name is None or name == "":
+        found.append(ManifestError(
+            f"{at}.name is missing: the API server refuses a container with no name; give it "
+            f"one ({DNS_LABEL_RULE})", at))
+    elif not isinstance(name, str) or len(name) > DNS_LABEL_MOST \
+            or not DNS_LABEL.fullmatch(name):
+        found.append(ManifestError(f"{at}.name {as_written(name)} is not a valid container "
+                                   f"name: {DNS_LABEL_RULE}", f"{at}.name"))
+    elif name in named:
+        found.append(ManifestError(
+            f"{at}.name {name!r} is the name of {named[name]} too: the API server refuses a "
+            f"pod whose containers share a name", f"{at}.name"))
+    else:
+        named[name] = at.rsplit(".", 1)[-1]
+    image = c.get("image")
+    if image is None or image == "":
+        found.append(ManifestError(
+            f"{at}.image is missing: the API server refuses a container with no image", at))
+    elif not isinstance(image, str):
+        found.append(ManifestError(f"{at}.image must be a string, not {as_written(image)}; "
+                                   f"quote it", f"{at}.image"))
 
 
 def pod_requests(template: Manifest, field: str) -> Resources:
@@ -286,9 +374,11 @@ def pod_requests(template: Manifest, field: str) -> Resources:
         raise ManifestError(f"{field}.spec.containers must list at least one container", field)
     total: Resources = {}
     found: list[ManifestError] = []  # (each container's mistakes told)
+    named: dict[str, str] = {}  # (a name once in the pod: its init containers' too)
     for i, c in enumerate(containers):
         if not isinstance(c, Mapping):
             raise ManifestError(f"{field}.spec.containers[{i}] must be a mapping", field)
+        _check_container(c, f"{field}.spec.containers[{i}]", named, found)
         add_into(total, _gathered(found, _container_requests, c,
                                   f"{field}.spec.containers[{i}]"))
     init_peak: Resources = {}
@@ -296,6 +386,7 @@ def pod_requests(template: Manifest, field: str) -> Resources:
     for i, c in enumerate(spec.get("initContainers") or []):
         if not isinstance(c, Mapping):
             raise ManifestError(f"{field}.spec.initContainers[{i}] must be a mapping", field)
+        _check_container(c, f"{field}.spec.initContainers[{i}]", named, found)
         req = _gathered(found, _container_requests, c, f"{field}.spec.initContainers[{i}]")
         if c.get("restartPolicy") == "Always":
             add_into(sidecars, req)

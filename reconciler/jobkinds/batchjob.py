@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reconciler.core.outcomes import ObservedPhase
+from reconciler.core.problems import as_written
 from reconciler.jobkinds.base import (
     Manifest,
     ManifestError,
@@ -51,6 +52,21 @@ class BatchJobKind:
         if completions is not None:
             parallelism = min(parallelism, replicas_of(completions, "spec.completions"))
         return [PodTemplateRef("main", parallelism, template, "spec.template")]
+
+    def broken_rules(self, obj: Manifest, name: str) -> list[ManifestError]:
+        """A Job's pods must restart Never or OnFailure: the API server refuses
+        a Job whose pod template says Always, or nothing (a pod's default)."""
+        spec = mapping_at(obj, "spec", "template", "spec") or {}
+        policy = spec.get("restartPolicy")
+        if policy in ("Never", "OnFailure"):
+            return []
+        at = "spec.template.spec.restartPolicy"
+        if policy is None:
+            return [ManifestError(f"{at} is missing: the API server refuses a Job whose pods "
+                                  f"would restart Always, a pod's default; set it to Never "
+                                  f"or OnFailure", "spec.template.spec")]
+        return [ManifestError(f"{at} is {as_written(policy)}: the API server takes a Job whose "
+                              f"pods restart Never or OnFailure only", at)]
 
     def set_suspended(self, obj: Manifest, suspended: bool | None) -> None:
         set_spec_suspend(obj, suspended)

@@ -6,11 +6,17 @@ operator's. Both share the same pod-set layout and run policy.
 
 from __future__ import annotations
 
+from reconciler.core.problems import as_written
 from reconciler.jobkinds.base import (
+    DNS_LABEL,
+    DNS_LABEL_MOST,
+    DNS_LABEL_RULE,
     Manifest,
+    ManifestError,
     Observed,
     PodTemplateRef,
     conditions_phase,
+    mapping_at,
     replica_specs,
     run_policy_priority_class,
     run_policy_ttl,
@@ -38,6 +44,44 @@ class MPIJobKind:
             return 0
         pods = {ref.name: ref.replicas for ref in self.pod_templates(obj)}
         return pods.get("launcher", 0) if pods.get("worker") else 0
+
+    def broken_rules(self, obj: Manifest, name: str) -> list[ManifestError]:
+        """What the MPI operator refuses of its MPIJobs (kubeflow.org/v2beta1:
+        its controller's ``ValidateMPIJob``, before it makes a pod): no
+        Launcher, or one of more than one replica; a restartPolicy other than
+        Never and OnFailure; a name that makes its last worker's host name no
+        DNS label."""
+        if self.api_version != "kubeflow.org/v2beta1":
+            return []
+        found = []
+        specs = mapping_at(obj, "spec", "mpiReplicaSpecs") or {}
+        launcher = specs.get("Launcher")
+        if launcher is None:
+            found.append(ManifestError(
+                "spec.mpiReplicaSpecs.Launcher is missing: the MPI operator runs an MPIJob "
+                "from its launcher, and refuses one without", "spec.mpiReplicaSpecs"))
+        elif isinstance(launcher, dict) and launcher.get("replicas") not in (None, 1):
+            at = "spec.mpiReplicaSpecs.Launcher.replicas"
+            found.append(ManifestError(
+                f"{at} must be 1, not {as_written(launcher['replicas'])}: an MPIJob has one "
+                f"launcher (the MPI operator refuses more)", at))
+        for role in ("Launcher", "Worker"):
+            replica = specs.get(role)
+            policy = replica.get("restartPolicy") if isinstance(replica, dict) else None
+            if policy not in (None, "", "Never", "OnFailure"):
+                at = f"spec.mpiReplicaSpecs.{role}.restartPolicy"
+                found.append(ManifestError(
+                    f"{at} is {as_written(policy)}: the MPI operator takes Never or OnFailure "
+                    f"only", at))
+        worker = specs.get("Worker")
+        workers = worker.get("replicas") if isinstance(worker, dict) else None
+        last = f"{name}-worker-{workers - 1 if isinstance(workers, int) and workers > 0 else 0}"
+        if len(last) > DNS_LABEL_MOST or not DNS_LABEL.fullmatch(last):
+            found.append(ManifestError(
+                f"metadata.name {name!r} makes the host name of its last worker {last!r}, "
+                f"which must be a DNS label ({DNS_LABEL_RULE}): the MPI operator refuses the "
+                f"job; shorten the name", "metadata.name"))
+        return found
 
     def refused_by(self, obj: Manifest) -> dict[str, str]:
         """Kueue manages the MPI operator's MPIJobs (kubeflow.org/v2beta1)

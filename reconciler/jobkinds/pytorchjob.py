@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from reconciler.jobkinds.base import (
+    DNS_1035_LABEL,
+    DNS_1035_RULE,
     Manifest,
+    ManifestError,
     Observed,
     PodTemplateRef,
     conditions_phase,
@@ -14,6 +17,9 @@ from reconciler.jobkinds.base import (
     set_run_policy_suspend,
 )
 
+ROLES = ("Master", "Worker")
+CONTAINER = "pytorch"  # (the training operator's PyTorchJobDefaultContainerName)
+
 
 class PyTorchJobKind:
     api_version = "kubeflow.org/v1"
@@ -21,6 +27,45 @@ class PyTorchJobKind:
 
     def pod_templates(self, obj: Manifest) -> list[PodTemplateRef]:
         return replica_specs(obj, "pytorchReplicaSpecs", ("Master", "Worker"))
+
+    def broken_rules(self, obj: Manifest, name: str) -> list[ManifestError]:
+        """What the training operator's webhook refuses of a PyTorchJob: a name
+        that is no DNS-1035 label, a replica type other than Master and
+        Worker, a replica with no container named pytorch (the one it runs
+        torch in), a Master of more than one replica, an elastic policy with
+        no Worker."""
+        found = []
+        if not DNS_1035_LABEL.fullmatch(name):
+            found.append(ManifestError(
+                f"metadata.name {name!r} is not a name the training operator takes: its "
+                f"webhook refuses a PyTorchJob whose name is no DNS-1035 label "
+                f"({DNS_1035_RULE})", "metadata.name"))
+        specs = mapping_at(obj, "spec", "pytorchReplicaSpecs") or {}
+        for role, replica in specs.items():
+            where = f"spec.pytorchReplicaSpecs.{role}"
+            if role not in ROLES:
+                found.append(ManifestError(
+                    f"{where}: a PyTorchJob's replica types are Master and Worker; the "
+                    f"training operator's webhook refuses {role!r}", where))
+            containers = mapping_at(replica, "template", "spec") or {}
+            if not any(isinstance(c, dict) and c.get("name") == CONTAINER
+                       for c in containers.get("containers") or ()):
+                at = f"{where}.template.spec.containers"
+                found.append(ManifestError(
+                    f"{at}: none is named {CONTAINER}: the training operator runs the job in "
+                    f"the container of that name, and its webhook refuses a replica without "
+                    f"one", at))
+            replicas = replica.get("replicas") if isinstance(replica, dict) else None
+            if role == "Master" and replicas is not None and replicas != 1:
+                found.append(ManifestError(
+                    f"{where}.replicas must be 1, not {replicas}: a PyTorchJob has one master "
+                    f"(the training operator's webhook refuses more)", f"{where}.replicas"))
+        if mapping_at(obj, "spec", "elasticPolicy") is not None and "Worker" not in specs:
+            found.append(ManifestError(
+                "spec.elasticPolicy needs spec.pytorchReplicaSpecs.Worker: the training "
+                "operator's webhook refuses an elastic PyTorchJob with no workers",
+                "spec.elasticPolicy"))
+        return found
 
     def set_suspended(self, obj: Manifest, suspended: bool | None) -> None:
         set_run_policy_suspend(obj, suspended)

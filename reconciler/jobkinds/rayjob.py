@@ -16,13 +16,16 @@ requests count in the head's.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from reconciler.core.outcomes import ObservedPhase
 from reconciler.core.resources import Resources
 from reconciler.jobkinds.base import (
+    DNS_1035_LABEL,
+    DNS_1035_RULE,
+    DNS_LABEL,
+    DNS_LABEL_MOST,
     INT32_MAX,
     Manifest,
     ManifestError,
@@ -88,10 +91,10 @@ def group_name(group: Mapping[str, Any], where: str) -> str:
     return name
 
 
-# A Kueue pod set's name (``PodSetReference``): a DNS label. Kueue names a
-# worker group's pod set after its groupName in lower case.
-_POD_SET_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-POD_SET_NAME_MOST = 63
+# The longest name of a RayJob KubeRay takes (``MaxRayJobNameLength``): it names
+# the job's RayCluster after it with 6 characters more, and that cluster's
+# Services with 10 more again (``-serve-svc``), each at most 63 characters long.
+RAY_JOB_NAME_MOST = 47
 
 
 def _pod_set_names(groups: list[Any], submitter: bool) -> list[str]:
@@ -112,9 +115,9 @@ def _pod_set_names(groups: list[Any], submitter: bool) -> list[str]:
         seen.add(name)
         pod_set = name.lower()
         where = f"spec.rayClusterSpec.workerGroupSpecs[{i}].groupName {name!r}"
-        if len(pod_set) > POD_SET_NAME_MOST or not _POD_SET_NAME.fullmatch(pod_set):
+        if len(pod_set) > DNS_LABEL_MOST or not DNS_LABEL.fullmatch(pod_set):
             why.append(f"{where} must be a DNS label once in lower case (at most "
-                       f"{POD_SET_NAME_MOST} letters, digits and '-', a letter or digit at "
+                       f"{DNS_LABEL_MOST} letters, digits and '-', a letter or digit at "
                        f"each end): Kueue names the group's pod set after it")
         elif pod_set in taken:
             why.append(f"{where} names the same pod set as {taken[pod_set]} (Kueue names a "
@@ -167,6 +170,22 @@ class RayJobKind:
             out.append(PodTemplateRef(name, worker_replicas(group, where) * hosts,
                                       group["template"], f"{where}.template"))
         return out
+
+    def broken_rules(self, obj: Manifest, name: str) -> list[ManifestError]:
+        """What KubeRay refuses of a RayJob's name (``ValidateRayJobMetadata``):
+        more than 47 characters (its RayCluster is named after it with 6 more,
+        and that name's Services with 10 more), or no DNS-1035 label."""
+        if len(name) > RAY_JOB_NAME_MOST:
+            return [ManifestError(
+                f"metadata.name {name!r} is {len(name)} characters long: KubeRay refuses a "
+                f"RayJob named with more than {RAY_JOB_NAME_MOST} (it names the job's "
+                f"RayCluster, and that cluster's Services, after it); shorten it",
+                "metadata.name")]
+        if not DNS_1035_LABEL.fullmatch(name):
+            return [ManifestError(
+                f"metadata.name {name!r} is not a name KubeRay takes: it refuses a RayJob "
+                f"whose name is no DNS-1035 label ({DNS_1035_RULE})", "metadata.name")]
+        return []
 
     def other_pod_templates(self, obj: Manifest) -> list[PodTemplateRef]:
         """The submitter's (``spec.submitterPodTemplate``), when given."""

@@ -122,7 +122,7 @@ def test_jobs_parsed_alike_share_their_pod_sets_and_requests_and_read_back_equal
     from reconciler.jobkinds import kind_for
 
     def manifest(name: str, gpus: int) -> dict[str, object]:
-        pod = {"spec": {"containers": [{"name": "main", "resources": {"limits": {
+        pod = {"spec": {"containers": [{"name": "pytorch", "image": "x", "resources": {"limits": {
             "nvidia.com/gpu": gpus}, "requests": {"cpu": "2"}}}]}}
         return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
                 "metadata": {"name": name, "namespace": "team-a",

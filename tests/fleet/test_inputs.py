@@ -52,6 +52,7 @@ spec:
   template:
     spec:
       containers: [{name: main, image: busybox, resources: {requests: {cpu: "1"}}}]
+      restartPolicy: Never
 """
 
 
@@ -466,17 +467,17 @@ spec:
       template:
         spec:
           containers:
-          - name: m
-            resources: {requests: {cpu: "1", memory: 1Gi}, limits: {aliyun.com/gpu-mem: 8}}
+          - {name: pytorch, image: x,
+             resources: {requests: {cpu: "1", memory: 1Gi}, limits: {aliyun.com/gpu-mem: 8}}}
     Worker:
       replicas: 2
       template:
         spec:
           containers:
-          - name: w
-            resources: {requests: {cpu: "2", nvidia.com/gpu: 1}}
-          - name: sidecar
-            resources: {requests: {cpu: 100m}}
+          - {name: pytorch, image: x,
+             resources: {requests: {cpu: "2", nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: "1"}}}
+          - {name: sidecar, image: x,
+             resources: {requests: {cpu: 100m}}}
 """
 
 
@@ -507,6 +508,75 @@ def test_every_bad_quantity_of_a_job_is_told_at_its_line() -> None:
         "fraction of an extended resource such as aliyun.com/gpu-mem; fix the manifest"]
 
 
+REFUSED_POD = """\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j1, namespace: default}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - {name: main, image: busybox}
+      - {image: busybox}
+      - {name: Side_Car, image: busybox}
+      - {name: noimage}
+      - name: greedy
+        image: busybox
+        resources:
+          requests: {cpu: "4", memory: 1Gi, nvidia.com/gpu: 1}
+          limits: {cpu: "2", memory: 1Gi, nvidia.com/gpu: 2}
+      - name: gpu
+        image: busybox
+        resources: {requests: {nvidia.com/gpu: 1, memory: 1Gi}}
+      initContainers:
+      - {name: main, image: busybox}
+"""
+
+
+def test_a_pod_the_api_server_refuses_is_an_error_at_each_of_its_lines() -> None:
+    """A job whose pods the API server refuses (Kubernetes' ValidatePodSpec)
+    was admitted: it took its quota and its room, and never ran."""
+    at = "spec.template.spec"
+    rule = "at most 63 lower-case letters, digits and '-', starting and ending with a letter " \
+           "or digit"
+    inputs = read({"jobs/j.yaml": REFUSED_POD})
+    assert told(inputs) == [
+        f"jobs/j.yaml:10: {at}.containers[1].name is missing: the API server refuses a "
+        f"container with no name; give it one ({rule}); fix the manifest (and 6 more "
+        f"mistake(s) of it, each told at its line)",
+        f"jobs/j.yaml:11: {at}.containers[2].name 'Side_Car' is not a valid container name: "
+        f"{rule}; fix the manifest",
+        f"jobs/j.yaml:12: {at}.containers[3].image is missing: the API server refuses a "
+        f"container with no image; fix the manifest",
+        f"jobs/j.yaml:16: {at}.containers[4].resources.requests.cpu: 4 is more than its limit, "
+        f"2: the API server takes no request above its limit; fix the manifest",
+        f"jobs/j.yaml:16: {at}.containers[4].resources.requests.nvidia.com/gpu: 1 differs from "
+        f"its limit, 2: the API server takes a request of nvidia.com/gpu, which no node "
+        f"overcommits, equal to its limit only; fix the manifest",
+        f"jobs/j.yaml:20: {at}.containers[5].resources.requests.nvidia.com/gpu: 1 is requested "
+        f"with no limit: the API server takes nvidia.com/gpu, which no node overcommits, only "
+        f"with a limit equal to its request; set resources.limits.nvidia.com/gpu to 1; fix the "
+        f"manifest",
+        f"jobs/j.yaml:22: {at}.initContainers[0].name 'main' is the name of containers[0] too: "
+        f"the API server refuses a pod whose containers share a name; fix the manifest"]
+    assert not inputs.jobs
+    fixed = (REFUSED_POD.replace("- {image: busybox}", "- {name: second, image: busybox}")
+             .replace("Side_Car", "side-car")
+             .replace("{name: noimage}", "{name: noimage, image: busybox}")
+             .replace('cpu: "4"', 'cpu: "2"').replace("nvidia.com/gpu: 2", "nvidia.com/gpu: 1")
+             .replace("{requests: {nvidia.com/gpu: 1, memory: 1Gi}}",
+                      "{requests: {memory: 1Gi}, limits: {nvidia.com/gpu: 1}}"))
+    assert told(read({"jobs/j.yaml": fixed})) == [
+        f"jobs/j.yaml:22: {at}.initContainers[0].name 'main' is the name of containers[0] too: "
+        f"the API server refuses a pod whose containers share a name; fix the manifest"]
+    fixed = fixed[:fixed.rindex("{name: main")] + "{name: init, image: busybox}\n"
+    assert told(read({"jobs/j.yaml": fixed})) == []
+    # cpu and memory may be overcommitted: a request below its limit is taken
+    below = fixed.replace('requests: {cpu: "2"', 'requests: {cpu: "1"')
+    assert below != fixed and told(read({"jobs/j.yaml": below})) == []
+
+
 RAYJOB = """apiVersion: ray.io/v1
 kind: RayJob
 metadata:
@@ -531,6 +601,139 @@ spec:
         spec:
           containers: [{name: w, image: x, resources: {requests: {cpu: "1"}}}]
 """
+
+
+@pytest.mark.parametrize(("policy", "said"), [
+    ("", "jobs/j.yaml:6: spec.template.spec.restartPolicy is missing: the API server refuses a "
+         "Job whose pods would restart Always, a pod's default; set it to Never or OnFailure"),
+    ("      restartPolicy: Always\n", "jobs/j.yaml:8: spec.template.spec.restartPolicy is "
+     "'Always': the API server takes a Job whose pods restart Never or OnFailure only"),
+    ("      restartPolicy: OnFailure\n", None),
+    ("      restartPolicy: Never\n", None),
+])
+def test_a_job_whose_pods_would_restart_always_is_an_error_at_its_line(
+        policy: str, said: str | None) -> None:
+    """The API server refuses such a Job: it was admitted, and never made."""
+    text = JOB.replace("      restartPolicy: Never\n", policy)
+    assert told(read({"jobs/j.yaml": text})) == ([f"{said}; fix the manifest"] if said else [])
+
+
+REFUSED_PYTORCHJOB = """\
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: llama.v2, namespace: default}
+spec:
+  elasticPolicy: {maxRestarts: 3}
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 2
+      template:
+        spec:
+          containers: [{name: trainer, image: x}]
+    Launcher:
+      template:
+        spec:
+          containers: [{name: pytorch, image: x}]
+"""
+
+
+def test_a_pytorchjob_the_training_operator_refuses_is_an_error_at_each_of_its_lines() -> None:
+    """Its webhook refuses each of these (``validatePyTorchJob``)."""
+    assert told(read({"jobs/p.yaml": REFUSED_PYTORCHJOB})) == [
+        "jobs/p.yaml:3: metadata.name 'llama.v2' is not a name the training operator takes: its "
+        "webhook refuses a PyTorchJob whose name is no DNS-1035 label (a lower-case letter "
+        "first, then lower-case letters, digits and '-', a letter or digit last; no '.'); fix "
+        "the manifest (and 4 more mistake(s) of it, each told at its line)",
+        "jobs/p.yaml:5: spec.elasticPolicy needs spec.pytorchReplicaSpecs.Worker: the training "
+        "operator's webhook refuses an elastic PyTorchJob with no workers; fix the manifest",
+        "jobs/p.yaml:8: spec.pytorchReplicaSpecs.Master.replicas must be 1, not 2: a PyTorchJob "
+        "has one master (the training operator's webhook refuses more); fix the manifest",
+        "jobs/p.yaml:11: spec.pytorchReplicaSpecs.Master.template.spec.containers: none is named "
+        "pytorch: the training operator runs the job in the container of that name, and its "
+        "webhook refuses a replica without one; fix the manifest",
+        "jobs/p.yaml:12: spec.pytorchReplicaSpecs.Launcher: a PyTorchJob's replica types are "
+        "Master and Worker; the training operator's webhook refuses 'Launcher'; fix the "
+        "manifest"]
+    fixed = (REFUSED_PYTORCHJOB.replace("llama.v2", "llama-v2").replace("name: trainer",
+                                                                         "name: pytorch")
+             .replace("replicas: 2", "replicas: 1").replace("Launcher:", "Worker:"))
+    assert told(read({"jobs/p.yaml": fixed})) == []
+    started = read({"jobs/p.yaml": fixed.replace("llama-v2", "7b-sft")})
+    assert [p.message.split(":")[0] for p in started.problems] == ["metadata.name '7b-sft' is "
+                                                                   "not a name the training "
+                                                                   "operator takes"]
+
+
+MPIJOB = """\
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata: {name: NAME, namespace: default}
+spec:
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 2
+      restartPolicy: Always
+      template: {spec: {containers: [{name: launcher, image: x}]}}
+    Worker:
+      replicas: 16
+      restartPolicy: ExitCode
+      template: {spec: {containers: [{name: worker, image: x}]}}
+"""
+
+
+def test_an_mpijob_the_mpi_operator_refuses_is_an_error_at_each_of_its_lines() -> None:
+    """The MPI operator's controller validates a job before it makes a pod
+    (``ValidateMPIJob``): such a job never starts. The name's worst case is
+    its last worker's host name, ``NAME-worker-15``."""
+    name = "m" * 54  # (63 characters with "-worker-15": one too many)
+    text = MPIJOB.replace("NAME", name)
+    assert told(read({"jobs/m.yaml": text})) == [
+        f"jobs/m.yaml:3: metadata.name '{name}' makes the host name of its last worker "
+        f"'{name}-worker-15', which must be a DNS label (at most 63 lower-case letters, digits "
+        f"and '-', starting and ending with a letter or digit): the MPI operator refuses the "
+        f"job; shorten the name; fix the manifest",
+        "jobs/m.yaml:7: spec.mpiReplicaSpecs.Launcher.replicas must be 1, not 2: an MPIJob has "
+        "one launcher (the MPI operator refuses more); fix the manifest (and 3 more mistake(s) "
+        "of it, each told at its line)",
+        "jobs/m.yaml:8: spec.mpiReplicaSpecs.Launcher.restartPolicy is 'Always': the MPI "
+        "operator takes Never or OnFailure only; fix the manifest",
+        "jobs/m.yaml:12: spec.mpiReplicaSpecs.Worker.restartPolicy is 'ExitCode': the MPI "
+        "operator takes Never or OnFailure only; fix the manifest"]
+    fixed = (text.replace(name, name[1:]).replace("replicas: 2", "replicas: 1")
+             .replace("Always", "OnFailure").replace("ExitCode", "Never"))
+    assert told(read({"jobs/m.yaml": fixed})) == []
+    assert told(read({"jobs/m.yaml": fixed.replace("replicas: 16", "replicas: 1000")})) == [
+        f"jobs/m.yaml:3: metadata.name '{name[1:]}' makes the host name of its last worker "
+        f"'{name[1:]}-worker-999', which must be a DNS label (at most 63 lower-case letters, "
+        f"digits and '-', starting and ending with a letter or digit): the MPI operator refuses "
+        f"the job; shorten the name; fix the manifest"]
+    alone = fixed[:fixed.index("    Launcher:")] + fixed[fixed.index("    Worker:"):]
+    assert told(read({"jobs/m.yaml": alone})) == [
+        "jobs/m.yaml:5: spec.mpiReplicaSpecs.Launcher is missing: the MPI operator runs an "
+        "MPIJob from its launcher, and refuses one without; fix the manifest"]
+    # the training operator's MPIJob (kubeflow.org/v1) is not the MPI operator's
+    v1 = text.replace("kubeflow.org/v2beta1", "kubeflow.org/v1")
+    assert told(read({"jobs/m.yaml": v1})) == []
+
+
+@pytest.mark.parametrize(("name", "said"), [
+    ("r" * 47, None),
+    ("r" * 48, f"metadata.name '{'r' * 48}' is 48 characters long: KubeRay refuses a RayJob "
+               f"named with more than 47 (it names the job's RayCluster, and that cluster's "
+               f"Services, after it); shorten it"),
+    ("ray.v2", "metadata.name 'ray.v2' is not a name KubeRay takes: it refuses a RayJob whose "
+               "name is no DNS-1035 label (a lower-case letter first, then lower-case letters, "
+               "digits and '-', a letter or digit last; no '.')"),
+    ("2-ray", "metadata.name '2-ray' is not a name KubeRay takes: it refuses a RayJob whose "
+              "name is no DNS-1035 label (a lower-case letter first, then lower-case letters, "
+              "digits and '-', a letter or digit last; no '.')"),
+])
+def test_a_rayjob_name_kuberay_refuses_is_an_error_at_its_line(name: str,
+                                                                said: str | None) -> None:
+    """KubeRay validates a RayJob's name (``ValidateRayJobMetadata``)."""
+    text = RAYJOB.replace("name: r\n", f"name: {name}\n").replace("NAME", "groupName: cpu")
+    assert told(read({"jobs/r.yaml": text})) == (
+        [f"jobs/r.yaml:4: {said}; fix the manifest"] if said else [])
 
 
 def test_a_ray_worker_group_without_a_name_of_its_own_is_told_at_its_line() -> None:

@@ -666,6 +666,7 @@ spec:
   template:
     spec:
       containers: [{name: main, image: busybox, resources: {requests: {cpu: "1"}}}]
+      restartPolicy: Never
 """})
     commit_all(path, "a Job named mnist too")
     proc = fleetq("validate", "--repo", str(path))
