@@ -90,7 +90,9 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     ``preemptible``: whether it may be preempted (else it runs within the mins
     of its quotas, with the running jobs ``not_preemptible``); ``waiting``: the
     jobs waiting in other queues (those the cycle takes before it count, with
-    those ahead of it, in the limits it is told to raise), and ``settings``
+    those ahead of it, in the limits it is told to raise) and behind it in its
+    own (those tried after it may free room for a job ahead of it, which then
+    takes its place), and ``settings``
     the fleet's (their queues' strategy and weight)."""
     d = decision
     where = (f" (it ran on {', '.join((d.cluster or '', *d.copies))})" if d.copies
@@ -1043,8 +1045,9 @@ class _Turns:
 
     def takers(self) -> list[Decision]:
         """Once ``d`` runs (after ``before``), the limits raised to their values
-        (full with it): the jobs the cycle tries after it, or again, that
-        would evict it to get in, short of a limit of its path it fills: of
+        (full with it): the jobs the cycle tries after it (those behind it in
+        its own queue too: one may free room for a job ahead of it), or again,
+        that would evict it to get in, short of a limit of its path it fills: of
         other quotas, within their min, reclaiming the room from its quota
         (above its min); of its own, by priority, the room they waited for
         freed by evictions elsewhere."""
@@ -1057,7 +1060,8 @@ class _Turns:
             return any(at in path and d.requests.get(name, 0) for at, name, _ in held)
 
         later: deque[Decision] = deque()  # (the rest of the pass, then those that waited
-        while (turn := self.pop()) is not None:  # before it, again)
+        self.push(d.quota or "")  # before it, again; the jobs after it in its own queue too)
+        while (turn := self.pop()) is not None:
             later.append(turn[1])
             self.push(turn[0])
         later.extend(self.held)
@@ -1067,6 +1071,8 @@ class _Turns:
         tries = 2 * (len(later) + len(again)) + 1  # (evictions may chain: a bound)
         while later and tries:
             x, tries = later.popleft(), tries - 1
+            if any(y is x for y in self.running.get(x.quota or "", ())):
+                continue  # (in already: it was asked again before its turn came)
             held = self.short(x, every=True)
             if held and x.key not in again and not fills(held):
                 continue  # (what it could evict is no matter to it)
@@ -1413,4 +1419,4 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                              and x.quota is not None],
                    preemptible=preemptible, settings=settings,
                    waiting=[x for x in decisions if d.position and x.phase is Phase.QUEUED
-                            and x.position and x.quota != d.quota])
+                            and x.position and (x.quota != d.quota or x.position > d.position)])

@@ -10,7 +10,14 @@ import pytest
 
 from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
 from reconciler.core.explain import explain_decision
-from reconciler.core.model import Decision, FleetSettings, MemberCluster, Phase
+from reconciler.core.model import (
+    Decision,
+    FleetSettings,
+    MemberCluster,
+    Phase,
+    PreemptionPolicy,
+    QuotaSettings,
+)
 from reconciler.core.quota import QuotaTree
 from tests.builders import (
     JobBuilder,
@@ -330,7 +337,6 @@ def _holders_and_waiting(holder_labels: dict[str, str] | None = None) -> CycleIn
 def test_a_higher_priority_is_offered_only_as_high_as_would_preempt_enough() -> None:
     """It was offered whenever the quota had running jobs: under preemption
     Never, with only non-preemptible holders, and without saying how high."""
-    from reconciler.core.model import PreemptionPolicy
     inp, result = decided(_holders_and_waiting())
     assert by_name(result)["w"].phase is Phase.QUEUED
     lines = explained(inp, result, "w")
@@ -1044,12 +1050,13 @@ def _cpu_job(name: str, ns: str, cpu: str, priority: str, second: int) -> JobBui
         .created(f"2026-01-01T00:00:{second:02d}Z")
 
 
-def _next_cycle(jobs: list[JobBuilder], quotas: QuotaTree, result: CycleResult
-                ) -> dict[str, Phase]:
+def _next_cycle(jobs: list[JobBuilder], quotas: QuotaTree, result: CycleResult,
+                fleet: FleetSettings | None = None) -> dict[str, Phase]:
     """Each job's phase, by name, once ``jobs`` are decided again on the tree
     ``quotas`` (a limit raised as told), from ``result``'s decisions, a day on."""
     again = reconcile_cycle(cycle_input(jobs=jobs, tree=quotas, priority_classes=PRIORITIES,
                                         prior=prior_of(result.decisions),
+                                        settings=fleet,
                                         now="2026-01-03T00:00:00Z"))
     return {name: d.phase for name, d in by_name(again).items()}
 
@@ -1122,3 +1129,48 @@ def test_a_job_reclaimed_by_one_served_first_comes_back_in_its_turn() -> None:
 
     assert _next_cycle(jobs, fleet("5", "14"), result)["t"] is Phase.ADMITTED
     assert _next_cycle(jobs, fleet("5", "13"), result)["t"] is Phase.QUEUED
+
+
+def test_a_job_behind_it_that_frees_room_for_one_ahead_is_told_to_make_its_place_unsure() -> None:
+    """Once the job limit is raised, b-gpu (team-b, first by share) takes both
+    GPUs, so a1 and a2, ahead of t in its queue, wait for them, and t runs.
+    Then lo, behind t (low), reclaims b-gpu's cpu from quota qb above its min:
+    the GPUs free, a1 gets in by preempting lo, and a2 (as old as t's priority,
+    enqueued before it) by preempting t. The jobs behind it in its own queue
+    were left out of what comes after it, and t was told the job limit alone:
+    followed to the letter, it still waited. a1, asked again once it ran, was
+    named as one that could take its place too."""
+    newer = QuotaSettings(preemption=PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY)
+    fleet = settings(root__dept__qa=newer, root__dept__qb=newer)
+
+    def quotas(slots: str = "1") -> QuotaTree:
+        return tree(quota("root", quota(
+            "dept", quota("qa", ns=["team-a"], min={"cpu": "6"}), quota("qb", ns=["team-b"]),
+            min={"cpu": "6"}, max={"kube-queue/max-jobs": slots, "cpu": "6"}),
+            min={"cpu": "20", "gpu": "2"}, max={"cpu": "20", "gpu": "2"}))
+
+    def with_gpus(name: str, ns: str, cpu: str, gpus: str, second: int) -> JobBuilder:
+        return job(name, ns).pod_set("main", 1, cpu=cpu, gpu=gpus).priority_class("mid") \
+            .created(f"2026-01-01T00:00:{second:02d}Z")
+
+    run = _cpu_job("run", "team-a", "1", "high", 1)
+    first = reconcile_cycle(cycle_input(jobs=[run], tree=quotas(), settings=fleet,
+                                        priority_classes=PRIORITIES))
+    jobs = [run, with_gpus("b-gpu", "team-b", "1", "2", 2), with_gpus("a1", "team-a", "1", "1", 3),
+            with_gpus("a2", "team-a", "3", "1", 4), _cpu_job("t", "team-a", "4", "mid", 5),
+            _cpu_job("lo", "team-a", "1", "low", 6)]
+    inp, result = decided(cycle_input(jobs=jobs, tree=quotas(), settings=fleet,
+                                      priority_classes=PRIORITIES, prior=prior_of(first.decisions)))
+    lines = explained(inp, result, "t", policy=newer.preemption)
+    assert lines[2] == (
+        "- quota root/dept kube-queue/max-jobs: 1 used of max 1; 1 more must be freed, or max "
+        "raised to 2 (3 with the 1 job(s) of other queues under root/dept that the cycle "
+        "takes before it (team-b/b-gpu), served first)"), lines
+    assert lines[3] == (
+        "- even with those limits raised as told, its place is not sure: once it runs, "
+        "team-a/a2 (root/dept/qa) could take it; to keep it, raise those limits for them too"
+    ), lines
+
+    after = _next_cycle(jobs, quotas("3"), result, fleet)
+    assert (after["t"], after["a1"], after["a2"]) == (Phase.QUEUED, Phase.ADMITTED,
+                                                      Phase.ADMITTED)
