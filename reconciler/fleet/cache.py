@@ -62,8 +62,9 @@ from reconciler.fleet.inputs import FleetInputs, JobEntry
 from reconciler.fleet.jobs import JobSource
 from reconciler.fleet.state import Written
 
-CACHE_FORMAT = 42  # (42: what the API server and the operators refuse of a job's pods, name and
-# replicas; 41: the lines of a batch Job's parallelism and of its Kueue annotation
+CACHE_FORMAT = 43  # (43: the volume mounts and resource names of a job's pods the API server
+# refuses; 42: what the API server and the operators refuse of a job's pods, name and replicas; 41:
+# the lines of a batch Job's parallelism and of its Kueue annotation
 # job-completions-equal-parallelism, kept as sent on a kueue cluster; 40: a SidecarMode RayJob's
 # head requests its submitter container; 39: a RayJob's worker group names checked; 38: the lines of
 # a batch Job's immutable spec fields, whether a job file was rendered keeping them as sent; 37: the

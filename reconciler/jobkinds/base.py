@@ -283,7 +283,15 @@ def _container_requests(container: Mapping[str, Any], field: str) -> Resources:
     uncompared = set() if len(found) == told else set(requests)  # (limits unread: none is)
     for part, values in (("requests", requests), ("limits", limits)):
         for name, value in values.items():
-            if value % 1000 and is_extended(name):
+            if "/" not in name and name not in CONTAINER_RESOURCES \
+                    and not name.startswith("hugepages-"):
+                at = f"{field}.resources.{part}.{name}"
+                found.append(ManifestError(
+                    f"{at}: {name!r} is not a resource a container may ask for: the API "
+                    f"server takes cpu, memory, ephemeral-storage, hugepages-<size>, or an "
+                    f"extended resource named with its domain, such as nvidia.com/gpu", at))
+                uncompared.add(name)
+            elif value % 1000 and is_extended(name):
                 at = f"{field}.resources.{part}.{name}"
                 found.append(ManifestError(
                     f"{at}: {format_quantity(name, value)} is not a whole number: Kubernetes "
@@ -316,6 +324,11 @@ def _container_requests(container: Mapping[str, Any], field: str) -> Resources:
     return requests
 
 
+# the resources a container may ask for by a name without a domain (Kubernetes'
+# IsStandardContainerResourceName), but for hugepages-<size>
+CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
+
+
 def overcommitted(name: str) -> bool:
     """Whether nodes may overcommit resource ``name`` (Kubernetes'
     ``IsOvercommitAllowed``): its own resources (cpu, memory, ...) but for
@@ -334,11 +347,75 @@ DNS_1035_RULE = ("a lower-case letter first, then lower-case letters, digits and
                  "or digit last; no '.'")
 
 
+def _named_once(items: object, at: str, what: str, found: list[ManifestError]) -> set[str]:
+    """The names of a pod's ``items`` (its volumes), each a DNS label once;
+    what is not, told in ``found``."""
+    if items is None:
+        return set()
+    if not isinstance(items, list):
+        found.append(ManifestError(f"{at} must be a list", at))
+        return set()
+    named: dict[str, int] = {}
+    for i, item in enumerate(items):
+        name = item.get("name") if isinstance(item, Mapping) else None
+        where = f"{at}[{i}]"
+        if not isinstance(name, str) or not name:
+            found.append(ManifestError(f"{where}.name is missing: the API server refuses a "
+                                       f"{what} with no name", where))
+        elif len(name) > DNS_LABEL_MOST or not DNS_LABEL.fullmatch(name):
+            found.append(ManifestError(f"{where}.name {name!r} is not a valid {what} name: "
+                                       f"{DNS_LABEL_RULE}", f"{where}.name"))
+        elif name in named:
+            found.append(ManifestError(
+                f"{where}.name {name!r} is the name of {at.rsplit('.', 1)[-1]}[{named[name]}] "
+                f"too: the API server refuses a pod whose {what}s share a name",
+                f"{where}.name"))
+        else:
+            named[name] = i
+    return set(named)
+
+
+def _check_mounts(c: Mapping[str, Any], at: str, volumes: set[str] | None,
+                  found: list[ManifestError]) -> None:
+    """A container's volume mounts the API server refuses: of a volume the pod
+    does not have (``volumes``; ``None``: its volumes are told wrong), with no
+    mount path, or with another mount's."""
+    mounts = c.get("volumeMounts")
+    if mounts is None:
+        return
+    if not isinstance(mounts, list):
+        found.append(ManifestError(f"{at}.volumeMounts must be a list", f"{at}.volumeMounts"))
+        return
+    paths: dict[str, int] = {}
+    for j, mount in enumerate(mounts):
+        where = f"{at}.volumeMounts[{j}]"
+        if not isinstance(mount, Mapping):
+            found.append(ManifestError(f"{where} must be a mapping", where))
+            continue
+        name, path = mount.get("name"), mount.get("mountPath")
+        if volumes is not None and name not in volumes:
+            found.append(ManifestError(
+                f"{where}.name {as_written(name)} names no volume of the pod (its "
+                f"spec.volumes): the API server refuses the pod; add the volume, or name one "
+                f"it has", f"{where}.name" if "name" in mount else where))
+        if not isinstance(path, str) or not path:
+            found.append(ManifestError(f"{where}.mountPath is missing: the API server refuses "
+                                       f"a volume mount with no path", where))
+        elif path in paths:
+            found.append(ManifestError(
+                f"{where}.mountPath {path!r} is that of volumeMounts[{paths[path]}] too: the "
+                f"API server refuses two mounts at one path of a container",
+                f"{where}.mountPath"))
+        else:
+            paths[path] = j
+
+
 def _check_container(c: Mapping[str, Any], at: str, named: dict[str, str],
                      found: list[ManifestError]) -> None:
-    """What the API server refuses of a pod's container, but its resources: a
-    container with no name, a name that is no DNS label or another
-    container's (``named``: name -> the container that has it), no image."""
+    """What the API server refuses of a pod's container, but its resources
+    and mounts: a container with no name, a name that is no DNS label or
+    another container's (``named``: name -> the container that has it), no
+    image."""
     name = c.get("name")
     if name is None or name == "":
         found.append(ManifestError(
@@ -375,10 +452,16 @@ def pod_requests(template: Manifest, field: str) -> Resources:
     total: Resources = {}
     found: list[ManifestError] = []  # (each container's mistakes told)
     named: dict[str, str] = {}  # (a name once in the pod: its init containers' too)
+    told = len(found)
+    volumes: set[str] | None = _named_once(spec.get("volumes"), f"{field}.spec.volumes",
+                                           "volume", found)
+    if len(found) > told:
+        volumes = None  # (told: the mounts of them are not)
     for i, c in enumerate(containers):
         if not isinstance(c, Mapping):
             raise ManifestError(f"{field}.spec.containers[{i}] must be a mapping", field)
         _check_container(c, f"{field}.spec.containers[{i}]", named, found)
+        _check_mounts(c, f"{field}.spec.containers[{i}]", volumes, found)
         add_into(total, _gathered(found, _container_requests, c,
                                   f"{field}.spec.containers[{i}]"))
     init_peak: Resources = {}
@@ -387,6 +470,7 @@ def pod_requests(template: Manifest, field: str) -> Resources:
         if not isinstance(c, Mapping):
             raise ManifestError(f"{field}.spec.initContainers[{i}] must be a mapping", field)
         _check_container(c, f"{field}.spec.initContainers[{i}]", named, found)
+        _check_mounts(c, f"{field}.spec.initContainers[{i}]", volumes, found)
         req = _gathered(found, _container_requests, c, f"{field}.spec.initContainers[{i}]")
         if c.get("restartPolicy") == "Always":
             add_into(sidecars, req)

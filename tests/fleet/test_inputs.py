@@ -603,6 +603,55 @@ spec:
 """
 
 
+MOUNTS = """\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j1, namespace: default}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: busybox
+        resources: {requests: {gpu: 1}}
+        volumeMounts:
+        - {name: data, mountPath: /data}
+        - {name: dhsm, mountPath: /dev/shm}
+        - {name: data, mountPath: /data}
+        - {name: data}
+      volumes:
+      - {name: data, emptyDir: {}}
+      - {name: dshm, emptyDir: {medium: Memory}}
+"""
+
+
+def test_a_mount_or_a_resource_name_the_api_server_refuses_is_an_error_at_its_line() -> None:
+    """A mount of a volume the pod does not have (``dhsm`` for ``dshm``), a
+    resource named without its domain (``gpu``): the API server refuses the
+    pod, and the job was admitted to a cluster where it never ran."""
+    at = "spec.template.spec.containers[0]"
+    assert told(read({"jobs/j.yaml": MOUNTS})) == [
+        f"jobs/j.yaml:11: {at}.resources.requests.gpu: 'gpu' is not a resource a container "
+        f"may ask for: the API server takes cpu, memory, ephemeral-storage, hugepages-<size>, "
+        f"or an extended resource named with its domain, such as nvidia.com/gpu; fix the "
+        f"manifest",
+        f"jobs/j.yaml:14: {at}.volumeMounts[1].name 'dhsm' names no volume of the pod (its "
+        f"spec.volumes): the API server refuses the pod; add the volume, or name one it has; "
+        f"fix the manifest (and 3 more mistake(s) of it, each told at its line)",
+        f"jobs/j.yaml:15: {at}.volumeMounts[2].mountPath '/data' is that of volumeMounts[0] "
+        f"too: the API server refuses two mounts at one path of a container; fix the manifest",
+        f"jobs/j.yaml:16: {at}.volumeMounts[3].mountPath is missing: the API server refuses a "
+        f"volume mount with no path; fix the manifest"]
+    fixed = (MOUNTS.replace("{gpu: 1}", "{nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 1}")
+             .replace("dhsm", "dshm")
+             .replace("        - {name: data, mountPath: /data}\n        - {name: data}\n", ""))
+    assert told(read({"jobs/j.yaml": fixed})) == []
+    twice = fixed.replace("name: dshm, emptyDir", "name: data, emptyDir")
+    assert told(read({"jobs/j.yaml": twice})) == [
+        "jobs/j.yaml:17: spec.template.spec.volumes[1].name 'data' is the name of volumes[0] "
+        "too: the API server refuses a pod whose volumes share a name; fix the manifest"]
+
 @pytest.mark.parametrize(("policy", "said"), [
     ("", "jobs/j.yaml:6: spec.template.spec.restartPolicy is missing: the API server refuses a "
          "Job whose pods would restart Always, a pod's default; set it to Never or OnFailure"),
