@@ -928,29 +928,45 @@ class _Turns:
         def give(v: Decision) -> None:
             usage.charge(v.quota or "", v.requests, preemptible=True)
 
+        def within(victims: list[Decision]) -> bool:  # (a plan that reclaims leaves its
+            # quota within its min, its own jobs evicted if need be: ``find_victims``)
+            return all(v.quota == x.quota for v in victims) or \
+                within_min_after(usage, x.quota or "", x.requests)
+
         try:
-            while (at := self.short(x)) and at[0][2] == MAX:
-                v = next((v for v in out if all(v is not y for y in taken)
-                          and _under(v.quota, at[0][0]) and v.requests.get(at[0][1])), None)
+            while True:
+                at = self.short(x)
+                if at:
+                    if at[0][2] != MAX:
+                        return None
+                    v = next((v for v in out if all(v is not y for y in taken)
+                              and _under(v.quota, at[0][0]) and v.requests.get(at[0][1])
+                              # (a quota back at its min has no more to reclaim)
+                              and (v.quota == x.quota or usage.above_min(v.quota or ""))),
+                             None)
+                elif not within(taken):
+                    v = next((v for v in out if all(v is not y for y in taken)
+                              and v.quota == x.quota), None)
+                else:
+                    break
                 if v is None:
                     return None
                 take(v)
                 taken.append(v)
-            if at:
-                return None
             for v in reversed(taken[:-1]):
                 give(v)
-                if self.short(x):
+                rest = [y for y in taken if y is not v]
+                if self.short(x) or not within(rest):
                     take(v)
                 else:
-                    taken = [y for y in taken if y is not v]
+                    taken = rest
             if len(taken) > 1:  # (one alone that does)
                 for v in taken:
                     give(v)
                 kept, taken = taken, []
                 for v in out:
                     take(v)
-                    if not self.short(x):
+                    if not self.short(x) and within([v]):
                         taken = [v]
                         break
                     give(v)

@@ -1174,3 +1174,73 @@ def test_a_job_behind_it_that_frees_room_for_one_ahead_is_told_to_make_its_place
     after = _next_cycle(jobs, quotas("3"), result, fleet)
     assert (after["t"], after["a1"], after["a2"]) == (Phase.QUEUED, Phase.ADMITTED,
                                                       Phase.ADMITTED)
+
+
+
+def _reclaimed_after_it(others: list[JobBuilder], r_cpu: str) -> tuple[
+        list[JobBuilder], Callable[[str], QuotaTree], FleetSettings, CycleInput, CycleResult]:
+    """t (qa, low) waits for the job limit of dept, behind m (qa, mid); once
+    both run, qa is above its min (4.5 cpu) and the root's cpu is full, and r
+    (qb, low, ``r_cpu``, within its min, tried after t: qb's weight makes its
+    share the larger) reclaims room, from qa or from qc, whose jobs, high and
+    running, are ``others``."""
+    fleet = settings(root__dept__qb=QuotaSettings(weight=500))
+
+    def quotas(slots: str = "3") -> QuotaTree:
+        return tree(quota("root", quota(
+            "dept", quota("qa", ns=["team-a"], min={"cpu": "4500m"}),
+            quota("qb", ns=["team-b"], min={"cpu": "5"}), quota("qc", ns=["team-c"]),
+            min={"cpu": "9500m"}, max={"kube-queue/max-jobs": slots}),
+            min={"cpu": "10", "gpu": "2"}, max={"cpu": "10", "gpu": "2"}))
+
+    running = [_cpu_job("a-run", "team-a", "1", "high", 1),
+               _cpu_job("b-run", "team-b", "3", "high", 2), *others]
+    first = reconcile_cycle(cycle_input(jobs=running, tree=quotas(), settings=fleet,
+                                        priority_classes=PRIORITIES))
+    jobs = [*running, _cpu_job("m", "team-a", "3", "mid", 4),
+            _cpu_job("t", "team-a", "1", "low", 5), _cpu_job("r", "team-b", r_cpu, "low", 6)]
+    inp, result = decided(cycle_input(jobs=jobs, tree=quotas(), settings=fleet,
+                                      priority_classes=PRIORITIES, prior=prior_of(first.decisions)))
+    return jobs, quotas, fleet, inp, result
+
+
+def test_a_job_that_reclaims_to_come_back_evicts_its_own_to_be_within_its_min() -> None:
+    """r reclaims m (one victim, where t and c1 would be two); m comes back by
+    reclaiming c1 and c2, which free the root's cpu it needs, but a plan that
+    reclaims must leave its quota within its min (``find_victims``): it evicts
+    t too. Counted without that rule, t was told the job limit alone, and
+    followed to the letter, still waited."""
+    jobs, quotas, fleet, inp, result = _reclaimed_after_it(
+        [_cpu_job("c1", "team-c", "1", "high", 3), _cpu_job("c2", "team-c", "1", "high", 3)],
+        "2")
+    lines = explained(inp, result, "t")
+    assert lines[2] == (
+        "- quota root/dept kube-queue/max-jobs: 3 used of max 3; 1 more must be freed, or max "
+        "raised to 4 (6 with the 1 job(s) ahead of it in its queue and the 1 job(s) of other "
+        "queues under root/dept that the cycle takes before it (team-c/c2), served first)"), lines
+    assert lines[4] == (
+        "- even with those limits raised as told, its place is not sure: once it runs, "
+        "team-a/m (root/dept/qa) could take it (quota root/dept/qa is then above its min: the "
+        "room may be reclaimed from it); to keep it, raise those limits for them too, or the "
+        "min of quota root/dept/qa"), lines
+
+    after = _next_cycle(jobs, quotas("6"), result, fleet)
+    assert (after["t"], after["m"], after["r"]) == (Phase.QUEUED, Phase.ADMITTED, Phase.ADMITTED)
+
+
+def test_a_quota_back_at_its_min_is_not_reclaimed_from_further() -> None:
+    """r takes t first (the lowest priority of the quotas above their min);
+    qa is then back at its min, so m is not taken, and c-run is: one victim
+    alone, t given back. Taken as if qa still borrowed, m was reclaimed in
+    the model and, back, took t's place: t was told its place was not sure.
+    The limit told lets it in, and one job less does not."""
+    jobs, quotas, fleet, inp, result = _reclaimed_after_it(
+        [_cpu_job("c-run", "team-c", "2", "high", 3)], "1500m")
+    lines = explained(inp, result, "t")
+    assert lines[2] == (
+        "- quota root/dept kube-queue/max-jobs: 3 used of max 3; 1 more must be freed, or max "
+        "raised to 4 (5 with the 1 job(s) ahead of it in its queue, served first)"), lines
+    assert not any("not sure" in line for line in lines), lines
+
+    assert _next_cycle(jobs, quotas("5"), result, fleet)["t"] is Phase.ADMITTED
+    assert _next_cycle(jobs, quotas("4"), result, fleet)["t"] is Phase.QUEUED
