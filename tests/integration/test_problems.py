@@ -25,6 +25,7 @@ from .conftest import (
     RENDERED_SEED,
     STATE,
     SeedFleet,
+    batchjob,
     commit_all,
     fleetq,
     git,
@@ -686,6 +687,50 @@ spec:
     assert fleetq("plan", "--repo", str(path), "--exit-code",
                   "--now", "2026-11-29T11:10:00Z").returncode == 0
 
+
+def test_a_job_its_cluster_would_refuse_is_invalid_and_one_running_keeps_its_place(
+        tmp_path: Path) -> None:
+    """A PyTorchJob ``mnist`` runs; its containers are renamed, so the training
+    operator's webhook would refuse it (it runs the job in the container
+    named pytorch), and a batch Job ``sleep`` whose pods would restart Always
+    is pushed beside it. ``validate`` names each mistake at its line; the
+    running job keeps its place and the files it was sent with, and the new
+    one is not placed."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    write_files(path, {"jobs/interns/mnist.yaml": pytorchjob("mnist", namespace="interns")})
+    commit_all(path, "mnist")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    assert placements(path)["interns/mnist"]["phase"] == "Admitted"
+    before = {f: state_show(path, f) for f in git(path, "ls-tree", "-r", "--name-only",
+                                                   "fleetq/state").split() if "mnist" in f}
+    assert before
+
+    write_files(path, {
+        "jobs/interns/mnist.yaml": pytorchjob("mnist", namespace="interns").replace(
+            "name: pytorch", "name: trainer"),
+        "jobs/interns/sleep.yaml": batchjob("sleep", namespace="interns").replace(
+            "      restartPolicy: Never\n", "")})
+    commit_all(path, "a container renamed, a Job with no restart policy")
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 1
+    refused = ("none is named pytorch: the training operator runs the job in the container of "
+               "that name, and its webhook refuses a replica without one; fix the manifest")
+    for line, role in ((13, "Master"), (23, "Worker")):
+        assert (f"jobs/interns/mnist.yaml:{line}: error: spec.pytorchReplicaSpecs.{role}."
+                f"template.spec.containers: {refused}") in proc.stdout, proc.stdout
+    assert ("jobs/interns/sleep.yaml:9: error: spec.template.spec.restartPolicy is missing: "
+            "the API server refuses a Job whose pods would restart Always, a pod's default; set "
+            "it to Never or OnFailure; fix the manifest") in proc.stdout, proc.stdout
+
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    items = placements(path)
+    assert (items["interns/mnist"]["phase"], items["interns/mnist"].get("sourceInvalid")) == (
+        "Admitted", True)
+    assert items["interns/sleep"]["phase"] == "Invalid"
+    after = {f: state_show(path, f) for f in git(path, "ls-tree", "-r", "--name-only",
+                                                  "fleetq/state").split() if "mnist" in f}
+    assert after == before
 
 def test_jobs_named_by_generate_name_in_a_file_of_several_are_warned_of(
         tmp_path: Path) -> None:
