@@ -393,7 +393,7 @@ def _check_mounts(c: Mapping[str, Any], at: str, volumes: set[str] | None,
             found.append(ManifestError(f"{where} must be a mapping", where))
             continue
         name, path = mount.get("name"), mount.get("mountPath")
-        if volumes is not None and name not in volumes:
+        if volumes is not None and (not isinstance(name, str) or name not in volumes):
             found.append(ManifestError(
                 f"{where}.name {as_written(name)} names no volume of the pod (its "
                 f"spec.volumes): the API server refuses the pod; add the volume, or name one "
@@ -466,7 +466,11 @@ def pod_requests(template: Manifest, field: str) -> Resources:
                                   f"{field}.spec.containers[{i}]"))
     init_peak: Resources = {}
     sidecars: Resources = {}
-    for i, c in enumerate(spec.get("initContainers") or []):
+    inits = spec.get("initContainers") or []
+    if not isinstance(inits, list):
+        raise ManifestError(f"{field}.spec.initContainers must be a list",
+                            f"{field}.spec.initContainers")
+    for i, c in enumerate(inits):
         if not isinstance(c, Mapping):
             raise ManifestError(f"{field}.spec.initContainers[{i}] must be a mapping", field)
         _check_container(c, f"{field}.spec.initContainers[{i}]", named, found)

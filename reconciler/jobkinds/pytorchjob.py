@@ -47,9 +47,10 @@ class PyTorchJobKind:
                 found.append(ManifestError(
                     f"{where}: a PyTorchJob's replica types are Master and Worker; the "
                     f"training operator's webhook refuses {role!r}", where))
-            containers = mapping_at(replica, "template", "spec") or {}
-            if not any(isinstance(c, dict) and c.get("name") == CONTAINER
-                       for c in containers.get("containers") or ()):
+            pod = mapping_at(replica, "template", "spec") or {}
+            containers = pod.get("containers")
+            if isinstance(containers, list) and not any(
+                    isinstance(c, dict) and c.get("name") == CONTAINER for c in containers):
                 at = f"{where}.template.spec.containers"
                 found.append(ManifestError(
                     f"{at}: none is named {CONTAINER}: the training operator runs the job in "

@@ -652,20 +652,6 @@ def test_a_mount_or_a_resource_name_the_api_server_refuses_is_an_error_at_its_li
         "jobs/j.yaml:17: spec.template.spec.volumes[1].name 'data' is the name of volumes[0] "
         "too: the API server refuses a pod whose volumes share a name; fix the manifest"]
 
-@pytest.mark.parametrize(("policy", "said"), [
-    ("", "jobs/j.yaml:6: spec.template.spec.restartPolicy is missing: the API server refuses a "
-         "Job whose pods would restart Always, a pod's default; set it to Never or OnFailure"),
-    ("      restartPolicy: Always\n", "jobs/j.yaml:8: spec.template.spec.restartPolicy is "
-     "'Always': the API server takes a Job whose pods restart Never or OnFailure only"),
-    ("      restartPolicy: OnFailure\n", None),
-    ("      restartPolicy: Never\n", None),
-])
-def test_a_job_whose_pods_would_restart_always_is_an_error_at_its_line(
-        policy: str, said: str | None) -> None:
-    """The API server refuses such a Job: it was admitted, and never made."""
-    text = JOB.replace("      restartPolicy: Never\n", policy)
-    assert told(read({"jobs/j.yaml": text})) == ([f"{said}; fix the manifest"] if said else [])
-
 
 REFUSED_PYTORCHJOB = """\
 apiVersion: kubeflow.org/v1
@@ -763,6 +749,44 @@ def test_an_mpijob_the_mpi_operator_refuses_is_an_error_at_each_of_its_lines() -
     # the training operator's MPIJob (kubeflow.org/v1) is not the MPI operator's
     v1 = text.replace("kubeflow.org/v2beta1", "kubeflow.org/v1")
     assert told(read({"jobs/m.yaml": v1})) == []
+
+
+@pytest.mark.parametrize(("path", "text", "said"), [
+    ("jobs/j.yaml", JOB.replace("      restartPolicy: Never\n",
+                                "      restartPolicy: Never\n      initContainers: 1\n"),
+     "jobs/j.yaml:9: spec.template.spec.initContainers must be a list"),
+    ("jobs/j.yaml", JOB.replace("{name: main, image: busybox,", "{name: main, image: busybox, "
+                                "volumeMounts: [{name: [a], mountPath: /a}],"),
+     "jobs/j.yaml:7: spec.template.spec.containers[0].volumeMounts[0].name ['a'] names no "
+     "volume of the pod (its spec.volumes): the API server refuses the pod; add the volume, or "
+     "name one it has"),
+    ("jobs/p.yaml", REFUSED_PYTORCHJOB.replace("llama.v2", "llama").replace("replicas: 2", "")
+     .replace("Launcher:", "Worker:").replace("[{name: trainer, image: x}]", "1"),
+     "jobs/p.yaml:9: spec.pytorchReplicaSpecs.Master.template.spec.containers must list at "
+     "least one container"),
+])
+def test_a_pod_written_with_the_wrong_shape_is_told_and_stops_nothing_else(
+        path: str, text: str, said: str) -> None:
+    """Init containers that are no list, a mount named by a list, containers
+    that are no list of a PyTorchJob's replica: each stopped the reading of
+    the whole fleet with a Python error."""
+    inputs = read({path: text, "jobs/other.yaml": JOB.replace("name: j1", "name: other")})
+    assert told(inputs)[0].startswith(said), told(inputs)
+    assert [s.job.key.name for s in inputs.jobs.values()] == ["other"]
+
+@pytest.mark.parametrize(("policy", "said"), [
+    ("", "jobs/j.yaml:6: spec.template.spec.restartPolicy is missing: the API server refuses a "
+         "Job whose pods would restart Always, a pod's default; set it to Never or OnFailure"),
+    ("      restartPolicy: Always\n", "jobs/j.yaml:8: spec.template.spec.restartPolicy is "
+     "'Always': the API server takes a Job whose pods restart Never or OnFailure only"),
+    ("      restartPolicy: OnFailure\n", None),
+    ("      restartPolicy: Never\n", None),
+])
+def test_a_job_whose_pods_would_restart_always_is_an_error_at_its_line(
+        policy: str, said: str | None) -> None:
+    """The API server refuses such a Job: it was admitted, and never made."""
+    text = JOB.replace("      restartPolicy: Never\n", policy)
+    assert told(read({"jobs/j.yaml": text})) == ([f"{said}; fix the manifest"] if said else [])
 
 
 @pytest.mark.parametrize(("name", "said"), [
