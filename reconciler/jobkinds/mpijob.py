@@ -64,7 +64,7 @@ class MPIJobKind:
             at = "spec.mpiReplicaSpecs.Launcher.replicas"
             found.append(ManifestError(
                 f"{at} must be 1, not {as_written(launcher['replicas'])}: an MPIJob has one "
-                f"launcher (the MPI operator refuses more)", at))
+                f"launcher (the MPI operator refuses any other number)", at))
         for role in ("Launcher", "Worker"):
             replica = specs.get(role)
             policy = replica.get("restartPolicy") if isinstance(replica, dict) else None

@@ -60,7 +60,8 @@ class PyTorchJobKind:
             if role == "Master" and replicas is not None and replicas != 1:
                 found.append(ManifestError(
                     f"{where}.replicas must be 1, not {replicas}: a PyTorchJob has one master "
-                    f"(the training operator's webhook refuses more)", f"{where}.replicas"))
+                    f"(the training operator's webhook refuses any other number)",
+                    f"{where}.replicas"))
         if mapping_at(obj, "spec", "elasticPolicy") is not None and "Worker" not in specs:
             found.append(ManifestError(
                 "spec.elasticPolicy needs spec.pytorchReplicaSpecs.Worker: the training "

@@ -682,7 +682,8 @@ def test_a_pytorchjob_the_training_operator_refuses_is_an_error_at_each_of_its_l
         "jobs/p.yaml:5: spec.elasticPolicy needs spec.pytorchReplicaSpecs.Worker: the training "
         "operator's webhook refuses an elastic PyTorchJob with no workers; fix the manifest",
         "jobs/p.yaml:8: spec.pytorchReplicaSpecs.Master.replicas must be 1, not 2: a PyTorchJob "
-        "has one master (the training operator's webhook refuses more); fix the manifest",
+        "has one master (the training operator's webhook refuses any other number); fix the "
+        "manifest",
         "jobs/p.yaml:11: spec.pytorchReplicaSpecs.Master.template.spec.containers: none is named "
         "pytorch: the training operator runs the job in the container of that name, and its "
         "webhook refuses a replica without one; fix the manifest",
@@ -728,8 +729,8 @@ def test_an_mpijob_the_mpi_operator_refuses_is_an_error_at_each_of_its_lines() -
         f"and '-', starting and ending with a letter or digit): the MPI operator refuses the "
         f"job; shorten the name; fix the manifest",
         "jobs/m.yaml:7: spec.mpiReplicaSpecs.Launcher.replicas must be 1, not 2: an MPIJob has "
-        "one launcher (the MPI operator refuses more); fix the manifest (and 3 more mistake(s) "
-        "of it, each told at its line)",
+        "one launcher (the MPI operator refuses any other number); fix the manifest (and 3 "
+        "more mistake(s) of it, each told at its line)",
         "jobs/m.yaml:8: spec.mpiReplicaSpecs.Launcher.restartPolicy is 'Always': the MPI "
         "operator takes Never or OnFailure only; fix the manifest",
         "jobs/m.yaml:12: spec.mpiReplicaSpecs.Worker.restartPolicy is 'ExitCode': the MPI "
