@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.core.outcomes import ObservedPhase
+from reconciler.core.problems import as_written
 from reconciler.core.resources import Resources
 from reconciler.jobkinds.base import (
     DNS_1035_LABEL,
@@ -172,20 +173,57 @@ class RayJobKind:
         return out
 
     def broken_rules(self, obj: Manifest, name: str) -> list[ManifestError]:
-        """What KubeRay refuses of a RayJob's name (``ValidateRayJobMetadata``):
-        more than 47 characters (its RayCluster is named after it with 6 more,
-        and that name's Services with 10 more), or no DNS-1035 label."""
+        """What KubeRay refuses of a RayJob (``ValidateRayJobMetadata`` and
+        ``ValidateRayJobSpec``): a name of more than 47 characters (its
+        RayCluster is named after it with 6 more, and that name's Services with
+        10 more), or no DNS-1035 label; a negative ttlSecondsAfterFinished, or
+        a positive one while its cluster is kept (shutdownAfterJobFinishes not
+        true); an activeDeadlineSeconds not above 0, a negative backoffLimit;
+        under SidecarMode, a submitterPodTemplate, a clusterSelector, or a head
+        pod that restarts."""
+        found = []
         if len(name) > RAY_JOB_NAME_MOST:
-            return [ManifestError(
+            found.append(ManifestError(
                 f"metadata.name {name!r} is {len(name)} characters long: KubeRay refuses a "
                 f"RayJob named with more than {RAY_JOB_NAME_MOST} (it names the job's "
                 f"RayCluster, and that cluster's Services, after it); shorten it",
-                "metadata.name")]
-        if not DNS_1035_LABEL.fullmatch(name):
-            return [ManifestError(
+                "metadata.name"))
+        elif not DNS_1035_LABEL.fullmatch(name):
+            found.append(ManifestError(
                 f"metadata.name {name!r} is not a name KubeRay takes: it refuses a RayJob "
-                f"whose name is no DNS-1035 label ({DNS_1035_RULE})", "metadata.name")]
-        return []
+                f"whose name is no DNS-1035 label ({DNS_1035_RULE})", "metadata.name"))
+        spec = mapping_at(obj, "spec") or {}
+        for field, least in (("ttlSecondsAfterFinished", 0), ("activeDeadlineSeconds", 1),
+                             ("backoffLimit", 0)):
+            value = spec.get(field)
+            if value is None:
+                continue
+            at = f"spec.{field}"
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                found.append(ManifestError(
+                    f"{at} must be a whole number from {least} on, not {as_written(value)}: "
+                    f"KubeRay refuses the job", at))
+            elif field == "ttlSecondsAfterFinished" and value > 0 and \
+                    spec.get("shutdownAfterJobFinishes") is not True:
+                found.append(ManifestError(
+                    f"{at} is {value} while spec.shutdownAfterJobFinishes is not true: "
+                    f"KubeRay refuses to delete a cluster it keeps; set "
+                    f"shutdownAfterJobFinishes: true, or remove the field", at))
+        if spec.get("submissionMode") == SIDECAR_MODE:
+            for field in ("submitterPodTemplate", "clusterSelector"):
+                if spec.get(field):
+                    found.append(ManifestError(
+                        f"spec.{field} is not taken under submissionMode {SIDECAR_MODE}: "
+                        f"KubeRay refuses the job (the head pod runs the submitter)",
+                        f"spec.{field}"))
+            head = mapping_at(obj, "spec", "rayClusterSpec", "headGroupSpec", "template",
+                              "spec") or {}
+            if head.get("restartPolicy") not in (None, "", "Never"):
+                at = "spec.rayClusterSpec.headGroupSpec.template.spec.restartPolicy"
+                found.append(ManifestError(
+                    f"{at} is {as_written(head['restartPolicy'])}: under submissionMode "
+                    f"{SIDECAR_MODE} KubeRay takes a head pod that restarts Never only", at))
+        return found
 
     def other_pod_templates(self, obj: Manifest) -> list[PodTemplateRef]:
         """The submitter's (``spec.submitterPodTemplate``), when given."""

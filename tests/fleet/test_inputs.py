@@ -810,6 +810,45 @@ def test_a_rayjob_name_kuberay_refuses_is_an_error_at_its_line(name: str,
         [f"jobs/r.yaml:4: {said}; fix the manifest"] if said else [])
 
 
+@pytest.mark.parametrize(("lines", "said"), [
+    ("  ttlSecondsAfterFinished: -1\n", "jobs/r.yaml:8: spec.ttlSecondsAfterFinished must be a "
+     "whole number from 0 on, not -1: KubeRay refuses the job"),
+    ("  activeDeadlineSeconds: 0\n", "jobs/r.yaml:8: spec.activeDeadlineSeconds must be a whole "
+     "number from 1 on, not 0: KubeRay refuses the job"),
+    ("  backoffLimit: '2'\n", "jobs/r.yaml:8: spec.backoffLimit must be a whole number from 0 "
+     "on, not '2': KubeRay refuses the job"),
+    ("  ttlSecondsAfterFinished: 60\n  shutdownAfterJobFinishes: false\n", "jobs/r.yaml:7: "
+     "spec.ttlSecondsAfterFinished is 60 while spec.shutdownAfterJobFinishes is not true: "
+     "KubeRay refuses to delete a cluster it keeps; set shutdownAfterJobFinishes: true, or "
+     "remove the field"),
+    ("  submissionMode: SidecarMode\n  submitterPodTemplate: {spec: {containers: [{name: s, "
+     "image: x}]}}\n", "jobs/r.yaml:9: spec.submitterPodTemplate is not taken under "
+     "submissionMode SidecarMode: KubeRay refuses the job (the head pod runs the submitter)"),
+    ("  ttlSecondsAfterFinished: 60\n  activeDeadlineSeconds: 600\n  backoffLimit: 0\n", None),
+])
+def test_a_rayjob_spec_kuberay_refuses_is_an_error_at_its_line(lines: str,
+                                                                said: str | None) -> None:
+    """KubeRay validates a RayJob's spec before it makes its cluster
+    (``ValidateRayJobSpec``): such a job would never start."""
+    text = RAYJOB.replace("NAME", "groupName: cpu").replace(
+        "  shutdownAfterJobFinishes: true\n", "  shutdownAfterJobFinishes: true\n" + lines)
+    if "shutdownAfterJobFinishes: false" in lines:
+        text = text.replace("  shutdownAfterJobFinishes: true\n", "", 1)
+    assert told(read({"jobs/r.yaml": text})) == ([f"{said}; fix the manifest"] if said else [])
+
+
+def test_a_sidecar_mode_rayjob_whose_head_restarts_is_an_error_at_its_line() -> None:
+    text = RAYJOB.replace("NAME", "groupName: cpu").replace(
+        "  shutdownAfterJobFinishes: true\n",
+        "  shutdownAfterJobFinishes: true\n  submissionMode: SidecarMode\n").replace(
+        "          containers: [{name: h,", "          restartPolicy: Always\n"
+                                            "          containers: [{name: h,", 1)
+    assert told(read({"jobs/r.yaml": text})) == [
+        "jobs/r.yaml:13: spec.rayClusterSpec.headGroupSpec.template.spec.restartPolicy is "
+        "'Always': under submissionMode SidecarMode KubeRay takes a head pod that restarts "
+        "Never only; fix the manifest"]
+    assert told(read({"jobs/r.yaml": text.replace("Always", "Never")})) == []
+
 def test_a_ray_worker_group_without_a_name_of_its_own_is_told_at_its_line() -> None:
     """A group with no groupName was read as worker-1, and one named as
     another was read as a second pod set of that name: both RayJobs fail on
