@@ -94,8 +94,10 @@ class RenderedTree:
     files: dict[str, bytes | str] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     inputs: dict[str, str] = field(default_factory=dict)
-    # overlay -> the jobs it was not applied to (``Overlays.apply``), told at the end
-    refused: dict[str, list[str]] = field(default_factory=dict)
+    # overlay -> the jobs it was not applied to, and what their cluster would refuse
+    # ("" where nothing: what they were decided on changed; ``Overlays.apply``), told
+    # at the end
+    refused: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
 
 def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,

@@ -44,6 +44,8 @@ from reconciler.jobkinds.base import (
     JobKind,
     Manifest,
     ManifestError,
+    broken_rules,
+    each_error,
     every_pod_template,
     pod_set_requests,
 )
@@ -125,11 +127,12 @@ class Overlays:
         problems.append(Problem(TEMPLATES_PREFIX + name, line, f"{message}; {skipped}"))
 
     def apply(self, obj: Manifest, decision: Decision, cluster: MemberCluster,
-              problems: list[Problem], refused: dict[str, list[str]]) -> Manifest:
+              problems: list[Problem], refused: dict[str, list[tuple[str, str]]]) -> Manifest:
         """``obj`` with each overlay applied, but for those that would change
-        what the job was decided on: those are added to ``refused`` (overlay
-        -> the jobs it was not applied to, "Kind namespace/name on cluster"),
-        to be told once each (``refusals``)."""
+        what the job was decided on, or make it one its cluster would refuse:
+        those are added to ``refused`` (overlay -> the jobs it was not applied
+        to, each "Kind namespace/name on cluster" and what the cluster would
+        refuse, "" when nothing), to be told once each (``refusals``)."""
         if not self.names:
             return obj
         import jinja2
@@ -176,33 +179,40 @@ class Overlays:
                 self._report(problems, name, 1, wrong)
                 continue
             patched = _apply_one(copy.deepcopy(obj), spec, kind)
-            if _decided(patched, kind) != decided:
-                refused.setdefault(name, []).append(
+            broken = _broken(patched, kind, decision.key.name)
+            if broken is not None or _decided(patched, kind) != decided:
+                refused.setdefault(name, []).append((
                     f"{decision.key.kind} {decision.key.namespace}/{decision.key.name} "
-                    f"on {cluster.name}")
+                    f"on {cluster.name}", broken or ""))
                 continue
             obj = patched
         return obj
 
     @staticmethod
-    def refusals(refused: Mapping[str, list[str]]) -> list[Problem]:
-        """One problem per overlay of ``refused`` (see ``apply``), naming the
-        first few of its jobs in order and counting the others: the same
-        whatever order the clusters were rendered in."""
+    def refusals(refused: Mapping[str, list[tuple[str, str]]]) -> list[Problem]:
+        """One problem per overlay of ``refused`` (see ``apply``) and what it
+        breaks, naming the first few of its jobs in order and counting the
+        others: the same whatever order the clusters were rendered in."""
         problems = []
         for name in sorted(refused):
-            jobs = sorted(set(refused[name]))
-            named, rest = jobs[:REFUSED_NAMED], len(jobs) - REFUSED_NAMED
-            if rest > 0:
-                which = f"{', '.join(named)} and {rest} more"
-            else:
-                which = " and ".join(filter(None, (", ".join(named[:-1]), named[-1])))
-            whose, manifest = ("its", "the job's manifest") if len(jobs) == 1 else \
-                ("their", "the jobs' manifests")
-            problems.append(Problem(TEMPLATES_PREFIX + name, 0, (
-                f"it changes the replicas or resource requests of {which}, which {whose} "
-                f"quota and placement were decided on; set them in {manifest}; it is not "
-                f"applied to such a job")))
+            by_why: dict[str, set[str]] = {}
+            for job, why in refused[name]:
+                by_why.setdefault(why, set()).add(job)
+            for why in sorted(by_why):
+                jobs = sorted(by_why[why])
+                named, rest = jobs[:REFUSED_NAMED], len(jobs) - REFUSED_NAMED
+                if rest > 0:
+                    which = f"{', '.join(named)} and {rest} more"
+                else:
+                    which = " and ".join(filter(None, (", ".join(named[:-1]), named[-1])))
+                whose, manifest = ("its", "the job's manifest") if len(jobs) == 1 else \
+                    ("their", "the jobs' manifests")
+                problems.append(Problem(TEMPLATES_PREFIX + name, 0, (
+                    f"it makes {which} a job {whose} cluster would refuse ({why}); fix the "
+                    f"overlay; it is not applied to such a job") if why else (
+                    f"it changes the replicas or resource requests of {which}, which {whose} "
+                    f"quota and placement were decided on; set them in {manifest}; it is not "
+                    f"applied to such a job")))
         return problems
 
     def commit_message(self, context: Mapping[str, Any], problems: list[Problem]) -> str:
@@ -251,6 +261,23 @@ def _decided(obj: Manifest, kind: JobKind | None) -> object:
                 for ref in kind.pod_templates(obj)]
     except (ManifestError, TypeError, AttributeError, KeyError):
         return None
+
+
+def _broken(obj: Manifest, kind: JobKind | None, name: str) -> str | None:
+    """The first thing the job's cluster would refuse of ``obj``: what
+    ``build_job`` checks of its pods and of its kind (``None``: nothing)."""
+    if kind is None:
+        return None
+    found: list[ManifestError] = []
+    try:
+        for ref in kind.pod_templates(obj):
+            pod_set_requests(ref)
+    except ManifestError as exc:
+        found.extend(each_error(exc))
+    except (TypeError, AttributeError, KeyError):
+        return None  # (told as a change of what it was decided on: ``_decided``)
+    found.extend(broken_rules(kind, obj, name))
+    return str(found[0]) if found else None
 
 
 def _misshapen(spec: Mapping[str, Any]) -> str | None:

@@ -326,7 +326,7 @@ patch:
 {% else %}
 podTemplatePatch:
   spec:
-    containers: [{name: main, image: other, resources: {requests: {cpu: "64"}}}]
+    containers: [{name: pytorch, image: other, resources: {requests: {cpu: "64"}}}]
 {% endif %}
 """
 
@@ -357,6 +357,31 @@ def test_an_overlay_that_changes_what_a_job_was_admitted_with_is_not_applied(
         for pod in _pod_specs(manifest):
             assert pod["containers"][0]["resources"]["requests"]["cpu"] == "1"
 
+
+def test_an_overlay_that_makes_a_job_its_cluster_would_refuse_is_not_applied(
+        tmp_path: Path) -> None:
+    """A merge patch replaces a list whole: this one leaves each pod a container
+    with no image, which the API server refuses. It was applied (or told as a
+    change of the job's requests): the job was sent as its cluster refuses
+    it. It is told with what the cluster would refuse, and left out for such
+    a job; the other overlays apply."""
+    files = _files()
+    files["templates/overlays/env.yaml.j2"] = (
+        "podTemplatePatch:\n  spec:\n    containers: [{name: pytorch, env: [{name: A, "
+        "value: b}]}]\n")
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    told = [line for line in proc.stderr.splitlines() if "templates/" in line]
+    assert told == [
+        "templates/overlays/env.yaml.j2: error: it makes PyTorchJob team-bj/train on bj and "
+        "PyTorchJob team-hz/train on hz a job their cluster would refuse (spec."
+        "pytorchReplicaSpecs.Master.template.spec.containers[0].image is missing: the API "
+        "server refuses a container with no image); fix the overlay; it is not applied to such "
+        "a job"], proc.stderr
+    _check_overlay_applied(path)  # (registry.yaml.j2)
+    hz = yaml.safe_load(state_show(path, "clusters/hz/team-hz/pytorchjob-train.yaml") or "")
+    assert [pod["containers"][0]["image"] for pod in _pod_specs(hz)] == [IMAGE, IMAGE]
 
 def test_an_overlay_not_applied_to_many_jobs_names_the_first_and_counts_the_rest(
         tmp_path: Path, monkeypatch, forks: list[int]) -> None:
