@@ -331,23 +331,29 @@ podTemplatePatch:
 """
 
 
+def _reconciled_with(name: str, overlay: str, tmp_path: Path) -> tuple[Path, list[str]]:
+    """The fleet of ``_files`` with overlay ``name`` too, reconciled: its path
+    and the lines the command told of its templates."""
+    files = _files()
+    files[f"templates/overlays/{name}"] = overlay
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    return path, [line for line in proc.stderr.splitlines() if "templates/" in line]
+
+
 def test_an_overlay_that_changes_what_a_job_was_admitted_with_is_not_applied(
         tmp_path: Path) -> None:
     """Replicas and requests decide a job's quota and its fit: an overlay that
     changes them after the decision would send a job that neither quota nor
     cluster admitted. It is told and left out for such a job; the other
     overlays apply."""
-    files = _files()
-    files["templates/overlays/scale.yaml.j2"] = SCALING_OVERLAY
-    path = make_fleet_repo(tmp_path / "fleet", files)
-    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
-    assert proc.returncode == 0, proc.stderr
-    told = [line for line in proc.stderr.splitlines() if "templates/" in line]
+    path, told = _reconciled_with("scale.yaml.j2", SCALING_OVERLAY, tmp_path)
     assert told == [
         "templates/overlays/scale.yaml.j2: error: it changes the replicas or resource requests "
         "of PyTorchJob team-bj/train on bj and PyTorchJob team-hz/train on hz, which their quota "
         "and placement were decided on; set them in the jobs' manifests; it is not applied to "
-        "such a job"], proc.stderr
+        "such a job"], told
     _check_overlay_applied(path)  # (registry.yaml.j2; each pod set as it was admitted)
     hz = yaml.safe_load(state_show(path, "clusters/hz/team-hz/pytorchjob-train.yaml") or "")
     assert [pod["containers"][0]["image"] for pod in _pod_specs(hz)] == [IMAGE, IMAGE]
@@ -365,20 +371,15 @@ def test_an_overlay_that_makes_a_job_its_cluster_would_refuse_is_not_applied(
     change of the job's requests): the job was sent as its cluster refuses
     it. It is told with what the cluster would refuse, and left out for such
     a job; the other overlays apply."""
-    files = _files()
-    files["templates/overlays/env.yaml.j2"] = (
+    path, told = _reconciled_with("env.yaml.j2", (
         "podTemplatePatch:\n  spec:\n    containers: [{name: pytorch, env: [{name: A, "
-        "value: b}]}]\n")
-    path = make_fleet_repo(tmp_path / "fleet", files)
-    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
-    assert proc.returncode == 0, proc.stderr
-    told = [line for line in proc.stderr.splitlines() if "templates/" in line]
+        "value: b}]}]\n"), tmp_path)
     assert told == [
         "templates/overlays/env.yaml.j2: error: it makes PyTorchJob team-bj/train on bj and "
         "PyTorchJob team-hz/train on hz a job their cluster would refuse (spec."
         "pytorchReplicaSpecs.Master.template.spec.containers[0].image is missing: the API "
         "server refuses a container with no image); fix the overlay; it is not applied to such "
-        "a job"], proc.stderr
+        "a job"], told
     _check_overlay_applied(path)  # (registry.yaml.j2)
     hz = yaml.safe_load(state_show(path, "clusters/hz/team-hz/pytorchjob-train.yaml") or "")
     assert [pod["containers"][0]["image"] for pod in _pod_specs(hz)] == [IMAGE, IMAGE]
