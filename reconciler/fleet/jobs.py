@@ -39,6 +39,8 @@ from reconciler.core.quota import PREEMPTIBLE_LABEL, QUOTA_LABEL
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, add_into
 from reconciler.jobkinds.base import (
     DNS_LABEL,
+    DNS_LABEL_MOST,
+    DNS_LABEL_RULE,
     JobKind,
     Manifest,
     ManifestError,
@@ -368,17 +370,16 @@ _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 def check_namespace(namespace: str, field: str = "metadata.namespace") -> None:
     """Kubernetes' rule for a namespace (a DNS-1123 label): the state branch's
     folders are named by it, and a cluster would refuse it anyway."""
-    if len(namespace) > 63 or not DNS_LABEL.fullmatch(namespace):
+    if len(namespace) > DNS_LABEL_MOST or not DNS_LABEL.fullmatch(namespace):
         raise ManifestError(
-            f"{field} {namespace!r} is not a valid namespace name: at most 63 lower-case "
-            f"letters, digits and '-', starting and ending with a letter or digit", field)
+            f"{field} {namespace!r} is not a valid namespace name: {DNS_LABEL_RULE}", field)
 
 
 def named_as_kubernetes_names(key: JobKey) -> bool:
     """Whether a job's key holds a namespace and a name Kubernetes takes: a job
     whose manifest says no such name cannot be told from another one, so the
     job that ran from its file keeps its place until it is fixed."""
-    return len(key.namespace) <= 63 and bool(DNS_LABEL.fullmatch(key.namespace)) and \
+    return len(key.namespace) <= DNS_LABEL_MOST and bool(DNS_LABEL.fullmatch(key.namespace)) and \
         len(key.name) <= JOB_NAME_MOST and bool(_DNS_SUBDOMAIN.fullmatch(key.name))
 
 

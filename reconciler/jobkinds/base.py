@@ -347,32 +347,42 @@ DNS_1035_RULE = ("a lower-case letter first, then lower-case letters, digits and
                  "or digit last; no '.'")
 
 
-def _named_once(items: object, at: str, what: str, found: list[ManifestError]) -> set[str]:
-    """The names of a pod's ``items`` (its volumes), each a DNS label once;
-    what is not, told in ``found``."""
-    if items is None:
+def _name_once(name: object, at: str, what: str, named: dict[str, str],
+               found: list[ManifestError]) -> None:
+    """What the API server refuses of the name of a pod's ``what`` (a
+    container, a volume) at ``at``: none, one that is no DNS label, or one of
+    ``named`` (name -> the one that has it, where it is added), each told in
+    ``found``."""
+    if name is None or name == "":
+        found.append(ManifestError(
+            f"{at}.name is missing: the API server refuses a {what} with no name; give it "
+            f"one ({DNS_LABEL_RULE})", at))
+    elif not isinstance(name, str) or len(name) > DNS_LABEL_MOST \
+            or not DNS_LABEL.fullmatch(name):
+        found.append(ManifestError(f"{at}.name {as_written(name)} is not a valid {what} name: "
+                                   f"{DNS_LABEL_RULE}", f"{at}.name"))
+    elif name in named:
+        found.append(ManifestError(
+            f"{at}.name {name!r} is the name of {named[name]} too: the API server refuses a "
+            f"pod whose {what}s share a name", f"{at}.name"))
+    else:
+        named[name] = at.rsplit(".", 1)[-1]
+
+
+def _volume_names(volumes: object, at: str, found: list[ManifestError]) -> set[str] | None:
+    """The names of a pod's ``volumes``; ``None`` when what the API server
+    refuses of them (``_name_once``) is told in ``found``."""
+    if volumes is None:
         return set()
-    if not isinstance(items, list):
+    told = len(found)
+    named: dict[str, str] = {}
+    if not isinstance(volumes, list):
         found.append(ManifestError(f"{at} must be a list", at))
-        return set()
-    named: dict[str, int] = {}
-    for i, item in enumerate(items):
-        name = item.get("name") if isinstance(item, Mapping) else None
-        where = f"{at}[{i}]"
-        if not isinstance(name, str) or not name:
-            found.append(ManifestError(f"{where}.name is missing: the API server refuses a "
-                                       f"{what} with no name", where))
-        elif len(name) > DNS_LABEL_MOST or not DNS_LABEL.fullmatch(name):
-            found.append(ManifestError(f"{where}.name {name!r} is not a valid {what} name: "
-                                       f"{DNS_LABEL_RULE}", f"{where}.name"))
-        elif name in named:
-            found.append(ManifestError(
-                f"{where}.name {name!r} is the name of {at.rsplit('.', 1)[-1]}[{named[name]}] "
-                f"too: the API server refuses a pod whose {what}s share a name",
-                f"{where}.name"))
-        else:
-            named[name] = i
-    return set(named)
+    else:
+        for i, volume in enumerate(volumes):
+            _name_once(volume.get("name") if isinstance(volume, Mapping) else None,
+                       f"{at}[{i}]", "volume", named, found)
+    return set(named) if len(found) == told else None
 
 
 def _check_mounts(c: Mapping[str, Any], at: str, volumes: set[str] | None,
@@ -416,21 +426,7 @@ def _check_container(c: Mapping[str, Any], at: str, named: dict[str, str],
     and mounts: a container with no name, a name that is no DNS label or
     another container's (``named``: name -> the container that has it), no
     image."""
-    name = c.get("name")
-    if name is None or name == "":
-        found.append(ManifestError(
-            f"{at}.name is missing: the API server refuses a container with no name; give it "
-            f"one ({DNS_LABEL_RULE})", at))
-    elif not isinstance(name, str) or len(name) > DNS_LABEL_MOST \
-            or not DNS_LABEL.fullmatch(name):
-        found.append(ManifestError(f"{at}.name {as_written(name)} is not a valid container "
-                                   f"name: {DNS_LABEL_RULE}", f"{at}.name"))
-    elif name in named:
-        found.append(ManifestError(
-            f"{at}.name {name!r} is the name of {named[name]} too: the API server refuses a "
-            f"pod whose containers share a name", f"{at}.name"))
-    else:
-        named[name] = at.rsplit(".", 1)[-1]
+    _name_once(c.get("name"), at, "container", named, found)
     image = c.get("image")
     if image is None or image == "":
         found.append(ManifestError(
@@ -452,11 +448,7 @@ def pod_requests(template: Manifest, field: str) -> Resources:
     total: Resources = {}
     found: list[ManifestError] = []  # (each container's mistakes told)
     named: dict[str, str] = {}  # (a name once in the pod: its init containers' too)
-    told = len(found)
-    volumes: set[str] | None = _named_once(spec.get("volumes"), f"{field}.spec.volumes",
-                                           "volume", found)
-    if len(found) > told:
-        volumes = None  # (told: the mounts of them are not)
+    volumes = _volume_names(spec.get("volumes"), f"{field}.spec.volumes", found)
     for i, c in enumerate(containers):
         if not isinstance(c, Mapping):
             raise ManifestError(f"{field}.spec.containers[{i}] must be a mapping", field)

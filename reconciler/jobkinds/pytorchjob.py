@@ -26,7 +26,7 @@ class PyTorchJobKind:
     kind = "PyTorchJob"
 
     def pod_templates(self, obj: Manifest) -> list[PodTemplateRef]:
-        return replica_specs(obj, "pytorchReplicaSpecs", ("Master", "Worker"))
+        return replica_specs(obj, "pytorchReplicaSpecs", ROLES)
 
     def broken_rules(self, obj: Manifest, name: str) -> list[ManifestError]:
         """What the training operator's webhook refuses of a PyTorchJob: a name

@@ -150,7 +150,7 @@ class Overlays:
             "manifest": obj,
         }
         kind = kind_for(decision.api_version, decision.key.kind)
-        decided = _decided(obj, kind)
+        decided, _ = _decided(obj, kind, decision.key.name)
         for name in self.names:
             template = self._template(name, problems)
             if template is None:
@@ -179,8 +179,8 @@ class Overlays:
                 self._report(problems, name, 1, wrong)
                 continue
             patched = _apply_one(copy.deepcopy(obj), spec, kind)
-            broken = _broken(patched, kind, decision.key.name)
-            if broken is not None or _decided(patched, kind) != decided:
+            now, broken = _decided(patched, kind, decision.key.name)
+            if broken is not None or now != decided:
                 refused.setdefault(name, []).append((
                     f"{decision.key.kind} {decision.key.namespace}/{decision.key.name} "
                     f"on {cluster.name}", broken or ""))
@@ -251,33 +251,22 @@ def default_commit_template() -> jinja2.Template:
     return _environment({}).from_string(text)
 
 
-def _decided(obj: Manifest, kind: JobKind | None) -> object:
+def _decided(obj: Manifest, kind: JobKind | None, name: str) -> tuple[object, str | None]:
     """What a job's admission and fit were decided on, as its manifest says:
-    each pod set's name, replicas and requests per pod (``None``: it says none)."""
-    if kind is None:
-        return None
-    try:
-        return [(ref.name, ref.replicas, pod_set_requests(ref))
-                for ref in kind.pod_templates(obj)]
-    except (ManifestError, TypeError, AttributeError, KeyError):
-        return None
-
-
-def _broken(obj: Manifest, kind: JobKind | None, name: str) -> str | None:
-    """The first thing the job's cluster would refuse of ``obj``: what
+    each pod set's name, replicas and requests per pod (``None``: it says
+    none); and the first thing its cluster would refuse of it, what
     ``build_job`` checks of its pods and of its kind (``None``: nothing)."""
     if kind is None:
-        return None
-    found: list[ManifestError] = []
+        return None, None
     try:
-        for ref in kind.pod_templates(obj):
-            pod_set_requests(ref)
+        decided = [(ref.name, ref.replicas, pod_set_requests(ref))
+                   for ref in kind.pod_templates(obj)]
     except ManifestError as exc:
-        found.extend(each_error(exc))
+        return None, str(each_error(exc)[0])
     except (TypeError, AttributeError, KeyError):
-        return None  # (told as a change of what it was decided on: ``_decided``)
-    found.extend(broken_rules(kind, obj, name))
-    return str(found[0]) if found else None
+        return None, None
+    refused = broken_rules(kind, obj, name)
+    return decided, str(refused[0]) if refused else None
 
 
 def _misshapen(spec: Mapping[str, Any]) -> str | None:
