@@ -615,9 +615,9 @@ def patch_fleet(before: FleetInputs, changes: Iterable[tuple[str, Blobbed | None
                 if key in inputs.twice or inputs.jobs.get(key) is not outcome:
                     return None
                 del inputs.jobs[key]
-                continue
             try:
-                inputs.invalid.remove(outcome)
+                if isinstance(outcome, InvalidJob):
+                    inputs.invalid.remove(outcome)
                 for problem in _problems_of(outcome):
                     inputs.problems.remove(problem)
             except ValueError:
@@ -661,9 +661,10 @@ def patch_fleet_others(before: FleetInputs, changes: Iterable[tuple[str, Blobbed
     files = before.jobs_files
     jobs = {key: source for key, source in before.jobs.items() if source.job.path in files}
     invalid = [bad for bad in before.invalid if bad.path in files]
+    outcomes: list[JobSource | InvalidJob] = [*jobs.values(), *invalid]
     part = patch_fleet(FleetInputs(
         exclude=before.exclude, jobs=jobs, invalid=invalid,
-        problems=[problem for bad in invalid for problem in _problems_of(bad)],
+        problems=[problem for outcome in outcomes for problem in _problems_of(outcome)],
         files=len(files), documents=len(jobs) + len(invalid), jobs_files=dict(files),
         broken_paths={p: why for p, why in before.broken_paths.items() if p in files}),
         changes)
@@ -682,10 +683,14 @@ def patch_fleet_others(before: FleetInputs, changes: Iterable[tuple[str, Blobbed
                    jobs_files=part.jobs_files)
 
 
-def _problems_of(bad: InvalidJob) -> list[Problem]:
-    """The errors an invalid job is told with: its first, and each other."""
-    return [Problem(bad.path, bad.line, bad.message),
-            *(Problem(bad.path, line, message) for line, message in bad.more)]
+def _problems_of(outcome: JobSource | InvalidJob) -> list[Problem]:
+    """The errors an invalid job is told with: its first, and each other; the
+    warnings a job is told with (fields its API server does not have)."""
+    if isinstance(outcome, JobSource):
+        return [Problem(outcome.job.path, line, message, "warning")
+                for line, message in outcome.warnings]
+    return [Problem(outcome.path, outcome.line, outcome.message),
+            *(Problem(outcome.path, line, message) for line, message in outcome.more)]
 
 
 def _take_job(inputs: FleetInputs, outcome: JobSource | InvalidJob) -> None:
@@ -836,6 +841,7 @@ def _add_job(inputs: FleetInputs, source: JobSource) -> None:
         inputs.twice.add(key)
         return
     inputs.jobs[key] = source
+    inputs.problems.extend(_problems_of(source))
 
 
 class Errors:

@@ -58,6 +58,7 @@ from reconciler.jobkinds.batchjob import (
     IMMUTABLE_SPEC,
     BatchJobKind,
 )
+from reconciler.jobkinds.schema import check_fields
 
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
@@ -78,6 +79,9 @@ class JobSource:
     # the parsed manifest, pickled and compressed (a third of the bytes: a fleet
     # holds every job's, and renders only the admitted) without a second parse
     manifest: bytes = b""
+    # (line, message) of each field the API server does not have (a warning:
+    # it drops them, and the job may run without them; ``schema.check_fields``)
+    warnings: tuple[tuple[int, str], ...] = ()
 
     def load_manifest(self) -> Manifest:
         """A fresh copy of the source manifest."""
@@ -462,6 +466,14 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int | str, line
             priority_classes.add(str(spec["priorityClassName"]))
         deps.update(pod_dependencies(spec))
     found.extend(broken_rules(kind, obj, key.name))
+    if not found:  # (one the rendered PodGroup could not hold, told as that: of all its pods)
+        try:
+            gang_minimum(obj, pods, later_pods(kind, obj))
+        except ManifestError as exc:
+            found.extend(each_error(exc))
+    checked = check_fields(obj, kind.api_version, kind.kind)
+    told = [e.field for e in found]
+    found.extend(e for e in checked.errors if not _told_near(e.field, told))
     raise_all(found)
     for ref in other_pod_templates(kind, obj):  # (a RayJob's submitter: what it uses goes too)
         check_metadata(ref.template.get("metadata"), f"{ref.field}.metadata")
@@ -474,8 +486,6 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int | str, line
             f"pod templates name different priority classes ({names}); a gang has one "
             f"priority: use the same priorityClassName everywhere")
     priority_class = next(iter(priority_classes), None) or kind.scheduling_priority_class(obj)
-    # (one the rendered PodGroup could not hold is an error here)
-    gang_minimum(obj, pods, later_pods(kind, obj))
     total[PODS] = pods * 1000
     total[MAX_JOBS] = 1000
     preemptible_raw = label_map.get(PREEMPTIBLE_LABEL)
@@ -497,7 +507,17 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int | str, line
             _kept_spec(kind, obj)),
         refused=SHARED(refused_by(kind, obj)))
     return JobSource(job=job, deps=SHARED(tuple(sorted(deps))), index=index,
-                     manifest=zlib.compress(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), 1))
+                     manifest=zlib.compress(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), 1),
+                     warnings=tuple((line if line_of is None else line_of(e.field), str(e))
+                                    for e in checked.unknown))
+
+
+def _told_near(at: str, told: Iterable[str]) -> bool:
+    """Is a mistake of field ``at`` told already, by one of ``told`` (the
+    fields of mistakes found): at it, or at a field it is part of, or at a
+    part of it?"""
+    return any(t == at or at.startswith((f"{t}.", f"{t}[")) or t.startswith((f"{at}.", f"{at}["))
+               for t in told)
 
 
 LineOf = Callable[..., int]  # (field, *keys) -> its line: ``Document.line_of``

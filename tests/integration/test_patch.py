@@ -354,3 +354,30 @@ def test_a_work_tree_validated_leaves_the_fleet_read_last_to_patch(tmp_path: Pat
     kept.cache.load_jobs()
     got, how = kept.read()
     assert how == JOBS and got == whole(path)
+
+
+def test_the_warnings_of_a_jobs_fields_come_and_go_with_its_file(fleet: Kept) -> None:
+    """A field the API server does not have is a warning of the job's file,
+    patched in and out with it: in a file of jobs only, and in one with
+    another kind, read again."""
+    typo = pytorchjob("c").replace("  pytorchReplicaSpecs:", "  runpolicy: {}\n"
+                                   "  pytorchReplicaSpecs:")
+
+    def warned(got: FleetInputs) -> list[tuple[str, int]]:
+        return [(p.path, p.line) for p in got.problems
+                if p.severity == "warning" and "has no field 'runpolicy'" in p.message]
+
+    got = step(fleet, {"jobs/c.yaml": typo}, how=JOBS)
+    assert warned(got) == [("jobs/c.yaml", 7)] and "c" in {k.name for k in got.jobs}
+    got = step(fleet, {"jobs/c.yaml": pytorchjob("c")}, how=JOBS)
+    assert warned(got) == []
+    got = step(fleet, {"jobs/c.yaml": typo, "jobs/d.yaml": typo.replace("name: c", "name: d")},
+               how=JOBS)
+    assert warned(got) == [("jobs/c.yaml", 7), ("jobs/d.yaml", 7)]
+    got = step(fleet, {"quota.yaml": one_leaf_tree("32", "256Gi")}, how=OTHERS)
+    assert warned(got) == [("jobs/c.yaml", 7), ("jobs/d.yaml", 7)]
+    got = step(fleet, {"jobs/d.yaml": typo.replace("name: c", "name: d") + "---\n" + CONFIG},
+               how=OTHERS)
+    assert warned(got) == [("jobs/c.yaml", 7), ("jobs/d.yaml", 7)]
+    got = step(fleet, {}, remove=("jobs/c.yaml", "jobs/d.yaml"), how=OTHERS)
+    assert warned(got) == []

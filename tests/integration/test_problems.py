@@ -732,6 +732,38 @@ def test_a_job_its_cluster_would_refuse_is_invalid_and_one_running_keeps_its_pla
                                                   "fleetq/state").split() if "mnist" in f}
     assert after == before
 
+
+def test_a_field_of_the_wrong_type_makes_a_job_invalid_and_a_misspelt_one_is_warned_of(
+        tmp_path: Path) -> None:
+    """A batch Job whose command is a string (the API server takes a list)
+    is invalid, told at its line; one whose nodeSelector is misspelt runs,
+    and is warned of at its line (its cluster would drop the field)."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    image = "        image: registry.example.com/train:v1\n"
+    write_files(path, {
+        "jobs/interns/typed.yaml": batchjob("typed", namespace="interns").replace(
+            image, image + "        command: python train.py\n"),
+        "jobs/interns/typo.yaml": batchjob("typo", namespace="interns").replace(
+            "      restartPolicy: Never\n", "      restartPolicy: Never\n"
+            "      nodeSelectr: {pool: cpu}\n")})
+    commit_all(path, "two jobs")
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 1
+    lines = [line for line in proc.stdout.splitlines() if "jobs/interns/" in line]
+    assert lines == [
+        "jobs/interns/typed.yaml:14: error: spec.template.spec.containers[0].command must be "
+        "a list, not a string 'python train.py': the API server refuses it; write it as a "
+        "list, one item per line (- item); fix the manifest",
+        "jobs/interns/typo.yaml:11: warning: spec.template.spec.nodeSelectr: PodSpec has no "
+        "field 'nodeSelectr': the API server drops it (or refuses the job, under strict field "
+        "validation); nodeSelector was meant, perhaps"], proc.stdout
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    items = placements(path)
+    assert (items["interns/typed"]["phase"], items["interns/typo"]["phase"]) == (
+        "Invalid", "Admitted")
+
+
 def test_jobs_named_by_generate_name_in_a_file_of_several_are_warned_of(
         tmp_path: Path) -> None:
     """Two batch Jobs with ``generateName: sweep-`` in one file: each is named
