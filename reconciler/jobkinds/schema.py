@@ -247,13 +247,14 @@ def _resolved(kind: Type) -> Type:
 
 # the scalar types a value of which is checked where it is met (no call for it:
 # most of a manifest's values are strings)
-_PLAIN = {STR: str, BOOL: bool}
+_PLAIN = {STR: str, BOOL: bool, INT: int}
 
 
 def _check(value: Any, kind: Type, at: str, found: Found) -> None:
     if value is None:
         return  # (null is a field not given)
-    kind = _resolved(kind)
+    if kind.__class__ is str and kind.startswith("k8s:"):
+        kind = _resolved(kind)
     if isinstance(kind, Record):
         if not isinstance(value, dict):
             _wrong(value, "a mapping", at, found)
