@@ -759,7 +759,7 @@ def read_file(src: SourceFile, inputs: FleetInputs, trees: list[Document],
             message = (f"{api_version} {kind} is not a kind fleetq reads: did you mean "
                        f"{meant}? Fix it (until then, a file that defines the fleet is read "
                        f"as it last was, and jobs keep their placements)")
-            inputs.problems.append(Problem(path, doc.line, message))
+            inputs.problems.append(Problem(path, doc.line_of("kind"), message))
             inputs.broken_paths[path] = message
         else:
             inputs.unknown.append(Problem(path, doc.line, (

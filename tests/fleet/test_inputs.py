@@ -1617,3 +1617,10 @@ def test_annotations_larger_than_the_api_server_takes_make_a_job_invalid(
         "jobs/j.yaml:6: metadata.annotations: 300,005 bytes in all, more than the 262,144 the "
         "API server takes (keys and values together); keep large data in a ConfigMap; fix the "
         "manifest"]
+
+
+def test_a_misspelt_kind_is_told_at_the_line_of_its_kind() -> None:
+    inputs = read({"jobs/p.yaml": "# a job\napiVersion: kubeflow.org/v1\nmetadata: {name: p}\n"
+                                  "kind: PyTorchJobb\nspec: {}\n"})
+    assert [line.split(" is not a kind")[0] for line in told(inputs)] == [
+        "jobs/p.yaml:4: kubeflow.org/v1 PyTorchJobb"]
