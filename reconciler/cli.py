@@ -238,6 +238,11 @@ def _outcome_line(outcome: Outcome, branch: str, repo: FleetRepo | None = None) 
         return (f"no change: {branch} is made from {outcome.newer[:12]}, a later commit than "
                 f"{source}: reconciling {source} would roll it back (to go back, revert on "
                 f"the source branch)")
+    if outcome.moved_on is not None:
+        went, head = outcome.moved_on
+        return (f"no change: {source} is an older commit of {went}, which has gone on to "
+                f"{head[:12]}: reconciling {source} would undo what came after it; reconcile "
+                f"{went}'s head (to go back, revert on the source branch)")
     if outcome.computed is None:
         return f"no change: {branch} is up to date with {source}"
     if outcome.commit:

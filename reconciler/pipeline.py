@@ -198,6 +198,9 @@ class Outcome:
     # the state was made from this commit, of which the source is an ancestor:
     # nothing was done (a reconcile of an older commit would roll the state back)
     newer: str | None = None
+    # (branch, its head): the source is an older commit of that branch, which went
+    # on past it (and past the state's source): nothing was done (``moved_past``)
+    moved_on: tuple[str, str] | None = None
     remote: str | None = None  # the remote the state commit was pushed to
     # up to date: what deciding the source from the state told, when the cache knows
     # (the source changed since the state was made, but no decision: see up_to_date)
@@ -1629,7 +1632,9 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
                 check_no_other_state(repo, branch, source_rev)
             source = up_to_date(repo, source_rev, base, when, cache)
             newer = None if source is not None else newer_source(repo, remote, source_rev, base)
-            if source is not None or newer is not None:
+            moved_on = None if source is not None or newer is not None else \
+                moved_past(repo, source_rev, base)
+            if source is not None or newer is not None or moved_on is not None:
                 _follow_remote(repo, remote, branch, base)
                 told = None
                 if source is None:
@@ -1638,7 +1643,7 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
                 elif cache is not None and base is not None:
                     told = cache.unchanged(base, source.tree, STATE_FORMAT)
                 return Outcome(None, None, attempt, source=source, state=base, newer=newer,
-                               problems=told or [])
+                               moved_on=moved_on, problems=told or [])
             computed = compute(repo, source_rev=source_rev, state_base=base, now=when,
                                progress=progress, cache=cache, save_behind=later is None)
             told = list(computed.problems)  # (what deciding this source tells, at any time)
@@ -1827,6 +1832,31 @@ def newer_source(repo: FleetRepo, remote: str | None, source_rev: str,
     if repo.resolve(made_from) is None or not repo.is_ancestor(source, made_from):
         return None
     return made_from
+
+
+def moved_past(repo: FleetRepo, source_rev: str, state: str | None) -> tuple[str, str] | None:
+    """(a branch, its head) when the source is an older commit of that branch
+    (a pipeline of a commit that ends after the pipeline of a later one), the
+    state's source is in that head's history too, and no branch has the source
+    as its head: the later commit is the one to decide. Its own reconcile may
+    have made no commit (a revert of the source, say, decides as the state was
+    made), so the state names an earlier source than it, and this one would
+    undo it. ``None`` otherwise: the source is the head of a branch, or no
+    branch this clone knows of went on past it (as last fetched)."""
+    source = repo.resolve(source_rev)
+    made_from = trailers(repo.commit_info(state).message).get(TRAILER) if state else None
+    if source is None or not made_from or repo.resolve(made_from) is None:
+        return None  # (a first reconcile: the later commit's makes a state after it)
+    out = repo.run("for-each-ref", "--contains", source, "--format=%(objectname) %(refname)",
+                   "refs/heads/", "refs/remotes/", check=False).decode("utf-8", "surrogateescape")
+    heads = [(ref, sha) for sha, _, ref in (line.partition(" ") for line in out.splitlines())
+             if not ref.endswith("/HEAD")]
+    if not heads or any(sha == source for _, sha in heads):
+        return None
+    for ref, sha in sorted(heads):
+        if repo.is_ancestor(made_from, sha):
+            return ref.removeprefix("refs/heads/").removeprefix("refs/remotes/"), sha
+    return None
 
 
 def state_clock(repo: FleetRepo, state: str, now: dt.datetime) -> dt.datetime:

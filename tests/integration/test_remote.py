@@ -246,6 +246,46 @@ def test_a_reconcile_of_an_older_commit_does_not_roll_the_state_back(tmp_path: P
     assert rev(origin, STATE) == state
 
 
+def test_a_late_pipeline_of_a_commit_reverted_since_does_not_bring_it_back(
+        tmp_path: Path) -> None:
+    """A job pushed and reverted at once. The revert's pipeline ends first and
+    changes nothing: it decides as the state, made from before the job, was
+    made, so no commit names the revert. The job's pipeline, ending after,
+    found the state made from an older commit than its own, and ran the
+    reverted job. Its commit is an older one of main, which went on past it:
+    nothing is done, and it says so."""
+    origin, clones = _origin_with_clones(tmp_path, ["a", "ci"])
+    a, ci = clones["a"], clones["ci"]
+    assert fleetq("reconcile", "--repo", str(a), "--now", NOW, "--remote", "origin",
+                  "-q").returncode == 0
+    state = rev(origin, STATE)
+    write_files(a, {"jobs/default/oops.yaml": pytorchjob("oops")})
+    added = commit_all(a, "a job by mistake", date="2026-11-29T10:30:00Z")
+    git(a, "revert", "--no-edit", "HEAD")
+    reverted = git(a, "rev-parse", "HEAD").strip()
+    git(a, "push", "-q", "origin", "main")
+    first = fleetq("reconcile", "--repo", str(a), "--now", NOW, "--remote", "origin", "-q")
+    assert first.returncode == 0 and first.stdout.startswith("no change:"), first.stdout
+    assert rev(origin, STATE) == state
+
+    git(ci, "fetch", "-q", "origin")
+    git(ci, "checkout", "-q", added)  # (as a runner checks out the commit it runs for)
+    late = fleetq("reconcile", "--repo", str(ci), "--now", NOW, "--remote", "origin", "-q")
+    assert late.returncode == 0, late.stderr
+    assert late.stdout.startswith(
+        f"no change: {added[:12]} is an older commit of origin/main, which has gone on to "
+        f"{reverted[:12]}: reconciling {added[:12]} would undo what came after it"), late.stdout
+    assert rev(origin, STATE) == state
+    items = _remote_placements(origin)["items"]
+    assert isinstance(items, list) and "oops" not in {i["job"]["name"] for i in items}
+    # the head of a branch is reconciled as ever, here the commit it went on to
+    git(ci, "checkout", "-q", "main")
+    git(ci, "merge", "-q", "--ff-only", "origin/main")
+    head = fleetq("reconcile", "--repo", str(ci), "--now", NOW, "--remote", "origin", "-q")
+    assert head.returncode == 0 and head.stdout.startswith(
+        f"no change: {STATE} is up to date with {reverted[:12]}"), head.stdout
+
+
 def test_a_writer_that_loses_the_race_decides_again_at_the_time_it_does(
         tmp_path: Path) -> None:
     """On the machine's clock, a slow reconcile that lost the push to a quick
