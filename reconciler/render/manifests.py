@@ -465,20 +465,30 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
         for group_obj in groups:
             files[group_rel] = dump(group_obj)
             out.inputs[base + group_rel] = made_of
-    _render_deps(d, source.deps, inputs, policies, files)
+    # (one it runs with there that the fleet no longer defines stays with it, told)
+    running = (previous, cluster.name) if base + job_rel in previous else None
+    for kind, name in _render_deps(d, source.deps, inputs, policies, files, running):
+        out.problems.append(Problem(source.job.path, source.job.line, (
+            f"{kind} {name!r}, which the job {d.key} names, is defined by no file of the "
+            f"fleet now: it stays on {cluster.name} as it was sent, while the job runs there "
+            f"(else the cluster would delete it under the job's pods); define it again, or "
+            f"remove it from the job"), "warning"))
 
 
 def _render_deps(d: Decision, deps: Iterable[tuple[str, str]], inputs: FleetInputs,
                  policies: Mapping[str, Policy], files: dict[str, bytes | str],
-                 as_it_was: tuple[Mapping[str, bytes | str], str] | None = None) -> None:
+                 as_it_was: tuple[Mapping[str, bytes | str], str] | None = None
+                 ) -> list[tuple[str, str]]:
     """The ConfigMaps, Secrets, volume claims and service accounts the job
     names, when its policy propagates them. ``as_it_was`` (the previous state
     tree's files, the cluster): one the fleet no longer defines is kept as
-    the cluster has it (a job kept as it was), as is each of them when the
-    policy it was placed by is gone (a job kept where it runs)."""
+    the cluster has it (a job kept as it was, or running there), as is each
+    of them when the policy it was placed by is gone (a job kept where it
+    runs). Gives (kind, name) of each kept so."""
     policy = policies.get(d.policy or "")
     if policy is not None and not policy.propagate_deps:
-        return
+        return []
+    kept = []
     for kind, name in deps:
         rel = f"{d.key.namespace}/{kind.lower()}-{name}.yaml"
         dep = inputs.dependencies.get((kind, d.key.namespace, name)) \
@@ -489,6 +499,8 @@ def _render_deps(d: Decision, deps: Iterable[tuple[str, str]], inputs: FleetInpu
             data = as_it_was[0].get(f"clusters/{as_it_was[1]}/{rel}")
             if data is not None:
                 files[rel] = data
+                kept.append((kind, name))
+    return kept
 
 
 @dataclass(frozen=True)

@@ -642,6 +642,50 @@ def test_a_running_job_whose_file_turns_invalid_keeps_what_it_was_sent_with(
     assert {f: state_show(path, f) for f in sent} == sent
 
 
+def test_a_dependency_deleted_under_a_running_job_stays_with_it_and_is_warned_of(
+        tmp_path: Path) -> None:
+    """The template's RayJob ``video-frame-stats`` runs with the ConfigMap of
+    its code. The ConfigMap's document is deleted while the job still mounts
+    it: the cluster would delete it under the job, whose pods would then not
+    start again. It stays as it was sent, with a warning at the job's line;
+    defined again, it is rendered from its file, and it goes with the job."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    (key, item), = [(k, i) for k, i in placements(path).items()
+                    if k.startswith("video/video-frame-stats")]
+    config = f"clusters/{item['cluster']}/video/configmap-video-frame-stats-code.yaml"
+    was = state_show(path, config)
+    assert was is not None
+    source = path / "jobs/video/video-frame-stats.yaml"
+    good = source.read_text()
+    source.write_text(good.split("\n---\n")[0] + "\n")
+    commit_all(path, "no ConfigMap")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T11:10:00Z")
+    assert proc.returncode == 0, proc.stderr
+    warned = [line for line in proc.stderr.splitlines() if "video-frame-stats-code" in line]
+    assert warned == [
+        f"jobs/video/video-frame-stats.yaml:{line_of(good, 'kind: RayJob') - 1}: warning: "
+        f"ConfigMap 'video-frame-stats-code', which the job RayJob {key} names, is defined "
+        f"by no file of the fleet now: it stays on "
+        f"{item['cluster']} as it was sent, while the job runs there (else the cluster would "
+        f"delete it under the job's pods); define it again, or remove it from the job"], \
+        proc.stderr
+    assert placements(path)[key]["phase"] == "Admitted"
+    assert state_show(path, config) == was
+
+    source.write_text(good)
+    commit_all(path, "the ConfigMap again")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T11:20:00Z")
+    assert proc.returncode == 0 and "video-frame-stats-code" not in proc.stderr, proc.stderr
+    assert state_show(path, config) == was
+    git(path, "rm", "-q", "jobs/video/video-frame-stats.yaml")
+    commit_all(path, "no job")
+    assert fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T11:30:00Z"
+                  ).returncode == 0
+    assert state_show(path, config) is None
+
+
 def test_jobs_of_two_kinds_with_one_name_share_no_gang(tmp_path: Path) -> None:
     """A PyTorchJob ``mnist`` runs; a batch Job ``mnist`` in the same namespace
     would share its gang (the PodGroup and gang labels are named by the job's
