@@ -477,7 +477,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     if outcomes is not None:
         result.decisions, touched = finish(result.decisions, outcomes)
         result.from_prior = result.from_prior - touched
-    problems.extend(queue_jumps(result.decisions, inputs, prior, cycle_input.source_time))
+    problems.extend(queue_jumps(result.decisions, inputs, prior, cycle_input.source_time,
+                                cycle_input.now))
     progress("rendering")
     # (the cycle's priors are ``before``'s, which the cache has as this version wrote them)
     placements, written = render_placements_reusing(result.decisions, before,
@@ -593,24 +594,36 @@ def named_by_order(inputs: FleetInputs) -> list[Problem]:
 
 
 def queue_jumps(decisions: Sequence[Decision], inputs: FleetInputs,
-                prior: Mapping[JobKey, PriorPlacement], source_time: str) -> list[Problem]:
+                prior: Mapping[JobKey, PriorPlacement], source_time: str,
+                now: str | None = None) -> list[Problem]:
     """A warning on each job whose ``metadata.creationTimestamp`` puts it ahead
     of jobs that wait in its queue at its priority (or, placed by capacity
     alone, among the jobs so placed) and were there before this source: a
     creationTimestamp is its enqueue time (DESIGN §3), so one set back, on a new
     job or by an edit, jumps the queue. "First" is the enqueue time the state
-    gave the job (or, new, this reconcile's); told to ``plan``'s reviewer and
-    ``reconcile``'s log. Nothing is told without a state: every job is new then,
-    and a fleet moved from clusters keeps their times."""
+    gave the job (or, new, this reconcile's). So is a new job without one whose
+    source commit (``source_time``, its enqueue time) is dated before jobs
+    queued before it was pushed: a committer's clock behind, a commit made
+    before those and pushed after them; "first" is then the reconcile's time
+    (``now``). Told to ``plan``'s reviewer and ``reconcile``'s log. Nothing is
+    told without a state: every job is new then, and a fleet moved from
+    clusters keeps their times."""
     if not prior:
         return []
     moved: dict[JobKey, tuple[Job, str]] = {}  # each job, and its time without the field
     # the enqueue times of the jobs gone from the source: a new job of one of them
     # is one of those renamed (kubectl writes its creationTimestamp), in its place
     gone: set[str] | None = None  # (looked for once a new job is dated)
+    latest: str | None = None  # the latest enqueue time of a job queued (looked for once)
     for source in inputs.jobs.values():
         job = source.job
         if not job.created_at:
+            if now is not None and source_time < now and job.key not in prior:
+                if latest is None:
+                    latest = max((p.enqueued_at for p in prior.values()
+                                  if p.phase is Phase.QUEUED and p.enqueued_at), default="")
+                if source_time <= latest:  # (told only where it passes others, below)
+                    moved[job.key] = (job, now)
             continue
         was = prior.get(job.key)
         if was is None:
@@ -669,6 +682,16 @@ def queue_jumps(decisions: Sequence[Decision], inputs: FleetInputs,
                                 key=operator.itemgetter(0))
         names = ", ".join(str(o.key) for _, o in named) + (
             f" and {count - 3} more" if count > 3 else "")
+        where = (f"in queue {d.quota} at its priority" if lane(d)[0] is not None else
+                 "at its priority to be placed by capacity alone")
+        if not job.created_at:
+            out.append(Problem(job.path, job.line, (
+                f"{job.key}: its source commit is dated {d.enqueued_at}, its enqueue time, "
+                f"before jobs queued before it was pushed (a committer's clock behind, or a "
+                f"commit made before theirs and pushed after them): it goes ahead of {count} "
+                f"job(s) waiting {where} ({names}); if that is not meant, set its "
+                f"metadata.creationTimestamp to {first}"), "warning"))
+            continue
         out.append(Problem(job.path, job.line_of(CREATED_AT), (
             f"{job.key}: metadata.creationTimestamp {d.enqueued_at} enqueues it before "
             f"{first}, {'when it was first enqueued' if d.key in prior else 'when it was pushed'}: "

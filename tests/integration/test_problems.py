@@ -1510,6 +1510,31 @@ def test_a_creation_timestamp_set_back_is_told_as_a_queue_jump(tmp_path: Path) -
     assert not _jumps(run_reconcile(path, now="2026-11-29T15:00:00Z"))
 
 
+def test_a_job_whose_commit_is_dated_before_the_jobs_waiting_is_told_as_a_queue_jump(
+        tmp_path: Path) -> None:
+    """A new job's enqueue time is its source commit's (DESIGN §3): one dated
+    before a job that waits (a committer's clock behind) puts it ahead of
+    that job. Told, with the time that keeps it behind; a commit dated after
+    the waiting jobs tells nothing."""
+    path = _one_slot(tmp_path, {"jobs/waiting.yaml": pytorchjob("waiting")})
+    assert not _jumps(run_reconcile(path))
+    write_files(path, {"jobs/early.yaml": pytorchjob("early")})
+    commit_all(path, "a clock behind", date="2020-01-01T00:00:00+00:00")
+    told = _jumps(run_reconcile(path, now="2026-11-29T12:00:00Z"))
+    assert told == [
+        "jobs/early.yaml:1: warning: PyTorchJob default/early: its source commit is dated "
+        "2020-01-01T00:00:00Z, its enqueue time, before jobs queued before it was pushed (a "
+        "committer's clock behind, or a commit made before theirs and pushed after them): it "
+        "goes ahead of 1 job(s) waiting in queue root/team at its priority (PyTorchJob "
+        "default/waiting); if that is not meant, set its metadata.creationTimestamp to "
+        "2026-11-29T12:00:00Z"], told
+    assert placements(path)["default/early"]["position"] == 1
+    assert placements(path)["default/waiting"]["position"] == 2
+    write_files(path, {"jobs/late.yaml": pytorchjob("late")})
+    commit_all(path, "a clock right", date="2026-11-29T12:30:00+00:00")
+    assert not _jumps(run_reconcile(path, now="2026-11-29T13:00:00Z"))
+
+
 def test_plan_tells_a_reviewer_of_a_queue_jump(tmp_path: Path) -> None:
     path = _one_slot(tmp_path, {
         "jobs/waiting.yaml": pytorchjob("waiting")})
