@@ -7,8 +7,8 @@ string) or a value outside an enumeration the API server checks
 invalid, told at the field's line. A field the API does not have (a typo,
 ``tolerationz``) is dropped by the API server, or refuses the job under strict
 field validation: told as a warning, with the field of that place whose name
-is closest, as the job may still run without it (a field newer than what
-fleetq knows is no mistake).
+is closest, as the job may still run without it (and a field newer than the
+installed client's models may be no mistake).
 
 The types of Kubernetes' own objects (a pod template, its containers, their
 probes, volumes, affinity, a batch Job whole) are those of the installed
@@ -271,24 +271,16 @@ def _check(value: Any, kind: Type, at: str, found: Found) -> None:
         return
     if isinstance(kind, tuple):
         shape, of = kind
-        if shape == "list":
-            if not isinstance(value, list):
-                _wrong(value, "a list", at, found)
+        if shape in ("list", "map"):
+            listed = shape == "list"
+            if not isinstance(value, list if listed else dict):
+                _wrong(value, "a list" if listed else "a mapping", at, found)
                 return
             if of is not ANY:
                 plain = _PLAIN.get(of)
-                for i, item in enumerate(value):
+                for key, item in enumerate(value) if isinstance(value, list) else value.items():
                     if type(item) is not plain:
-                        _check(item, of, f"{at}[{i}]", found)
-        elif shape == "map":
-            if not isinstance(value, dict):
-                _wrong(value, "a mapping", at, found)
-                return
-            if of is not ANY:
-                plain = _PLAIN.get(of)
-                for key, item in value.items():
-                    if type(item) is not plain:
-                        _check(item, of, f"{at}.{key}", found)
+                        _check(item, of, f"{at}[{key}]" if listed else f"{at}.{key}", found)
         elif not isinstance(value, str) or value not in of:
             close = [v for v in of if isinstance(value, str) and v.lower() == value.lower()]
             found.errors.append(ManifestError(
