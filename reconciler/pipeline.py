@@ -1654,9 +1654,8 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             if base is None and state_branch is None:  # (fleet.yaml's: an edit renames it)
                 check_no_other_state(repo, branch, source_rev)
             source = up_to_date(repo, source_rev, base, when, cache)
-            newer = None if source is not None else newer_source(repo, remote, source_rev, base)
-            moved_on = None if source is not None or newer is not None else \
-                moved_past(repo, source_rev, base)
+            newer, moved_on = (None, None) if source is not None else \
+                later_than_source(repo, remote, source_rev, base)
             if source is not None or newer is not None or moved_on is not None:
                 _follow_remote(repo, remote, branch, base)
                 told = None
@@ -1844,32 +1843,56 @@ def newer_source(repo: FleetRepo, remote: str | None, source_rev: str,
     it would roll the state back, so none is made. With a ``remote``, that
     commit is fetched when this repository lacks it (a clone from before it
     was pushed); when it cannot be had, the reconcile goes on."""
-    if state is None:
+    source, made_from = repo.resolve(source_rev), _made_from(repo, remote, state)
+    return made_from if _older(repo, source, made_from) else None
+
+
+def later_than_source(repo: FleetRepo, remote: str | None, source_rev: str, state: str | None
+                      ) -> tuple[str | None, tuple[str, str] | None]:
+    """What a reconcile of the source would undo, when it is not the latest:
+    the commit the state was made from (``newer_source``), or else (a branch,
+    its head) that went on past the source and past that commit
+    (``moved_past``); (``None``, ``None``) for a source to decide."""
+    source, made_from = repo.resolve(source_rev), _made_from(repo, remote, state)
+    if _older(repo, source, made_from):
+        return made_from, None
+    return None, moved_past(repo, source, made_from)
+
+
+def _made_from(repo: FleetRepo, remote: str | None, state: str | None) -> str | None:
+    """The commit the state was made from (its trailer), fetched from
+    ``remote`` when this repository lacks it; ``None`` when there is no state,
+    it names none, or the commit cannot be had."""
+    made_from = trailers(repo.commit_info(state).message).get(TRAILER) if state else None
+    if not made_from:
         return None
-    made_from = trailers(repo.commit_info(state).message).get(TRAILER)
-    source = repo.resolve(source_rev)
-    if not made_from or source is None or made_from == source:
-        return None
-    if repo.resolve(made_from) is None and remote:
-        repo.run("fetch", "--quiet", "--no-tags", remote, made_from, check=False)
-    if repo.resolve(made_from) is None or not repo.is_ancestor(source, made_from):
-        return None
+    if repo.resolve(made_from) is None:
+        if remote:
+            repo.run("fetch", "--quiet", "--no-tags", remote, made_from, check=False)
+        if not remote or repo.resolve(made_from) is None:
+            return None
     return made_from
 
 
-def moved_past(repo: FleetRepo, source_rev: str, state: str | None) -> tuple[str, str] | None:
-    """(a branch, its head) when the source is an older commit of that branch
-    (a pipeline of a commit that ends after the pipeline of a later one), the
-    state's source is in that head's history too, and no branch has the source
-    as its head: the later commit is the one to decide. Its own reconcile may
-    have made no commit (a revert of the source, say, decides as the state was
-    made), so the state names an earlier source than it, and this one would
-    undo it. ``None`` otherwise: the source is the head of a branch, or no
-    branch this clone knows of went on past it (as last fetched)."""
-    source = repo.resolve(source_rev)
-    made_from = trailers(repo.commit_info(state).message).get(TRAILER) if state else None
-    if source is None or not made_from or repo.resolve(made_from) is None:
-        return None  # (a first reconcile: the later commit's makes a state after it)
+def _older(repo: FleetRepo, source: str | None, made_from: str | None) -> bool:
+    return source is not None and made_from is not None and source != made_from \
+        and repo.is_ancestor(source, made_from)
+
+
+def moved_past(repo: FleetRepo, source: str | None, made_from: str | None
+               ) -> tuple[str, str] | None:
+    """(a branch, its head) when the commit ``source`` is an older commit of
+    that branch (a pipeline of a commit that ends after the pipeline of a
+    later one), the state's source (``made_from``) is in that head's history
+    too, and no branch has ``source`` as its head: the later commit is the one
+    to decide. Its own reconcile may have made no commit (a revert of the
+    source, say, decides as the state was made), so the state names an earlier
+    source than it, and this one would undo it. ``None`` otherwise: the source
+    is the head of a branch, no branch this clone knows of went on past it (as
+    last fetched), or there is no state (a first reconcile: the later commit's
+    makes one after it)."""
+    if source is None or made_from is None:
+        return None
     out = repo.run("for-each-ref", "--contains", source, "--format=%(objectname) %(refname)",
                    "refs/heads/", "refs/remotes/", check=False).decode("utf-8", "surrogateescape")
     heads = [(ref, sha) for sha, _, ref in (line.partition(" ") for line in out.splitlines())
