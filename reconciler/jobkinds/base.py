@@ -194,13 +194,21 @@ def quantity_parser() -> Callable[[object], Decimal]:
     return parse
 
 
-def _quantity_module_alone() -> ModuleType | None:
-    spec = importlib.util.find_spec("kubernetes")  # (finds the package, runs none of it)
+@lru_cache(maxsize=1)
+def kubernetes_folder() -> str | None:
+    """The folder of the installed ``kubernetes`` package, found without
+    running any of it (its ``__init__`` imports the whole API client)."""
+    spec = importlib.util.find_spec("kubernetes")
     places = list(spec.submodule_search_locations or ()) if spec is not None else []
-    if not places:
+    return places[0] if places else None
+
+
+def _quantity_module_alone() -> ModuleType | None:
+    folder = kubernetes_folder()
+    if folder is None:
         return None
     alone = importlib.util.spec_from_file_location(
-        "reconciler.jobkinds._kubernetes_quantity", f"{places[0]}/utils/quantity.py")
+        "reconciler.jobkinds._kubernetes_quantity", f"{folder}/utils/quantity.py")
     if alone is None or alone.loader is None:
         return None
     module = importlib.util.module_from_spec(alone)

@@ -24,15 +24,14 @@ from __future__ import annotations
 
 import ast
 import difflib
-import importlib.util
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any, TypeAlias
 
 from reconciler.core.problems import BOOLEAN_WORDS, as_read, as_written, yaml_type
-from reconciler.jobkinds.base import ManifestError, parse_quantity_milli
+from reconciler.jobkinds.base import ManifestError, kubernetes_folder, parse_quantity_milli
 
 # A type: one of the scalar names below, ("list", T), ("map", T) (string keys),
 # ("enum", values), a ``Record``, or "k8s:<model>" (a model of the kubernetes client).
@@ -100,23 +99,16 @@ def _module_name(model: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", model).lower()
 
 
-@lru_cache(maxsize=1)
-def _models_folder() -> str | None:
-    spec = importlib.util.find_spec("kubernetes")
-    places = list(spec.submodule_search_locations or ()) if spec is not None else []
-    return f"{places[0]}/client/models/" if places else None
-
-
 @cache
 def model_fields(model: str) -> dict[str, str] | None:
     """The fields of the kubernetes client's ``model`` (``V1PodSpec``): JSON
     name -> the client's type; ``None`` when the installed client has no such
     model, or its file does not read as expected."""
-    folder = _models_folder()
+    folder = kubernetes_folder()
     if folder is None:
         return None
     try:
-        with open(f"{folder}{_module_name(model)}.py", encoding="utf-8") as f:
+        with open(f"{folder}/client/models/{_module_name(model)}.py", encoding="utf-8") as f:
             text = f.read()
         found_types, found_attrs = _TYPES.search(text), _ATTRS.search(text)
         if found_types is None or found_attrs is None:
@@ -323,7 +315,7 @@ def _wrong(value: Any, expected: str, at: str, found: Found) -> None:
         hint = "; quote it"
     elif expected == "a list" and isinstance(value, str):
         hint = "; write it as a list, one item per line (- item)"
-    shown = _short(as_written(value))
+    shown = as_written(value)  # (a long one is cut in the message, as every message is)
     if isinstance(value, bool) and expected == "a string":
         shown += f" ({BOOLEAN_WORDS})"
     found.errors.append(ManifestError(
@@ -340,6 +332,3 @@ def _unknown(key: object, record: Record, at: str, found: Found) -> None:
         + (f"; {close[0]} was meant, perhaps" if close else "; remove it, or check its place"),
         at))
 
-
-def _short(text: str, most: int = 60) -> str:
-    return text if len(text) <= most else f"{text[:most - 3]}..."
