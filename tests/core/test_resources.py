@@ -148,12 +148,14 @@ def test_the_quantity_parser_falls_back_to_the_package_import(
     monkeypatch.delitem(__import__("sys").modules, base.QUANTITY_MODULE, raising=False)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, package=None: None)
     base.quantity_parser.cache_clear()
+    base.kubernetes_folder.cache_clear()  # (the folder found once: found anew, as not there)
     try:
         parse = base.quantity_parser()
         assert parse.__module__ == base.QUANTITY_MODULE
         assert parse("1Gi") == 1073741824
     finally:
         base.quantity_parser.cache_clear()
+        base.kubernetes_folder.cache_clear()
 
 
 def test_a_bad_quantity_names_the_field() -> None:
