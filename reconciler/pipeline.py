@@ -68,7 +68,6 @@ from reconciler.fleet.inputs import (
     TEMPLATES_DIR,
     FleetInputs,
     GitSettings,
-    History,
     JobEntry,
     LastGood,
     SourceFile,
@@ -986,7 +985,7 @@ LAST_GOOD_DEPTH = 32  # state commits searched for a file's last good version
 
 
 def earlier_versions(repo: FleetRepo, state: str | None,
-                     source_rev: str | None = None) -> History | None:
+                     source_rev: str | None = None) -> LastGood | None:
     """``read_fleet``'s ``last_good``: a file's versions, newest first, each
     once and none the same as the file's blob now: first those of the source's
     commits (on ``source_rev``'s first parents, ``git log --follow``, at most
@@ -996,10 +995,59 @@ def earlier_versions(repo: FleetRepo, state: str | None,
     (``Fleet-Source-Tree``), from the state ``state`` back along its first
     parents (at most ``LAST_GOOD_DEPTH`` each); followed back across renames
     (each tree against the next newer one, the newest against
-    ``source_rev``'s, as ``git diff -M`` finds them). Read as they are asked for."""
+    ``source_rev``'s, as ``git diff -M`` finds them). Read as they are asked for.
+
+    With no state (a first reconcile, a check of a fleet that has none), those
+    of the source's commits alone (``_SourceVersions``): the first reconcile
+    goes on with the version the next would, which finds them too."""
     if state is None:
-        return None
+        return _SourceVersions(repo, source_rev) if source_rev is not None else None
     return _EarlierVersions(repo, state, source_rev)
+
+
+def _source_blobs(repo: FleetRepo, rev: str, path: str,
+                  commits: list[str] | None = None) -> Iterator[str]:
+    """The blobs of ``path`` in the commits on ``rev``'s first parents that
+    changed it, newest first (at most ``LAST_GOOD_DEPTH``), followed back across
+    renames (``git log --follow``); each commit is added to ``commits``."""
+    # (-z: each name as it is; without it, git quotes a name that is not UTF-8)
+    out = repo.run("log", "--first-parent", "--follow", "-z",
+                   f"--max-count={LAST_GOOD_DEPTH}", "--format=%x1e%H", "--name-only",
+                   rev, "--", path, check=False).decode("utf-8", "surrogateescape")
+    for entry in out.split("\x1e")[1:]:
+        commit, _, names = entry.partition("\0")
+        commit, name = commit.strip(), names.lstrip("\n").split("\0")[0] or path
+        if commits is not None:
+            commits.append(commit)
+        got = repo.blob_of(commit, name)
+        if got is not None:
+            yield got
+
+
+class _SourceVersions:
+    """``earlier_versions`` of a fleet with no state: a file's versions in the
+    source's own commits (``_source_blobs``). It knows no source tree a state
+    was made from, so it is no ``History``: an object two files define is
+    neither's, as it is without one."""
+
+    def __init__(self, repo: FleetRepo, source_rev: str) -> None:
+        self.repo, self.source_rev = repo, source_rev
+
+    def __call__(self, path: str, blob: str, /) -> Iterator[SourceFile]:
+        seen, commits = {blob}, list[str]()
+        for got in _source_blobs(self.repo, self.source_rev, path, commits):
+            if got not in seen:
+                seen.add(got)
+                yield SourceFile(path, got, self.repo.read_blobs([got])[got])
+        # (asked for one more: none of those is good) where the file's history
+        # ends at a shallow clone's edge, the version that is may be beyond it:
+        # found in none, the fleet would be decided with the file broken
+        if commits and commits[-1] in shallow_commits(self.repo):
+            raise GitError(
+                f"{shown_path(path)} is broken and its last good version may be in the "
+                f"source's earlier commits, which this shallow clone lacks (it has none "
+                f"before {commits[-1][:12]}): fetch them (git fetch --unshallow; on CI, a "
+                f"checkout of the whole history: fetch-depth: 0) and run again")
 
 
 class _EarlierVersions:
@@ -1039,17 +1087,7 @@ class _EarlierVersions:
         self._look()
         if not self.source_rev or not self.since:
             return
-        # (-z: each name as it is; without it, git quotes a name that is not UTF-8)
-        out = self.repo.run("log", "--first-parent", "--follow", "-z",
-                            f"--max-count={LAST_GOOD_DEPTH}", "--format=%x1e%H", "--name-only",
-                            self.source_rev, "--", path, check=False
-                            ).decode("utf-8", "surrogateescape")
-        for entry in out.split("\x1e")[1:]:
-            commit, _, names = entry.partition("\0")
-            name = names.lstrip("\n").split("\0")[0] or path
-            got = self.repo.blob_of(commit.strip(), name)
-            if got is not None:
-                yield got
+        yield from _source_blobs(self.repo, self.source_rev, path)
 
     def _renamed_from(self, tree: str, newer: str, name: str) -> str | None:
         fields = self.repo.run("diff-tree", "-r", "-M", "--diff-filter=R", "--name-status",
@@ -2112,6 +2150,15 @@ def state_source(repo: FleetRepo, state: str | None, source: str, remote: str | 
 
 def is_shallow(repo: FleetRepo) -> bool:
     return repo.run("rev-parse", "--is-shallow-repository").strip() == b"true"
+
+
+def shallow_commits(repo: FleetRepo) -> set[str]:
+    """The commits at the edge of a shallow clone (whose parents it lacks)."""
+    where = repo.run("rev-parse", "--git-path", "shallow").decode("utf-8", "surrogateescape")
+    try:
+        return set((repo.root / where.strip()).read_text().split())
+    except OSError:  # (not shallow: no such file)
+        return set()
 
 
 def written_by_fleetq(repo: FleetRepo, commit: str) -> bool:

@@ -349,6 +349,48 @@ def test_a_quota_tree_or_member_cluster_file_that_breaks_leaves_the_fleet_as_it_
     assert decisions() == fixed
 
 
+def test_a_first_reconcile_goes_on_with_a_broken_files_last_good_version(
+        tmp_path: Path) -> None:
+    """No state yet, and a member cluster's file broke in the last commit: the
+    first reconcile reads its version of the commit before, as every reconcile
+    after it does (they find it in the source's commits), not the fleet
+    without that cluster, only to move its jobs back at the next push. A
+    shallow clone that cannot tell stops (exit 2) and names the fetch."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    cluster_file = path / "clusters/gpu-hz-a.yaml"
+    cluster_text = cluster_file.read_text()
+    cluster_file.write_text(cluster_text.replace('cpu: "96"', 'cpu: "lots"', 1))
+    commit_all(path, "a typo in a cluster")
+    checked = fleetq("validate", "--repo", str(path))
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    told = "clusters/gpu-hz-a.yaml: warning: the fleet goes on with this file's last good version"
+    assert told in checked.stdout, checked.stdout
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and told in proc.stderr, proc.stderr
+    first = placements(path)
+    assert any(item.get("cluster") == "gpu-hz-a" for item in first.values()), first
+    # what the next reconcile decides of the same files, from that state: nothing new
+    (path / "README.md").write_text("# a fleet\n")
+    commit_all(path, "a README")
+    again = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert again.returncode == 0 and told in again.stderr, again.stderr
+    assert placements(path) == first
+
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{path}", "shallow")
+    shallow = tmp_path / "shallow"
+    proc = fleetq("reconcile", "--repo", str(shallow), "--now", NOW)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "clusters/gpu-hz-a.yaml is broken and its last good version may be in the " \
+           "source's earlier commits, which this shallow clone lacks" in proc.stderr, proc.stderr
+    assert "git fetch --unshallow" in proc.stderr
+    assert git(shallow, "branch", "--list", "fleetq/state").strip() == ""  # nothing written
+    git(shallow, "fetch", "-q", "--unshallow", "origin")
+    proc = fleetq("reconcile", "--repo", str(shallow), "--now", NOW)
+    assert proc.returncode == 0 and told in proc.stderr, proc.stderr
+    assert placements(shallow) == first
+
+
 @pytest.mark.parametrize("damage", ["not YAML", "a damaged item", "no placements.yaml",
                                     "items not a list", "empty", "a list"])
 def test_a_state_commit_that_does_not_read_back_stops_every_command_and_loses_nothing(
