@@ -73,6 +73,7 @@ from reconciler.pipeline import (
     damaged_state,
     diff_trees,
     earlier_versions,
+    edited_by_hand,
     made_off_branch,
     newer_source,
     no_revision,
@@ -326,7 +327,17 @@ def _state_head(repo: FleetRepo, branch: str, *, needed: bool = False,
     said on stderr. When there is none but the state is on another branch
     (``_elsewhere``), that is said, on stderr, or raised when it is
     ``needed``. ``plan``: for ``fleetq plan``, which reads a remote's state
-    itself with ``--remote``."""
+    itself with ``--remote``. A head edited by hand (``edited_by_hand``) is
+    read as it is, with a warning."""
+    sha = _state_head_found(repo, branch, needed=needed, plan=plan)
+    if sha is not None and (edited := edited_by_hand(
+            repo, sha, lambda commit: f"git update-ref {state_ref(branch)} {commit}")) is not None:
+        print(f"fleetq: warning: reading the state branch {branch} at {edited}",
+              file=sys.stderr)
+    return sha
+
+
+def _state_head_found(repo: FleetRepo, branch: str, *, needed: bool, plan: bool) -> str | None:
     sha = repo.resolve(state_ref(branch))
     copies = remote_copies(repo, branch)
     if sha is not None:

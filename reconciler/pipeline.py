@@ -141,6 +141,10 @@ OBSERVED_TRAILER = "Fleet-Observed"  # the id of the state's status/ folder ("no
 # the first time the state changes with no new input (an old copy's grace period ends):
 # from then on, a reconcile of the same inputs is no fixed point
 DUE_TRAILER = "Fleet-Due"
+# the id of the tree fleetq committed, less the clusters' reports (``decided_tree``): a
+# commit whose tree is another was edited by hand (amended, or its message copied),
+# though it keeps fleetq's trailers
+STATE_TREE_TRAILER = "Fleet-State-Tree"
 STATE_FORMAT = f"14 fleetq/{__version__}"  # a state made by another format is recomputed (14: a
 # RayJob whose spec KubeRay refuses is invalid; 13: a job whose pods mount a volume they do not
 # have, or ask for a resource named without its domain, is invalid; 12: a job whose pods, name or
@@ -1578,7 +1582,9 @@ def identity(inputs: FleetInputs | GitSettings) -> Identity:
 CHANGE_LIMIT = 1000
 
 
-def commit_message(computed: Computed, overlays: Overlays) -> str:
+def commit_message(computed: Computed, overlays: Overlays, tree: str | None = None) -> str:
+    """The state commit's message of ``computed``, its trailers last (``tree``:
+    the state tree it commits, its ``STATE_TREE_TRAILER``)."""
     counts = {p.value: 0 for p in Phase}
     for d in computed.result.decisions:
         counts[d.phase.value] += 1
@@ -1590,6 +1596,7 @@ def commit_message(computed: Computed, overlays: Overlays) -> str:
             f"{FORMAT_TRAILER}: {STATE_FORMAT}\n"
             f"{OBSERVED_TRAILER}: {computed.observed or NO_OBSERVATIONS}\n"
             + (f"{DUE_TRAILER}: {computed.due}\n" if computed.due is not None else "")
+            + (f"{STATE_TREE_TRAILER}: {tree}\n" if tree is not None else "")
             + f"{TRAILER}: {computed.source.sha}\n")
 
 
@@ -1597,7 +1604,7 @@ def trailers(message: str) -> dict[str, str]:
     """The ``Fleet-*`` trailers among the last lines of a state commit's message
     (only those are split: a message may list 100,000 changes)."""
     out = {}
-    for line in message.rstrip().rsplit("\n", 6)[-6:]:
+    for line in message.rstrip().rsplit("\n", 8)[-8:]:
         name, sep, value = line.partition(": ")
         if sep and name.startswith("Fleet-"):
             out[name] = value.strip()
@@ -1720,7 +1727,8 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             if remote and attempt == 1:
                 computed.problems.extend(check_source_pushed(
                     repo, remote, source_rev, computed.source.sha, branch))
-            message = commit_message(computed, Overlays(computed.inputs.templates))
+            message = commit_message(computed, Overlays(computed.inputs.templates),
+                                     decided_tree(repo, tree))
             sha = repo.write_commit(tree=tree, parents=[base] if base else [], message=message,
                                     identity=identity(computed.inputs),
                                     when=computed.now or when)
@@ -1824,8 +1832,8 @@ def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
             return branch, None, replaced, older
         kept = trailers(info.message)
         carried = "".join(f"{name}: {kept[name]}\n" for name in
-                          (TREE_TRAILER, FORMAT_TRAILER, OBSERVED_TRAILER, DUE_TRAILER, TRAILER)
-                          if name in kept)
+                          (TREE_TRAILER, FORMAT_TRAILER, OBSERVED_TRAILER, DUE_TRAILER,
+                           STATE_TREE_TRAILER, TRAILER) if name in kept)
         title = "; ".join(r.summary() for r in reports if all(r is not o for o, _ in older))
         message = f"Report {title}\n\n{carried}"
         sha = repo.write_commit(tree=tree, parents=[base], message=message,
@@ -2079,6 +2087,9 @@ def check_state_branch(repo: FleetRepo, branch: str, source_rev: str) -> None:
                        f"{head[:12]} has no {TRAILER} trailer): if it is fleetq's state edited "
                        f"by hand, point it back at fleetq's last commit (git log it; git "
                        f"update-ref {ref} <commit>); else {fix}")
+    if head is not None and (edited := edited_by_hand(
+            repo, head, lambda commit: f"git update-ref {ref} {commit}")) is not None:
+        raise GitError(f"the state branch {branch!r} is at {edited}; then run again")
     remote = next((r for r in repo.remotes()
                    if branch.startswith(f"{r}/")), None)
     if remote is not None:
@@ -2164,6 +2175,77 @@ def shallow_commits(repo: FleetRepo) -> set[str]:
 def written_by_fleetq(repo: FleetRepo, commit: str) -> bool:
     """Is ``commit`` a state commit fleetq wrote (its ``TRAILER``)?"""
     return TRAILER in trailers(repo.commit_info(commit).message)
+
+
+def edited_by_hand(repo: FleetRepo, commit: str, how: Callable[[str], str],
+                   back: str | None = None) -> str | None:
+    """Why state commit ``commit``, which keeps fleetq's trailers, is not as
+    fleetq wrote it (its tree is not its ``STATE_TREE_TRAILER``: amended, or a
+    commit of other files with its message copied), and the fix, ``how`` the
+    branch is put back at a commit (``git update-ref``, ``git push --force``);
+    ``None`` when it is as written (or older than that trailer). Read as the
+    state, its files would be taken for fleetq's decisions: a job marked
+    Admitted by hand would run past its quota, and stay admitted. ``back``:
+    the commit to put back (this clone's state, for a remote's), else the
+    last one as written before it (``last_as_written``)."""
+    if as_written(repo, commit):
+        return None
+    info = repo.commit_info(commit)
+    wrote = trailers(info.message)[STATE_TREE_TRAILER]
+    back = back or last_as_written(repo, commit)
+    return (f"{commit[:12]}, which was edited by hand: its files are not those fleetq "
+            f"committed (but for the clusters' reports, its tree is "
+            f"{decided_tree(repo, info.tree)[:12]}; its {STATE_TREE_TRAILER} trailer says "
+            f"{wrote[:12]}), and the state branch is fleetq's output alone (a job admitted "
+            f"there by hand would run past its quota): put it back at "
+            + (f"fleetq's last commit before it ({how(back[:12])})" if back is not None else
+               f"fleetq's last commit (the branch's reflog has it: git reflog show "
+               f"--format='%h %s' <branch>; {how('<commit>')})")
+            + ", and change the fleet in its source")
+
+
+def as_written(repo: FleetRepo, commit: str) -> bool:
+    """Whether ``commit``'s tree, less the clusters' reports, is the one its
+    ``STATE_TREE_TRAILER`` names (or it has none: a commit of no state, or
+    older than that trailer)."""
+    info = repo.commit_info(commit)
+    wrote = trailers(info.message).get(STATE_TREE_TRAILER)
+    return wrote is None or wrote == info.tree or wrote == decided_tree(repo, info.tree)
+
+
+def decided_tree(repo: FleetRepo, tree: str) -> str:
+    """The id of state tree ``tree`` less the clusters' reports (its folders
+    ``CARRIED_OVER``): what fleetq decided and rendered, which no report
+    changes (a report, by ``fleetq report`` or by hand, is an input)."""
+    entries = repo.run("ls-tree", "-z", tree).split(b"\0")
+    body = b""
+    for entry in entries:  # (in git's order, as ls-tree lists them)
+        if not entry:
+            continue
+        head, _, name = entry.partition(b"\t")
+        mode, _, sha = head.decode().split(" ")
+        if f"{name.decode('utf-8', 'surrogateescape')}/" in CARRIED_OVER:
+            continue
+        body += mode.lstrip("0").encode() + b" " + name + b"\0" + bytes.fromhex(sha)
+    return hashlib.sha1(b"tree %d\0" % len(body) + body).hexdigest()
+
+
+EDITS_SEARCHED = 64  # commits searched back from an edited state for fleetq's last
+
+
+def last_as_written(repo: FleetRepo, commit: str) -> str | None:
+    """The newest state commit on ``commit``'s first parents (``commit`` itself
+    included) that is as fleetq wrote it, within ``EDITS_SEARCHED``."""
+    out = repo.run("log", "--first-parent", f"--max-count={EDITS_SEARCHED}",
+                   "--format=%x1e%H %T%n%B", commit, check=False).decode("utf-8", "replace")
+    for entry in out.split("\x1e")[1:]:
+        ids, _, message = entry.partition("\n")
+        sha, _, tree = ids.partition(" ")
+        found = trailers(message)
+        if TRAILER in found and (found.get(STATE_TREE_TRAILER, tree) == tree
+                                 or found[STATE_TREE_TRAILER] == decided_tree(repo, tree)):
+            return sha
+    return None
 
 
 def state_branches(repo: FleetRepo) -> list[tuple[str, str | None]]:
@@ -2528,6 +2610,13 @@ def check_remote_state(repo: FleetRepo, remote: str, branch: str, head: str) -> 
     local = repo.resolve(state_ref(branch))
     good = local if local is not None and written_by_fleetq(repo, local) else None
     if written_by_fleetq(repo, head):
+        # (an amended commit is no descendant of this clone's: told as what it is)
+        edited = edited_by_hand(repo, head, lambda commit: (
+            f"git push --force {remote} {commit}:refs/heads/{branch}"),
+            good if good is not None and as_written(repo, good) else None)
+        if edited is not None:
+            raise GitError(f"the state branch {branch} on {remote} is at {edited}; then run "
+                           f"again")
         if good is not None and not repo.is_ancestor(good, head):
             raise GitError(_rewound(repo, remote, branch, head, good))
         return

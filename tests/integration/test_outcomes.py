@@ -675,7 +675,7 @@ def test_an_old_copy_goes_after_the_grace_period_with_no_new_input(fleet: Path) 
     assert item["phase"] == "Queued" and item["keptOn"] == ["gpu-hz-a"]
     assert item["keptSince"] == {"gpu-hz-a": NEXT}
     message = git(fleet, "log", "-1", "--format=%B", "fleetq/state")
-    assert "\nFleet-Due: 2026-12-04T10:42:00Z\nFleet-Source-Commit: " in message
+    assert "\nFleet-Due: 2026-12-04T10:42:00Z\nFleet-State-Tree: " in message
     head = rev(fleet, "fleetq/state")
     assert "up to date" in reconcile(fleet, "2026-12-04T10:41:59Z").stdout
     assert rev(fleet, "fleetq/state") == head

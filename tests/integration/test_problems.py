@@ -437,6 +437,52 @@ def test_a_state_commit_that_does_not_read_back_stops_every_command_and_loses_no
     assert placements(path)["text/later"]["phase"] == "Queued"
 
 
+@pytest.mark.parametrize("how", ["amended", "message copied"])
+def test_a_state_commit_edited_by_hand_with_fleetqs_trailers_is_refused(
+        tmp_path: Path, how: str) -> None:
+    """A queued job marked Admitted by hand in placements.yaml, the commit
+    amended (or committed with fleetq's message copied: ``git commit -C``), so
+    that it keeps fleetq's trailers: read as the state, the job would be
+    rendered to its cluster past its quota, and kept there. Every reconcile
+    stops (exit 2), naming fleetq's last commit to put back; the commands that
+    read the state warn; nothing is written."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    good = git(path, "rev-parse", "fleetq/state").strip()
+    queued = next(key for key, item in placements(path).items() if item["phase"] == "Queued")
+    worktree = tmp_path / "state"
+    git(path, "worktree", "add", "-q", str(worktree), "fleetq/state")
+    text = (worktree / "placements.yaml").read_text()
+    at = text.index(f"name: {queued.split('/')[1]}}}")
+    (worktree / "placements.yaml").write_text(
+        text[:at] + text[at:].replace("phase: Queued", "phase: Admitted", 1))
+    if how == "amended":
+        git(worktree, "commit", "-q", "--amend", "-a", "--no-edit")
+    else:
+        git(worktree, "commit", "-q", "-a", "-C", "HEAD")
+    git(path, "worktree", "remove", "--force", str(worktree))
+    edited = git(path, "rev-parse", "fleetq/state").strip()
+    assert "Fleet-Source-Commit: " in git(path, "log", "-1", "--format=%B", edited)
+
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"the state branch 'fleetq/state' is at {edited[:12]}, which was edited by hand: " \
+           "its files are not those fleetq committed" in proc.stderr, proc.stderr
+    fix = (f"git update-ref refs/heads/fleetq/state {good[:12]}" if how == "message copied"
+           else "git update-ref refs/heads/fleetq/state <commit>")
+    assert fix in proc.stderr, proc.stderr
+    if how == "amended":  # (the commit it amended is no longer on the branch)
+        assert "the branch's reflog has it" in proc.stderr
+    assert git(path, "rev-parse", "fleetq/state").strip() == edited
+    status = fleetq("status", "--repo", str(path))
+    assert status.returncode == 0 and "fleetq: warning: reading the state branch " \
+        f"fleetq/state at {edited[:12]}, which was edited by hand" in status.stderr, status.stderr
+
+    git(path, "update-ref", "refs/heads/fleetq/state", good)
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and "edited by hand" not in proc.stderr, proc.stderr
+    assert placements(path)[queued]["phase"] == "Queued"
 
 
 def _cluster_files(path: Path) -> str:

@@ -952,3 +952,34 @@ def test_the_states_of_two_clones_after_a_rewind_are_told_apart(tmp_path: Path) 
     assert proc.returncode == 0, proc.stderr
     assert "warning: the state was made from " in proc.stderr and "that the history of " \
         in proc.stderr and "lacks (a force-push of the source branch" in proc.stderr, proc.stderr
+
+
+def test_a_remote_state_commit_edited_by_hand_is_refused(tmp_path: Path) -> None:
+    """The remote's state branch pushed over with fleetq's commit amended (a
+    rendered job file edited): every clone that reconciles against it stops,
+    naming the push that puts fleetq's last commit back, and pushes nothing."""
+    origin, clones = _origin_with_clones(tmp_path, ["a", "b"])
+    a, b = clones["a"], clones["b"]
+    assert fleetq("reconcile", "--repo", str(a), "--remote", "origin", "--now", NOW
+                  ).returncode == 0
+    good = rev(origin, STATE)
+    git(b, "fetch", "-q", "origin", f"{STATE.removeprefix('refs/heads/')}")
+    worktree = tmp_path / "state"
+    git(b, "worktree", "add", "-q", "-b", "edit", str(worktree), "FETCH_HEAD")
+    rendered = next(p for p in sorted((worktree / "clusters").rglob("*.yaml"))
+                    if "replicas: " in p.read_text())
+    rendered.write_text(rendered.read_text().replace("replicas: ", "replicas: 1", 1))
+    git(worktree, "commit", "-q", "--amend", "-a", "--no-edit")
+    git(worktree, "push", "-q", "--force", "origin", f"edit:{STATE}")
+    edited = rev(origin, STATE)
+    assert edited != good
+    proc = fleetq("reconcile", "--repo", str(a), "--remote", "origin", "--now", NOW)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"the state branch fleetq/state on origin is at {edited[:12]}, which was edited " \
+           "by hand" in proc.stderr, proc.stderr
+    # (this clone's state, which the amended commit replaced)
+    assert f"git push --force origin {good[:12]}:refs/heads/fleetq/state" in proc.stderr
+    assert rev(origin, STATE) == edited
+    git(a, "push", "-q", "--force", "origin", f"{good}:{STATE}")
+    assert fleetq("reconcile", "--repo", str(a), "--remote", "origin", "--now", NOW
+                  ).returncode == 0
