@@ -18,7 +18,14 @@ import pytest
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.inputs import FleetInputs, patch_fleet, read_fleet
 from reconciler.gitops.repo import FleetRepo
-from reconciler.pipeline import PATCHED, PATCHED_OTHERS, ParsedJobs, read_inputs, read_source
+from reconciler.pipeline import (
+    PATCHED,
+    PATCHED_OTHERS,
+    ParsedJobs,
+    earlier_versions,
+    read_inputs,
+    read_source,
+)
 
 from .conftest import (
     NOW,
@@ -50,11 +57,15 @@ data: {a: "1"}
 """
 
 
-def whole(path: Path) -> FleetInputs:
+def whole(path: Path, *, as_reconciled: bool = False) -> FleetInputs:
+    """The fleet at HEAD read whole; ``as_reconciled``: as a reconcile with no
+    state reads it (a broken file in its last good version of the source's
+    commits), the fleet a reconcile keeps for the next read to patch."""
     repo = FleetRepo(path)
     store = ParsedJobs()
     _, files = read_source(repo, "HEAD", store)
-    return read_fleet(files, store)
+    return read_fleet(files, store,
+                      earlier_versions(repo, None, "HEAD") if as_reconciled else None)
 
 
 class Kept:
@@ -228,7 +239,7 @@ def test_a_new_process_patches_the_fleet_the_last_reconcile_saved(tmp_path: Path
     write_files(path, {"jobs/b.yaml": pytorchjob("b")})
     commit_all(path, "b")
     got, how = fresh()
-    assert how == JOBS and got == whole(path)
+    assert how == JOBS and got == whole(path, as_reconciled=True)
     assert sorted(k.name for k in got.jobs) == ["a", "b", "m"]
     reconcile(repo, now=when(NOW))
     (saved,) = (path / ".git" / "fleetq").glob(f"cache-v*/{INPUTS}")
@@ -353,7 +364,7 @@ def test_a_work_tree_validated_leaves_the_fleet_read_last_to_patch(tmp_path: Pat
     kept = Kept(path)
     kept.cache.load_jobs()
     got, how = kept.read()
-    assert how == JOBS and got == whole(path)
+    assert how == JOBS and got == whole(path, as_reconciled=True)
 
 
 def test_the_warnings_of_a_jobs_fields_come_and_go_with_its_file(fleet: Kept) -> None:
