@@ -41,6 +41,7 @@ from reconciler.core.cycle import (
 from reconciler.core.model import (
     CREATED_AT,
     MAX_EXEC_TIME_AT,
+    NAME_AT,
     WORKLOAD_PRIORITY_CLASS_AT,
     Decision,
     Job,
@@ -551,12 +552,13 @@ def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info:
     invalid = tuple(inputs.invalid)
     shared = shared_names(jobs)
     if shared:
-        clash = tuple(InvalidJob(j.key, j.api_version, j.path, j.line, j.blob, shared[j.key])
-                      for j in jobs if j.key in shared)
-        invalid += clash
+        clashing = [j for j in jobs if j.key in shared]
+        invalid += tuple(InvalidJob(j.key, j.api_version, j.path, j.line, j.blob,
+                                    shared[j.key]) for j in clashing)
         jobs = tuple(j for j in jobs if j.key not in shared)
-        if problems is not None:  # (told here: the fleet read found no fault in either file)
-            problems.extend(Problem(bad.path, bad.line, bad.message) for bad in clash)
+        if problems is not None:  # (told here, at its name: the fleet read found no fault)
+            problems.extend(Problem(j.path, j.line_of(NAME_AT), shared[j.key])
+                            for j in clashing)
     if inputs.twice:
         twice = inputs.twice
         invalid += tuple(InvalidJob(

@@ -288,7 +288,8 @@ class Job:
 # quota (its quota label, else its namespace), the creationTimestamp that
 # enqueues it, its maximum run time label and a batch Job's annotation saying
 # whether its completions follow its parallelism (both kept as sent while it
-# runs on a kueue cluster).
+# runs on a kueue cluster); and its name (or generateName), told when it clashes.
+NAME_AT = "name"
 PRIORITY_CLASS_AT = "priorityClass"
 WORKLOAD_PRIORITY_CLASS_AT = "workloadPriorityClass"
 QUOTA_AT = "quota"

@@ -21,6 +21,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from reconciler.core.cycle import InvalidJob
 from reconciler.core.gang import cluster_capacity
 from reconciler.core.model import (
+    NAME_AT,
     ClusterAffinity,
     Failover,
     FleetSettings,
@@ -834,8 +835,9 @@ def _add_job(inputs: FleetInputs, source: JobSource) -> None:
     key = source.job.key
     other = inputs.jobs.get(key)
     if other is not None:
-        inputs.problems.append(Problem(source.job.path, source.job.line, (
-            f"{key} is also defined at {shown_path(other.job.path)}:{other.job.line}; a job is "
+        inputs.problems.append(Problem(source.job.path, source.job.line_of(NAME_AT), (
+            f"{key} is also defined at {shown_path(other.job.path)}:"
+            f"{other.job.line_of(NAME_AT)}; a job is "
             f"identified by group, kind, namespace and name, and one defined twice is not "
             f"used (where it ran, it keeps its place): rename one")))
         inputs.twice.add(key)

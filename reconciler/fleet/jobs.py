@@ -21,6 +21,7 @@ from reconciler.core.model import (
     COMPLETIONS_EQUAL_PARALLELISM_AT,
     CREATED_AT,
     MAX_EXEC_TIME_AT,
+    NAME_AT,
     NODE_NAME_FIELD,
     PRIORITY_CLASS_AT,
     QUOTA_AT,
@@ -533,6 +534,10 @@ def _field_lines(line_of: LineOf, line: int, labels: Mapping[str, str],
     line (one tuple for all jobs alike: most jobs of a file, or of a
     template, have theirs on the same lines)."""
     lines = []
+    for name in ("name", "generateName"):
+        if meta.get(name):
+            lines.append((NAME_AT, line_of(f"metadata.{name}")))
+            break
     if priority_field is not None:
         lines.append((PRIORITY_CLASS_AT, line_of(priority_field)))
     if WORKLOAD_PRIORITY_LABEL in labels:

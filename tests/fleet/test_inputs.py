@@ -1178,9 +1178,10 @@ def test_the_seed_template_and_karmada_policies_read_with_no_mistake(path: str) 
 
 def test_a_job_carries_the_lines_of_the_fields_the_cycle_may_find_at_fault() -> None:
     """The fields the cycle resolves (its PriorityClass, WorkloadPriorityClass
-    label and quota label, else its namespace), and those a batch Job keeps as
-    sent while it runs (its pod template): their lines go with the job, and
-    one the same for jobs alike (the cache pickles it once)."""
+    label and quota label, else its namespace), those a batch Job keeps as
+    sent while it runs (its pod template), and its name (told when another
+    job has it): their lines go with the job, and one the same for jobs alike
+    (the cache pickles it once)."""
     text = JOB.replace(
         "metadata: {name: j1, namespace: default}",
         "metadata:\n  name: j1\n  namespace: default\n  labels:\n"
@@ -1189,11 +1190,11 @@ def test_a_job_carries_the_lines_of_the_fields_the_cycle_may_find_at_fault() -> 
         "    spec:\n", "    spec:\n      priorityClassName: high\n")
     inputs = read({"jobs/a.yaml": text, "jobs/b.yaml": text.replace("name: j1", "name: j2")})
     a, b = (source.job for source in inputs.jobs.values())
-    assert dict(a.field_lines) == {"workloadPriorityClass": 7, "quota": 8, "priorityClass": 12,
-                                   "spec.template": 10}
+    assert dict(a.field_lines) == {"name": 4, "workloadPriorityClass": 7, "quota": 8,
+                                   "priorityClass": 12, "spec.template": 10}
     assert a.field_lines is b.field_lines
     plain, = read({"jobs/c.yaml": JOB}).jobs.values()  # (its namespace on its first line)
-    assert dict(plain.job.field_lines) == {"quota": 3, "spec.template": 5}
+    assert dict(plain.job.field_lines) == {"name": 3, "quota": 3, "spec.template": 5}
 
 
 def test_karmadas_keyless_toleration_tolerates_only_taints_with_no_value() -> None:

@@ -660,7 +660,9 @@ def test_a_new_file_defining_a_running_job_again_takes_nothing_over(tmp_path: Pa
     commit_all(path, "copies")
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
     assert proc.returncode == 0, proc.stderr
-    assert "is also defined at jobs/text/a-copy.yaml" in proc.stderr
+    named = line_of(own, "name: llama-lora-sft")  # (each told at its name)
+    assert f"jobs/text/llama-lora-sft.yaml:{named}: error: PyTorchJob text/llama-lora-sft is " \
+           f"also defined at jobs/text/a-copy.yaml:{named};" in proc.stderr, proc.stderr
     after = placements(path)
     kept = after["text/llama-lora-sft"]
     assert (kept["phase"], kept["cluster"], kept.get("sourceInvalid")) == \
@@ -804,9 +806,12 @@ spec:
     commit_all(path, "a Job named mnist too")
     proc = fleetq("validate", "--repo", str(path))
     assert proc.returncode == 1
-    assert ("jobs/interns/mnist-job.yaml:1: error: Job interns/mnist shares its namespace and "
+    # each told at its name
+    assert ("jobs/interns/mnist-job.yaml:3: error: Job interns/mnist shares its namespace and "
             "name with the PyTorchJob at jobs/interns/mnist.yaml:") in proc.stdout
-    assert "jobs/interns/mnist.yaml:1: error: PyTorchJob interns/mnist shares" in proc.stdout
+    named = line_of((path / "jobs/interns/mnist.yaml").read_text(), "name: mnist")
+    assert f"jobs/interns/mnist.yaml:{named}: error: PyTorchJob interns/mnist shares" \
+        in proc.stdout, proc.stdout
     assert fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T11:10:00Z"
                   ).returncode == 0
     phases = {i["job"]["kind"]: (i["phase"], i.get("sourceInvalid", False))
