@@ -427,7 +427,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     read_before = cache.kept_inputs() if cache is not None else None  # (tree, fleet read)
     info, inputs = read_inputs(repo, source_rev, store, cache, progress,
                                last_good=earlier_versions(repo, state_base or last_good_from,
-                                                          source_rev))
+                                                          source_rev, committed=write))
     progress(f"read {inputs.files} files, {len(inputs.jobs)} jobs")
     if save_behind and cache is not None:
         cache.save_jobs_behind(inputs.jobs_files)
@@ -991,7 +991,8 @@ LAST_GOOD_DEPTH = 32  # state commits searched for a file's last good version
 
 
 def earlier_versions(repo: FleetRepo, state: str | None,
-                     source_rev: str | None = None) -> LastGood | None:
+                     source_rev: str | None = None, *, committed: bool = False
+                     ) -> LastGood | None:
     """``read_fleet``'s ``last_good``: a file's versions, newest first, each
     once and none the same as the file's blob now: first those of the source's
     commits (on ``source_rev``'s first parents, ``git log --follow``, at most
@@ -1005,9 +1006,11 @@ def earlier_versions(repo: FleetRepo, state: str | None,
 
     With no state (a first reconcile, a check of a fleet that has none), those
     of the source's commits alone (``_SourceVersions``): the first reconcile
-    goes on with the version the next would, which finds them too."""
+    goes on with the version the next would, which finds them too. Where a
+    shallow clone's history ends before one, a reconcile whose decisions are
+    ``committed`` stops; a check goes on, with a warning."""
     if state is None:
-        return _SourceVersions(repo, source_rev) if source_rev is not None else None
+        return _SourceVersions(repo, source_rev, committed) if source_rev is not None else None
     return _EarlierVersions(repo, state, source_rev)
 
 
@@ -1034,10 +1037,15 @@ class _SourceVersions:
     """``earlier_versions`` of a fleet with no state: a file's versions in the
     source's own commits (``_source_blobs``). It knows no source tree a state
     was made from, so it is no ``History``: an object two files define is
-    neither's, as it is without one."""
+    neither's, as it is without one. ``cut``: the files none of whose
+    versions here builds, whose history this shallow clone cuts short (path
+    -> why, which ``read_fleet`` tells); unless its decisions are to be
+    ``committed``: then a state a clone of the whole history would not make
+    is refused (made, it would be up to date there too, with no push)."""
 
-    def __init__(self, repo: FleetRepo, source_rev: str) -> None:
-        self.repo, self.source_rev = repo, source_rev
+    def __init__(self, repo: FleetRepo, source_rev: str, committed: bool = False) -> None:
+        self.repo, self.source_rev, self.committed = repo, source_rev, committed
+        self.cut: dict[str, str] = {}
 
     def __call__(self, path: str, blob: str, /) -> Iterator[SourceFile]:
         seen, commits = {blob}, list[str]()
@@ -1046,14 +1054,20 @@ class _SourceVersions:
                 seen.add(got)
                 yield SourceFile(path, got, self.repo.read_blobs([got])[got])
         # (asked for one more: none of those is good) where the file's history
-        # ends at a shallow clone's edge, the version that is may be beyond it:
-        # found in none, the fleet would be decided with the file broken
+        # ends at a shallow clone's edge, the version that is may be beyond it
         if commits and commits[-1] in shallow_commits(self.repo):
-            raise GitError(
-                f"{shown_path(path)} is broken and its last good version may be in the "
-                f"source's earlier commits, which this shallow clone lacks (it has none "
-                f"before {commits[-1][:12]}): fetch them (git fetch --unshallow; on CI, a "
-                f"checkout of the whole history: fetch-depth: 0) and run again")
+            if self.committed:
+                raise GitError(
+                    f"{shown_path(path)} is broken and its last good version may be in the "
+                    f"source's earlier commits, which this shallow clone lacks (it has none "
+                    f"before {commits[-1][:12]}): fetch them (git fetch --unshallow; on CI, a "
+                    f"checkout of the whole history: fetch-depth: 0) and run again")
+            self.cut[path] = (
+                f"this shallow clone's history of it ends at {commits[-1][:12]}, before any "
+                f"version of it that builds: the fleet goes on with it as it is, where the "
+                f"whole history may hold the last good version a clone of it would go on "
+                f"with; fetch it (git fetch --unshallow; on CI, a checkout of the whole "
+                f"history: fetch-depth: 0)")
 
 
 class _EarlierVersions:

@@ -135,7 +135,7 @@ class FleetInputs:
     setting_at: dict[str, tuple[str, int]] = field(default_factory=dict)  # fleet.yaml field
     # files holding a document (not a job) that does not build: see read_fleet's last_good
     unbuilt: set[str] = field(default_factory=set)
-    with_last_good: bool = False  # read with read_fleet's last_good
+    with_last_good: bool = False  # read with read_fleet's last_good (whole: no history cut)
     dependencies: dict[tuple[str, str, str], Dependency] = field(default_factory=dict)
     namespaces: dict[str, dict[str, Any]] = field(default_factory=dict)
     templates: dict[str, str] = field(default_factory=dict)
@@ -353,6 +353,7 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None,
         return inputs
     good: dict[str, SourceFile] = {}
     now: dict[str, str] = {}  # path -> its blob now, for those read in another version
+    cut: list[Problem] = []  # files whose history here ends before a good version
     for path in sorted(set(inputs.broken_paths) | inputs.unbuilt):
         src = read.get(path)
         if not isinstance(src, SourceFile) or (
@@ -361,6 +362,8 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None,
         was = _newest_good(last_good(path, src.blob))
         if was is not None:
             good[path], now[path] = was, src.blob
+        elif (why := _cut_short(last_good, path)) is not None:
+            cut.append(Problem(path, 0, why, "warning"))
     again = _read_again(read, good, set(), cache) if good else inputs
     held: dict[str, str] = {}  # path -> why: files left out, defining what another file does
     told: list[Problem] = []  # those files' errors
@@ -379,6 +382,9 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None,
         if taken:
             again = _read_again(read, good, set(held), cache)
     if again is inputs:
+        if cut:
+            inputs.problems = sorted(set(inputs.problems + cut))
+            inputs.with_last_good = False  # (see below)
         return inputs
     settled = {p for label, places in inputs.conflicts.items()  # (told again, or otherwise)
                if len({path for path, _, _ in places}) > 1
@@ -394,8 +400,18 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None,
         again.problems.append(Problem(path, 0, (
             f"the fleet goes on with this file's last good version (blob {was.blob[:12]}) "
             f"until it is fixed"), "warning"))
-    again.problems = sorted(set(again.problems + kept + told))
+    again.problems = sorted(set(again.problems + kept + told + cut))
+    # (a file whose history was cut short is read as if without ``last_good``: the
+    # next read, with all of it maybe, is whole, not patched from this one)
+    again.with_last_good = not cut
     return again
+
+
+def _cut_short(last_good: LastGood, path: str) -> str | None:
+    """Why ``last_good`` may lack ``path``'s last good version, when it says so
+    (its ``cut``, path -> why: a shallow clone's history ends before one)."""
+    cut = getattr(last_good, "cut", None)
+    return cut.get(path) if isinstance(cut, dict) else None
 
 
 def _read_again(read: dict[str, SourceFile | Blobbed], good: dict[str, SourceFile],

@@ -355,7 +355,8 @@ def test_a_first_reconcile_goes_on_with_a_broken_files_last_good_version(
     first reconcile reads its version of the commit before, as every reconcile
     after it does (they find it in the source's commits), not the fleet
     without that cluster, only to move its jobs back at the next push. A
-    shallow clone that cannot tell stops (exit 2) and names the fetch."""
+    shallow clone that cannot tell stops (exit 2) and names the fetch;
+    ``validate`` there tells the file's errors, and why it goes on with it."""
     path = tmp_path / "fleet"
     assert fleetq("init", str(path)).returncode == 0
     cluster_file = path / "clusters/gpu-hz-a.yaml"
@@ -385,6 +386,13 @@ def test_a_first_reconcile_goes_on_with_a_broken_files_last_good_version(
            "source's earlier commits, which this shallow clone lacks" in proc.stderr, proc.stderr
     assert "git fetch --unshallow" in proc.stderr
     assert git(shallow, "branch", "--list", "fleetq/state").strip() == ""  # nothing written
+    # a check goes on with the file as it is, and says why
+    checked = fleetq("validate", "--repo", str(shallow))
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "clusters/gpu-hz-a.yaml: warning: this shallow clone's history of it ends at " \
+           in checked.stdout, checked.stdout
+    assert "clusters/gpu-hz-a.yaml:22: error: spec.nodes[0].allocatable.cpu: 'lots'" \
+        in checked.stdout
     git(shallow, "fetch", "-q", "--unshallow", "origin")
     proc = fleetq("reconcile", "--repo", str(shallow), "--now", NOW)
     assert proc.returncode == 0 and told in proc.stderr, proc.stderr
