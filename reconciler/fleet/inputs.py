@@ -809,7 +809,8 @@ def _meant(api_version: str, kind: str) -> str | None:
     if kind in _OWN_NAMES:
         return f"{' or '.join(_KINDS_READ[kind])} {kind}"
     if kind not in _KINDS_READ:
-        close = difflib.get_close_matches(kind, list(_KINDS_READ), n=1, cutoff=0.9)
+        close = difflib.get_close_matches(kind, list(_KINDS_READ), n=1, cutoff=0.9) or [
+            k for k in sorted(_KINDS_READ) if _one_edit(kind.lower(), k.lower())][:1]
         if not close:
             return None
         kind = close[0]
@@ -817,6 +818,19 @@ def _meant(api_version: str, kind: str) -> str | None:
     if all(api_group(api) != group for api in _KINDS_READ[kind]):
         return None
     return f"{' or '.join(_KINDS_READ[kind])} {kind}"
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ by one letter at most, added, dropped,
+    changed or swapped with the next (``Jobb``, ``Jbo``: too short a name for
+    ``difflib``'s likeness to find its kind)."""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    start = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                 min(len(a), len(b)))
+    a, b = a[start:], b[start:]
+    return (a[1:] == b[1:] or a[1:] == b or a == b[1:]
+            or (len(a) > 1 and a[1] == b[:1] and a[:1] == b[1:2] and a[2:] == b[2:]))
 
 
 # The kinds whose name no other kind has: fleetq's own, the scheduling kinds it

@@ -1625,3 +1625,21 @@ def test_a_misspelt_kind_is_told_at_the_line_of_its_kind() -> None:
                                   "kind: PyTorchJobb\nspec: {}\n"})
     assert [line.split(" is not a kind")[0] for line in told(inputs)] == [
         "jobs/p.yaml:4: kubeflow.org/v1 PyTorchJobb"]
+
+
+@pytest.mark.parametrize("kind", ["Jobb", "Jbo", "job", "Jobs"])
+def test_a_job_kind_too_short_for_likeness_misspelt_is_an_error(kind: str) -> None:
+    """``kind: Jobb`` was a warning that the document is ignored: a running
+    Job's file so edited deleted it from its cluster. A letter or so from a
+    kind fleetq reads, of the same API group, it is a typo: an error naming the
+    kind meant, and the file counts as broken (its jobs keep their places). A
+    kind of another group (Volcano's Job), or further away, is still left alone."""
+    inputs = read({"jobs/j.yaml": JOB.replace("kind: Job\n", f"kind: {kind}\n", 1)})
+    assert told(inputs) == [f"jobs/j.yaml:2: batch/v1 {kind} is not a kind fleetq reads: did "
+                            f"you mean batch/v1 Job? Fix it (until then, a file that defines the "
+                            f"fleet is read as it last was, and jobs keep their placements)"]
+    assert "jobs/j.yaml" in inputs.broken_paths
+    for api_version, other in (("batch.volcano.sh/v1alpha1", kind), ("batch/v1", "CronJob")):
+        left = read({"jobs/j.yaml": JOB.replace("kind: Job\n", f"kind: {other}\n", 1).replace(
+            "apiVersion: batch/v1\n", f"apiVersion: {api_version}\n", 1)})
+        assert not left.broken_paths and not told(left), (api_version, other)
