@@ -1018,14 +1018,21 @@ def _source_blobs(repo: FleetRepo, rev: str, path: str,
                   commits: list[str] | None = None) -> Iterator[str]:
     """The blobs of ``path`` in the commits on ``rev``'s first parents that
     changed it, newest first (at most ``LAST_GOOD_DEPTH``), followed back across
-    renames (``git log --follow``); each commit is added to ``commits``."""
+    renames (``git log --follow``); each commit is added to ``commits``. Not
+    across a copy, which ``--follow`` follows too: a file made as a copy of
+    another that stays (a new cluster's file from an old one's) has no version
+    before it, and the other file's is no last good version of it."""
     # (-z: each name as it is; without it, git quotes a name that is not UTF-8)
     out = repo.run("log", "--first-parent", "--follow", "-z",
                    f"--max-count={LAST_GOOD_DEPTH}", "--format=%x1e%H", "--name-only",
                    rev, "--", path, check=False).decode("utf-8", "surrogateescape")
+    newer: tuple[str, str] | None = None  # (the commit listed before, its name there)
     for entry in out.split("\x1e")[1:]:
         commit, _, names = entry.partition("\0")
         commit, name = commit.strip(), names.lstrip("\n").split("\0")[0] or path
+        if newer is not None and name != newer[1] and repo.blob_of(newer[0], name) is not None:
+            return  # (the commit that made the newer name kept this one: a copy)
+        newer = (commit, name)
         if commits is not None:
             commits.append(commit)
         got = repo.blob_of(commit, name)

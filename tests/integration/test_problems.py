@@ -399,6 +399,30 @@ def test_a_first_reconcile_goes_on_with_a_broken_files_last_good_version(
     assert placements(shallow) == first
 
 
+@pytest.mark.parametrize("state", [False, True], ids=["first reconcile", "with a state"])
+def test_a_new_file_copied_from_another_and_broken_has_no_last_good_version(
+        tmp_path: Path, state: bool) -> None:
+    """A new member cluster's file made from an old one's, broken from its
+    first commit: git log --follow takes the old file for its past (a copy),
+    and its version was read as the new file's last good one: the old
+    cluster was then defined twice, and left out, its jobs moved."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    if state:
+        assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    old = (path / "clusters/gpu-hz-a.yaml").read_text()
+    write_files(path, {"clusters/gpu-new.yaml": old.replace("name: gpu-hz-a", "name: gpu-new")
+                       .replace("resourceReservation:", "resourceReservaton:")})
+    commit_all(path, "a new cluster, broken")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert "clusters/gpu-new.yaml" in proc.stderr and "did you mean spec.resourceReservation" \
+        in proc.stderr, proc.stderr
+    assert "last good version" not in proc.stderr and "also defined" not in proc.stderr, \
+        proc.stderr
+    assert any(item.get("cluster") == "gpu-hz-a" for item in placements(path).values())
+
+
 @pytest.mark.parametrize("damage", ["not YAML", "a damaged item", "no placements.yaml",
                                     "items not a list", "empty", "a list"])
 def test_a_state_commit_that_does_not_read_back_stops_every_command_and_loses_nothing(
