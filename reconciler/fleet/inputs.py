@@ -865,11 +865,15 @@ def _add_job(inputs: FleetInputs, source: JobSource) -> None:
     key = source.job.key
     other = inputs.jobs.get(key)
     if other is not None:
-        inputs.problems.append(Problem(source.job.path, source.job.line_of(NAME_AT), (
-            f"{key} is also defined at {shown_path(other.job.path)}:"
-            f"{other.job.line_of(NAME_AT)}; a job is "
-            f"identified by group, kind, namespace and name, and one defined twice is not "
-            f"used (where it ran, it keeps its place): rename one")))
+        here, there = source.job.line_of(NAME_AT), other.job.line_of(NAME_AT)
+        aliased = source.job.path == other.job.path and here == there
+        if aliased:  # (one name node for both, by a YAML alias: at their documents, or items)
+            here, there = source.job.line, other.job.line
+        inputs.problems.append(Problem(source.job.path, here, (
+            f"{key} is also defined at {shown_path(other.job.path)}:{there}"
+            f"{' (a YAML alias repeats it)' if aliased else ''}; a job is identified by "
+            f"group, kind, namespace and name, and one defined twice is not used (where it "
+            f"ran, it keeps its place): rename one")))
         inputs.twice.add(key)
         return
     inputs.jobs[key] = source

@@ -1643,3 +1643,22 @@ def test_a_job_kind_too_short_for_likeness_misspelt_is_an_error(kind: str) -> No
         left = read({"jobs/j.yaml": JOB.replace("kind: Job\n", f"kind: {other}\n", 1).replace(
             "apiVersion: batch/v1\n", f"apiVersion: {api_version}\n", 1)})
         assert not left.broken_paths and not told(left), (api_version, other)
+
+
+def test_a_job_defined_twice_is_told_at_its_name_or_where_an_alias_repeats_it() -> None:
+    """Each copy at the line of its name, naming the other's; where a YAML
+    alias gives both the one name node, at their items, and said."""
+    two = JOB.replace("metadata: {name: j1, namespace: default}",
+                      "metadata:\n  namespace: default\n  name: j1")
+    inputs = read({"jobs/a.yaml": two, "jobs/b.yaml": "# the same\n" + two})
+    assert [p.split(";")[0] for p in told(inputs)] == [
+        "jobs/b.yaml:6: Job default/j1 is also defined at jobs/a.yaml:5"]
+    item = ("- apiVersion: batch/v1\n  kind: Job\n  metadata: {meta}\n  spec:\n"
+            "    template:\n      spec:\n        restartPolicy: Never\n"
+            "        containers: [{{name: c, image: busybox}}]\n")
+    listed = ("apiVersion: v1\nkind: List\nitems:\n"
+              + item.format(meta="&m {namespace: default, name: j1}") + item.format(meta="*m"))
+    inputs = read({"jobs/l.yaml": listed})
+    assert [p.split(";")[0] for p in told(inputs)] == [
+        "jobs/l.yaml:12: Job default/j1 is also defined at jobs/l.yaml:4 (a YAML alias "
+        "repeats it)"]
