@@ -330,8 +330,9 @@ def _state_head(repo: FleetRepo, branch: str, *, needed: bool = False,
     itself with ``--remote``. A head edited by hand (``edited_by_hand``) is
     read as it is, with a warning."""
     sha = _state_head_found(repo, branch, needed=needed, plan=plan)
+    ref = state_ref(branch)
     if sha is not None and (edited := edited_by_hand(
-            repo, sha, lambda commit: f"git update-ref {state_ref(branch)} {commit}")) is not None:
+            repo, sha, lambda commit: f"git update-ref {ref} {commit}", ref=ref)) is not None:
         print(f"fleetq: warning: reading the state branch {branch} at {edited}",
               file=sys.stderr)
     return sha

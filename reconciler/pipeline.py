@@ -146,11 +146,13 @@ DUE_TRAILER = "Fleet-Due"
 # commit whose tree is another was edited by hand (amended, or its message copied),
 # though it keeps fleetq's trailers
 STATE_TREE_TRAILER = "Fleet-State-Tree"
-STATE_FORMAT = f"14 fleetq/{__version__}"  # a state made by another format is recomputed (14: a
-# RayJob whose spec KubeRay refuses is invalid; 13: a job whose pods mount a volume they do not
-# have, or ask for a resource named without its domain, is invalid; 12: a job whose pods, name or
-# replicas the API server or its operator refuses is invalid; 11: a running batch Job counted with
-# what it keeps as sent; 10: a batch Job running on a kueue cluster keeps its annotation
+STATE_FORMAT = f"15 fleetq/{__version__}"  # a state made by another format is recomputed (15: a
+# state commit names its tree, Fleet-State-Tree, and one of this format or later that does not was
+# edited by hand; a job defined twice, or sharing its name, is told at its name's line; 14: a RayJob
+# whose spec KubeRay refuses is invalid; 13: a job whose pods mount a volume they do not have, or
+# ask for a resource named without its domain, is invalid; 12: a job whose pods, name or replicas
+# the API server or its operator refuses is invalid; 11: a running batch Job counted with what it
+# keeps as sent; 10: a batch Job running on a kueue cluster keeps its annotation
 # job-completions-equal-parallelism, and its parallelism when it was sent with job-min-parallelism,
 # as it was sent with them; 9: a SidecarMode RayJob's head requests its submitter container; 8: a
 # RayJob's worker group names checked, for Kueue's pod sets too; 7: a batch Job running on a cluster
@@ -553,7 +555,7 @@ def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info:
     shared = shared_names(jobs)
     if shared:
         clashing = [j for j in jobs if j.key in shared]
-        invalid += tuple(InvalidJob(j.key, j.api_version, j.path, j.line, j.blob,
+        invalid += tuple(InvalidJob(j.key, j.api_version, j.path, j.line_of(NAME_AT), j.blob,
                                     shared[j.key]) for j in clashing)
         jobs = tuple(j for j in jobs if j.key not in shared)
         if problems is not None:  # (told here, at its name: the fleet read found no fault)
@@ -562,7 +564,7 @@ def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info:
     if inputs.twice:
         twice = inputs.twice
         invalid += tuple(InvalidJob(
-            j.key, j.api_version, j.path, j.line, j.blob,
+            j.key, j.api_version, j.path, j.line_of(NAME_AT), j.blob,
             f"{j.key} is defined more than once (see the errors of fleetq validate): "
             f"none of them is used; rename all but one") for j in jobs if j.key in twice)
         jobs = tuple(j for j in jobs if j.key not in twice)
@@ -795,7 +797,7 @@ def shared_names(jobs: Sequence[Job]) -> dict[JobKey, str]:
     out: dict[JobKey, str] = {}
     for group in by_name.values():
         for j in group:
-            others = sorted(f"{o.key.kind} at {shown_path(o.path)}:{o.line}"
+            others = sorted(f"{o.key.kind} at {shown_path(o.path)}:{o.line_of(NAME_AT)}"
                             for o in group if o is not j)
             out[j.key] = (f"{j.key.kind} {j.key.namespace}/{j.key.name} shares its namespace "
                           f"and name with the {', '.join(others)}: their gangs would be one "
@@ -2111,7 +2113,7 @@ def check_state_branch(repo: FleetRepo, branch: str, source_rev: str) -> None:
                        f"by hand, point it back at fleetq's last commit (git log it; git "
                        f"update-ref {ref} <commit>); else {fix}")
     if head is not None and (edited := edited_by_hand(
-            repo, head, lambda commit: f"git update-ref {ref} {commit}")) is not None:
+            repo, head, lambda commit: f"git update-ref {ref} {commit}", ref=ref)) is not None:
         raise GitError(f"the state branch {branch!r} is at {edited}; then run again")
     remote = next((r for r in repo.remotes()
                    if branch.startswith(f"{r}/")), None)
@@ -2201,7 +2203,7 @@ def written_by_fleetq(repo: FleetRepo, commit: str) -> bool:
 
 
 def edited_by_hand(repo: FleetRepo, commit: str, how: Callable[[str], str],
-                   back: str | None = None) -> str | None:
+                   back: str | None = None, ref: str | None = None) -> str | None:
     """Why state commit ``commit``, which keeps fleetq's trailers, is not as
     fleetq wrote it (its tree is not its ``STATE_TREE_TRAILER``: amended, or a
     commit of other files with its message copied), and the fix, ``how`` the
@@ -2210,30 +2212,49 @@ def edited_by_hand(repo: FleetRepo, commit: str, how: Callable[[str], str],
     state, its files would be taken for fleetq's decisions: a job marked
     Admitted by hand would run past its quota, and stay admitted. ``back``:
     the commit to put back (this clone's state, for a remote's), else the
-    last one as written before it (``last_as_written``)."""
+    last one as written (``last_as_written``, in the reflog of ``ref`` first)."""
     if as_written(repo, commit):
         return None
     info = repo.commit_info(commit)
-    wrote = trailers(info.message)[STATE_TREE_TRAILER]
-    back = back or last_as_written(repo, commit)
+    wrote = trailers(info.message).get(STATE_TREE_TRAILER)
+    back = back or last_as_written(repo, commit, ref)
+    said = (f"its {STATE_TREE_TRAILER} trailer says {wrote[:12]}" if wrote is not None else
+            f"its message has no {STATE_TREE_TRAILER} trailer, which its state format has")
     return (f"{commit[:12]}, which was edited by hand: its files are not those fleetq "
             f"committed (but for the clusters' reports, its tree is "
-            f"{decided_tree(repo, info.tree)[:12]}; its {STATE_TREE_TRAILER} trailer says "
-            f"{wrote[:12]}), and the state branch is fleetq's output alone (a job admitted "
-            f"there by hand would run past its quota): put it back at "
-            + (f"fleetq's last commit before it ({how(back[:12])})" if back is not None else
-               f"fleetq's last commit (the branch's reflog has it: git reflog show "
-               f"--format='%h %s' <branch>; {how('<commit>')})")
+            f"{decided_tree(repo, info.tree)[:12]}; {said}), and the state branch is "
+            f"fleetq's output alone (a job admitted there by hand would run past its quota): "
+            f"put it back at "
+            + (f"fleetq's last commit ({how(back[:12])})" if back is not None else
+               f"fleetq's last commit, which is neither on the branch nor in its reflog here "
+               f"(take it from a clone that fetched it: {how('<commit>')})")
             + ", and change the fleet in its source")
 
 
 def as_written(repo: FleetRepo, commit: str) -> bool:
     """Whether ``commit``'s tree, less the clusters' reports, is the one its
-    ``STATE_TREE_TRAILER`` names (or it has none: a commit of no state, or
-    older than that trailer)."""
+    ``STATE_TREE_TRAILER`` names; a commit with none is as written only if its
+    state format is older than that trailer (``TREE_NAMED_FROM``), or it is
+    no state commit: from then on, a message edited to drop it is found out too."""
     info = repo.commit_info(commit)
-    wrote = trailers(info.message).get(STATE_TREE_TRAILER)
-    return wrote is None or wrote == info.tree or wrote == decided_tree(repo, info.tree)
+    return _written_as(repo, trailers(info.message), info.tree)
+
+
+def _written_as(repo: FleetRepo, found: Mapping[str, str], tree: str) -> bool:
+    """``as_written`` of a commit of trailers ``found`` and tree ``tree``."""
+    wrote = found.get(STATE_TREE_TRAILER)
+    if wrote is None:
+        return TRAILER not in found or _format_number(found.get(FORMAT_TRAILER)) < TREE_NAMED_FROM
+    return wrote == tree or wrote == decided_tree(repo, tree)
+
+
+TREE_NAMED_FROM = 15  # the first state format whose commits name their tree
+
+
+def _format_number(form: str | None) -> int:
+    """The number a ``FORMAT_TRAILER`` starts with (0 when it has none)."""
+    head = (form or "").split(" ", 1)[0]
+    return int(head) if head.isdigit() else 0
 
 
 def decided_tree(repo: FleetRepo, tree: str) -> str:
@@ -2246,8 +2267,8 @@ def decided_tree(repo: FleetRepo, tree: str) -> str:
         if not entry:
             continue
         head, _, name = entry.partition(b"\t")
-        mode, _, sha = head.decode().split(" ")
-        if f"{name.decode('utf-8', 'surrogateescape')}/" in CARRIED_OVER:
+        mode, kind, sha = head.decode().split(" ")
+        if kind == "tree" and f"{name.decode('utf-8', 'surrogateescape')}/" in CARRIED_OVER:
             continue
         body += mode.lstrip("0").encode() + b" " + name + b"\0" + bytes.fromhex(sha)
     return hashlib.sha1(b"tree %d\0" % len(body) + body).hexdigest()
@@ -2256,18 +2277,21 @@ def decided_tree(repo: FleetRepo, tree: str) -> str:
 EDITS_SEARCHED = 64  # commits searched back from an edited state for fleetq's last
 
 
-def last_as_written(repo: FleetRepo, commit: str) -> str | None:
-    """The newest state commit on ``commit``'s first parents (``commit`` itself
-    included) that is as fleetq wrote it, within ``EDITS_SEARCHED``."""
-    out = repo.run("log", "--first-parent", f"--max-count={EDITS_SEARCHED}",
-                   "--format=%x1e%H %T%n%B", commit, check=False).decode("utf-8", "replace")
-    for entry in out.split("\x1e")[1:]:
-        ids, _, message = entry.partition("\n")
-        sha, _, tree = ids.partition(" ")
-        found = trailers(message)
-        if TRAILER in found and (found.get(STATE_TREE_TRAILER, tree) == tree
-                                 or found[STATE_TREE_TRAILER] == decided_tree(repo, tree)):
-            return sha
+def last_as_written(repo: FleetRepo, commit: str, ref: str | None = None) -> str | None:
+    """The newest state commit that is as fleetq wrote it, within
+    ``EDITS_SEARCHED``: first of those ``ref`` was at, as its reflog has them
+    (the commit an amended one replaced is on no branch), then of those on
+    ``commit``'s first parents (``commit`` itself included)."""
+    walks = [("-g", ref)] if ref is not None else []  # (a ref with no reflog: none listed)
+    for walk, start in [*walks, ("--first-parent", commit)]:
+        out = repo.run("log", walk, f"--max-count={EDITS_SEARCHED}", "--format=%x1e%H %T%n%B",
+                       start, "--", check=False).decode("utf-8", "replace")
+        for entry in out.split("\x1e")[1:]:
+            ids, _, message = entry.partition("\n")
+            sha, _, tree = ids.partition(" ")
+            found = trailers(message)
+            if TRAILER in found and _written_as(repo, found, tree):
+                return sha
     return None
 
 

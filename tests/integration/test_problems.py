@@ -469,15 +469,17 @@ def test_a_state_commit_that_does_not_read_back_stops_every_command_and_loses_no
     assert placements(path)["text/later"]["phase"] == "Queued"
 
 
-@pytest.mark.parametrize("how", ["amended", "message copied"])
+@pytest.mark.parametrize("how", ["amended", "message copied", "trailer dropped"])
 def test_a_state_commit_edited_by_hand_with_fleetqs_trailers_is_refused(
         tmp_path: Path, how: str) -> None:
     """A queued job marked Admitted by hand in placements.yaml, the commit
-    amended (or committed with fleetq's message copied: ``git commit -C``), so
-    that it keeps fleetq's trailers: read as the state, the job would be
-    rendered to its cluster past its quota, and kept there. Every reconcile
-    stops (exit 2), naming fleetq's last commit to put back; the commands that
-    read the state warn; nothing is written."""
+    amended (or committed with fleetq's message copied: ``git commit -C``; or
+    amended with the trailer that names its tree taken out), so that it keeps
+    fleetq's trailers: read as the state, the job would be rendered to its
+    cluster past its quota, and kept there. Every reconcile stops (exit 2),
+    naming fleetq's last commit to put back (the one amended, from the
+    branch's reflog); the commands that read the state warn; nothing is
+    written."""
     path = tmp_path / "fleet"
     assert fleetq("init", str(path)).returncode == 0
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
@@ -491,8 +493,13 @@ def test_a_state_commit_edited_by_hand_with_fleetqs_trailers_is_refused(
         text[:at] + text[at:].replace("phase: Queued", "phase: Admitted", 1))
     if how == "amended":
         git(worktree, "commit", "-q", "--amend", "-a", "--no-edit")
-    else:
+    elif how == "message copied":
         git(worktree, "commit", "-q", "-a", "-C", "HEAD")
+    else:
+        message = git(worktree, "log", "-1", "--format=%B")
+        assert "\nFleet-State-Tree: " in message
+        git(worktree, "commit", "-q", "--amend", "-a", "-m",
+            re.sub(r"\nFleet-State-Tree: \w+", "", message))
     git(path, "worktree", "remove", "--force", str(worktree))
     edited = git(path, "rev-parse", "fleetq/state").strip()
     assert "Fleet-Source-Commit: " in git(path, "log", "-1", "--format=%B", edited)
@@ -501,11 +508,8 @@ def test_a_state_commit_edited_by_hand_with_fleetqs_trailers_is_refused(
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"the state branch 'fleetq/state' is at {edited[:12]}, which was edited by hand: " \
            "its files are not those fleetq committed" in proc.stderr, proc.stderr
-    fix = (f"git update-ref refs/heads/fleetq/state {good[:12]}" if how == "message copied"
-           else "git update-ref refs/heads/fleetq/state <commit>")
-    assert fix in proc.stderr, proc.stderr
-    if how == "amended":  # (the commit it amended is no longer on the branch)
-        assert "the branch's reflog has it" in proc.stderr
+    assert f"put it back at fleetq's last commit (git update-ref refs/heads/fleetq/state " \
+           f"{good[:12]})" in proc.stderr, proc.stderr
     assert git(path, "rev-parse", "fleetq/state").strip() == edited
     status = fleetq("status", "--repo", str(path))
     assert status.returncode == 0 and "fleetq: warning: reading the state branch " \
@@ -839,10 +843,11 @@ spec:
     proc = fleetq("validate", "--repo", str(path))
     assert proc.returncode == 1
     # each told at its name
-    assert ("jobs/interns/mnist-job.yaml:3: error: Job interns/mnist shares its namespace and "
-            "name with the PyTorchJob at jobs/interns/mnist.yaml:") in proc.stdout
     named = line_of((path / "jobs/interns/mnist.yaml").read_text(), "name: mnist")
-    assert f"jobs/interns/mnist.yaml:{named}: error: PyTorchJob interns/mnist shares" \
+    assert ("jobs/interns/mnist-job.yaml:3: error: Job interns/mnist shares its namespace and "
+            f"name with the PyTorchJob at jobs/interns/mnist.yaml:{named}: ") in proc.stdout
+    assert f"jobs/interns/mnist.yaml:{named}: error: PyTorchJob interns/mnist shares its " \
+           "namespace and name with the Job at jobs/interns/mnist-job.yaml:3: " \
         in proc.stdout, proc.stdout
     assert fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T11:10:00Z"
                   ).returncode == 0
@@ -850,6 +855,11 @@ spec:
               for i in yaml.safe_load(state_show(path, "placements.yaml") or "")["items"]
               if i["job"]["name"] == "mnist"}
     assert phases == {"PyTorchJob": ("Admitted", True), "Job": ("Invalid", False)}
+    # (its reason, which status and explain show, names the line validate does)
+    reasons = {i["job"]["kind"]: i["reason"]
+               for i in yaml.safe_load(state_show(path, "placements.yaml") or "")["items"]
+               if i["job"]["name"] == "mnist"}
+    assert reasons["Job"].startswith("jobs/interns/mnist-job.yaml:3: Job interns/mnist shares")
     after = {f: state_show(path, f) for f in git(path, "ls-tree", "-r", "--name-only",
                                                   "fleetq/state").split() if "mnist" in f}
     assert after == before
@@ -1790,3 +1800,19 @@ def test_a_job_renamed_with_its_creation_timestamp_jumps_no_queue(tmp_path: Path
     assert not _jumps(run_reconcile(path, now="2026-11-29T13:00:00Z"))
     assert placements(path)["default/renamed"]["position"] == 1
     assert placements(path)["default/second"]["position"] == 2
+
+
+def test_a_file_named_as_the_reports_folder_is_no_report(tmp_path: Path) -> None:
+    """The clusters' reports (the folders status/ and inventory/) are inputs a
+    state commit may gain after fleetq wrote it; a file of that name is not."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    worktree = tmp_path / "state"
+    git(path, "worktree", "add", "-q", str(worktree), "fleetq/state")
+    (worktree / "status").write_text("anything\n")
+    git(worktree, "add", "status")
+    git(worktree, "commit", "-q", "--amend", "--no-edit")
+    git(path, "worktree", "remove", "--force", str(worktree))
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 2 and "which was edited by hand" in proc.stderr, proc.stderr
