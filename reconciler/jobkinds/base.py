@@ -452,7 +452,9 @@ def pod_requests(template: Manifest, field: str) -> Resources:
         raise ManifestError(f"{field}.spec is missing", field)
     containers = spec.get("containers")
     if not isinstance(containers, list) or not containers:
-        raise ManifestError(f"{field}.spec.containers must list at least one container", field)
+        raise ManifestError(f"{field}.spec.containers must list at least one container",
+                            f"{field}.spec.containers" if "containers" in spec else
+                            f"{field}.spec")
     total: Resources = {}
     found: list[ManifestError] = []  # (each container's mistakes told)
     named: dict[str, str] = {}  # (a name once in the pod: its init containers' too)

@@ -1662,3 +1662,14 @@ def test_a_job_defined_twice_is_told_at_its_name_or_where_an_alias_repeats_it() 
     assert [p.split(";")[0] for p in told(inputs)] == [
         "jobs/l.yaml:12: Job default/j1 is also defined at jobs/l.yaml:4 (a YAML alias "
         "repeats it)"]
+
+
+def test_an_empty_containers_list_and_a_generate_name_not_a_string_are_told_at_their_lines(
+        ) -> None:
+    empty = JOB.replace("      containers:", "      containers: []\n      was:", 1)
+    named = JOB.replace("metadata: {name: j1, namespace: default}",
+                        "metadata:\n  generateName: 123\n  namespace: default")
+    inputs = read({"jobs/a.yaml": empty, "jobs/b.yaml": named})
+    assert [p.split(";")[0] for p in told(inputs)] == [
+        "jobs/a.yaml:7: spec.template.spec.containers must list at least one container",
+        "jobs/b.yaml:4: metadata.generateName must be a string, not 123"]
