@@ -350,3 +350,12 @@ def test_a_document_nested_too_deeply_to_build_is_told_at_its_line() -> None:
             + b"\nd: " + b"[" * 150 + b"]" * 150 + b"\n")
     docs, problem = parse_documents("jobs/deep.yaml", data)
     assert len(docs) == 1 and problem is not None and problem.line == 4, problem
+
+
+def test_a_flow_sequence_left_open_before_more_lines_is_told_with_the_line_it_began() -> None:
+    """``stateBranch: [fleetq/state`` with lines after it: libyaml stops at
+    the next line; the message says where the sequence began."""
+    _, problem = parse_documents("fleet.yaml", b"spec:\n  stateBranch: [fleetq/state\n"
+                                               b"  remote: origin\n  other: 1\n")
+    assert problem is not None and problem.line == 3, problem
+    assert "while parsing a flow sequence begun at line 2, " in problem.message, problem
