@@ -441,9 +441,14 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int | str, line
     priority_field = "spec.runPolicy.schedulingPolicy.priorityClass"  # (unless a pod's)
     deps: set[tuple[str, str]] = set()
     found: list[ManifestError] = []  # (the quantities of every pod set told at once)
-    for ref in kind.pod_templates(obj):
-        check_metadata(ref.template.get("metadata"), f"{ref.field}.metadata")
+    try:  # (pod sets that cannot be found, a count that is no count: told with the rest)
+        refs = kind.pod_templates(obj)
+    except ManifestError as exc:
+        found.extend(each_error(exc))
+        refs = []
+    for ref in refs:
         try:
+            check_metadata(ref.template.get("metadata"), f"{ref.field}.metadata")
             per_pod = pod_set_requests(ref)
         except ManifestError as exc:
             found.extend(each_error(exc))

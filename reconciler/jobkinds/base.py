@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
 from reconciler.core.outcomes import ObservedPhase
-from reconciler.core.problems import as_written, capped
+from reconciler.core.problems import as_written, capped, yaml_type
 from reconciler.core.resources import Resources, add_into, format_quantity, pointwise_max
 
 Manifest = dict[str, Any]
@@ -364,7 +364,7 @@ def _name_once(name: object, at: str, what: str, named: dict[str, str],
     if name is None or name == "":
         found.append(ManifestError(
             f"{at}.name is missing: the API server refuses a {what} with no name; give it "
-            f"one ({DNS_LABEL_RULE})", at))
+            f"one ({DNS_LABEL_RULE})", f"{at}.name"))
     elif not isinstance(name, str) or len(name) > DNS_LABEL_MOST \
             or not DNS_LABEL.fullmatch(name):
         found.append(ManifestError(f"{at}.name {as_written(name)} is not a valid {what} name: "
@@ -418,7 +418,7 @@ def _check_mounts(c: Mapping[str, Any], at: str, volumes: set[str] | None,
                 f"it has", f"{where}.name" if "name" in mount else where))
         if not isinstance(path, str) or not path:
             found.append(ManifestError(f"{where}.mountPath is missing: the API server refuses "
-                                       f"a volume mount with no path", where))
+                                       f"a volume mount with no path", f"{where}.mountPath"))
         elif path in paths:
             found.append(ManifestError(
                 f"{where}.mountPath {path!r} is that of volumeMounts[{paths[path]}] too: the "
@@ -438,7 +438,8 @@ def _check_container(c: Mapping[str, Any], at: str, named: dict[str, str],
     image = c.get("image")
     if image is None or image == "":
         found.append(ManifestError(
-            f"{at}.image is missing: the API server refuses a container with no image", at))
+            f"{at}.image is missing: the API server refuses a container with no image",
+            f"{at}.image"))
     elif not isinstance(image, str):
         found.append(ManifestError(f"{at}.image must be a string, not {as_written(image)}; "
                                    f"quote it", f"{at}.image"))
@@ -451,10 +452,13 @@ def pod_requests(template: Manifest, field: str) -> Resources:
     if not isinstance(spec, Mapping):
         raise ManifestError(f"{field}.spec is missing", field)
     containers = spec.get("containers")
-    if not isinstance(containers, list) or not containers:
+    if containers is not None and not isinstance(containers, list):
+        raise ManifestError(f"{field}.spec.containers must be a list of containers, not "
+                            f"{yaml_type(containers)}: write each as an item (- name: ...)",
+                            f"{field}.spec.containers")
+    if not containers:
         raise ManifestError(f"{field}.spec.containers must list at least one container",
-                            f"{field}.spec.containers" if "containers" in spec else
-                            f"{field}.spec")
+                            f"{field}.spec.containers")
     total: Resources = {}
     found: list[ManifestError] = []  # (each container's mistakes told)
     named: dict[str, str] = {}  # (a name once in the pod: its init containers' too)

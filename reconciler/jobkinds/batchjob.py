@@ -64,7 +64,7 @@ class BatchJobKind:
         if policy is None:
             return [ManifestError(f"{at} is missing: the API server refuses a Job whose pods "
                                   f"would restart Always, a pod's default; set it to Never "
-                                  f"or OnFailure", "spec.template.spec")]
+                                  f"or OnFailure", at)]
         return [ManifestError(f"{at} is {as_written(policy)}: the API server takes a Job whose "
                               f"pods restart Never or OnFailure only", at)]
 

@@ -763,8 +763,8 @@ def test_an_mpijob_the_mpi_operator_refuses_is_an_error_at_each_of_its_lines() -
      "name one it has"),
     ("jobs/p.yaml", REFUSED_PYTORCHJOB.replace("llama.v2", "llama").replace("replicas: 2", "")
      .replace("Launcher:", "Worker:").replace("[{name: trainer, image: x}]", "1"),
-     "jobs/p.yaml:9: spec.pytorchReplicaSpecs.Master.template.spec.containers must list at "
-     "least one container"),
+     "jobs/p.yaml:11: spec.pytorchReplicaSpecs.Master.template.spec.containers must be a list "
+     "of containers, not a number: write each as an item (- name: ...)"),
 ])
 def test_a_pod_written_with_the_wrong_shape_is_told_and_stops_nothing_else(
         path: str, text: str, said: str) -> None:
@@ -1673,3 +1673,23 @@ def test_an_empty_containers_list_and_a_generate_name_not_a_string_are_told_at_t
     assert [p.split(";")[0] for p in told(inputs)] == [
         "jobs/a.yaml:7: spec.template.spec.containers must list at least one container",
         "jobs/b.yaml:4: metadata.generateName must be a string, not 123"]
+
+
+def test_a_count_or_a_pod_label_that_is_wrong_hides_none_of_the_jobs_other_mistakes() -> None:
+    """A negative parallelism stopped the reading of the pod sets, and a
+    template's label that is no string the reading of that pod set, so the
+    job's other mistakes were told only once those were fixed, one round of
+    pushes each; and a missing restartPolicy, told at the pod's spec, hid the
+    mistakes of every field inside it."""
+    job = ("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: default}\nspec:\n"
+           "  parallelism: -2\n  template:\n    metadata:\n      labels: {team: 1}\n"
+           "    spec:\n      containers:\n      - name: c\n        image: busybox\n"
+           "        imagePullPolicy: always\n        command: python train.py\n"
+           "        resources: {requests: {cpu: lots}}\n")
+    lines = [t.split(":")[1] + ":" + t.split(":")[2].split(" ")[1]
+             for t in told(read({"jobs/j.yaml": job}))]
+    assert lines == ["5:spec.parallelism", "8:spec.template.metadata.labels.team",
+                     "9:spec.template.spec.restartPolicy",
+                     "13:spec.template.spec.containers[0].imagePullPolicy",
+                     "14:spec.template.spec.containers[0].command",
+                     "15:spec.template.spec.containers[0].resources.requests.cpu"], lines
