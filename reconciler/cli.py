@@ -43,7 +43,7 @@ from reconciler.core.problems import Problem, first_of, listed, shown_path, yaml
 from reconciler.core.resources import format_quantity
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
-from reconciler.fleet.inputs import is_yaml
+from reconciler.fleet.inputs import CUT_SHORT, GOES_ON_WITH, is_yaml
 from reconciler.fleet.jobs import api_group
 from reconciler.fleet.observed import INVENTORY_DIR, ClusterReport, cluster_report
 from reconciler.fleet.state import decision_item
@@ -994,6 +994,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
                              settings=inputs.settings)
     if source is not None:
         lines.extend(_counted_as_it_runs(d, source.job))
+    _tell_fleet_read(computed)
     said = _not_yet(repo, args, base, computed, d)
     if args.output in ("json", "yaml"):
         _print_value(_explained(d, lines, said[1] if said is not None else None),
@@ -1001,6 +1002,21 @@ def cmd_explain(args: argparse.Namespace) -> int:
     else:
         print("\n".join(([said[0], ""] if said is not None else []) + lines))
     return EXIT_OK
+
+
+def _tell_fleet_read(computed: Computed) -> None:
+    """explain's word, on stderr, of a fleet it explains as it goes on with
+    files that do not read: each read in its last good version, or as it is
+    (a shallow clone's history cut short), and how many errors it has (which
+    ``fleetq validate`` tells)."""
+    said = [p for p in computed.problems
+            if p.severity == "warning" and p.message.startswith((GOES_ON_WITH, CUT_SHORT))]
+    for p in said:
+        print(p, file=sys.stderr)
+    errors = sum(p.severity == "error" for p in computed.problems)
+    if errors:
+        print(f"fleetq: the fleet has {errors} error(s), which fleetq validate tells: this is "
+              f"what a reconcile would decide with them", file=sys.stderr)
 
 
 def _counted_as_it_runs(d: Decision, job: Job) -> list[str]:

@@ -65,6 +65,7 @@ from reconciler.core.problems import Problem, listed, shown_path
 from reconciler.core.quota import QuotaTree, max_changed
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.inputs import (
+    CUT_SHORT,
     FLEET_FILES,
     TEMPLATES_DIR,
     FleetInputs,
@@ -1073,7 +1074,7 @@ class _SourceVersions:
                     f"before {commits[-1][:12]}): fetch them (git fetch --unshallow; on CI, a "
                     f"checkout of the whole history: fetch-depth: 0) and run again")
             self.cut[path] = (
-                f"this shallow clone's history of it ends at {commits[-1][:12]}, before any "
+                f"{CUT_SHORT} {commits[-1][:12]}, before any "
                 f"version of it that builds: the fleet goes on with it as it is, where the "
                 f"whole history may hold the last good version a clone of it would go on "
                 f"with; fetch it (git fetch --unshallow; on CI, a checkout of the whole "

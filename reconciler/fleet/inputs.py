@@ -398,13 +398,18 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None,
     for path, was in good.items():
         again.other_files[path] = now[path]  # (the file read is the one there now)
         again.problems.append(Problem(path, 0, (
-            f"the fleet goes on with this file's last good version (blob {was.blob[:12]}) "
+            f"{GOES_ON_WITH} (blob {was.blob[:12]}) "
             f"until it is fixed"), "warning"))
     again.problems = sorted(set(again.problems + kept + told + cut))
     # (a file whose history was cut short is read as if without ``last_good``: the
     # next read, with all of it maybe, is whole, not patched from this one)
     again.with_last_good = not cut
     return again
+
+
+# what a warning on a file read in another version than its own says first
+GOES_ON_WITH = "the fleet goes on with this file's last good version"
+CUT_SHORT = "this shallow clone's history of it ends at"
 
 
 def _cut_short(last_good: LastGood, path: str) -> str | None:

@@ -367,6 +367,9 @@ def test_a_first_reconcile_goes_on_with_a_broken_files_last_good_version(
     assert checked.returncode == 1, checked.stdout + checked.stderr
     told = "clusters/gpu-hz-a.yaml: warning: the fleet goes on with this file's last good version"
     assert told in checked.stdout, checked.stdout
+    explained = fleetq("explain", "video-mae-pretrain", "--repo", str(path))
+    assert explained.returncode == 0 and told in explained.stderr, explained.stderr
+    assert "the fleet has 1 error(s), which fleetq validate tells" in explained.stderr
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
     assert proc.returncode == 0 and told in proc.stderr, proc.stderr
     first = placements(path)
@@ -393,6 +396,9 @@ def test_a_first_reconcile_goes_on_with_a_broken_files_last_good_version(
            in checked.stdout, checked.stdout
     assert "clusters/gpu-hz-a.yaml:22: error: spec.nodes[0].allocatable.cpu: 'lots'" \
         in checked.stdout
+    explained = fleetq("explain", "video-mae-pretrain", "--repo", str(shallow))
+    assert "clusters/gpu-hz-a.yaml: warning: this shallow clone's history of it ends at " \
+        in explained.stderr, explained.stderr
     git(shallow, "fetch", "-q", "--unshallow", "origin")
     proc = fleetq("reconcile", "--repo", str(shallow), "--now", NOW)
     assert proc.returncode == 0 and told in proc.stderr, proc.stderr
