@@ -9,6 +9,7 @@ so a new kind is one small module plus one line in ``KINDS``.
 from __future__ import annotations
 
 import importlib.util
+import math
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -247,8 +248,12 @@ def _parse(text: str) -> int:
 def parse_quantity_milli(value: object, field: str = "") -> int:
     """A Kubernetes quantity (``10m``, ``2Gi``, ``1e3``, ``4``) in milli-units."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ManifestError(f"{field or 'quantity'}: {value!r} is not a Kubernetes quantity",
-                            field)
+        raise ManifestError(f"{field or 'quantity'}: {as_written(value)} is not a Kubernetes "
+                            f"quantity", field)
+    if isinstance(value, float) and not math.isfinite(value):  # (in YAML's words: .nan, .inf)
+        written = ".nan" if math.isnan(value) else "-.inf" if value < 0 else ".inf"
+        raise ManifestError(f"{field or 'quantity'}: {written} is not a Kubernetes quantity "
+                            f"(not a finite number)", field)
     try:
         return _parse(str(value))
     except ManifestError as exc:

@@ -166,7 +166,11 @@ def test_a_bad_quantity_names_the_field() -> None:
 @pytest.mark.parametrize(("value", "said"), [
     ("NaN", "'NaN' is not a Kubernetes quantity (not a finite number)"),
     ("Infinity", "'Infinity' is not a Kubernetes quantity (not a finite number)"),
-    (float("inf"), "'inf' is not a Kubernetes quantity (not a finite number)"),
+    # (YAML's .inf, .nan, true and null, in YAML's words)
+    (float("inf"), ".inf is not a Kubernetes quantity (not a finite number)"),
+    (float("nan"), ".nan is not a Kubernetes quantity (not a finite number)"),
+    (True, "true is not a Kubernetes quantity"),
+    (None, "null is not a Kubernetes quantity"),
     ("-1000", "'-1000' is negative: Kubernetes takes no negative quantity of a resource"),
     ("-1m", "'-1m' is negative"),
     ("1e100000000", "'1e100000000' is too large for a quantity of a resource"),
