@@ -594,7 +594,7 @@ def named_by_order(inputs: FleetInputs) -> list[Problem]:
         job = source.job
         if job.path in several and job.key.name == stable_name(
                 job.key.name[:-5], job.path, source.index):
-            out.append(Problem(job.path, job.line, (
+            out.append(Problem(job.path, job.line_of(NAME_AT), (
                 f"{job.key} is named by its metadata.generateName and its place in a file of "
                 f"several jobs: deleting or moving a document (or a List's item) before it "
                 f"renames it, and a "

@@ -1517,10 +1517,10 @@ def test_a_list_leaves_the_names_of_the_jobs_after_it_as_they_were(tmp_path: Pat
     and run again); each item of a List has a name of its own."""
     configmap = "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {}}}\ndata: {{a: b}}\n"
     generated = pytorchjob("x").replace("  name: x\n", "  generateName: gen-job-\n")
-    path = make_fleet_repo(tmp_path / "fleet", {
-        **seed_fleet_files(),
-        "jobs/default/gen.yaml": _listed(configmap.format("c1"), configmap.format("c2"),
-                                         generated) + "---\n" + generated})
+    text = _listed(configmap.format("c1"), configmap.format("c2"), generated) + "---\n" + \
+        generated
+    path = make_fleet_repo(tmp_path / "fleet", {**seed_fleet_files(),
+                                                "jobs/default/gen.yaml": text})
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
     assert proc.returncode == 0, proc.stderr
     names = {name for name in placements(path) if name.startswith("default/gen-job-")}
@@ -1529,6 +1529,10 @@ def test_a_list_leaves_the_names_of_the_jobs_after_it_as_they_were(tmp_path: Pat
                      for seat in seats}, names
     assert "deleting or moving a document (or a List's item) before it renames it" in \
         proc.stderr, proc.stderr
+    # (told at its generateName)
+    last = max(i for i, line in enumerate(text.splitlines(), start=1) if "generateName" in line)
+    assert f"jobs/default/gen.yaml:{last}: warning: Job" in proc.stderr or \
+        f"jobs/default/gen.yaml:{last}: warning: PyTorchJob" in proc.stderr, proc.stderr
 
 
 def test_validate_warns_of_a_job_no_policy_selects_at_its_line(tmp_path: Path) -> None:
