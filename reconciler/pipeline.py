@@ -1719,6 +1719,7 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             base = repo.fetch(remote, branch) if remote else repo.resolve(state_ref(branch))
             if remote and base is not None:
                 check_remote_state(repo, remote, branch, base)
+                remember_remote_state(repo, remote, branch, base)
             elif remote:
                 check_no_remote_state(repo, remote, branch)
             elif base is None:
@@ -1787,6 +1788,7 @@ def publish(repo: FleetRepo, remote: str | None, branch: str, sha: str, base: st
         if not repo.push_with_lease(remote, branch, sha, base):
             progress(f"state branch moved on {remote}; {then}")
             return False
+        remember_remote_state(repo, remote, branch, sha)
         try:
             repo.advance_ref(state_ref(branch), sha)
         except GitError as exc:  # (the push is done: the clusters get it; this clone lags)
@@ -2592,16 +2594,40 @@ def check_no_other_state(repo: FleetRepo, branch: str, source: str) -> None:
 
 def check_no_remote_state(repo: FleetRepo, remote: str, branch: str) -> None:
     """Refuse to start a remote's state anew while this clone has fleetq's
-    state on its branch (the remote's deleted, or never pushed): begun anew,
-    every job that runs would be moved or evicted, and when each was enqueued
-    and admitted, and what the clusters reported, forgotten."""
+    state on its branch (the remote's deleted, or never pushed), or saw it on
+    the remote (``remember_remote_state``: a runner's clone, with no branch of
+    its own, whose copy of the remote's the fetch dropped): begun anew, every
+    job that runs would be moved or evicted, and when each was enqueued and
+    admitted, and what the clusters reported, forgotten."""
     local = repo.resolve(state_ref(branch))
-    if local is None or not written_by_fleetq(repo, local):
-        return
-    raise GitError(f"{remote} has no state branch {branch}, but this clone has fleetq's "
-                   f"state there ({local[:12]}): push it back (git push {remote} "
-                   f"{branch}) and run again; or, to start the state anew on purpose, delete "
-                   f"it here too (git branch -D {branch})")
+    seen_at = seen_ref(remote, branch)
+    seen = repo.resolve(seen_at)
+    forget = f"; git update-ref -d {seen_at}" if seen is not None else ""
+    if local is not None and written_by_fleetq(repo, local):
+        raise GitError(f"{remote} has no state branch {branch}, but this clone has fleetq's "
+                       f"state there ({local[:12]}): push it back (git push {remote} "
+                       f"{branch}) and run again; or, to start the state anew on purpose, "
+                       f"delete it here too (git branch -D {branch}{forget})")
+    if seen is not None and written_by_fleetq(repo, seen):
+        raise GitError(f"{remote} has no state branch {branch}, but it had fleetq's state "
+                       f"when this clone last read it ({seen[:12]}, kept as {seen_at}): push "
+                       f"it back (git push {remote} {seen[:12]}:refs/heads/{branch}) and run "
+                       f"again; or, to start the state anew on purpose, forget it here "
+                       f"(git update-ref -d {seen_at})")
+
+
+def seen_ref(remote: str, branch: str) -> str:
+    """Where a clone keeps the remote's state it last read or pushed: a ref of
+    fleetq's own, which no fetch prunes (a remote-tracking ref goes with the
+    remote's branch)."""
+    return f"refs/fleetq/seen/{remote}/{branch}"
+
+
+def remember_remote_state(repo: FleetRepo, remote: str, branch: str, head: str) -> None:
+    """Keep ``head`` as the remote's state this clone last read or pushed
+    (``seen_ref``), for ``check_no_remote_state``."""
+    if repo.resolve(seen_ref(remote, branch)) != head:
+        repo.run("update-ref", seen_ref(remote, branch), head)
 
 
 def check_source_pushed(repo: FleetRepo, remote: str, source_rev: str, source: str,

@@ -983,3 +983,36 @@ def test_a_remote_state_commit_edited_by_hand_is_refused(tmp_path: Path) -> None
     git(a, "push", "-q", "--force", "origin", f"{good}:{STATE}")
     assert fleetq("reconcile", "--repo", str(a), "--remote", "origin", "--now", NOW
                   ).returncode == 0
+
+
+def test_a_runners_clone_with_no_state_branch_does_not_start_a_deleted_remote_state_anew(
+        tmp_path: Path) -> None:
+    """A CI runner's clone has no state branch of its own, only what it read of
+    the remote's: when the remote's is deleted, the fetch drops its copy, and
+    the state was started anew there and pushed, every running job moved or
+    evicted and its times forgotten. The state it last read is kept where no
+    fetch prunes it; the reconcile is refused (exit 2) with both ways on."""
+    origin, clones = _origin_with_clones(tmp_path, ["ci", "other"])
+    ci = clones["ci"]
+    assert fleetq("reconcile", "--repo", str(ci), "--remote", "origin",
+                  "--now", NOW).returncode == 0
+    good = rev(origin, STATE)
+    git(ci, "branch", "-D", "fleetq/state")  # (as a runner's fresh checkout has none)
+    git(clones["other"], "push", "-q", "origin", f":refs/heads/{STATE}")
+    for _ in range(2):  # (refused again: the fetch dropped origin/fleetq/state)
+        proc = fleetq("reconcile", "--repo", str(ci), "--remote", "origin", "--now", NOW)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert f"origin has no state branch fleetq/state, but it had fleetq's state when " \
+               f"this clone last read it ({good[:12]}" in proc.stderr, proc.stderr
+        assert git(origin, "branch", "--list", "fleetq/state").strip() == ""
+    git(ci, "push", "-q", "origin", f"{good}:refs/heads/{STATE}")
+    assert fleetq("reconcile", "--repo", str(ci), "--remote", "origin",
+                  "--now", NOW).returncode == 0
+    # started anew on purpose: forgotten as told
+    git(clones["other"], "push", "-q", "origin", f":refs/heads/{STATE}")
+    git(ci, "branch", "-D", "fleetq/state")
+    proc = fleetq("reconcile", "--repo", str(ci), "--remote", "origin", "--now", NOW)
+    assert proc.returncode == 2
+    git(ci, "update-ref", "-d", "refs/fleetq/seen/origin/fleetq/state")
+    proc = fleetq("reconcile", "--repo", str(ci), "--remote", "origin", "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
