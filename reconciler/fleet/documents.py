@@ -358,7 +358,7 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
             line = min(began.line + 1 if began is not None else written, written)
         problem = getattr(exc, "problem", None) or str(exc)
         context = getattr(exc, "context", None)
-        if context and began is not None and began.line + 1 != line:
+        if context and began is not None and began.line + 1 < line:
             # (where what is left open began: an unclosed [ or {, most often)
             context = f"{context} begun at line {began.line + 1},"
         text = f"{context} {problem}" if context else str(problem)

@@ -359,3 +359,8 @@ def test_a_flow_sequence_left_open_before_more_lines_is_told_with_the_line_it_be
                                                b"  remote: origin\n  other: 1\n")
     assert problem is not None and problem.line == 3, problem
     assert "while parsing a flow sequence begun at line 2, " in problem.message, problem
+
+
+def test_a_flow_left_open_on_the_last_line_names_no_line_after_it() -> None:
+    _, problem = parse_documents("jobs/a.yaml", b"a: 1\nbad: [\n")
+    assert problem is not None and problem.line == 2 and "begun at" not in problem.message
