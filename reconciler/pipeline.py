@@ -144,8 +144,9 @@ OBSERVED_TRAILER = "Fleet-Observed"  # the id of the state's status/ folder ("no
 # from then on, a reconcile of the same inputs is no fixed point
 DUE_TRAILER = "Fleet-Due"
 # the id of the tree fleetq committed, less the clusters' reports (``decided_tree``): a
-# commit whose tree is another was edited by hand (amended, or its message copied),
-# though it keeps fleetq's trailers
+# commit whose tree is another, or that has none from the state format that writes it on
+# (``TREE_NAMED_FROM``), was edited by hand (amended, its message copied, or the trailer
+# taken out), though it keeps fleetq's other trailers
 STATE_TREE_TRAILER = "Fleet-State-Tree"
 STATE_FORMAT = f"15 fleetq/{__version__}"  # a state made by another format is recomputed (15: a
 # state commit names its tree, Fleet-State-Tree, and one of this format or later that does not was
