@@ -973,8 +973,8 @@ spec:
     proc = fleetq("validate", "--repo", str(path))
     assert proc.returncode == 0, proc.stdout
     warned = [line for line in proc.stdout.splitlines() if "generateName" in line]
-    assert [line.split(": warning: ")[0] for line in warned] == [
-        "jobs/platform/sweep.yaml:1", "jobs/platform/sweep.yaml:11"], proc.stdout
+    assert [line.split(": warning: ")[0] for line in warned] == [  # (at their generateName)
+        "jobs/platform/sweep.yaml:3", "jobs/platform/sweep.yaml:13"], proc.stdout
     assert all("give it a metadata.name" in line for line in warned)
 
 
