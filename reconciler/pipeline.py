@@ -2626,9 +2626,9 @@ def seen_ref(remote: str, branch: str) -> str:
 
 def remember_remote_state(repo: FleetRepo, remote: str, branch: str, head: str) -> None:
     """Keep ``head`` as the remote's state this clone last read or pushed
-    (``seen_ref``), for ``check_no_remote_state``."""
-    if repo.resolve(seen_ref(remote, branch)) != head:
-        repo.run("update-ref", seen_ref(remote, branch), head)
+    (``seen_ref``), for ``check_no_remote_state``: one ``git update-ref``, no
+    cheaper than asking whether it moved."""
+    repo.run("update-ref", seen_ref(remote, branch), head)
 
 
 def check_source_pushed(repo: FleetRepo, remote: str, source_rev: str, source: str,
