@@ -993,6 +993,8 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
 
 
 LAST_GOOD_DEPTH = 32  # state commits searched for a file's last good version
+# how a shallow clone gets the history it lacks
+FETCH_WHOLE = "git fetch --unshallow; on CI, a checkout of the whole history: fetch-depth: 0"
 
 
 def earlier_versions(repo: FleetRepo, state: str | None,
@@ -1072,14 +1074,12 @@ class _SourceVersions:
                 raise GitError(
                     f"{shown_path(path)} is broken and its last good version may be in the "
                     f"source's earlier commits, which this shallow clone lacks (it has none "
-                    f"before {commits[-1][:12]}): fetch them (git fetch --unshallow; on CI, a "
-                    f"checkout of the whole history: fetch-depth: 0) and run again")
+                    f"before {commits[-1][:12]}): fetch them ({FETCH_WHOLE}) and run again")
             self.cut[path] = (
                 f"{CUT_SHORT} {commits[-1][:12]}, before any "
                 f"version of it that builds: the fleet goes on with it as it is, where the "
                 f"whole history may hold the last good version a clone of it would go on "
-                f"with; fetch it (git fetch --unshallow; on CI, a checkout of the whole "
-                f"history: fetch-depth: 0)")
+                f"with; fetch it ({FETCH_WHOLE})")
 
 
 class _EarlierVersions:
@@ -1207,8 +1207,7 @@ def _check_not_shallow(repo: FleetRepo, missing: set[str]) -> None:
     if missing and is_shallow(repo):
         raise GitError(f"a file is broken and its last good version is in the source commits "
                        f"the state was made from, which this shallow clone lacks (tree "
-                       f"{sorted(missing)[0][:12]}): fetch them (git fetch --unshallow; on CI, "
-                       f"a checkout of the whole history: fetch-depth: 0) and run again")
+                       f"{sorted(missing)[0][:12]}): fetch them ({FETCH_WHOLE}) and run again")
 
 
 def _moved(files: dict[str, str], path: str, blob: str) -> None:
