@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields, replace
 
 from reconciler.core.gang import NO_NODE_MATCHES, ClusterState, Fit, Ranking, job_cluster_total
 from reconciler.core.model import (
+    NAMESPACE_UNSET_AT,
     PRIORITY_CLASS_AT,
     QUOTA_AT,
     WORKLOAD_PRIORITY_CLASS_AT,
@@ -786,9 +787,10 @@ class _Cycle:
             policy = select_policy(policies, job) or default_policy
             quota: str | None = None
             if self.tree is not None:
-                quota, why = self.tree.bind(key.namespace, job.quota_name)
+                unset = job.line_of(NAMESPACE_UNSET_AT, 0)
+                quota, why = self.tree.bind(key.namespace, job.quota_name, not unset)
                 if quota is None:
-                    problems.append((job.line_of(QUOTA_AT), why))
+                    problems.append((unset or job.line_of(QUOTA_AT), why))
             elif policy is not None and policy.queued:
                 problems.append((job.line, (
                     "no ElasticQuotaTree in the fleet, but its policy "

@@ -275,12 +275,13 @@ class Job:
         """Whether its kind deletes it once it ended so (Finished: succeeded)."""
         return deleted_after(self.deleted_when, phase)
 
-    def line_of(self, field: str) -> int:
-        """The line of ``field`` (one of ``field_lines``'), else the job's own."""
+    def line_of(self, field: str, otherwise: int | None = None) -> int:
+        """The line of ``field`` (one of ``field_lines``'), else ``otherwise``
+        (the job's own line when not given)."""
         for name, line in self.field_lines:
             if name == field:
                 return line
-        return self.line
+        return self.line if otherwise is None else otherwise
 
 
 # The fields of a job the cycle may find at fault (``Job.field_lines``): the
@@ -289,10 +290,14 @@ class Job:
 # enqueues it, its maximum run time label and a batch Job's annotation saying
 # whether its completions follow its parallelism (both kept as sent while it
 # runs on a kueue cluster); and its name (or generateName), told when it clashes.
+# And, for a job that names neither its namespace nor a quota by label, the line
+# of its metadata, where the namespace its quota goes by would be written: there
+# whatever its line.
 NAME_AT = "name"
 PRIORITY_CLASS_AT = "priorityClass"
 WORKLOAD_PRIORITY_CLASS_AT = "workloadPriorityClass"
 QUOTA_AT = "quota"
+NAMESPACE_UNSET_AT = "namespaceUnset"
 CREATED_AT = "creationTimestamp"
 MAX_EXEC_TIME_AT = "maxExecTime"
 COMPLETIONS_EQUAL_PARALLELISM_AT = "completionsEqualParallelism"

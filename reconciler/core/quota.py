@@ -101,11 +101,14 @@ class QuotaTree:
     def leaves(self) -> list[QuotaNode]:
         return [n for n in self.nodes.values() if n.is_leaf]
 
-    def bind(self, namespace: str, label: str | None) -> tuple[str | None, str]:
+    def bind(self, namespace: str, label: str | None, namespace_written: bool = True
+             ) -> tuple[str | None, str]:
         """The leaf quota a job belongs to, or ``None`` and why not.
 
         The quota label names a node by its name or by its path joined with
-        ``-`` (with or without ``root``); without it the namespace decides.
+        ``-`` (with or without ``root``); without it the namespace decides
+        (``namespace_written``: the job names it; else it is ``default``, and
+        the reason says the job names none).
         """
         if label is not None:
             path = self.by_alias.get(label)
@@ -117,6 +120,13 @@ class QuotaTree:
                 )
         else:
             found = self.by_namespace.get(namespace)
+            if found is None and not namespace_written:
+                return None, (
+                    f"the job names no namespace, so it is in {namespace!r}, which is listed "
+                    f"on no leaf quota; set its metadata.namespace to one a leaf lists "
+                    f"({self._namespace_example()}), add {namespace!r} to a leaf's namespaces "
+                    f"in the ElasticQuotaTree or set label {QUOTA_LABEL}"
+                )
             if found is None:
                 return None, (
                     f"namespace {namespace!r} is listed on no leaf quota; add it to a leaf's "
@@ -129,6 +139,10 @@ class QuotaTree:
                 f"{', '.join(self.nodes[path].children)}"
             )
         return path, ""
+
+    def _namespace_example(self) -> str:
+        listed = sorted(self.by_namespace)
+        return f"e.g. {listed[0]}" if listed else "no leaf lists one yet"
 
     def _alias_example(self) -> str:
         leaves = sorted(n.path for n in self.leaves())

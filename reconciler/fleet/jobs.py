@@ -22,6 +22,7 @@ from reconciler.core.model import (
     CREATED_AT,
     MAX_EXEC_TIME_AT,
     NAME_AT,
+    NAMESPACE_UNSET_AT,
     NODE_NAME_FIELD,
     PRIORITY_CLASS_AT,
     QUOTA_AT,
@@ -564,7 +565,9 @@ def _field_lines(line_of: LineOf, line: int, labels: Mapping[str, str],
         lines.append((COMPLETIONS_EQUAL_PARALLELISM_AT,
                       line_of("metadata.annotations", COMPLETIONS_EQUAL_PARALLELISM)))
     lines.extend((f"spec.{name}", line_of(f"spec.{name}")) for name in spec_fields)
-    return SHARED(tuple((name, at) for name, at in lines if at != line))
+    unset = () if QUOTA_LABEL in labels or meta.get("namespace") \
+        else ((NAMESPACE_UNSET_AT, line_of("metadata")),)
+    return SHARED(tuple((name, at) for name, at in lines if at != line) + unset)
 
 
 def _kept_spec(kind: JobKind, obj: Manifest) -> list[str]:

@@ -182,6 +182,20 @@ def test_binding_errors_say_why(teams: QuotaTree, namespace: str, label: str | N
         assert word in why
 
 
+def test_a_job_that_names_no_namespace_is_told_so(teams: QuotaTree) -> None:
+    """It was told "namespace 'default' is listed on no leaf quota", as if it
+    had named that one."""
+    path, why = teams.bind("default", None, namespace_written=False)
+    assert path is None
+    assert why.startswith("the job names no namespace, so it is in 'default', which is listed "
+                          "on no leaf quota; set its metadata.namespace to one a leaf lists "
+                          "(e.g. "), why
+    # a namespace it names is told as before, and a leaf of 'default' binds it
+    assert teams.bind("default", None)[1].startswith("namespace 'default' is listed on no")
+    t = tree(quota("root", quota("d", ns=["default"]), min={"cpu": "1"}, max={"cpu": "1"}))
+    assert t.bind("default", None, namespace_written=False) == ("root/d", "")
+
+
 def test_a_nodes_own_name_wins_over_a_dashed_path() -> None:
     t = tree(quota("root",
                    quota("algo", quota("video", ns=["v"])),

@@ -1219,6 +1219,40 @@ def test_each_binding_mistake_of_a_job_is_told_at_its_field_line_in_one_run(
                              f"PriorityClass 'lwo'"), reason
 
 
+def test_a_job_that_names_no_namespace_is_told_so_at_its_metadata(tmp_path: Path) -> None:
+    """A job with no namespace, on a tree listing no ``default``, was told
+    "namespace 'default' is listed on no leaf quota" at its first line, as if
+    it had named it. Each way it is written, and from the cache."""
+    path = reconciled_template(tmp_path)
+    job = "jobs/platform/dataset-shard-index.yaml"
+    text = (path / job).read_text()
+    assert "  namespace: platform\n" in text
+    write_files(path, {
+        job: text.replace("  namespace: platform\n", ""),
+        "jobs/platform/flow.yaml": "apiVersion: batch/v1\nkind: Job\n"
+        "metadata: {name: flow-job}\nspec: {template: {spec: {restartPolicy: Never, "
+        "containers: [{name: c, image: busybox}]}}}\n",
+        "jobs/platform/named.yaml": "apiVersion: batch/v1\nkind: Job\n"
+        "metadata: {name: named-job, namespace: nowhere}\nspec: {template: {spec: {"
+        "restartPolicy: Never, containers: [{name: c, image: busybox}]}}}\n"})
+    commit_all(path, "no namespaces")
+    unset = ("the job names no namespace, so it is in 'default', which is listed on no leaf "
+             "quota; set its metadata.namespace to one a leaf lists (e.g. ")
+    expected = [f"{job}:{line_of(text, 'metadata:')}: error: {unset}",
+                f"jobs/platform/flow.yaml:3: error: {unset}",
+                "jobs/platform/named.yaml:3: error: namespace 'nowhere' is listed on no leaf "
+                "quota"]
+    for _ in range(2):  # (the second from the cache)
+        proc = fleetq("validate", "--repo", str(path))
+        assert proc.returncode == 1
+        for said in expected:
+            assert said in proc.stdout, proc.stdout
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    reason = placements(path)["default/dataset-shard-index"]["reason"]
+    assert reason.startswith(f"{job}:{line_of(text, 'metadata:')}: the job names no namespace"), \
+        reason
+
+
 def test_a_job_naming_a_priority_class_defined_twice_is_told_so(tmp_path: Path) -> None:
     """Both definitions of ``low`` are left out: the jobs naming it were told
     "PriorityClass 'low' does not exist; create it", while it was there twice."""
