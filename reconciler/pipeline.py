@@ -692,23 +692,26 @@ def queue_jumps(decisions: Sequence[Decision], inputs: FleetInputs,
                                 key=operator.itemgetter(0))
         names = ", ".join(str(o.key) for _, o in named) + (
             f" and {count - 3} more" if count > 3 else "")
-        where = (f"in queue {d.quota} at its priority" if lane(d)[0] is not None else
-                 "at its priority to be placed by capacity alone")
+        # those of them admitted before and queued now were preempted by this
+        # reconcile: they go back to their places in the queue, and wait only now
+        preempted = any(prior[o.key].phase is Phase.ADMITTED
+                        for _, o in itertools.chain(steady[start:end], also))
+        where = ("waiting or just preempted" if preempted else "waiting") + (
+            f" in queue {d.quota} at its priority" if lane(d)[0] is not None else
+            " at its priority to be placed by capacity alone")
         if not job.created_at:
             out.append(Problem(job.path, job.line, (
                 f"{job.key}: its source commit is dated {d.enqueued_at}, its enqueue time, "
                 f"before jobs queued before it was pushed (a committer's clock behind, or a "
                 f"commit made before theirs and pushed after them): it goes ahead of {count} "
-                f"job(s) waiting {where} ({names}); if that is not meant, set its "
+                f"job(s) {where} ({names}); if that is not meant, set its "
                 f"metadata.creationTimestamp to {first}"), "warning"))
             continue
         out.append(Problem(job.path, job.line_of(CREATED_AT), (
             f"{job.key}: metadata.creationTimestamp {d.enqueued_at} enqueues it before "
             f"{first}, {'when it was first enqueued' if d.key in prior else 'when it was pushed'}: "
-            f"it goes ahead of {count} job(s) waiting "
-            + (f"in queue {d.quota} at its priority" if lane(d)[0] is not None else
-               "at its priority to be placed by capacity alone")
-            + f" ({names}); if that is not meant, set it to {first}"), "warning"))
+            f"it goes ahead of {count} job(s) {where} ({names}); if that is not meant, set it "
+            f"to {first}"), "warning"))
     return out
 
 

@@ -34,6 +34,7 @@ from .conftest import (
     member_cluster,
     one_leaf_tree,
     placements,
+    priority_classes,
     pytorchjob,
     reconciled_template,
     rev,
@@ -41,6 +42,7 @@ from .conftest import (
     seed_fleet_files,
     state_show,
     state_yaml,
+    with_priority,
     write_files,
 )
 
@@ -1712,6 +1714,29 @@ def test_a_job_whose_commit_is_dated_before_the_jobs_waiting_is_told_as_a_queue_
     write_files(path, {"jobs/late.yaml": pytorchjob("late")})
     commit_all(path, "a clock right", date="2026-11-29T12:30:00+00:00")
     assert not _jumps(run_reconcile(path, now="2026-11-29T13:00:00Z"))
+
+
+def test_a_queue_jump_past_a_job_just_preempted_does_not_call_it_waiting(
+        tmp_path: Path) -> None:
+    """A job dated back, pushed with one of a higher priority that preempts the
+    job running, goes ahead of that job, back in its queue. It was said to go
+    ahead of a job "waiting", which had run until this reconcile."""
+    path = _one_slot(tmp_path, {"classes.yaml": priority_classes(urgent=1000)})
+    assert not _jumps(run_reconcile(path))
+    assert placements(path)["default/running"]["phase"] == "Admitted"
+    write_files(path, {
+        "jobs/urgent.yaml": with_priority(pytorchjob("urgent"), "urgent"),
+        "jobs/jumper.yaml": _backdated("jumper", "2020-01-01T00:00:00Z")})
+    commit_all(path, "an urgent job, and one dated back", date="2026-11-29T12:00:00+00:00")
+    told = _jumps(run_reconcile(path, now="2026-11-29T12:00:00Z"))
+    assert placements(path)["default/urgent"]["phase"] == "Admitted"
+    assert placements(path)["default/running"]["phase"] == "Queued"
+    assert told == [
+        "jobs/jumper.yaml:4: warning: PyTorchJob default/jumper: metadata.creationTimestamp "
+        "2020-01-01T00:00:00Z enqueues it before 2026-11-29T12:00:00Z, when it was pushed: it "
+        "goes ahead of 1 job(s) waiting or just preempted in queue root/team at its priority "
+        "(PyTorchJob default/running); if that is not meant, set it to 2026-11-29T12:00:00Z"], \
+        told
 
 
 def test_plan_tells_a_reviewer_of_a_queue_jump(tmp_path: Path) -> None:
