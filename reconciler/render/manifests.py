@@ -218,10 +218,29 @@ def name_of_quota(path: str | None, tree: QuotaTree | None) -> str | None:
     return path.rsplit("/", 1)[-1]
 
 
+# The keys by which each gang dialect's scheduler groups a pod (labels, and
+# Volcano's annotation): a pod template of a job that carries another's (its
+# file copied from a cluster of another gang scheduler) would name a second
+# group, which a scheduler reading both keys waits for and never sees made.
+# So those of the other dialects are taken off; fleetq's dialect's are set.
+GANG_LABELS = {"ack": (ACK_NAME, ACK_MIN), "scheduler-plugins": (SP_GROUP,),
+               "volcano": (), "kueue": (KUEUE_QUEUE,)}
+GANG_ANNOTATIONS = {"ack": (), "scheduler-plugins": (), "volcano": (VOLCANO_GROUP,),
+                    "kueue": ()}
+
+
 def _gang(template: Manifest, dialect: str, name: str, total: int, queue: str | None) -> None:
     had = template.get("metadata")
     meta = had if isinstance(had, dict) else {}
     labels = meta.get("labels") or {}
+    for other in GANG_LABELS:
+        if other != dialect:
+            for label in GANG_LABELS[other]:
+                labels.pop(label, None)
+            annotations = meta.get("annotations")
+            if isinstance(annotations, dict):
+                for annotation in GANG_ANNOTATIONS[other]:
+                    annotations.pop(annotation, None)
     if dialect == "ack":
         labels[ACK_NAME] = name
         labels[ACK_MIN] = str(total)

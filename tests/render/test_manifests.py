@@ -54,6 +54,43 @@ def test_a_job_with_pods_has_its_pod_group(dialect: str) -> None:
     assert [g["spec"]["minMember"] for g in groups] == [2]
 
 
+FOREIGN = {"labels": {"pod-group.scheduling.sigs.k8s.io/name": "other",
+                      "pod-group.scheduling.sigs.k8s.io/min-available": "9",
+                      "scheduling.x-k8s.io/pod-group": "other",
+                      "kueue.x-k8s.io/queue-name": "other", "app": "train"},
+           "annotations": {"scheduling.k8s.io/group-name": "other", "note": "kept"}}
+OWN = {"ack": {"pod-group.scheduling.sigs.k8s.io/name": "p",
+               "pod-group.scheduling.sigs.k8s.io/min-available": "3"},
+       "scheduler-plugins": {"scheduling.x-k8s.io/pod-group": "p"},
+       "volcano": {"scheduling.k8s.io/group-name": "p"},
+       "kueue": {"kueue.x-k8s.io/queue-name": "team"}}
+
+
+@pytest.mark.parametrize("dialect", ["ack", "scheduler-plugins", "volcano", "kueue"])
+def test_the_gang_keys_of_other_dialects_are_taken_off_the_pod_templates(dialect: str) -> None:
+    """A job file copied from a cluster of another gang scheduler: its pods
+    named another group beside the one fleetq set (a Master in two groups),
+    on the pod templates that carried them. Only the cluster's own dialect's
+    keys stay, with fleetq's values; other labels and annotations stay."""
+    master = pod()
+    master["metadata"] = copy.deepcopy(FOREIGN)
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "p"},
+           "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": master},
+                                            "Worker": {"replicas": 2, "template": pod()}}}}
+    obj, _ = render_job(job, decision("PyTorchJob", "kubeflow.org/v1", "p", ("master", 1),
+                                      ("worker", 2)),
+                        MemberCluster("m-a", gang_dialect=dialect), None)
+    specs = obj["spec"]["pytorchReplicaSpecs"]
+    gang_keys = {k for keys in OWN.values() for k in keys}
+    for role in ("Master", "Worker"):
+        meta = specs[role]["template"].get("metadata", {})
+        keys = {**meta.get("labels", {}), **meta.get("annotations", {})}
+        assert {k: v for k, v in keys.items() if k in gang_keys} == OWN[dialect], (role, keys)
+    master_meta = specs["Master"]["template"]["metadata"]
+    assert master_meta["labels"]["app"] == "train"
+    assert master_meta["annotations"]["note"] == "kept"
+
+
 def mpijob(api_version: str, policy: str | None, workers: int = 2) -> dict[str, Any]:
     spec: dict[str, Any] = {"mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": pod()},
                                                 "Worker": {"replicas": workers,
