@@ -579,7 +579,7 @@ def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info:
         # (a commit dated ahead of the clock, or a --now before it: its new jobs
         # are enqueued when first seen, not admitted before they were enqueued)
         source_time=min(info.committed_at, rfc3339(now)), now=rfc3339(now), invalid=invalid,
-        defined_twice=frozenset(inputs.conflicts),
+        defined_twice=frozenset(inputs.conflicts), tree_unused=inputs.tree_unused,
         broken_paths=inputs.broken_paths, settings=inputs.settings, settled=settled)
 
 

@@ -133,6 +133,8 @@ class CycleInput:
     # ("PriorityClass high", ...): a job naming one is told so, not that it
     # does not exist.
     defined_twice: frozenset[str] = frozenset()
+    # Why ``tree`` is None though the fleet has one (``FleetInputs.tree_unused``).
+    tree_unused: str | None = None
 
 
 @dataclass
@@ -498,6 +500,7 @@ class Ahead:
                 and was.default_priority == inp.default_priority
                 and was.workload_priority_classes == inp.workload_priority_classes
                 and was.invalid == inp.invalid and was.broken_paths == inp.broken_paths
+                and was.tree_unused == inp.tree_unused
                 and was.ended.intersection(self._admitted)
                 == inp.ended.intersection(self._admitted)):
             return False  # (an admitted job that ended is freed, not put back)
@@ -793,6 +796,8 @@ class _Cycle:
                     problems.append((unset or job.line_of(QUOTA_AT), why))
             elif policy is not None and policy.queued:
                 problems.append((job.line, (
+                    f"{inp.tree_unused}, and its policy {policy.ref} queues jobs; fix the "
+                    f"tree" if inp.tree_unused is not None else
                     "no ElasticQuotaTree in the fleet, but its policy "
                     f"{policy.ref} queues jobs; add an ElasticQuotaTree")))
             if problems:

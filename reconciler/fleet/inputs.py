@@ -123,6 +123,9 @@ class FleetInputs:
     git: GitSettings = field(default_factory=GitSettings)
     exclude: tuple[str, ...] = ()
     tree: QuotaTree | None = None
+    # why ``tree`` is None though a file holds one: that file has errors and no
+    # version without them (read_fleet's last_good), and is not used as it is
+    tree_unused: str | None = None
     policies: list[Policy] = field(default_factory=list)
     clusters: list[MemberCluster] = field(default_factory=list)
     priority_classes: dict[str, int] = field(default_factory=dict)
@@ -354,6 +357,7 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None,
     good: dict[str, SourceFile] = {}
     now: dict[str, str] = {}  # path -> its blob now, for those read in another version
     cut: list[Problem] = []  # files whose history here ends before a good version
+    never: list[SourceFile] = []  # files never good, as far as their history goes
     for path in sorted(set(inputs.broken_paths) | inputs.unbuilt):
         src = read.get(path)
         if not isinstance(src, SourceFile) or (
@@ -364,6 +368,8 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None,
             good[path], now[path] = was, src.blob
         elif (why := _cut_short(last_good, path)) is not None:
             cut.append(Problem(path, 0, why, "warning"))
+        else:
+            never.append(src)
     again = _read_again(read, good, set(), cache) if good else inputs
     held: dict[str, str] = {}  # path -> why: files left out, defining what another file does
     told: list[Problem] = []  # those files' errors
@@ -385,6 +391,7 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None,
         if cut:
             inputs.problems = sorted(set(inputs.problems + cut))
             inputs.with_last_good = False  # (see below)
+        _leave_out_tree(inputs, never)
         return inputs
     settled = {p for label, places in inputs.conflicts.items()  # (told again, or otherwise)
                if len({path for path, _, _ in places}) > 1
@@ -404,7 +411,24 @@ def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None,
     # (a file whose history was cut short is read as if without ``last_good``: the
     # next read, with all of it maybe, is whole, not patched from this one)
     again.with_last_good = not cut
+    _leave_out_tree(again, never)
     return again
+
+
+def _leave_out_tree(inputs: FleetInputs, never: list[SourceFile]) -> None:
+    """No quota tree for ``inputs`` when the file holding it is one of those
+    ``never`` good (``tree_unused`` says why): as it is, a quota whose max is
+    misspelt would admit without limit; a file that does not parse, which
+    holds a tree by its kind lines, is named too, as the tree's."""
+    tree = inputs.tree
+    for src in never:
+        if tree.path == src.path if tree is not None else \
+                b"ElasticQuotaTree" in _KIND_LINE.findall(src.data):
+            inputs.tree = None
+            inputs.tree_unused = (
+                f"the ElasticQuotaTree in {shown_path(src.path)} has errors and no earlier "
+                f"version without them (fleetq validate tells them)")
+            return
 
 
 # what a warning on a file read in another version than its own says first

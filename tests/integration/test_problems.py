@@ -407,6 +407,76 @@ def test_a_first_reconcile_goes_on_with_a_broken_files_last_good_version(
     assert placements(shallow) == first
 
 
+NEVER_GOOD = {"a misspelt max": ("          nvidia.com/gpu: 12\n        max:",
+                                  "          nvidia.com/gpu: 12\n        mxa:"),
+              "not YAML": ("          nvidia.com/gpu: 12\n        max:",
+                           "          nvidia.com/gpu: 12\n        max: ["),
+              "a tree in the wrong namespace": ("namespace: kube-system", "namespace: quota")}
+NEVER_GOOD_REASON = ("the ElasticQuotaTree in quota/elasticquotatree.yaml has errors and no "
+                     "earlier version without them (fleetq validate tells them), and its policy ")
+
+
+@pytest.mark.parametrize("damage", sorted(NEVER_GOOD))
+def test_a_quota_tree_with_errors_in_every_version_admits_no_job_against_it(
+        tmp_path: Path, damage: str) -> None:
+    """A quota tree broken since its first commit has no last good version. It
+    was used as it was: the text leaf's max misspelt left the leaf unlimited,
+    and all four of its jobs ran, past its two job slots. (A tree that did not
+    parse told its jobs "no ElasticQuotaTree in the fleet"; one in the wrong
+    namespace, the same.) Now no job that queues is admitted, each told why;
+    fixed, the tree admits as written."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    tree_file = path / "quota/elasticquotatree.yaml"
+    good = tree_file.read_text()
+    was, now = NEVER_GOOD[damage]
+    assert was in good
+    tree_file.write_text(good.replace(was, now, 1))
+    git(path, "commit", "-q", "--amend", "-am", "a fleet, its quota tree broken")
+    assert git(path, "rev-list", "--count", "HEAD").strip() == "1"
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    items = placements(path)
+    assert {item["phase"] for item in items.values()} == {"Invalid"}, items
+    assert all(NEVER_GOOD_REASON in item["reason"] for item in items.values()), items
+    checked = fleetq("validate", "--repo", str(path))
+    assert checked.returncode == 1
+    assert ("jobs/text/tokenizer-ablation.yaml:4: error: " + NEVER_GOOD_REASON +
+            "ClusterPropagationPolicy ") in checked.stdout, checked.stdout
+    tree_file.write_text(good)
+    commit_all(path, "the tree fixed")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    phases = [item["phase"] for key, item in placements(path).items()
+              if key.startswith("text/")]
+    assert sorted(phases) == ["Admitted", "Admitted", "Queued", "Queued"], phases
+
+
+def test_jobs_running_under_a_new_quota_tree_file_never_good_stay_where_they_run(
+        tmp_path: Path) -> None:
+    """The tree rewritten into a new file (no history: no last good version)
+    with its text leaf's max misspelt: what ran stays where it runs, flagged;
+    the jobs that waited are not admitted past the tree as it was."""
+    path = reconciled_template(tmp_path)
+    before = placements(path)
+    tree = yaml.safe_load((path / "quota/elasticquotatree.yaml").read_text())
+    text_leaf = tree["spec"]["root"]["children"][0]["children"][1]
+    assert text_leaf["name"] == "text"
+    text_leaf["mxa"] = text_leaf.pop("max")
+    git(path, "rm", "-q", "quota/elasticquotatree.yaml")
+    write_files(path, {"quota/tree.yaml": yaml.safe_dump(tree, default_flow_style=True)})
+    commit_all(path, "the tree in one file of its own")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    after = placements(path)
+    for key, item in before.items():
+        if item["phase"] == "Admitted":
+            assert after[key]["phase"] == "Admitted" and \
+                after[key]["cluster"] == item["cluster"], (key, after[key])
+            assert "the ElasticQuotaTree in quota/tree.yaml has errors" in after[key]["reason"]
+        elif item["phase"] == "Queued":
+            assert after[key]["phase"] == "Invalid", (key, after[key])
+
+
 @pytest.mark.parametrize("state", [False, True], ids=["first reconcile", "with a state"])
 def test_a_new_file_copied_from_another_and_broken_has_no_last_good_version(
         tmp_path: Path, state: bool) -> None:
