@@ -471,25 +471,33 @@ def cmd_status(args: argparse.Namespace) -> int:
         items = chosen
     if args.cluster:
         items = [i for i in items if _on_cluster(i, args.cluster)]
+    if args.cluster and not items:
+        members = _state_clusters(repo, args)
+        if members and args.cluster not in members:  # (as --quota: a cluster of none)
+            close = difflib.get_close_matches(args.cluster, members, n=1)
+            meant = f" (did you mean {close[0]}?)" if close else ""
+            print(f"fleetq: --cluster {args.cluster!r} names no member cluster of the "
+                  f"state{meant}; its clusters are {first_of(members, MAX_LISTED)}",
+                  file=sys.stderr)
+            return EXIT_USAGE
     if args.jobs:
-        named = [(wanted, _job_name(wanted)) for wanted in args.jobs]
-        # (one the filters leave out is not missing: as kubectl get with a selector)
+        # (NAME with -n is NAMESPACE/NAME, as kubectl get NAME -n NAMESPACE takes it)
+        named = [(wanted, _job_name(wanted, args.namespace)) for wanted in args.jobs]
+        # (one the other filters leave out is not missing: as kubectl get with a selector)
         missing = [wanted for wanted, name in named
                    if not any(_names(i["job"], name) for i in every)]
         items = [i for i in items if any(_names(i["job"], name) for _, name in named)]
         if missing:  # (the others are listed, as kubectl get lists those it finds)
             if items:
                 _print_data(items, args.output, wide=args.wide, texts=texts)
-            meant = _no_job_named(_job_name(missing[0]), (
+            meant = _no_job_named(_job_name(missing[0], args.namespace), (
                 (str(i["job"]["kind"]), str(i["job"]["namespace"]), str(i["job"]["name"]))
                 for i in every)) if len(missing) == 1 else ""
             print(f"fleetq: no job named {', '.join(map(repr, missing))} on "
                   f"{_branch(repo, args)}{meant}; `fleetq status` lists them", file=sys.stderr)
             return EXIT_USAGE
     _print_data(items, args.output, wide=args.wide, texts=texts,
-                none=_none_found(every, args.phase, args.namespace, args.quota, args.cluster,
-                                 _state_clusters(repo, args) if args.cluster and not items
-                                 else ()))
+                none=_none_found(every, args.phase, args.namespace, args.quota, args.cluster))
     return EXIT_OK
 
 
@@ -508,21 +516,14 @@ def _on_cluster(item: Mapping[str, Any], cluster: str) -> bool:
 
 
 def _none_found(every: list[dict[str, Any]], phase: str | None, namespace: str | None,
-                quota: str | None = None, cluster: str | None = None,
-                members: Sequence[str] = ()) -> str:
+                quota: str | None = None, cluster: str | None = None) -> str:
     """What ``status`` says when its filters leave no job, as ``kubectl get``
     does ("No resources found in x namespace."), with the namespaces that have
-    jobs when none is in the one asked for (a typo, most likely), and the
-    state's member clusters (``members``) when it names none of them."""
+    jobs when none is in the one asked for (a typo, most likely)."""
     where = (f" in phase {phase}" if phase else "") + \
         (f" in namespace {namespace}" if namespace else "") + \
         (f" in quota {quota}" if quota else "") + (f" on cluster {cluster}" if cluster else "")
     said = f"No jobs{where}."
-    if cluster and members and cluster not in members:
-        close = difflib.get_close_matches(cluster, members, n=1)
-        meant = f" (did you mean {close[0]}?)" if close else ""
-        return (f"No jobs{where}: the state has no member cluster {cluster}{meant}; its "
-                f"clusters are {first_of(list(members), MAX_LISTED)}.")
     if not namespace or any(i["job"]["namespace"] == namespace for i in every):
         return said
     spaces = sorted({str(i["job"]["namespace"]) for i in every})
@@ -1411,7 +1412,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster", default=None, help="only jobs on this member cluster (placed "
                    "there, or a copy there: Duplicated, or kept by failover)")
     p.add_argument("jobs", nargs="*", metavar="JOB",
-                   help="only these jobs: NAME, NAMESPACE/NAME or KIND/NAMESPACE/NAME")
+                   help="only these jobs: NAME, NAMESPACE/NAME, KIND/NAME or "
+                   "KIND/NAMESPACE/NAME (NAME with -n: in that namespace)")
     no_cache(p)
     p.set_defaults(func=cmd_status, wide=False)
 

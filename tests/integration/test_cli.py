@@ -140,8 +140,6 @@ def test_status_says_what_its_filters_found_nothing_in(seed_fleet: SeedFleet) ->
              ("-n", "DEFAULT"): "No jobs in namespace DEFAULT (did you mean default?): the "
                                 "jobs are in default.",
              # (a job the filters leave out is not missing: as kubectl get -l says)
-             ("-n", "defualt", "pytorch-test"): "No jobs in namespace defualt (did you mean "
-                                                "default?): the jobs are in default.",
              ("--phase", "failed", "default/pytorch-test"): "No jobs in phase Failed.",
              ("-n", "default", "--phase", "failed"): "No jobs in phase Failed in namespace "
                                                      "default.",
@@ -155,6 +153,11 @@ def test_status_says_what_its_filters_found_nothing_in(seed_fleet: SeedFleet) ->
         assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", said + "\n"), args
     proc = fleetq("status", "--repo", repo, "-n", "prod", "-o", "json")
     assert (proc.returncode, json.loads(proc.stdout)) == (0, [])  # (data: nothing else)
+    # a NAME with -n is the job of that namespace (kubectl get NAME -n x): none there
+    proc = fleetq("status", "--repo", repo, "-n", "defualt", "pytorch-test")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert ("no job named 'pytorch-test' on fleetq/state (did you mean "
+            "PyTorchJob/default/pytorch-test?)") in proc.stderr, proc.stderr
 
 
 def test_status_of_a_cluster_and_of_a_quota(tmp_path: Path) -> None:
@@ -179,9 +182,6 @@ def test_status_of_a_cluster_and_of_a_quota(tmp_path: Path) -> None:
         "embedding-eval-ray", "tokenizer-ablation"]
     assert names("--quota", "video", "--cluster", "gpu-hz-a") == ["video-mae-pretrain"]
     cases = {("--cluster", "cpu-sh-c"): "No jobs on cluster cpu-sh-c.",
-             ("--cluster", "gpu-hz"): "No jobs on cluster gpu-hz: the state has no member "
-                                      "cluster gpu-hz (did you mean gpu-hz-a?); its clusters "
-                                      "are cpu-sh-c, gpu-bj-b, gpu-hz-a.",
              ("--quota", "interns", "--cluster", "gpu-hz-a"): "No jobs in quota interns on "
                                                               "cluster gpu-hz-a."}
     for args, said in cases.items():
@@ -189,6 +189,12 @@ def test_status_of_a_cluster_and_of_a_quota(tmp_path: Path) -> None:
         assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", said + "\n"), args
     proc = fleetq("status", "--repo", str(path), "--quota", "nope")
     assert proc.returncode == 2 and "--quota 'nope' names no quota" in proc.stderr
+    # a cluster the state has none of is a usage error, as a quota of none is (it
+    # exited 0, a script taking the empty list for an idle cluster)
+    proc = fleetq("status", "--repo", str(path), "--cluster", "gpu-hz", "-o", "json")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        2, "", "fleetq: --cluster 'gpu-hz' names no member cluster of the state (did you mean "
+        "gpu-hz-a?); its clusters are cpu-sh-c, gpu-bj-b, gpu-hz-a\n")
     # a job of no quota (its namespace on no leaf) is in no quota named "None"
     (path / "jobs/orphan.yaml").write_text((path / "jobs/text/tokenizer-ablation.yaml").read_text(
         ).replace("namespace: text", "namespace: nobody"))
@@ -264,6 +270,29 @@ def test_status_of_named_jobs_lists_those_alone(seed_fleet: SeedFleet) -> None:
     assert [row.split()[1] for row in proc.stdout.splitlines()[1:]] == ["pytorch-test"]
     proc = fleetq("status", "--repo", str(seed_fleet.path), "other/x", "-o", "json")
     assert proc.returncode == 2 and proc.stdout == ""  # (none found: nothing listed)
+
+
+def test_status_of_a_name_with_n_names_the_job_of_that_namespace(tmp_path: Path) -> None:
+    """``status -n NS NAME`` is ``NS/NAME``, as ``kubectl get NAME -n NS`` and
+    ``explain -n`` take it. A job of another namespace was looked for in every
+    namespace, then filtered out: nothing listed, exit 0."""
+    path = str(reconciled_template(tmp_path))
+    proc = fleetq("status", "--repo", path, "-n", "text", "intern-mnist", "-o", "json")
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stdout
+    assert ("fleetq: no job named 'intern-mnist' on fleetq/state (did you mean "
+            "PyTorchJob/interns/intern-mnist?)") in proc.stderr, proc.stderr
+    proc = fleetq("status", "--repo", path, "-n", "text", "tokenizer-ablation", "intern-mnist",
+                  "-o", "json")
+    assert proc.returncode == 2 and "no job named 'intern-mnist'" in proc.stderr
+    assert [i["job"]["name"] for i in json.loads(proc.stdout)] == ["tokenizer-ablation"]
+    proc = fleetq("status", "--repo", path, "-n", "text", "pytorchjob/video/video-mae-pretrain")
+    assert proc.returncode == 2 and ("'pytorchjob/video/video-mae-pretrain' names namespace "
+                                     "'video', and -n 'text': give one") in proc.stderr
+    for args in (["-n", "interns", "intern-mnist"], ["-n", "interns", "pytorchjob/intern-mnist"],
+                 ["pytorchjob/intern-mnist"]):
+        proc = fleetq("status", "--repo", path, "-o", "json", *args)
+        assert proc.returncode == 0, (args, proc.stderr)
+        assert [i["job"]["name"] for i in json.loads(proc.stdout)] == ["intern-mnist"], args
 
 
 @pytest.mark.parametrize("command", [["status"], ["validate"], ["reconcile", "--now", NOW],
