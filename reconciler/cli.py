@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
@@ -33,6 +33,7 @@ from reconciler.core.explain import Fits, explain_decision
 from reconciler.core.model import (
     Decision,
     Job,
+    JobKey,
     MemberCluster,
     Phase,
     PreemptionPolicy,
@@ -736,17 +737,29 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print("\nNo changes. The state branch is up to date.")
         else:
             print("\nJobs:")
-            quiet = _quiet_changes(computed)
+            quiet = _quiet_jobs(computed)
             for line in computed.changes or ([] if any(quiet.values()) else [
                     "(no job changes phase, cluster or quota)"]):
                 print(f"  {line}")
-            told = [f"{n} {what}" for n, what in (
-                (quiet["size"], "job(s) change their pods or requests"),
-                (quiet["priority"], "job(s) change priority"),
-                (quiet["position"], "queued job(s) change place in their queues"),
-                (quiet["reason"], "job(s) change only the reason given")) if n]
-            if told:
-                print(f"  ({', '.join(told)}: `fleetq status` after the reconcile lists them)")
+            for keys, what in ((quiet["size"], "change their pods or requests"),
+                               (quiet["priority"], "change priority"),
+                               (quiet["position"], "change place in their queues (queued)"),
+                               (quiet["reason"], "change only the reason given")):
+                if keys:
+                    named = "; ".join(f"{k.kind} {k.namespace}/{k.name}"
+                                      for k in keys[:MAX_QUIET_NAMED])
+                    more = (f" and {len(keys) - MAX_QUIET_NAMED} more"
+                            if len(keys) > MAX_QUIET_NAMED else "")
+                    print(f"  ({len(keys)} job(s) {what}: {named}{more})")
+            waiting = [(d.key, d.reason) for d in _changed(computed)
+                       if d.phase in WAITS and d.reason]
+            if waiting:
+                print("\nWhy they wait:")
+                for key, reason in waiting[:MAX_WAITING_TOLD]:
+                    print(f"  {key.kind} {key.namespace}/{key.name}: {reason}")
+                if len(waiting) > MAX_WAITING_TOLD:
+                    print(f"  (and {len(waiting) - MAX_WAITING_TOLD} more: `fleetq plan -o "
+                          f"json` gives each one's reason)")
             print("\nState files:")
             for change, path in files:
                 print(f"  {change} {path}")
@@ -756,27 +769,41 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if changed and args.exit_code else EXIT_OK
 
 
+# the phases of a job that does not run, whose reason says why (plan tells it, of
+# the first so many jobs that change to one)
+WAITS = (Phase.QUEUED, Phase.INADMISSIBLE, Phase.INVALID)
+MAX_WAITING_TOLD = 20
+
+
+def _changed(computed: Computed) -> Iterator[Decision]:
+    """The decisions whose phase, cluster or quota change (or new), in
+    placements.yaml's order."""
+    prior = computed.prior
+    for d in computed.result.decisions:
+        before = prior.get(d.key)
+        if before is None or (before.phase, before.cluster, before.quota) != (
+                d.phase, d.cluster, d.quota):
+            yield d
+
+
 def _job_changes(computed: Computed) -> list[dict[str, Any]]:
     """The jobs whose phase, cluster or quota change (those ``changes`` tells
     in words), as fields for a program: each job as placements.yaml names it,
-    and its ``before`` and ``after`` (``phase``, ``cluster``, ``quota``, each
-    null where it has none; ``before`` null for a job new to the state, ``after``
-    for one deleted), in placements.yaml's order."""
+    and its ``before`` and ``after`` (``phase``, ``cluster``, ``quota`` and
+    ``reason``, each null where it has none; ``before`` null for a job new to
+    the state, ``after`` for one deleted), in placements.yaml's order."""
     def where(d: Decision) -> dict[str, str | None]:
-        return {"phase": d.phase.value, "cluster": d.cluster, "quota": d.quota}
+        return {"phase": d.phase.value, "cluster": d.cluster, "quota": d.quota,
+                "reason": d.reason or None}
 
     prior = computed.prior
     out = []
-    seen = set()
-    for d in computed.result.decisions:
-        seen.add(d.key)
+    for d in _changed(computed):
         before = prior.get(d.key)
-        if before is not None and (before.phase, before.cluster, before.quota) == (
-                d.phase, d.cluster, d.quota):
-            continue
         out.append({"job": {"apiVersion": d.api_version, "kind": d.key.kind,
                             "namespace": d.key.namespace, "name": d.key.name},
                     "before": where(before) if before is not None else None, "after": where(d)})
+    seen = {d.key for d in computed.result.decisions}
     for key in sorted(k for k in prior if k not in seen):
         was = prior[key]
         out.append({"job": {"apiVersion": was.api_version, "kind": key.kind,
@@ -786,11 +813,19 @@ def _job_changes(computed: Computed) -> list[dict[str, Any]]:
 
 
 def _quiet_changes(computed: Computed) -> dict[str, int]:
-    """How many jobs whose phase, cluster and quota stay (the changes told
-    one by one) change, each counted once, by the first of: their pods or
-    requests ("size"), their priority, their place in their queue
-    ("position"), the reason given ("reason")."""
-    out = {"size": 0, "priority": 0, "position": 0, "reason": 0}
+    """How many jobs of each of ``_quiet_jobs``."""
+    return {what: len(keys) for what, keys in _quiet_jobs(computed).items()}
+
+
+MAX_QUIET_NAMED = 5  # jobs plan names of each of _quiet_jobs
+
+
+def _quiet_jobs(computed: Computed) -> dict[str, list[JobKey]]:
+    """The jobs whose phase, cluster and quota stay (the changes told one by
+    one) but that change, each once, by the first of: their pods or requests
+    ("size"), their priority, their place in their queue ("position"), the
+    reason given ("reason"); in placements.yaml's order."""
+    out: dict[str, list[JobKey]] = {"size": [], "priority": [], "position": [], "reason": []}
     prior = computed.prior
     for d in computed.result.decisions:
         before = prior.get(d.key)
@@ -798,13 +833,13 @@ def _quiet_changes(computed: Computed) -> dict[str, int]:
                 before.cluster != d.cluster or before.quota != d.quota:
             continue
         if before.requests != d.requests or before.pod_sets != d.pod_sets:
-            out["size"] += 1
+            out["size"].append(d.key)
         elif before.priority != d.priority:
-            out["priority"] += 1
+            out["priority"].append(d.key)
         elif before.position != d.position:
-            out["position"] += 1
+            out["position"].append(d.key)
         elif before.reason != d.reason:
-            out["reason"] += 1
+            out["reason"].append(d.key)
     return out
 
 

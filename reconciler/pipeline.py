@@ -63,6 +63,7 @@ from reconciler.core.outcomes import (
 from reconciler.core.policy import candidate_groups, default_policy, select_policy
 from reconciler.core.problems import Problem, listed, shown_path
 from reconciler.core.quota import QuotaTree, max_changed
+from reconciler.core.resources import format_quantity
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.inputs import (
     CUT_SHORT,
@@ -488,6 +489,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
         result.from_prior = result.from_prior - touched
     problems.extend(queue_jumps(result.decisions, inputs, prior, cycle_input.source_time,
                                 cycle_input.now))
+    problems.extend(above_max(inputs.tree, result.quota_used))
     progress("rendering")
     # (the cycle's priors are ``before``'s, which the cache has as this version wrote them)
     placements, written = render_placements_reusing(result.decisions, before,
@@ -712,6 +714,30 @@ def queue_jumps(decisions: Sequence[Decision], inputs: FleetInputs,
             f"{first}, {'when it was first enqueued' if d.key in prior else 'when it was pushed'}: "
             f"it goes ahead of {count} job(s) {where} ({names}); if that is not meant, set it "
             f"to {first}"), "warning"))
+    return out
+
+
+def above_max(tree: QuotaTree | None, used: Mapping[str, Mapping[str, int]]) -> list[Problem]:
+    """A warning, at the limit's line, on each quota whose jobs that run use
+    more of a resource than its max (``used``: the cycle's ``quota_used``): a
+    max lowered below them evicts none of them, and admits no job that asks
+    for that resource under it until they use less; a reviewer of the change
+    that lowered it is told so (its plan changes no job)."""
+    if tree is None:
+        return []
+    out = []
+    for path, node in tree.nodes.items():
+        now = used.get(path)
+        if not now:
+            continue
+        for name, limit in sorted(node.max.items()):
+            if now.get(name, 0) > limit:
+                out.append(Problem(tree.path, node.line_of("max", name), (
+                    f"quota {path}: the jobs that run under it use {name} "
+                    f"{format_quantity(name, now[name])}, above its max "
+                    f"{format_quantity(name, limit)}: they run on (a lowered max evicts no "
+                    f"job), and no job asking for {name} is admitted under it until they use "
+                    f"less"), "warning"))
     return out
 
 

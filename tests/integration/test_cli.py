@@ -422,16 +422,16 @@ def test_plan_counts_the_jobs_that_change_place_in_their_queue_or_priority(
     commit_all(path, "tokenizer-ablation: normal")
     planned = fleetq("plan", "--repo", str(path), "--now", NOW)
     assert planned.returncode == 0, planned.stderr
-    assert "\nJobs:\n  (1 job(s) change priority: `fleetq status` after the reconcile lists " \
-           "them)\n" in planned.stdout, planned.stdout
+    assert "\nJobs:\n  (1 job(s) change priority: PyTorchJob text/tokenizer-ablation)\n" \
+        in planned.stdout, planned.stdout
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
     git(path, "rm", "-q", "jobs/text/llama-lora-sft.yaml")  # (a job of its queue that runs)
     commit_all(path, "llama-lora-sft is done")
     data = json.loads(fleetq("plan", "--repo", str(path), "--now", NOW, "-o", "json").stdout)
     assert data["otherChanges"] == {"size": 0, "priority": 0, "position": 1, "reason": 0}, data
     planned = fleetq("plan", "--repo", str(path), "--now", NOW).stdout
-    assert "\n  (1 queued job(s) change place in their queues: `fleetq status` after the " \
-           "reconcile lists them)\n" in planned, planned
+    assert "\n  (1 job(s) change place in their queues (queued): PyTorchJob " \
+           "text/tokenizer-ablation)\n" in planned, planned
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
     assert placements(path)["text/tokenizer-ablation"]["phase"] == "Queued"
     head, found, tail = job.read_text().rpartition("replicas: 1")  # (its workers')
@@ -465,7 +465,7 @@ def test_plan_json_gives_each_job_that_changes_phase_cluster_or_quota_as_fields(
 
     def fields(item: dict[str, Any]) -> dict[str, Any]:
         return {"phase": item["phase"], "cluster": item.get("cluster"),
-                "quota": item.get("quota")}
+                "quota": item.get("quota"), "reason": item.get("reason")}
 
     assert data["jobChanges"] == [
         {"job": now[key]["job"], "before": None, "after": fields(now[key])}
@@ -475,6 +475,51 @@ def test_plan_json_gives_each_job_that_changes_phase_cluster_or_quota_as_fields(
     assert len(data["changes"]) == 3, data["changes"]
     again = json.loads(fleetq("plan", "--repo", str(path), "--now", NOW, "-o", "json").stdout)
     assert again["jobChanges"] == [] and again["changes"] == [], again
+
+
+def test_plan_tells_a_reviewer_why_new_jobs_wait_and_of_a_max_lowered_below_use(
+        tmp_path: Path) -> None:
+    """A pull request's plan said "inadmissible PyTorchJob text/big-one" and
+    no more: why it would wait was for ``explain``, after the merge. And a
+    max lowered below what runs under it planned "No changes", the quota over
+    its max told nowhere."""
+    path = reconciled_template(tmp_path)
+    git(path, "checkout", "-q", "-b", "pr")
+    big = (path / "jobs/text/tokenizer-ablation.yaml").read_text() \
+        .replace("name: tokenizer-ablation", "name: big-one")
+    assert 'nvidia.com/gpu: "1"' in big
+    write_files(path, {"jobs/text/big-one.yaml": big.replace('nvidia.com/gpu: "1"',
+                                                             'nvidia.com/gpu: "32"')})
+    commit_all(path, "a job too big for its quota")
+    proc = fleetq("plan", "--repo", str(path), "--source", "pr", "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert ("\nWhy they wait:\n  PyTorchJob text/big-one: quota root/algorithm/text "
+            "nvidia.com/gpu: ") in proc.stdout, proc.stdout
+    data = json.loads(fleetq("plan", "--repo", str(path), "--source", "pr", "--now", NOW,
+                             "-o", "json").stdout)
+    [change] = data["jobChanges"]
+    assert change["after"]["phase"] == "Inadmissible"
+    assert change["after"]["reason"].startswith("quota root/algorithm/text nvidia.com/gpu: ")
+    git(path, "checkout", "-q", "main")
+    git(path, "checkout", "-q", "-b", "shrink")
+    tree = path / "quota/elasticquotatree.yaml"
+    text = tree.read_text()
+    at = text.index("- name: interns")
+    assert "cpu: 64\n" in text[at:]
+    shrunk = text[:at] + text[at:].replace("cpu: 64\n", "cpu: 4\n", 1)
+    tree.write_text(shrunk)
+    commit_all(path, "interns: 4 cpu")
+    proc = fleetq("plan", "--repo", str(path), "--source", "shrink", "--now", NOW)
+    line = shrunk[:shrunk.index("cpu: 4\n", at)].count("\n") + 1
+    said = (f"quota/elasticquotatree.yaml:{line}: warning: "
+            f"quota root/interns: the jobs that run under it use cpu ")
+    assert said in proc.stdout and ", above its max 4: they run on (a lowered max evicts no " \
+        "job), and no job asking for cpu is admitted under it until they use less" \
+        in proc.stdout, proc.stdout
+    assert "No changes. The state branch is up to date." in proc.stdout
+    git(path, "checkout", "-q", "main")
+    proc = fleetq("plan", "--repo", str(path), "--now", NOW)
+    assert "above its max" not in proc.stdout, proc.stdout
 
 
 def test_plan_of_a_branch_that_lacks_the_state_source_says_so(tmp_path: Path) -> None:
