@@ -13,6 +13,7 @@ import collections
 import contextlib
 import dataclasses
 import datetime as dt
+import difflib
 import functools
 import gc
 import hashlib
@@ -296,9 +297,12 @@ def no_revision(repo: FleetRepo, rev: str) -> str:
         return (f"source revision {rev!r} does not exist here: {remote} has no branch {name!r} "
                 f"(as git last fetched it): push it (git push -u {remote} {name}), or name "
                 f"another with --source")
-    return (f"source revision {rev!r} does not exist here: no branch, tag or commit of that "
-            f"name (git branch -a lists the branches; a remote's is origin/<branch>, fetched "
-            f"first)")
+    names = [ref.removeprefix("refs/heads/") for ref in repo.branches()]
+    close = difflib.get_close_matches(rev, names, n=1)
+    meant = f" (did you mean {close[0]}?)" if close else ""
+    return (f"source revision {rev!r} does not exist here{meant}: no branch, tag or commit of "
+            f"that name (git branch -a lists the branches; a remote's is origin/<branch>, "
+            f"fetched first)")
 
 
 def read_source(repo: FleetRepo, rev: str, store: JobStore | None = None,

@@ -1437,8 +1437,11 @@ def _strategy(text: str, field: str) -> PlacementStrategy:
     try:
         return PlacementStrategy(text.lower())
     except ValueError:
-        raise ManifestError(f"{field}: placement strategy {text!r} is not binpack or spread",
-                            field) from None
+        close = difflib.get_close_matches(text.lower(), [s.value for s in PlacementStrategy],
+                                          n=1)
+        meant = f" (did you mean {close[0]}?)" if close else ""
+        raise ManifestError(f"{field}: placement strategy {text!r} is not binpack or "
+                            f"spread{meant}", field) from None
 
 
 def _priority_class(doc: Document, inputs: FleetInputs) -> None:

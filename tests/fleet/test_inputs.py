@@ -94,6 +94,12 @@ def test_every_mistake_of_a_member_cluster_is_told_at_its_line() -> None:
     ]
 
 
+def test_a_misspelt_placement_strategy_is_told_with_the_one_meant() -> None:
+    got = told(read({"fleet.yaml": FLEET.replace("binpack", "binpak"), "policy.yaml": POLICY}))
+    assert got == ["fleet.yaml:5: spec.placementStrategy: placement strategy 'binpak' is not "
+                   "binpack or spread (did you mean binpack?)"], got
+
+
 def test_every_mistake_of_fleet_yaml_is_told_at_its_line() -> None:
     bad = (FLEET.replace("binpack", "fastest").replace("StrictFIFO", "Sometimes")
            .replace("Never", "Always"))

@@ -326,8 +326,9 @@ def test_a_mistyped_command_line_is_told_as_what_it_is(seed_fleet: SeedFleet,
     assert proc.returncode == 2 and "--repo '' names no folder" in proc.stderr, proc.stderr
     proc = fleetq("plan", "--repo", repo, "--source", "mian", "--now", NOW)
     assert proc.returncode == 2, proc.stderr
-    assert "source revision 'mian' does not exist here: no branch, tag or commit of that " \
-           "name" in proc.stderr and "commit the fleet repo first" not in proc.stderr
+    assert "source revision 'mian' does not exist here (did you mean main?): no branch, tag " \
+           "or commit of that name" in proc.stderr and "commit the fleet repo first" \
+        not in proc.stderr, proc.stderr
     empty = tmp_path / "empty"
     git(tmp_path, "init", "-q", str(empty))
     proc = fleetq("reconcile", "--repo", str(empty), "--now", NOW)
