@@ -2505,8 +2505,10 @@ def _watch_round(repo: FleetRepo, watcher: RefWatcher, cache: Cache, *, source_r
         watcher.revisions = (source_rev, state_ref(branch),
                              *((f"refs/remotes/{remote}/{branch}",) if remote else ()))
         before = watcher.current()
-        outcome = reconcile(repo, source_rev=source_rev, state_branch=branch, remote=remote,
-                            now=now, progress=progress, cache=cache, later=later)
+        # (the branch the watch was told, if any: fleet.yaml's, renamed by an edit
+        # while the state is on another, is refused as reconcile refuses it)
+        outcome = reconcile(repo, source_rev=source_rev, state_branch=state_branch,
+                            remote=remote, now=now, progress=progress, cache=cache, later=later)
         if outcome.computed is None and outcome.state is not None and outcome.source:
             # up to date: what the next push needs is read now, not then
             cache.warm(outcome.state)

@@ -738,6 +738,30 @@ def test_an_interval_a_watch_could_not_keep_is_a_usage_error(tmp_path: Path,
     assert git(path, "rev-parse", "--verify", "--quiet", STATE, check=False) == ""
 
 
+def test_a_running_watch_refuses_a_state_branch_renamed_meanwhile(
+        tmp_path: Path, watching: list[Watching]) -> None:
+    """fleet.yaml's stateBranch renamed while a watch runs: its round started
+    the state over on the new branch (every job enqueued anew, a job that ran
+    queued behind one pushed after it), where reconcile refuses. The round is
+    refused, and nothing is written there."""
+    path = make_fleet_repo(tmp_path / "fleet", {"jobs/a.yaml": pytorchjob("a")})
+    w = Watching(path)
+    watching.append(w)
+    first = w.next()
+    assert first.error is None and first.outcome is not None, first.error
+    (path / "fleet.yaml").write_text("apiVersion: fleetq.io/v1alpha1\nkind: Fleet\n"
+                                     "metadata: {name: fleet}\nspec: {stateBranch: moved}\n",
+                                     encoding="utf-8")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "another state branch")
+    renamed = w.next()
+    assert renamed.error is not None and (
+        f"no state branch 'moved' yet, but {STATE} holds this fleet's state") in renamed.error, \
+        renamed
+    assert git(path, "rev-parse", "--verify", "--quiet", "moved", check=False) == ""
+    w.close()
+
+
 def test_a_watch_refuses_a_renamed_state_branch_as_reconcile_does(tmp_path: Path) -> None:
     """fleet.yaml's stateBranch renamed while another branch holds the state: a
     watch would start the state over there; it stops at once, exit 2."""
