@@ -102,6 +102,8 @@ class InvalidJob:
     blob: str
     message: str
     more: tuple[tuple[int, str], ...] = ()  # (line, message): its other mistakes, if any
+    # (line, message): the fields its kind does not have (warnings, as a valid job's)
+    warnings: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)

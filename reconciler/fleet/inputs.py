@@ -736,7 +736,9 @@ def _problems_of(outcome: JobSource | InvalidJob) -> list[Problem]:
         return [Problem(outcome.job.path, line, message, "warning")
                 for line, message in outcome.warnings]
     return [Problem(outcome.path, outcome.line, outcome.message),
-            *(Problem(outcome.path, line, message) for line, message in outcome.more)]
+            *(Problem(outcome.path, line, message) for line, message in outcome.more),
+            *(Problem(outcome.path, line, message, "warning")
+              for line, message in outcome.warnings)]
 
 
 def _take_job(inputs: FleetInputs, outcome: JobSource | InvalidJob) -> None:
@@ -887,7 +889,8 @@ def _read_job(doc: Document, job_kind: Any, blob: str) -> JobSource | InvalidJob
                           + (f" (and {len(rest)} more mistake(s) of it, each told at its line)"
                              if rest else ""),
                           more=tuple((doc.line_of(e.field), f"{e}; fix the manifest")
-                                     for e in rest))
+                                     for e in rest),
+                          warnings=tuple((doc.line_of(e.field), str(e)) for e in exc.unknown))
 
 
 def _add_job(inputs: FleetInputs, source: JobSource) -> None:

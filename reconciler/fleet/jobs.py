@@ -484,7 +484,7 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int | str, line
     checked = check_fields(obj, kind.api_version, kind.kind)
     told = [e.field for e in found]
     found.extend(e for e in checked.errors if not _told_near(e.field, told))
-    raise_all(found)
+    raise_all(found, checked.unknown)
     for ref in other_pod_templates(kind, obj):  # (a RayJob's submitter: what it uses goes too)
         check_metadata(ref.template.get("metadata"), f"{ref.field}.metadata")
         other = ref.template.get("spec")

@@ -12,7 +12,7 @@ import importlib.util
 import math
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from functools import lru_cache
@@ -32,6 +32,9 @@ class ManifestError(ValueError):
     def __init__(self, message: str, field: str = "") -> None:
         super().__init__(capped(message))
         self.field = field
+        # the fields of the document its kind does not have, found beside this
+        # mistake (a misspelt ``imag:`` beside "image is missing"): told as warnings
+        self.unknown: tuple[ManifestError, ...] = ()
 
 
 class ManifestErrors(ManifestError):
@@ -47,12 +50,14 @@ def each_error(exc: ManifestError) -> list[ManifestError]:
     return exc.errors if isinstance(exc, ManifestErrors) else [exc]
 
 
-def raise_all(found: list[ManifestError]) -> None:
-    """Raise the mistakes ``found``, if any: one as itself, several together."""
-    if len(found) == 1:
-        raise found[0]
-    if found:
-        raise ManifestErrors(found)
+def raise_all(found: list[ManifestError], unknown: Sequence[ManifestError] = ()) -> None:
+    """Raise the mistakes ``found``, if any: one as itself, several together;
+    with the ``unknown`` fields found beside them (``ManifestError.unknown``)."""
+    if not found:
+        return
+    exc = found[0] if len(found) == 1 else ManifestErrors(found)
+    exc.unknown = tuple(unknown)
+    raise exc
 
 
 @dataclass(frozen=True, slots=True)

@@ -174,16 +174,17 @@ def test_the_fields_a_job_kinds_crd_adds_are_checked_as_its_crd_has_them() -> No
         f"mistake(s) of it, each told at its line)",
         f"jobs/r.yaml:16: {at}.workerGroupSpecs[0].idleTimeoutSeconds must be an integer, not "
         f"a string '60s': the API server refuses it; fix the manifest"]
-    assert told(inputs, "warning") == []  # (an invalid job's are told once it is fixed)
+    misspelt = [  # (an invalid job's are told with its mistakes, not once they are fixed)
+        f"jobs/r.yaml:17: {at}.workerGroupSpecs[0].rayStartParms: WorkerGroupSpec has no field "
+        f"'rayStartParms': the API server drops it (or refuses the job, under strict field "
+        f"validation); rayStartParams was meant, perhaps"]
+    assert told(inputs, "warning") == misspelt
     fixed = read({"jobs/r.yaml": RAYJOB.replace("num-cpus: 0", 'num-cpus: "0"')
                   .replace("60s", "60"),
                   "jobs/m.yaml": MPIJOB.replace("openmpi", "OpenMPI")
                   .replace("slotsPerWorker: one", "slotsPerWorker: 1")})
     assert told(fixed) == []
-    assert told(fixed, "warning") == [
-        f"jobs/r.yaml:17: {at}.workerGroupSpecs[0].rayStartParms: WorkerGroupSpec has no field "
-        f"'rayStartParms': the API server drops it (or refuses the job, under strict field "
-        f"validation); rayStartParams was meant, perhaps"]
+    assert told(fixed, "warning") == misspelt
     assert sorted(k.name for k in fixed.jobs) == ["m", "r"]
 
 

@@ -14,6 +14,7 @@ from reconciler.core.model import Taint
 from reconciler.core.problems import MAX_MESSAGE
 from reconciler.fleet.inputs import FleetInputs, SourceFile, read_fleet
 from reconciler.jobkinds.base import QUANTITY_FORM
+from reconciler.pipeline import ParsedJobs
 from tests.builders import quota_tree_yaml
 
 CLUSTER = """\
@@ -98,6 +99,26 @@ def test_a_misspelt_placement_strategy_is_told_with_the_one_meant() -> None:
     got = told(read({"fleet.yaml": FLEET.replace("binpack", "binpak"), "policy.yaml": POLICY}))
     assert got == ["fleet.yaml:5: spec.placementStrategy: placement strategy 'binpak' is not "
                    "binpack or spread (did you mean binpack?)"], got
+
+
+def test_the_fields_a_job_with_mistakes_does_not_have_are_told_beside_them() -> None:
+    """``imag:`` for ``image:``: the job was told "image is missing" alone, and
+    the misspelt field, the one to fix, only once that was fixed. The same
+    from a file of jobs read again (the cache replays its outcomes)."""
+    bad = JOB.replace("image: busybox", "imag: busybox") \
+        .replace("restartPolicy: Never", "restartPolicy: Never\n      nodeSelectr: {a: b}")
+    store = ParsedJobs()
+    for _ in range(2):  # (the second from the store, as from the cache)
+        inputs = read_fleet([source("jobs/j1.yaml", bad)], store)
+        assert store.jobs, "read from the store"
+        assert told(inputs) == [
+            "jobs/j1.yaml:7: spec.template.spec.containers[0].image is missing: the API server "
+            "refuses a container with no image; fix the manifest"], told(inputs)
+        warned = told(inputs, "warning")
+        assert [w.split(": ", 2)[:2] for w in warned] == [
+            ["jobs/j1.yaml:7", "spec.template.spec.containers[0].imag"],
+            ["jobs/j1.yaml:9", "spec.template.spec.nodeSelectr"]], warned
+        assert "image was meant" in warned[0] and "nodeSelector was meant" in warned[1], warned
 
 
 def test_every_mistake_of_fleet_yaml_is_told_at_its_line() -> None:
