@@ -291,8 +291,8 @@ class Job:
 # whether its completions follow its parallelism (both kept as sent while it
 # runs on a kueue cluster); and its name (or generateName), told when it clashes.
 # And, for a job that names neither its namespace nor a quota by label, the line
-# of its metadata, where the namespace its quota goes by would be written: there
-# whatever its line.
+# of its metadata, where the namespace its quota goes by would be written (kept
+# even when it is the document's first line: that the job names none is the point).
 NAME_AT = "name"
 PRIORITY_CLASS_AT = "priorityClass"
 WORKLOAD_PRIORITY_CLASS_AT = "workloadPriorityClass"
