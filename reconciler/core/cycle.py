@@ -792,9 +792,12 @@ class _Cycle:
             policy = select_policy(policies, job) or default_policy
             quota: str | None = None
             if self.tree is not None:
-                unset = job.line_of(NAMESPACE_UNSET_AT, 0)
-                quota, why = self.tree.bind(key.namespace, job.quota_name, not unset)
+                quota, why = self.tree.bind(key.namespace, job.quota_name)
                 if quota is None:
+                    # (looked for only then: most jobs of 100,000 bind)
+                    unset = job.line_of(NAMESPACE_UNSET_AT, 0)
+                    if unset:
+                        quota, why = self.tree.bind(key.namespace, job.quota_name, False)
                     problems.append((unset or job.line_of(QUOTA_AT), why))
             elif policy is not None and policy.queued:
                 problems.append((job.line, (
