@@ -40,7 +40,14 @@ from reconciler.core.model import (
     QueueStrategy,
 )
 from reconciler.core.policy import candidate_groups, narrowed, with_queue_refusal
-from reconciler.core.problems import Problem, first_of, listed, shown_path, yaml_type
+from reconciler.core.problems import (
+    Problem,
+    did_you_mean,
+    first_of,
+    listed,
+    shown_path,
+    yaml_type,
+)
 from reconciler.core.resources import format_quantity
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
@@ -475,10 +482,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.cluster and not items:
         members = _state_clusters(repo, args)
         if members and args.cluster not in members:  # (as --quota: a cluster of none)
-            close = difflib.get_close_matches(args.cluster, members, n=1)
-            meant = f" (did you mean {close[0]}?)" if close else ""
             print(f"fleetq: --cluster {args.cluster!r} names no member cluster of the "
-                  f"state{meant}; its clusters are {first_of(members, MAX_LISTED)}",
+                  f"state{did_you_mean(args.cluster, members)}; its clusters are "
+                  f"{first_of(members, MAX_LISTED)}",
                   file=sys.stderr)
             return EXIT_USAGE
     if args.jobs:

@@ -13,7 +13,6 @@ import collections
 import contextlib
 import dataclasses
 import datetime as dt
-import difflib
 import functools
 import gc
 import hashlib
@@ -62,7 +61,7 @@ from reconciler.core.outcomes import (
     purge_due,
 )
 from reconciler.core.policy import candidate_groups, default_policy, select_policy
-from reconciler.core.problems import Problem, listed, shown_path
+from reconciler.core.problems import Problem, did_you_mean, listed, shown_path
 from reconciler.core.quota import QuotaTree, max_changed
 from reconciler.core.resources import format_quantity
 from reconciler.fleet.cache import Cache
@@ -297,9 +296,7 @@ def no_revision(repo: FleetRepo, rev: str) -> str:
         return (f"source revision {rev!r} does not exist here: {remote} has no branch {name!r} "
                 f"(as git last fetched it): push it (git push -u {remote} {name}), or name "
                 f"another with --source")
-    names = [ref.removeprefix("refs/heads/") for ref in repo.branches()]
-    close = difflib.get_close_matches(rev, names, n=1)
-    meant = f" (did you mean {close[0]}?)" if close else ""
+    meant = did_you_mean(rev, [ref.removeprefix("refs/heads/") for ref in repo.branches()])
     return (f"source revision {rev!r} does not exist here{meant}: no branch, tag or commit of "
             f"that name (git branch -a lists the branches; a remote's is origin/<branch>, "
             f"fetched first)")

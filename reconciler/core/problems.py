@@ -7,6 +7,7 @@ the rest of the fleet from reconciling.
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -68,6 +69,13 @@ def yaml_type(value: object) -> str:
 def listed(words: list[str], last: str = " or ") -> str:
     """``words`` as a sentence lists them: "a, b or c" (``last``: ", or ", " and ")."""
     return ", ".join(words[:-1]) + (last if len(words) > 1 else "") + words[-1]
+
+
+def did_you_mean(word: str, choices: Sequence[str]) -> str:
+    """`` (did you mean X?)``, X the choice closest to a mistyped ``word``;
+    "" when none is close."""
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def first_of(words: Sequence[str], most: int) -> str:

@@ -38,7 +38,14 @@ from reconciler.core.model import (
     Taint,
 )
 from reconciler.core.policy import LOCAL_QUEUE_NAME, LOCAL_QUEUE_RULE, find_policy
-from reconciler.core.problems import Problem, as_read, first_of, shown_path, yaml_type
+from reconciler.core.problems import (
+    Problem,
+    as_read,
+    did_you_mean,
+    first_of,
+    shown_path,
+    yaml_type,
+)
 from reconciler.core.quota import QUOTA_LABEL, QuotaSpec, QuotaTree, build_tree
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, format_quantity
 from reconciler.fleet.documents import Document, expand_lists, iter_mapping_docs, parse_documents
@@ -1440,9 +1447,7 @@ def _strategy(text: str, field: str) -> PlacementStrategy:
     try:
         return PlacementStrategy(text.lower())
     except ValueError:
-        close = difflib.get_close_matches(text.lower(), [s.value for s in PlacementStrategy],
-                                          n=1)
-        meant = f" (did you mean {close[0]}?)" if close else ""
+        meant = did_you_mean(text.lower(), [s.value for s in PlacementStrategy])
         raise ManifestError(f"{field}: placement strategy {text!r} is not binpack or "
                             f"spread{meant}", field) from None
 
