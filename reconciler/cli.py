@@ -530,19 +530,25 @@ def _none_found(every: list[dict[str, Any]], phase: str | None, namespace: str |
     where = (f" in phase {phase}" if phase else "") + \
         (f" in namespace {namespace}" if namespace else "") + \
         (f" in quota {quota}" if quota else "") + (f" on cluster {cluster}" if cluster else "")
-    said = f"No jobs{where}."
+    return f"No jobs{where}{_other_namespaces(every, namespace, bool(phase))}."
+
+
+def _other_namespaces(every: list[dict[str, Any]], namespace: str | None,
+                      filtered: bool) -> str:
+    """The end of "no jobs in namespace x" when ``namespace`` has no job at
+    all (a typo, most likely): the one meant, and the namespaces that have
+    jobs; "" when it has some (``filtered``: other filters left them out)."""
     if not namespace or any(i["job"]["namespace"] == namespace for i in every):
-        return said
+        return ""
     spaces = sorted({str(i["job"]["namespace"]) for i in every})
     if not spaces:
-        return said
+        return ""
     lowered = {space.lower(): space for space in spaces}
     close = [lowered[c] for c in difflib.get_close_matches(namespace.lower(), list(lowered), n=1)]
-    listed = first_of(spaces, MAX_LISTED)
     meant = f" (did you mean {close[0]}?)" if close else ""
-    if phase:
+    if filtered:
         meant = f", which has no job at all{meant}"
-    return f"No jobs{where}{meant}: the jobs are in {listed}."
+    return f"{meant}: the jobs are in {first_of(spaces, MAX_LISTED)}"
 
 
 MAX_LISTED = 10  # namespaces named when none has the jobs asked for
@@ -622,7 +628,10 @@ def _validate(repo: FleetRepo, args: argparse.Namespace, work_tree: str | None) 
 def cmd_queue(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     items, texts = _state_items(repo, _branch(repo, args), _cache(repo, args))
+    every = items
     items = [i for i in items if i.get("phase") == "Queued"]
+    if args.namespace:
+        items = [i for i in items if i["job"]["namespace"] == args.namespace]
     if args.quota:
         chosen = [i for i in items if _in_quota(str(i.get("quota") or ""), args.quota)]
         if not chosen:  # (a quota with none queued, a quota named as a label names it, ...)
@@ -637,8 +646,9 @@ def cmd_queue(args: argparse.Namespace) -> int:
         _print_data(items, args.output, texts=texts)
         return EXIT_OK
     if not items:  # (on stderr, as status says it: the table has no line)
-        print("No queued jobs" + (f" in quota {args.quota}" if args.quota else "") + ".",
-              file=sys.stderr)
+        print("No queued jobs" + (f" in namespace {args.namespace}" if args.namespace else "")
+              + (f" in quota {args.quota}" if args.quota else "")
+              + _other_namespaces(every, args.namespace, True) + ".", file=sys.stderr)
         return EXIT_OK
     rows = [(i.get("quota") if i.get("position") is not None else "- (by capacity)",
              i.get("position"), i["job"]["namespace"], i["job"]["name"],
@@ -1481,6 +1491,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("queue", help="list the queued jobs in queue order")
     common(p)
     state_branch(p)
+    p.add_argument("-n", "--namespace", default=None, help="only jobs of this namespace")
     p.add_argument("--quota", default=None,
                    help="only the queues of this quota and those under it (a name, a "
                    "path, or the path joined with - as a quota label names it)")

@@ -630,6 +630,34 @@ def test_queue_of_a_quota_takes_its_name_or_path_and_the_quotas_under_it(
                 f"path: root, root/algorithm, root/algorithm/text") in proc.stderr
 
 
+def test_queue_of_a_namespace_lists_its_waiting_jobs_as_status_n_does(tmp_path: Path) -> None:
+    """``queue -n`` took no namespace (a usage error), where ``status -n``
+    and ``explain -n`` do: the queued jobs of that namespace, and, when none
+    is, the same words status says, with the namespace meant."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    queued = {(i["job"]["namespace"], i["job"]["name"])
+              for i in placements(path).values() if i["phase"] == "Queued"}
+    assert {space for space, _ in queued} == {"text"}
+
+    proc = fleetq("queue", "--repo", str(path), "-n", "text", "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert {(i["job"]["namespace"], i["job"]["name"]) for i in json.loads(proc.stdout)} == queued
+    proc = fleetq("queue", "--repo", str(path), "--namespace", "text")
+    assert proc.returncode == 0 and len(proc.stdout.splitlines()) == 1 + len(queued)
+    cases = {("-n", "video"): "No queued jobs in namespace video.",
+             ("-n", "txt"): "No queued jobs in namespace txt, which has no job at all (did you "
+                            "mean text?): the jobs are in interns, platform, text, video.",
+             ("-n", "video", "--quota", "text"): "No queued jobs in namespace video in quota "
+                                                 "text."}
+    for args, said in cases.items():
+        proc = fleetq("queue", "--repo", str(path), *args)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", said + "\n"), args
+    proc = fleetq("queue", "--repo", str(path), "-n", "video", "-o", "json")
+    assert (proc.returncode, json.loads(proc.stdout)) == (0, [])
+
+
 def test_init_creates_a_fleet_repo_that_validates_and_reconciles(tmp_path: Path) -> None:
     target = tmp_path / "my-fleet"
     proc = fleetq("init", str(target))
