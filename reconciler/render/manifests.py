@@ -130,6 +130,10 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
         labels[QUOTA] = quota_name
         labels[QUOTA_LABEL] = quota_name
     queue = queue or quota_name
+    annotations = meta.get("annotations") or {}
+    # (the queue's older form, which Kueue reads where the label is not set: a
+    # file copied from a kueue cluster would name a LocalQueue of its own)
+    annotations.pop(KUEUE_QUEUE, None)
     if cluster.gang_dialect == "kueue":
         if queue is not None:
             labels[KUEUE_QUEUE] = queue
@@ -138,8 +142,10 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
                 labels.pop(name, None)
             else:
                 labels[name] = value
+    else:  # (a file copied from a kueue cluster: a Kueue there would suspend the job
+        # until a LocalQueue of that name, which it may not have, admitted it)
+        labels.pop(KUEUE_QUEUE, None)
     meta["labels"] = labels
-    annotations = meta.get("annotations") or {}
     annotations[SOURCE] = shown_path(decision.path)  # (a path not UTF-8: as git quotes it)
     meta["annotations"] = annotations
     # (Kueue's webhook suspends a job as it is made, and its ClusterQueue's

@@ -91,6 +91,24 @@ def test_the_gang_keys_of_other_dialects_are_taken_off_the_pod_templates(dialect
     assert master_meta["annotations"]["note"] == "kept"
 
 
+@pytest.mark.parametrize("dialect", ["ack", "scheduler-plugins", "volcano", "kueue"])
+def test_a_job_s_own_kueue_queue_goes_only_to_kueue_clusters(dialect: str) -> None:
+    """A job file copied from a kueue cluster kept its ``queue-name`` label
+    (or the annotation, its older form) on a cluster of another dialect,
+    where a Kueue would suspend it until a LocalQueue of that name admitted
+    it. On a kueue cluster the label is the job's quota's; the annotation,
+    which Kueue reads where the label is not set, goes nowhere."""
+    job = pytorchjob()
+    job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "other", "app": "train"}
+    job["metadata"]["annotations"] = {"kueue.x-k8s.io/queue-name": "other", "note": "kept"}
+    obj, _ = render_job(job, decision("PyTorchJob", "kubeflow.org/v1", "p", ("worker", 1)),
+                        MemberCluster("m-a", gang_dialect=dialect), None)
+    labels, annotations = obj["metadata"]["labels"], obj["metadata"]["annotations"]
+    assert labels.get("kueue.x-k8s.io/queue-name") == ("team" if dialect == "kueue" else None)
+    assert (labels["app"], annotations["note"]) == ("train", "kept")
+    assert "kueue.x-k8s.io/queue-name" not in annotations
+
+
 def mpijob(api_version: str, policy: str | None, workers: int = 2) -> dict[str, Any]:
     spec: dict[str, Any] = {"mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": pod()},
                                                 "Worker": {"replicas": workers,
