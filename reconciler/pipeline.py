@@ -76,6 +76,7 @@ from reconciler.fleet.inputs import (
     SourceFile,
     branch_name_ok,
     excluded,
+    invalid_copies,
     is_json,
     is_yaml,
     misnamed_yaml,
@@ -477,6 +478,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     running = running_forms(repo, inputs, prior, lambda: previous_entries, sent_read)
     cycle_input = _cycle_input(inputs, prior, info, now, settled, problems, running)
     problems.extend(named_by_order(inputs))
+    problems.extend(invalid_copies(inputs))
     problems.extend(on_existing_ray_clusters(inputs))
     outcomes = apply_observations(cycle_input, observations) if prior else None
     if outcomes is not None:

@@ -104,6 +104,7 @@ class InvalidJob:
     more: tuple[tuple[int, str], ...] = ()  # (line, message): its other mistakes, if any
     # (line, message): the fields its kind does not have (warnings, as a valid job's)
     warnings: tuple[tuple[int, str], ...] = ()
+    name_line: int = 0  # the line of its name (0: as ``line``)
 
 
 @dataclass(frozen=True)

@@ -897,7 +897,36 @@ def _read_job(doc: Document, job_kind: Any, blob: str) -> JobSource | InvalidJob
                              if rest else ""),
                           more=tuple((doc.line_of(e.field), f"{e}; fix the manifest")
                                      for e in rest),
-                          warnings=tuple((doc.line_of(e.field), str(e)) for e in exc.unknown))
+                          warnings=tuple((doc.line_of(e.field), str(e)) for e in exc.unknown),
+                          name_line=_name_line(doc))
+
+
+def _name_line(doc: Document) -> int:
+    meta = doc.value.get("metadata")
+    named = isinstance(meta, dict) and "name" not in meta and "generateName" in meta
+    return doc.line_of("metadata.generateName" if named else "metadata.name")
+
+
+def invalid_copies(inputs: FleetInputs) -> list[Problem]:
+    """An error on each invalid job that another document defines too (a
+    running job's file copied, with a mistake): once fixed, it would be a job
+    defined twice, which is not used (``_add_job``), so it is told now, not
+    after the fix."""
+    first: dict[JobKey, tuple[str, int]] = {}
+    out = []
+    for bad in inputs.invalid:
+        if not named_as_kubernetes_names(bad.key):
+            continue
+        here = bad.name_line or bad.line
+        source = inputs.jobs.get(bad.key)
+        there = (source.job.path, source.job.line_of(NAME_AT)) if source is not None \
+            else first.setdefault(bad.key, (bad.path, here))
+        if there != (bad.path, here):
+            out.append(Problem(bad.path, here, (
+                f"{bad.key} is also defined at {shown_path(there[0])}:{there[1]}; once this "
+                f"one is fixed, the job is defined twice, and one defined twice is not used "
+                f"(where it ran, it keeps its place): rename one, or delete the copy")))
+    return out
 
 
 def _add_job(inputs: FleetInputs, source: JobSource) -> None:

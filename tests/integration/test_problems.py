@@ -795,6 +795,46 @@ def test_a_new_file_defining_a_running_job_again_takes_nothing_over(tmp_path: Pa
     assert "text/lora-2" in again and again["text/tokenizer-ablation"]["phase"] == "Queued"
 
 
+def test_an_invalid_copy_of_a_job_is_told_as_a_second_definition_before_it_is_fixed(
+        tmp_path: Path) -> None:
+    """A running job's file copied with a mistake was told only by its
+    mistake: the fix then made the job one defined twice, flagged. Now the
+    copy is told at its name as a second definition at once; so is an
+    invalid copy of an invalid job, and none of a job named nowhere else.
+    The running job stays as it runs. Told again from the cache."""
+    path = reconciled_template(tmp_path)
+    before = placements(path)["text/llama-lora-sft"]
+    own = (path / "jobs/text/llama-lora-sft.yaml").read_text()
+    bad = own.replace("replicas: 1", "replicas: -1")
+    assert bad != own
+    other = (path / "jobs/text/tokenizer-ablation.yaml").read_text().replace(
+        "tokenizer-ablation", "lonely").replace("replicas: 1", "replicas: -1")
+    write_files(path, {"jobs/text/z-copy.yaml": bad, "jobs/text/x-bad.yaml": bad.replace(
+        "llama-lora-sft", "twin"), "jobs/text/y-bad.yaml": bad.replace("llama-lora-sft", "twin"),
+        "jobs/text/lonely.yaml": other})
+    commit_all(path, "an invalid copy")
+    named = line_of(own, "name: llama-lora-sft")
+    said = (f"jobs/text/z-copy.yaml:{named}: error: PyTorchJob text/llama-lora-sft is also "
+            f"defined at jobs/text/llama-lora-sft.yaml:{named}; once this one is fixed, the job "
+            f"is defined twice")
+    twin = (f"jobs/text/y-bad.yaml:{named}: error: PyTorchJob text/twin is also defined at "
+            f"jobs/text/x-bad.yaml:{named}; once this one is fixed")
+    for command in (("validate",), ("reconcile", "--now", NOW)):
+        proc = fleetq(*command, "--repo", str(path))
+        assert said in proc.stderr + proc.stdout, (command, proc.stderr + proc.stdout)
+        assert twin in proc.stderr + proc.stdout
+        assert proc.stdout.count("is also defined") + proc.stderr.count("is also defined") == 2
+    after = placements(path)["text/llama-lora-sft"]
+    assert (after["phase"], after["cluster"], after.get("sourceInvalid")) == \
+        ("Admitted", before["cluster"], None)
+    # the next reconcile patches the fleet read from the cache: told again
+    write_files(path, {"jobs/text/lonely.yaml": other.replace("replicas: -1", "replicas: 1")})
+    commit_all(path, "one fixed")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and said in proc.stderr and twin in proc.stderr, proc.stderr
+    assert placements(path)["text/lonely"]["phase"] != "Invalid"
+
+
 @pytest.mark.parametrize("cache", ["cache", "no cache"])
 def test_a_running_job_whose_file_turns_invalid_keeps_what_it_was_sent_with(
         tmp_path: Path, cache: str) -> None:
