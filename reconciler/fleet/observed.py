@@ -24,7 +24,7 @@ from reconciler.core.outcomes import (
     ObservedPhase,
     parse_time,
 )
-from reconciler.core.problems import Problem, yaml_type
+from reconciler.core.problems import Problem, as_read, yaml_type
 from reconciler.fleet.documents import Document, parse_documents
 from reconciler.jobkinds import kind_for
 from reconciler.jobkinds.base import ManifestError, parse_resources
@@ -197,6 +197,8 @@ def cluster_report(cluster: str, observed_at: str,
 # fields of a job's status that are text, when there (Kubeflow's, batch/v1's, KubeRay's)
 _STATUS_TEXT = ("startTime", "completionTime", "endTime", "jobStatus", "jobDeploymentStatus",
                 "message")
+# and those that count pods (batch/v1's; each role's, Kubeflow's replicaStatuses)
+_STATUS_COUNTS = ("active", "ready", "succeeded", "failed", "terminating")
 
 
 def _unreadable_status(status: object) -> str | None:
@@ -214,6 +216,18 @@ def _unreadable_status(status: object) -> str | None:
         value = status.get(name)
         if value is not None and not isinstance(value, str):
             return f"its status.{name} is {yaml_type(value)}, not a string"
+    counts = [(f"status.{name}", status.get(name)) for name in _STATUS_COUNTS]
+    replicas = status.get("replicaStatuses")
+    if replicas is not None:
+        if not (isinstance(replicas, Mapping) and all(
+                isinstance(r, Mapping) for r in replicas.values())):
+            return "its status.replicaStatuses is not a mapping of mappings"
+        counts += [(f"status.replicaStatuses.{role}.{name}", r.get(name))
+                   for role, r in replicas.items() for name in _STATUS_COUNTS]
+    for field_name, value in counts:  # (read as none running: a running job would fail over)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                  or value < 0):
+            return f"its {field_name} is {as_read(value)}, not a count"
     return None
 
 

@@ -975,7 +975,12 @@ def test_a_node_whose_allocatable_is_no_quantity_is_warned_of_when_reported() ->
 
 
 @pytest.mark.parametrize("status", [*GARBAGE_STATUSES[:4], {"startTime": 12},
-                                    {"jobStatus": ["RUNNING"]}], ids=repr)
+                                    {"jobStatus": ["RUNNING"]},
+                                    # (counts: read as none running, a running job failed over)
+                                    {"active": "eight", "startTime": T1}, {"failed": "x"},
+                                    {"ready": -1}, {"succeeded": True},
+                                    {"replicaStatuses": {"Worker": {"active": "2"}}},
+                                    {"replicaStatuses": ["Worker"]}], ids=repr)
 @pytest.mark.parametrize("complete", [False, True])
 def test_a_job_whose_status_cannot_be_read_is_left_as_the_last_report_had_it(
         status: Any, complete: bool) -> None:
