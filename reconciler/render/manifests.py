@@ -197,11 +197,21 @@ SERVER_SET = ("uid", "resourceVersion", "generation", "managedFields", "selfLink
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
+# The labels the API server puts on a batch Job's pod template with the selector
+# it makes of them (Kubernetes' job strategy, generateSelector): a Job read from
+# a cluster carries them with its uid and name there, which a create refuses
+# ("`selector` not auto-generated") unless its ``manualSelector`` is true.
+JOB_SELECTOR_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid",
+                       "batch.kubernetes.io/job-name", "job-name")
+
+
 def as_created(obj: Manifest) -> None:
     """``obj`` as an object to create, in place: without what the API server
-    set on the object it was read from (``SERVER_SET``, ``status``, and
-    kubectl's copy of what was last applied)."""
+    set on the object it was read from (``SERVER_SET``, ``status``, kubectl's
+    copy of what was last applied, and a batch Job's selector made for it)."""
     obj.pop("status", None)
+    if (obj.get("apiVersion"), obj.get("kind")) == ("batch/v1", "Job"):
+        _selector_made_off(obj)
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         return
@@ -212,6 +222,21 @@ def as_created(obj: Manifest) -> None:
         del annotations[LAST_APPLIED]
         if not annotations:
             del meta["annotations"]
+
+
+def _selector_made_off(job: Manifest) -> None:
+    """A batch Job without the selector and labels the API server made for it
+    (``JOB_SELECTOR_LABELS``), unless it chose its own (``manualSelector``)."""
+    spec = job.get("spec")
+    if not isinstance(spec, dict) or spec.get("manualSelector") is True:
+        return
+    spec.pop("selector", None)
+    template = spec.get("template")
+    meta = template.get("metadata") if isinstance(template, dict) else None
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    if isinstance(labels, dict):
+        for name in JOB_SELECTOR_LABELS:
+            labels.pop(name, None)
 
 
 def name_of_quota(path: str | None, tree: QuotaTree | None) -> str | None:

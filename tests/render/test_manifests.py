@@ -208,6 +208,34 @@ def test_what_the_api_server_set_on_a_job_read_from_a_cluster_is_not_sent() -> N
     assert "kubectl.kubernetes.io/last-applied-configuration" not in meta["annotations"]
 
 
+@pytest.mark.parametrize("manual", [None, False, True])
+def test_a_batch_job_read_from_a_cluster_goes_without_the_selector_made_for_it_there(
+        manual: bool | None) -> None:
+    """``kubectl get job -o yaml`` writes the selector the API server made of
+    the job's uid there, and the labels it put on the pod template: a create
+    refuses them ("`selector` not auto-generated"), so the job held its quota
+    and never ran. They go unless the job chose its own (``manualSelector``)."""
+    uid = "8d9ae5a3-5f13-4b39-9a41-2f5f3e1c7b10"
+    made = {"batch.kubernetes.io/controller-uid": uid, "controller-uid": uid,
+            "batch.kubernetes.io/job-name": "pi", "job-name": "pi"}
+    template = pod()
+    template["metadata"] = {"labels": {**made, "app": "pi"}}
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pi", "uid": uid},
+           "spec": {"parallelism": 1, "template": template,
+                    "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}},
+                    **({} if manual is None else {"manualSelector": manual})}}
+    obj, _ = render_job(job, decision("Job", "batch/v1", "pi", ("main", 1)),
+                        MemberCluster("m-a"), None)
+    labels = obj["spec"]["template"]["metadata"]["labels"]
+    if manual:
+        assert obj["spec"]["selector"] == {"matchLabels": {
+            "batch.kubernetes.io/controller-uid": uid}}
+        assert {k: labels[k] for k in made} == made
+    else:
+        assert "selector" not in obj["spec"] and not set(made) & set(labels), obj["spec"]
+    assert labels["app"] == "pi"
+
+
 SUSPENDED = [  # (a job written suspended, as Kube Queue and Kueue's old docs have it)
     ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
       "spec": {"suspend": True, "parallelism": 2, "template": pod()}},
