@@ -253,7 +253,10 @@ def name_of_quota(path: str | None, tree: QuotaTree | None) -> str | None:
 # Volcano's annotation): a pod template of a job that carries another's (its
 # file copied from a cluster of another gang scheduler) would name a second
 # group, which a scheduler reading both keys waits for and never sees made.
-# So those of the other dialects are taken off; fleetq's dialect's are set.
+# So those of the other dialects are taken off; fleetq's dialect's are set. So
+# is Volcano's ``schedulerName`` off the other dialects' clusters: where no
+# Volcano runs, no scheduler of that name binds the pods; where one does, it
+# would place them one by one, with no PodGroup.
 GANG_LABELS = {"ack": (ACK_NAME, ACK_MIN), "scheduler-plugins": (SP_GROUP,),
                "volcano": (), "kueue": (KUEUE_QUEUE,)}
 GANG_ANNOTATIONS = {"ack": (), "scheduler-plugins": (), "volcano": (VOLCANO_GROUP,),
@@ -284,6 +287,10 @@ def _gang(template: Manifest, dialect: str, name: str, total: int, queue: str | 
         template.setdefault("spec", {})["schedulerName"] = "volcano"
     elif dialect == "kueue" and queue is not None:
         labels[KUEUE_QUEUE] = queue
+    if dialect != "volcano":  # (Volcano's scheduler, elsewhere: pods pending for good)
+        spec = template.get("spec")
+        if isinstance(spec, dict) and spec.get("schedulerName") == "volcano":
+            del spec["schedulerName"]
     if labels or "labels" in meta:  # (no ``labels: {}`` where none were)
         meta["labels"] = labels
     if meta and meta is not had:  # (nor ``metadata: {}``: a kueue job with no queue)

@@ -71,16 +71,24 @@ def test_the_gang_keys_of_other_dialects_are_taken_off_the_pod_templates(dialect
     """A job file copied from a cluster of another gang scheduler: its pods
     named another group beside the one fleetq set (a Master in two groups),
     on the pod templates that carried them. Only the cluster's own dialect's
-    keys stay, with fleetq's values; other labels and annotations stay."""
+    keys stay, with fleetq's values; other labels and annotations stay. So
+    does Volcano's schedulerName on volcano clusters alone; another stays."""
     master = pod()
     master["metadata"] = copy.deepcopy(FOREIGN)
+    master["spec"]["schedulerName"] = "volcano"
+    worker = pod()
+    worker["spec"]["schedulerName"] = "my-scheduler"
     job = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "p"},
            "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": master},
-                                            "Worker": {"replicas": 2, "template": pod()}}}}
+                                            "Worker": {"replicas": 2, "template": worker}}}}
     obj, _ = render_job(job, decision("PyTorchJob", "kubeflow.org/v1", "p", ("master", 1),
                                       ("worker", 2)),
                         MemberCluster("m-a", gang_dialect=dialect), None)
     specs = obj["spec"]["pytorchReplicaSpecs"]
+    assert specs["Master"]["template"]["spec"].get("schedulerName") == (
+        "volcano" if dialect == "volcano" else None)
+    assert specs["Worker"]["template"]["spec"]["schedulerName"] == (
+        "volcano" if dialect == "volcano" else "my-scheduler")
     gang_keys = {k for keys in OWN.values() for k in keys}
     for role in ("Master", "Worker"):
         meta = specs[role]["template"].get("metadata", {})
