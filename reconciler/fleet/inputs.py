@@ -519,6 +519,9 @@ def _intruders(inputs: FleetInputs, read: Mapping[str, SourceFile | Blobbed],
                 said = (f"{what} is globalDefault, as {what_first} at {first}:{line_first} is, "
                         f"which was before this file was: Kubernetes admits one globalDefault "
                         f"PriorityClass" if label == GLOBAL_DEFAULT else
+                        f"{what} is a second ElasticQuotaTree, beside {what_first} at "
+                        f"{first}:{line_first}, which was before this file was: a fleet has "
+                        f"one" if label == QUOTA_TREE else
                         f"{what} is also defined at {first}:{line_first}, which defined it "
                         f"before this file did")
                 why.append(Problem(where, line, (
@@ -1002,13 +1005,18 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
             inputs.broken_paths.setdefault(doc.path, message)
             continue
         usable.append(doc)
+    # (one tree of a fleet, whatever its name: a second in a new file takes nothing
+    # over, as no second definition of another object does; see ``_intruders``)
+    for doc in usable:
+        name = (doc.value.get("metadata") or {}).get("name")
+        _define(inputs, QUOTA_TREE, doc,
+                f"ElasticQuotaTree {name}" if isinstance(name, str) and name else None)
     if len(usable) > 1:
-        first = usable[0]
-        for doc in usable[1:]:
-            inputs.problems.append(Problem(doc.path, doc.line, (
-                f"a second ElasticQuotaTree; only one is supported (the first is at "
-                f"{shown_path(first.path)}:{first.line}): merge them")))
-    if usable:
+        inputs.tree_unused = (
+            f"the fleet has {len(usable)} ElasticQuotaTrees (in "
+            f"{', '.join(sorted({shown_path(d.path) for d in usable}))}), and none counts "
+            f"until all but one are removed")
+    elif usable:
         doc = usable[0]
         try:
             spec = _quota_spec(doc, (doc.value.get("spec") or {}).get("root"), "spec.root")
@@ -1150,6 +1158,11 @@ def conflict_problems(label: str, places: list[Place]) -> list[Problem]:
             message = (f"{what} is globalDefault, as is {others}: Kubernetes admits one "
                        f"globalDefault PriorityClass, so none gives the default priority "
                        f"until all but one say globalDefault: false (in {files})")
+        elif label == QUOTA_TREE:
+            trees = ", ".join(f"{w} at {p}:{n}" for p, n, w in places if (p, n) != (path, line))
+            message = (f"{what} is one of {len(places)} ElasticQuotaTrees, with {trees}: a "
+                       f"fleet has one, so none counts until all but one are removed "
+                       f"(in {files})")
         else:
             message = (f"{what} is also defined at {others}: which one counts would depend on "
                        f"the files' names, so none does until all but one are removed or "
@@ -1538,6 +1551,9 @@ def _add_policy(doc: Document, inputs: FleetInputs) -> None:
             f"{policy.ref}: spec.failover.cluster is not acted on: fleetq moves a job when "
             f"the job fails or does not start (spec.failover.application), not when its "
             f"cluster stops reporting"), "warning"))
+
+
+QUOTA_TREE = "ElasticQuotaTree"  # (what ``_define`` notes each usable quota tree as)
 
 
 def _define(inputs: FleetInputs, label: str, doc: Document, what: str | None = None) -> bool:

@@ -1162,6 +1162,21 @@ metadata: {name: team}
 value: 100000
 globalDefault: true
 """, "PriorityClass team is globalDefault, as PriorityClass normal at priorityclasses.yaml:"),
+    # (a fleet has one quota tree, whatever its name: a second took the fleet over)
+    "quota tree": ("quota/aaa.yaml", """\
+apiVersion: scheduling.sigs.k8s.io/v1beta1
+kind: ElasticQuotaTree
+metadata: {name: elasticquotatree, namespace: kube-system}
+spec:
+  root:
+    name: root
+    max: {cpu: 10, memory: 10Gi}
+    min: {cpu: 10, memory: 10Gi}
+    children:
+    - {name: all, max: {cpu: 10, memory: 10Gi}, min: {cpu: 10, memory: 10Gi},
+       namespaces: [platform, text, video, interns]}
+""", "ElasticQuotaTree elasticquotatree is a second ElasticQuotaTree, beside "
+         "ElasticQuotaTree elasticquotatree at quota/elasticquotatree.yaml:"),
 }
 
 
@@ -1255,6 +1270,33 @@ def test_an_object_defined_in_two_files_from_the_start_counts_in_neither(
     assert "(in clusters/a-dup.yaml, clusters/gpu-bj-b.yaml)" in proc.stderr
     clusters = {i.get("cluster") for i in placements(path).values()}
     assert "gpu-bj-b" not in clusters and clusters - {None}
+
+
+def test_two_quota_trees_from_the_start_count_in_neither(tmp_path: Path) -> None:
+    """The second tree was told "only one is supported", and the first by
+    the files' names was used as the fleet's. Neither counts now: each is an
+    error naming the other, and each job that queues is Invalid, told why."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    name, text, _ = INTRUDERS["quota tree"]
+    write_files(path, {name: text.replace("name: elasticquotatree", "name: other")})
+    commit_all(path, "two quota trees")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert f"{name}:1: error: ElasticQuotaTree other is one of 2 ElasticQuotaTrees, with " \
+           f"ElasticQuotaTree elasticquotatree at quota/elasticquotatree.yaml:" in proc.stderr
+    assert (": error: ElasticQuotaTree elasticquotatree is one of 2 ElasticQuotaTrees, with "
+            f"ElasticQuotaTree other at {name}:1: a fleet has one, so none counts until all "
+            f"but one are removed (in {name}, quota/elasticquotatree.yaml)") in proc.stderr
+    items = placements(path).values()
+    assert {i["phase"] for i in items} == {"Invalid"}
+    assert all("the fleet has 2 ElasticQuotaTrees (in quota/aaa.yaml, "
+               "quota/elasticquotatree.yaml), and none counts until all but one are removed"
+               in i["reason"] for i in items)
+    git(path, "rm", "-q", name)
+    commit_all(path, "one quota tree")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    assert "Invalid" not in {i["phase"] for i in placements(path).values()}
 
 
 @pytest.mark.parametrize("weight", [".inf", ".nan", "0.0001"])
