@@ -576,6 +576,24 @@ def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info:
             f"{j.key} is defined more than once (see the errors of fleetq validate): "
             f"none of them is used; rename all but one") for j in jobs if j.key in twice)
         jobs = tuple(j for j in jobs if j.key not in twice)
+    broken = inputs.broken_paths
+    if broken and prior:
+        # a job the state has from a file that breaks now, defined by another file: a
+        # second definition, which takes nothing over (its own file may still define
+        # it, unread), as one defined twice
+        taken = {j.key: (j, prior[j.key].path) for j in jobs
+                 if j.key in prior and prior[j.key].path != j.path
+                 and prior[j.key].path in broken}
+        for j, was in taken.values():
+            said = (f"{j.key} is also defined at {shown_path(was)}, as far as fleetq knows: "
+                    f"it was read from there, which breaks now, and a new file takes no job "
+                    f"over; fix {shown_path(was)}, or rename this one")
+            invalid += (InvalidJob(j.key, j.api_version, j.path, j.line_of(NAME_AT), j.blob,
+                                   said),)
+            if problems is not None:
+                problems.append(Problem(j.path, j.line_of(NAME_AT), said))
+        if taken:
+            jobs = tuple(j for j in jobs if j.key not in taken)
     return CycleInput(
         jobs=jobs, tree=inputs.tree,
         clusters=tuple(inputs.clusters), policies=tuple(inputs.policies),

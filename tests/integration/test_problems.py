@@ -795,6 +795,49 @@ def test_a_new_file_defining_a_running_job_again_takes_nothing_over(tmp_path: Pa
     assert "text/lora-2" in again and again["text/tokenizer-ablation"]["phase"] == "Queued"
 
 
+@pytest.mark.parametrize("cache", ["cache", "no cache"])
+def test_a_new_file_takes_no_job_over_whose_own_file_breaks_in_the_same_commit(
+        tmp_path: Path, cache: str) -> None:
+    """The running job's own file broke (not YAML) as a new file defined the
+    job again, changed: the new file was read as the job's, and its image
+    sent. The new file is told as a second definition; the job keeps running
+    as it was sent, flagged. Once its file is fixed, both are told as a job
+    defined twice; with the copy removed, the job is as it was."""
+    path = reconciled_template(tmp_path)
+    flags = ["--no-cache"] if cache == "no cache" else []
+    before = placements(path)["text/llama-lora-sft"]
+    rendered = f"clusters/{before['cluster']}/text/pytorchjob-llama-lora-sft.yaml"
+    was = state_show(path, rendered)
+    own = (path / "jobs/text/llama-lora-sft.yaml").read_text()
+    copy = own.replace("pytorch/pytorch:2.3.1", "evil.example.com/miner:9")
+    assert copy != own and "\n  name: llama-lora-sft\n" in own
+    write_files(path, {"jobs/text/zz-takeover.yaml": copy, "jobs/text/llama-lora-sft.yaml":
+                       own.replace("\n  name: llama-lora-sft\n", "\n\tname: llama-lora-sft\n")})
+    commit_all(path, "a copy, and the job's own file broken")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, *flags)
+    assert proc.returncode == 0, proc.stderr
+    named = line_of(own, "name: llama-lora-sft")
+    assert (f"jobs/text/zz-takeover.yaml:{named}: error: PyTorchJob text/llama-lora-sft is also "
+            f"defined at jobs/text/llama-lora-sft.yaml, as far as fleetq knows: it was read "
+            f"from there, which breaks now, and a new file takes no job over; fix "
+            f"jobs/text/llama-lora-sft.yaml, or rename this one") in proc.stderr, proc.stderr
+    kept = placements(path)["text/llama-lora-sft"]
+    assert (kept["phase"], kept["cluster"], kept["source"]["path"], kept.get("sourceInvalid")) \
+        == ("Admitted", before["cluster"], "jobs/text/llama-lora-sft.yaml", True), kept
+    assert state_show(path, rendered) == was
+    write_files(path, {"jobs/text/llama-lora-sft.yaml": own})
+    commit_all(path, "fixed")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, *flags)
+    assert "PyTorchJob text/llama-lora-sft is also defined at" in proc.stderr, proc.stderr
+    assert state_show(path, rendered) == was
+    git(path, "rm", "-q", "jobs/text/zz-takeover.yaml")
+    commit_all(path, "the copy removed")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, *flags)
+    assert proc.returncode == 0 and "error" not in proc.stderr, proc.stderr
+    assert "sourceInvalid" not in placements(path)["text/llama-lora-sft"]
+    assert state_show(path, rendered) == was
+
+
 def test_an_invalid_copy_of_a_job_is_told_as_a_second_definition_before_it_is_fixed(
         tmp_path: Path) -> None:
     """A running job's file copied with a mistake was told only by its
