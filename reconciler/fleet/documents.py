@@ -362,7 +362,16 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
             # (where what is left open began: an unclosed [ or {, most often)
             context = f"{context} begun at line {began.line + 1},"
         text = f"{context} {problem}" if context else str(problem)
-        return docs, Problem(path, line, f"not valid YAML: {text}; fix the syntax")
+        fix = "fix the syntax"
+        found = lines[mark.line][mark.column:mark.column + 1] \
+            if mark is not None and mark.line < len(lines) else ""
+        if found and "found character that" in text:  # (libyaml's: it names none)
+            text = text.replace("found character that", f"found character {found!r} that")
+        if found == "\t" or "a tab character" in text:
+            fix = "YAML indents with spaces, not tabs: replace the tab"
+        if any(text.startswith("---") for text in lines[line:]):
+            fix += " (the documents after it in this file are not read until then)"
+        return docs, Problem(path, line, f"not valid YAML: {text}; {fix}")
     except _Refused as exc:
         return docs, Problem(path, exc.node.start_mark.line + 1, f"not usable YAML: {exc}")
     except RecursionError:

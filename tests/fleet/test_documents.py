@@ -364,3 +364,28 @@ def test_a_flow_sequence_left_open_before_more_lines_is_told_with_the_line_it_be
 def test_a_flow_left_open_on_the_last_line_names_no_line_after_it() -> None:
     _, problem = parse_documents("jobs/a.yaml", b"a: 1\nbad: [\n")
     assert problem is not None and problem.line == 2 and "begun at" not in problem.message
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    # (libyaml names no character: the line alone did not say it held a tab)
+    (b"kind: x\nmetadata:\n\tname: x\n",
+     "a.yaml:3: error: not valid YAML: while scanning for the next token found character "
+     "'\\t' that cannot start any token; YAML indents with spaces, not tabs: replace the tab"),
+    (b"kind: x\nmetadata:\n  name: x\n\t  namespace: y\n",
+     "a.yaml:4: error: not valid YAML: while scanning a plain scalar begun at line 3, found a "
+     "tab character that violates indentation; YAML indents with spaces, not tabs: replace "
+     "the tab"),
+    (b"a: 1\nb: @x\n",
+     "a.yaml:2: error: not valid YAML: while scanning for the next token found character "
+     "'@' that cannot start any token; fix the syntax"),
+    # (a new job in a document after it was in no list: it is not read either)
+    (b"a: 1\n---\nb: @x\n---\nc: 3\n",
+     "a.yaml:3: error: not valid YAML: while scanning for the next token found character "
+     "'@' that cannot start any token; fix the syntax (the documents after it in this file "
+     "are not read until then)"),
+])
+def test_a_syntax_error_names_the_character_and_the_documents_it_hides(
+        text: bytes, said: str) -> None:
+    docs, problem = parse_documents("a.yaml", text)
+    assert str(problem) == said
+    assert len(docs) == text[:text.index(b"@") if b"@" in text else 0].count(b"---")
