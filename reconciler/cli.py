@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from reconciler import __version__
-from reconciler.core.explain import Fits, explain_decision
+from reconciler.core.explain import Admits, Fits, admits_next, explain_decision
 from reconciler.core.model import (
     Decision,
     Job,
@@ -54,7 +54,7 @@ from reconciler.fleet.documents import parse_documents
 from reconciler.fleet.inputs import CUT_SHORT, GOES_ON_WITH, is_yaml
 from reconciler.fleet.jobs import api_group
 from reconciler.fleet.observed import INVENTORY_DIR, ClusterReport, cluster_report
-from reconciler.fleet.state import decision_item
+from reconciler.fleet.state import decision_item, prior_from_decision
 from reconciler.gitops.repo import FleetRepo, GitError
 from reconciler.jobkinds import KINDS
 from reconciler.pipeline import (
@@ -985,6 +985,16 @@ def _fits(computed: Computed, job: Job, candidates: list[str] | None) -> Fits:
     return fits
 
 
+def _admits(computed: Computed, d: Decision) -> Admits | None:
+    """``explain``'s ``admits`` for a queued job ``d``: the next reconcile, from
+    the state this one makes, with quota maxes raised."""
+    inp = computed.cycle_input
+    if inp is None or d.phase is not Phase.QUEUED:
+        return None
+    return admits_next(inp, {x.key: prior_from_decision(x) for x in computed.result.decisions},
+                       d.key)
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     branch = _branch(repo, args)
@@ -1043,7 +1053,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
                              if source is not None and d.phase is Phase.QUEUED else None,
                              strict_fifo=d.quota is not None and inputs.settings.for_quota(
                                  d.quota).strategy is QueueStrategy.STRICT_FIFO,
-                             settings=inputs.settings)
+                             settings=inputs.settings, admits=_admits(computed, d))
     if source is not None:
         lines.extend(_counted_as_it_runs(d, source.job))
     _tell_fleet_read(computed)

@@ -197,6 +197,9 @@ class Computed:
     changes: list[str] = field(default_factory=list)
     written: Written = field(default_factory=dict)  # each decision read back, its item
     now: dt.datetime | None = None  # the time it decided at (``state_clock``)
+    # what the cycle decided from (``explain`` asks what the next reconcile would
+    # decide with a limit raised)
+    cycle_input: CycleInput | None = None
 
 
 @dataclass
@@ -527,7 +530,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                         observed=observed_id(reports),
                         due=min(filter(None, (purge_due(result.decisions, inputs.policies),
                                               outcomes.failover_due if outcomes else None)),
-                                default=None), now=now)
+                                default=None), now=now, cycle_input=cycle_input)
     computed.changes = describe_changes(prior, result.decisions, outcomes, result.moved)
     return computed
 

@@ -12,7 +12,13 @@ from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from reconciler.core.cycle import BLOCKED_BEHIND, FITS_NO_CLUSTER, FITS_NO_CLUSTER_EMPTY
+from reconciler.core.cycle import (
+    BLOCKED_BEHIND,
+    FITS_NO_CLUSTER,
+    FITS_NO_CLUSTER_EMPTY,
+    CycleInput,
+    reconcile_cycle,
+)
 from reconciler.core.gang import NO_NODE_LISTS, NO_NODE_MATCHES, cluster_capacity
 from reconciler.core.model import (
     Decision,
@@ -22,6 +28,7 @@ from reconciler.core.model import (
     MemberCluster,
     Phase,
     PreemptionPolicy,
+    PriorPlacement,
     QueueStrategy,
 )
 from reconciler.core.preemption import (
@@ -46,6 +53,30 @@ from reconciler.core.resources import MAX_JOBS, PODS, Resources, add_into, forma
 # the running jobs given gone; ``None``: with every job gone, the clusters empty
 # (``CycleResult.cluster_fits``, for the job)
 Fits = Callable[[Collection[Decision] | None], Mapping[str, str]]
+# What the next reconcile would decide of the waiting job were the quotas' maxes
+# ((quota, resource) -> value) raised so (``admits_next``)
+Admits = Callable[[Mapping[tuple[str, str], int]], Decision | None]
+
+
+def admits_next(inp: CycleInput, prior: Mapping[JobKey, PriorPlacement], key: JobKey
+                ) -> Admits:
+    """``Admits`` for job ``key``: the cycle run again on ``inp`` (what the cycle
+    decided from) with ``prior`` (what it decided, read back: the state the
+    next reconcile starts from) and the maxes raised, the root's min with its
+    max (both are the fleet's total), as a pull request raising them would."""
+    def admits(maxes: Mapping[tuple[str, str], int]) -> Decision | None:
+        tree = inp.tree
+        if tree is None:
+            return None
+        mins = {(at, name): value for (at, name), value in maxes.items() if at == tree.root}
+        raised = replace(inp, tree=_raised(tree, mins, maxes), prior=dict(prior),
+                         settled=frozenset())
+        return next((x for x in reconcile_cycle(raised).decisions if x.key == key), None)
+    return admits
+
+
+def _admitted(decision: Decision | None) -> bool:
+    return decision is not None and decision.phase is Phase.ADMITTED
 
 
 def _q(name: str, milli: int) -> str:
@@ -66,7 +97,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             fits: Fits | None = None, reclaimable: Collection[Decision] = (),
             strict_fifo: bool = False, held_out: Collection[Decision] = (),
             preemptible: bool = True, waiting: Collection[Decision] = (),
-            settings: FleetSettings | None = None) -> list[str]:
+            settings: FleetSettings | None = None, admits: Admits | None = None) -> list[str]:
     """Sentences: the state, the blocking limits, and what would unblock the job.
     ``sparing_in_quota``: the jobs of its quota that wait sparing the job that
     reclaimed their place and could evict it in turn (see ``find_victims``).
@@ -93,7 +124,11 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     those ahead of it, in the limits it is told to raise) and behind it in its
     own (those tried after it may free room for a job ahead of it, which then
     takes its place), and ``settings``
-    the fleet's (their queues' strategy and weight)."""
+    the fleet's (their queues' strategy and weight); ``admits``: whether the
+    next reconcile would admit it with quota maxes raised (``admits_next``):
+    when the jobs served first would count in a max it is told to raise, the
+    value told is the one that does (else, not asked or neither does, the one
+    that counts them, said to)."""
     d = decision
     where = (f" (it ran on {', '.join((d.cluster or '', *d.copies))})" if d.copies
              and d.phase in (Phase.FINISHED, Phase.FAILED) else f" on {d.cluster}")
@@ -160,6 +195,11 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     served = _Served(used={}, np_used={})
     turns: _Turns | None = None
     np_used: dict[str, Resources] = {}
+    # whether the next reconcile admits it with the maxes raised to what it alone
+    # needs (ALONE), only to what it needs with the jobs served first (SERVED), or
+    # neither, or it was not asked (None)
+    verdict: str | None = None
+    still: Decision | None = None  # (neither: what the next reconcile would say of it)
     if tree is not None and d.quota in tree.nodes:
         path = tree.ancestry(d.quota)
         np_used = _np_usage(tree, admitted, np_keys)
@@ -248,6 +288,23 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             raising |= fills
             if not turns.lift(fills):  # (else no job before it meets those: the same turns)
                 turns = None
+        maxes_told = {(at, name): served.level((at, name, bound)) + req.get(name, 0)
+                      for at, name, bound in raising if bound == MAX}
+        alone = {(node.path, name): quota_used.get(node.path, {}).get(name, 0) + req[name]
+                 for node in path for name in sorted(node.max)
+                 if 0 < req.get(name, 0) <= node.max[name]
+                 and quota_used.get(node.path, {}).get(name, 0) + req[name] > node.max[name]}
+        # (the jobs served first count: whether they would take the room, the next
+        # reconcile, run with the value it alone needs, says; and with theirs)
+        counted = any(value != alone.get(at) for at, value in maxes_told.items())
+        if counted and alone and admits is not None and not _mins_needed(limits, req, served) \
+                and all(req[name] <= node.max[name] for node in path for name in node.max
+                        if req.get(name, 0)):
+            if _admitted(admits(alone)):
+                verdict = ALONE
+            else:
+                still = None if served.capped else admits(maxes_told)
+                verdict = SERVED if _admitted(still) else None
         for node in path:
             used = quota_used.get(node.path, {})
             for name in sorted(node.max):
@@ -257,7 +314,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                 have = used.get(name, 0)
                 limit = node.max[name]
                 first = served.used[node.path].get(name, 0)
-                if need <= limit and have + need <= limit < first + need:
+                if need <= limit and have + need <= limit < first + need and verdict != ALONE:
                     also.append(f"quota {node.path} {name} max raised to "
                                 f"{'at least ' if served.capped else ''}"
                                 f"{_q(name, first + need)} ({_q(name, limit)} now, "
@@ -274,21 +331,28 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                     # (slots shared with other quotas: another quota's may look reclaimable)
                     short_of_slots = short_of_slots or (name == MAX_JOBS and
                                                         node.path != d.quota)
-                    more = (f" ({'at least ' if served.capped else ''}"
-                            f"{_q(name, first + need)} with {_before_it(served, node.path)}, "
-                            f"served first)" if first > have else "")
                     whole = (" (the root's max is the fleet's: raise it with the clusters' "
                              "capacity)" if node.parent is None else "")
-                    raised[(node.path, name)] = max(have + need, first + need)
+                    value = have + need
+                    more = ""
+                    if first > have and verdict == SERVED:  # (the next reconcile said so)
+                        value = first + need
+                        more = (f" ({_q(name, have + need)} is not enough: "
+                                f"{_before_it(served, node.path)} would be served first and "
+                                f"take the room)")
+                    elif first > have and verdict != ALONE:
+                        value = first + need
+                        more = (f": it alone needs {_q(name, have + need)}, but "
+                                f"{_before_it(served, node.path)} are served first")
+                    raised[(node.path, name)] = value
                     limit_lines.append(
                         f"quota {node.path} {name}: {_q(name, have)} used of max "
                         f"{_q(name, limit)}; {_q(name, missing)} more must be freed, or max "
-                        f"raised to {_q(name, have + need)}{more}{whole}")
+                        f"raised to {'at least ' if value > have + need and served.capped else ''}"
+                        f"{_q(name, value)}{more}{whole}")
                     if node.path != d.quota:
                         users.extend(_users(node.path, name, admitted, d.quota))
         mins_told = _mins_needed(limits, req, served)
-        maxes_told = {(at, name): served.level((at, name, bound)) + req.get(name, 0)
-                      for at, name, bound in raising if bound == MAX}
     held_by_min = bool(mins_told) or (NON_PREEMPTIBLE_MIN in d.reason and tree is None)
     if len(limit_lines) > 1 and not too_big:  # (each is short: one raised is not enough)
         advice.append("beyond that min, it is also short at each of these:" if held_by_min
@@ -297,7 +361,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     else:
         advice.extend(limit_lines)
     advice.extend(users)
-    brought = [x for x in served.let_in if x.quota == d.quota]
+    brought = [x for x in served.let_in if x.quota == d.quota and verdict != ALONE]
     if strict_fifo and brought and not too_big:
         names = first_of([f"{x.key.namespace}/{x.key.name}" for x in brought], 3)
         advice.append(f"its queue {d.quota} is StrictFIFO: those limits raised would also "
@@ -332,6 +396,9 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     if also and (shortfalls or mins_told) and not too_big:
         advice.append(f"with {_before_it(served)}, served first, it would also need "
                       f"{listed(also, ' and ')}: else those run and it still waits")
+    if still is not None and not _admitted(still) and not too_big:
+        advice.append(f"even with those maxes raised as told, the next reconcile would not "
+                      f"admit it: {still.reason}")
     if short_of_slots and tree is not None and MAX_JOBS not in tree.nodes[d.quota or ""].min:
         advice.append(f"the min of quota {d.quota} names no {MAX_JOBS}, so it guarantees no "
                       f"job slot: the job waits for one rather than reclaim it from another "
@@ -516,6 +583,7 @@ SERVED_FIRST_MOST = 1000
 # the quota's max; and, a non-preemptible job's, the non-preemptible usage and its
 # request within the quota's min (DESIGN §3 "Admission")
 MAX, MIN = "max", "min"
+ALONE, SERVED = "alone", "served"  # (what admits it at the next reconcile: see ``explain``)
 Limit = tuple[str, str, str]
 
 
@@ -1372,12 +1440,14 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                      deleted_when: tuple[bool, bool] = (False, False),
                      not_preemptible: Collection[JobKey] = (),
                      fits: Fits | None = None, strict_fifo: bool = False,
-                     settings: FleetSettings | None = None) -> list[str]:
+                     settings: FleetSettings | None = None,
+                     admits: Admits | None = None) -> list[str]:
     """``explain`` for one of a cycle's ``decisions``, the jobs its quota admitted
     found among them, and those that wait sparing a reclaimer and could evict it
     (by its quota's preemption ``policy``; never when it is not ``preemptible``),
     borrowing (see ``find_victims``), and those waiting in other queues;
-    ``settings``: the fleet's (the other queues' strategies and weights)."""
+    ``settings``: the fleet's (the other queues' strategies and weights);
+    ``admits``: ``explain``'s."""
     d = decision
     admitted = [x for x in decisions if x.phase is Phase.ADMITTED and x.key != d.key]
     holders = [x for x in admitted if x.quota == d.quota]
@@ -1433,6 +1503,6 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                    strict_fifo=strict_fifo,
                    held_out=[x for x in decisions if x.phase is Phase.INADMISSIBLE
                              and x.quota is not None],
-                   preemptible=preemptible, settings=settings,
+                   preemptible=preemptible, settings=settings, admits=admits,
                    waiting=[x for x in decisions if d.position and x.phase is Phase.QUEUED
                             and x.position and (x.quota != d.quota or x.position > d.position)])

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from reconciler.core.cycle import CycleInput, CycleResult, reconcile_cycle
-from reconciler.core.explain import explain_decision
+from reconciler.core.explain import admits_next, explain_decision
 from reconciler.core.model import (
     Decision,
     FleetSettings,
@@ -19,6 +19,7 @@ from reconciler.core.model import (
     QuotaSettings,
 )
 from reconciler.core.quota import QuotaTree
+from reconciler.fleet.state import prior_from_decision
 from tests.builders import (
     JobBuilder,
     by_name,
@@ -41,12 +42,15 @@ PRIORITIES = {"high": 1000, "mid": 100, "low": 10}
 
 def explained(inp: CycleInput, result: CycleResult, name: str, **options: Any) -> list[str]:
     """``explain_decision`` of job ``name``, told as ``fleetq explain`` tells it
-    which jobs are not preemptible and the fleet's settings; ``options`` its own."""
+    which jobs are not preemptible, the fleet's settings and what the next
+    reconcile would decide with quota maxes raised; ``options`` its own."""
     d = by_name(result)[name]
     jobs = {j.key: j for j in inp.jobs}
     options = {"preemptible": jobs[d.key].preemptible,
                "not_preemptible": {k for k, j in jobs.items() if not j.preemptible},
-               "settings": inp.settings, **options}
+               "settings": inp.settings,
+               "admits": admits_next(inp, {x.key: prior_from_decision(x)
+                                           for x in result.decisions}, d.key), **options}
     return explain_decision(d, decisions=result.decisions, tree=inp.tree,
                             quota_used=result.quota_used, cluster_free=result.cluster_free,
                             clusters={c.name: c for c in inp.clusters}, **options)
@@ -75,7 +79,8 @@ def test_a_job_behind_its_quotas_job_limit_is_told_the_limit_the_holders_and_its
                         "time (kube-queue/max-jobs)")
     assert lines[2:] == [
         "- quota root/qa kube-queue/max-jobs: 2 used of max 2; 1 more must be freed, or max "
-        "raised to 3 (4 with the 1 job(s) ahead of it in its queue, served first)",
+        "raised to 4 (3 is not enough: the 1 job(s) ahead of it in its queue would be served "
+        "first and take the room)",
         "- jobs holding quota root/qa: team-a/a-mid (priority 100), team-a/a-high "
         "(priority 1000); a priority above 100 would let it preempt 1 of them",
         "- 1 job(s) are ahead of it in queue root/qa"]
@@ -671,8 +676,9 @@ AHEAD = {  # case -> (the jobs of team-a (name, GPUs), the cluster's nodes' GPUs
 
 
 @pytest.mark.parametrize(("case", "gpus", "slots", "told"), [
-    ("one ahead", "8", "2", ("3 (4 with the 1 job(s)", "1 job(s)", "9 (8 now, 4 used)")),
-    ("six ahead", "16", "2", ("3 (9 with the 6 job(s)", "6 job(s)", "36 (16 now, 8 used)")),
+    ("one ahead", "8", "2", ("4 (3 is not enough: the 1 job(s)", "1 job(s)", "9 (8 now, 4 used)")),
+    ("six ahead", "16", "2", ("9 (3 is not enough: the 6 job(s)", "6 job(s)",
+                              "36 (16 now, 8 used)")),
 ])
 def test_a_job_is_told_what_the_jobs_ahead_of_it_would_take_of_the_limits_it_passes(
         case: str, gpus: str, slots: str, told: tuple[str, str, str]) -> None:
@@ -694,12 +700,12 @@ def test_a_job_is_told_what_the_jobs_ahead_of_it_would_take_of_the_limits_it_pas
     lines = explained(inp, result, "t")
     slots_told, ahead, gpus_told = told
     assert lines[2] == ("- quota root/qa kube-queue/max-jobs: 2 used of max 2; 1 more must be "
-                        f"freed, or max raised to {slots_told} ahead of it in its queue, "
-                        "served first)"), lines
+                        f"freed, or max raised to {slots_told} ahead of it in its queue "
+                        "would be served first and take the room)"), lines
     assert lines[3] == (f"- with the {ahead} ahead of it in its queue, served first, it would "
                         f"also need quota root/qa nvidia.com/gpu max raised to {gpus_told}: "
                         "else those run and it still waits"), lines
-    raised_gpus, raised_slots = gpus_told.split()[0], slots_told.split()[1].lstrip("(")
+    raised_gpus, raised_slots = gpus_told.split()[0], slots_told.split()[0]
     assert by_name(reconcile_cycle(fleet(raised_gpus, raised_slots)))["t"].phase is \
         Phase.ADMITTED
     assert by_name(reconcile_cycle(fleet(str(int(raised_gpus) - 1), raised_slots)))["t"] \
@@ -747,8 +753,8 @@ def test_a_job_ahead_that_another_limit_holds_back_stops_a_strict_fifo_queue() -
     assert by_name(result)["t"].reason.startswith("blocked behind PyTorchJob team-a/a1 ")
     lines = explained(inp, result, "t", strict_fifo=True)
     assert ("- quota root/qa kube-queue/max-jobs: 2 used of max 2; 1 more must be freed, or "
-            "max raised to 3 (4 with the 1 job(s) ahead of it in its queue, served first)"
-            ) in lines, lines
+            "max raised to 4 (3 is not enough: the 1 job(s) ahead of it in its queue would be "
+            "served first and take the room)") in lines, lines
     assert ("- with the 1 job(s) ahead of it in its queue, served first, it would also need "
             "quota root/qa nvidia.com/gpu max raised to 22 (16 now, 8 used): else those run "
             "and it still waits") in lines, lines
@@ -909,8 +915,9 @@ def test_a_job_short_at_its_parents_max_counts_the_jobs_of_sibling_queues_taken_
     told = 20 if counted else 16
     assert lines[2] == (
         "- quota root/dept nvidia.com/gpu: 12 used of max 12; 4 more must be freed, or max "
-        "raised to 16" + (" (20 with the 1 job(s) of other queues under root/dept that the "
-                          "cycle takes before it (team-b/x), served first)" if counted else "")
+        "raised to " + ("20 (16 is not enough: the 1 job(s) of other queues under root/dept "
+                        "that the cycle takes before it (team-b/x) would be served first and "
+                        "take the room)" if counted else "16")
     ), lines
     assert _next(inp, result, spec(told))["t"].phase is Phase.ADMITTED
     assert _next(inp, result, spec(told - 1))["t"].phase is Phase.QUEUED
@@ -981,8 +988,8 @@ def test_a_job_taken_first_that_would_get_in_by_preempting_is_counted() -> None:
     lines = explained(inp, result, "t")
     assert lines[2] == (
         "- quota root/dept nvidia.com/gpu: 8 used of max 8; 2 more must be freed, or max "
-        "raised to 10 (12 with the 1 job(s) of other queues under root/dept that the cycle "
-        "takes before it (team-a/x), served first)"), lines
+        "raised to 12 (10 is not enough: the 1 job(s) of other queues under root/dept that "
+        "the cycle takes before it (team-a/x) would be served first and take the room)"), lines
     assert _next(inp, result, spec(12))["t"].phase is Phase.ADMITTED
     for dept in (11, 10):  # (10: as it was told)
         after = _next(inp, result, spec(dept))
@@ -1007,8 +1014,8 @@ def test_an_inadmissible_job_a_raised_max_lets_in_first_is_counted() -> None:
     lines = explained(inp, result, "w")
     assert lines[2] == (
         "- quota root/qa nvidia.com/gpu: 8 used of max 10; 2 more must be freed, or max raised "
-        "to 12 (24 with the 1 job(s) Inadmissible now that the limits raised let in before it "
-        "(team-a/big), served first)"), lines
+        "to 24 (12 is not enough: the 1 job(s) Inadmissible now that the limits raised let in "
+        "before it (team-a/big) would be served first and take the room)"), lines
     for gpus, phase in ((24, Phase.ADMITTED), (23, Phase.QUEUED), (12, Phase.QUEUED)):
         assert _next(inp, result, spec(gpus))["w"].phase is phase, gpus
 
@@ -1084,8 +1091,9 @@ def test_jobs_served_first_reclaim_from_the_last_admitted_as_the_cycle_does() ->
     lines = explained(inp, result, "t")
     assert lines[2] == (
         "- quota root/dept kube-queue/max-jobs: 1 used of max 1; 1 more must be freed, or max "
-        "raised to 2 (4 with the 2 job(s) of other queues under root/dept that the cycle "
-        "takes before it (team-b/x, team-a/r), served first)"), lines
+        "raised to 4 (2 is not enough: the 2 job(s) of other queues under root/dept that the "
+        "cycle takes before it (team-b/x, team-a/r) would be served first and take the room)"
+    ), lines
     assert ("- with the 2 job(s) of other queues that the cycle takes before it (team-b/x, "
             "team-a/r), served first, it would also need quota root cpu max raised to 12 "
             "(10 now, 4 used): else those run and it still waits") in lines, lines
@@ -1121,7 +1129,8 @@ def test_a_job_reclaimed_by_one_served_first_comes_back_in_its_turn() -> None:
     lines = explained(inp, result, "t")
     assert lines[2] == (
         "- quota root/dept/qa kube-queue/max-jobs: 1 used of max 1; 1 more must be freed, or "
-        "max raised to 2 (5 with the 3 job(s) ahead of it in its queue, served first)"), lines
+        "max raised to 5 (2 is not enough: the 3 job(s) ahead of it in its queue would be "
+        "served first and take the room)"), lines
     assert lines[3] == (
         "- with the 3 job(s) ahead of it in its queue, served first, it would also need quota "
         "root/dept cpu max raised to 14 (9 now, 7 used): else those run and it still waits"
@@ -1164,8 +1173,8 @@ def test_a_job_behind_it_that_frees_room_for_one_ahead_is_told_to_make_its_place
     lines = explained(inp, result, "t", policy=newer.preemption)
     assert lines[2] == (
         "- quota root/dept kube-queue/max-jobs: 1 used of max 1; 1 more must be freed, or max "
-        "raised to 2 (3 with the 1 job(s) of other queues under root/dept that the cycle "
-        "takes before it (team-b/b-gpu), served first)"), lines
+        "raised to 3: it alone needs 2, but the 1 job(s) of other queues under root/dept that "
+        "the cycle takes before it (team-b/b-gpu) are served first"), lines
     assert lines[3] == (
         "- even with those limits raised as told, its place is not sure: once it runs, "
         "team-a/a2 (root/dept/qa) could take it; to keep it, raise those limits for them too"
@@ -1216,8 +1225,9 @@ def test_a_job_that_reclaims_to_come_back_evicts_its_own_to_be_within_its_min() 
     lines = explained(inp, result, "t")
     assert lines[2] == (
         "- quota root/dept kube-queue/max-jobs: 3 used of max 3; 1 more must be freed, or max "
-        "raised to 4 (6 with the 1 job(s) ahead of it in its queue and the 1 job(s) of other "
-        "queues under root/dept that the cycle takes before it (team-c/c2), served first)"), lines
+        "raised to 6: it alone needs 4, but the 1 job(s) ahead of it in its queue and the 1 "
+        "job(s) of other queues under root/dept that the cycle takes before it (team-c/c2) are "
+        "served first"), lines
     assert lines[4] == (
         "- even with those limits raised as told, its place is not sure: once it runs, "
         "team-a/m (root/dept/qa) could take it (quota root/dept/qa is then above its min: the "
@@ -1239,8 +1249,91 @@ def test_a_quota_back_at_its_min_is_not_reclaimed_from_further() -> None:
     lines = explained(inp, result, "t")
     assert lines[2] == (
         "- quota root/dept kube-queue/max-jobs: 3 used of max 3; 1 more must be freed, or max "
-        "raised to 4 (5 with the 1 job(s) ahead of it in its queue, served first)"), lines
+        "raised to 5 (4 is not enough: the 1 job(s) ahead of it in its queue would be served "
+        "first and take the room)"), lines
     assert not any("not sure" in line for line in lines), lines
 
     assert _next_cycle(jobs, quotas("5"), result, fleet)["t"] is Phase.ADMITTED
     assert _next_cycle(jobs, quotas("4"), result, fleet)["t"] is Phase.QUEUED
+
+
+def _cpus(name: str, ns: str, cpu: str, second: int, *, pods: int = 1, priority: str = "mid",
+          node_selector: Mapping[str, str] | None = None) -> JobBuilder:
+    """A job of ``pods`` pods of ``cpu`` each, created ``second`` seconds into 2026."""
+    return job(name, ns).pod_set("main", pods, cpu=cpu, node_selector=node_selector) \
+        .priority_class(priority).created(f"2026-01-01T00:00:{second:02d}Z")
+
+
+def _max_told(lines: list[str], quota: str) -> int:
+    """The max of ``quota``'s cpu a job is told to raise it to."""
+    line = next(x for x in lines if x.startswith(f"- quota {quota} cpu: "))
+    return int(line.partition("or max raised to ")[2].split()[0].rstrip(":"))
+
+
+def test_the_max_told_is_the_one_the_next_reconcile_admits_it_with() -> None:
+    """x3 (8 cpu) waits for its quota's max (32, full), behind x1 (4 cpu) and
+    x2 (2 x 8 cpu). Told "40 (44 with the 1 job(s) ahead of it ...)", a user
+    took 40: x1 came in first, and x3 still waited. One value is told, the
+    one the next reconcile admits it with, and why the other is not enough."""
+    def spec(c: int) -> QuotaTree:
+        return simple_tree(quota("c", ns=["c"], max={"cpu": str(c)}), total={"cpu": "48"})
+
+    running = [_cpus("h1", "c", "8", 1, pods=3, priority="high"), _cpus("n1", "c", "8", 2)]
+    node = cluster("c1").node_group("n", 3, cpu="16", memory="250Gi")
+
+    def fleet(prior: Collection[Decision] = ()) -> CycleInput:
+        return cycle_input(jobs=[*running, _cpus("x1", "c", "4", 3),
+                                 _cpus("x2", "c", "8", 4, pods=2), _cpus("x3", "c", "8", 5)],
+                           tree=spec(32), clusters=[node], priority_classes=PRIORITIES,
+                           prior=prior)
+
+    inp, result = _after(fleet, *running)
+    lines = explained(inp, result, "x3")
+    assert lines[2] == (
+        "- quota root/c cpu: 32 used of max 32; 8 more must be freed, or max raised to 44 (40 "
+        "is not enough: the 1 job(s) ahead of it in its queue would be served first and take "
+        "the room)"), lines
+    assert _next(inp, result, spec(44))["x3"].phase is Phase.ADMITTED
+    assert _next(inp, result, spec(43))["x3"].phase is Phase.QUEUED
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_job_ahead_that_waits_for_cluster_room_is_not_counted_as_served_first(
+        strict: bool) -> None:
+    """y (4 cpu, on nodes labelled pool=one, all full) waits ahead of x (12
+    cpu), which waits for its quota's max (8 of 16 used). Told "20 (24 with
+    the 1 job ahead)", the user found 20 enough: y waits for room, not for
+    the quota, and takes none of it. Told 20 alone. In a StrictFIFO queue y
+    holds x back whatever the max: no value is told as if it would do."""
+    def spec(a: int) -> QuotaTree:
+        return simple_tree(quota("a", ns=["a"], max={"cpu": str(a)}), quota("c", ns=["c"]),
+                           total={"cpu": "48"})
+
+    running = [_cpus("z", "c", "16", 1), _cpus("a1", "a", "8", 2)]
+    clusters = [cluster("c1").node("n1", cpu="16", memory="250Gi", labels={"pool": "one"}),
+                cluster("c2").node("n1", cpu="32", memory="250Gi")]
+
+    def fleet(prior: Collection[Decision] = ()) -> CycleInput:
+        return cycle_input(
+            jobs=[*running, _cpus("y", "a", "4", 3, node_selector={"pool": "one"}),
+                  _cpus("x", "a", "12", 4)],
+            tree=spec(16), clusters=clusters, priority_classes=PRIORITIES, prior=prior,
+            settings=settings(root__a=strict_fifo()) if strict else None)
+
+    was = reconcile_cycle(replace(fleet(), jobs=tuple(j.obj() for j in running)))
+    assert by_name(was)["z"].cluster == "c1"
+    inp, result = decided(fleet(prior=prior_of(was.decisions)))
+    assert by_name(result)["y"].phase is Phase.QUEUED
+    lines = explained(inp, result, "x", strict_fifo=strict)
+    told = _max_told(lines, "root/a")
+    if strict:
+        assert told == 24, lines
+        assert ("- even with those maxes raised as told, the next reconcile would not admit "
+                "it: blocked behind PyTorchJob a/y at the head of StrictFIFO queue root/a") in \
+            lines, lines
+        assert _next(inp, result, spec(told))["x"].phase is Phase.QUEUED
+    else:
+        assert lines[2] == ("- quota root/a cpu: 8 used of max 16; 4 more must be freed, or "
+                            "max raised to 20"), lines
+        assert not any("served first" in line for line in lines), lines
+        assert _next(inp, result, spec(20))["x"].phase is Phase.ADMITTED
