@@ -36,10 +36,11 @@ from reconciler.core.model import (
     JobKey,
     MemberCluster,
     Phase,
+    Policy,
     PreemptionPolicy,
     QueueStrategy,
 )
-from reconciler.core.policy import candidate_groups, narrowed, with_queue_refusal
+from reconciler.core.policy import candidate_groups, narrowed, ruled_out, with_queue_refusal
 from reconciler.core.problems import (
     Problem,
     did_you_mean,
@@ -995,6 +996,22 @@ def _admits(computed: Computed, d: Decision) -> Admits | None:
                        d.key)
 
 
+def _ruled_out(computed: Computed, d: Decision, job: Job, policy: Policy) -> dict[str, str]:
+    """``explain``'s ``ruled_out`` for ``job``: the clusters its ``policy`` rules
+    out (``ruled_out``) that have room for it now, as the cycle left them
+    (an Inadmissible job's: that would hold it empty), but those it failed
+    on (it never goes there again)."""
+    if d.phase not in (Phase.QUEUED, Phase.INADMISSIBLE):
+        return {}
+    out = {name: why for name, why in ruled_out(
+        policy, d.key.kind_ref, computed.inputs.clusters).items()
+        if name in computed.result.clusters and name not in d.failed_on}
+    if not out:
+        return {}
+    short = computed.result.cluster_fits(job, out, empty=d.phase is Phase.INADMISSIBLE)
+    return {name: why for name, why in out.items() if name not in short}
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     branch = _branch(repo, args)
@@ -1053,7 +1070,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
                              if source is not None and d.phase is Phase.QUEUED else None,
                              strict_fifo=d.quota is not None and inputs.settings.for_quota(
                                  d.quota).strategy is QueueStrategy.STRICT_FIFO,
-                             settings=inputs.settings, admits=_admits(computed, d))
+                             settings=inputs.settings, admits=_admits(computed, d),
+                             ruled_out=_ruled_out(computed, d, source.job, job_policy)
+                             if source is not None and job_policy is not None else None)
     if source is not None:
         lines.extend(_counted_as_it_runs(d, source.job))
     _tell_fleet_read(computed)

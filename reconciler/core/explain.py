@@ -97,7 +97,8 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             fits: Fits | None = None, reclaimable: Collection[Decision] = (),
             strict_fifo: bool = False, held_out: Collection[Decision] = (),
             preemptible: bool = True, waiting: Collection[Decision] = (),
-            settings: FleetSettings | None = None, admits: Admits | None = None) -> list[str]:
+            settings: FleetSettings | None = None, admits: Admits | None = None,
+            ruled_out: Mapping[str, str] | None = None) -> list[str]:
     """Sentences: the state, the blocking limits, and what would unblock the job.
     ``sparing_in_quota``: the jobs of its quota that wait sparing the job that
     reclaimed their place and could evict it in turn (see ``find_victims``).
@@ -128,7 +129,9 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     next reconcile would admit it with quota maxes raised (``admits_next``):
     when the jobs served first would count in a max it is told to raise, the
     value told is the one that does (else, not asked or neither does, the one
-    that counts them, said to)."""
+    that counts them, said to); ``ruled_out``: the clusters its policy rules
+    out that have room for it now (Inadmissible: that would hold it empty),
+    each with why and the fix (``ruled_out``)."""
     d = decision
     where = (f" (it ran on {', '.join((d.cluster or '', *d.copies))})" if d.copies
              and d.phase in (Phase.FINISHED, Phase.FAILED) else f" on {d.cluster}")
@@ -175,6 +178,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         lines.append("It holds no quota or room and is not queued: no quota or job leaving "
                      "would make room for it; once its requests, its policy or the clusters "
                      "change as the reason says, the next reconcile tries it again.")
+        lines.extend(f"- {line}" for line in _ruled_out(d, ruled_out, "would hold it"))
         return lines
     req = d.requests
     advice: list[str] = []
@@ -474,6 +478,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             advice.append("its quota has room; it waits for one member cluster to hold the "
                           "whole gang:")
         advice.extend(NESTED + short[name] for name in sorted(short))
+        advice.extend(_ruled_out(d, ruled_out, "has room for it now"))
         if d.position is not None and tree is not None:
             advice.extend(_guaranteed_beyond(d, tree, quota_used, clusters, places, admitted))
     elif advice and not too_big and not blocked and places and len(short) == len(places):
@@ -489,6 +494,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             advice.append("and once the quota has room, no member cluster has room for the "
                           "whole gang now:")
             advice.extend(NESTED + short[name] for name in sorted(short))
+            advice.extend(_ruled_out(d, ruled_out, "has room for it now"))
     if d.phase is Phase.QUEUED and d.preempted_by and \
             (d.preemption_reason or "").startswith(RECLAIMING):
         if reclaimer_within_min is not None:
@@ -512,6 +518,13 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
 
 
 NESTED = "\t"  # (an advice of the list of the one before it: each cluster's room, indented)
+
+
+def _ruled_out(d: Decision, ruled_out: Mapping[str, str] | None, room: str) -> list[str]:
+    """A line for each cluster of ``ruled_out`` (its policy rules it out, why
+    and the fix, by name), which ``room`` (has room for it now, ...)."""
+    return [f"cluster {name} {room}, but its policy{f' {d.policy}' if d.policy else ''} rules "
+            f"it out: {why}" for name, why in sorted((ruled_out or {}).items())]
 
 
 def _guaranteed_beyond(d: Decision, tree: QuotaTree, quota_used: Mapping[str, Resources],
@@ -1441,13 +1454,14 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                      not_preemptible: Collection[JobKey] = (),
                      fits: Fits | None = None, strict_fifo: bool = False,
                      settings: FleetSettings | None = None,
-                     admits: Admits | None = None) -> list[str]:
+                     admits: Admits | None = None,
+                     ruled_out: Mapping[str, str] | None = None) -> list[str]:
     """``explain`` for one of a cycle's ``decisions``, the jobs its quota admitted
     found among them, and those that wait sparing a reclaimer and could evict it
     (by its quota's preemption ``policy``; never when it is not ``preemptible``),
     borrowing (see ``find_victims``), and those waiting in other queues;
     ``settings``: the fleet's (the other queues' strategies and weights);
-    ``admits``: ``explain``'s."""
+    ``admits`` and ``ruled_out``: ``explain``'s."""
     d = decision
     admitted = [x for x in decisions if x.phase is Phase.ADMITTED and x.key != d.key]
     holders = [x for x in admitted if x.quota == d.quota]
@@ -1504,5 +1518,6 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                    held_out=[x for x in decisions if x.phase is Phase.INADMISSIBLE
                              and x.quota is not None],
                    preemptible=preemptible, settings=settings, admits=admits,
+                   ruled_out=ruled_out,
                    waiting=[x for x in decisions if d.position and x.phase is Phase.QUEUED
                             and x.position and (x.quota != d.quota or x.position > d.position)])

@@ -131,6 +131,52 @@ def candidate_groups(policy: Policy, kind_ref: str, clusters: Sequence[MemberClu
     return groups, notes
 
 
+def ruled_out(policy: Policy, kind_ref: str, clusters: Sequence[MemberCluster]
+              ) -> dict[str, str]:
+    """Why ``policy`` gives a job of kind ``kind_ref`` none of ``clusters`` that
+    a change to the policy alone would make a candidate (``candidate_groups``
+    leaves it out: its cluster affinity does not select it, or it has a taint
+    the policy does not tolerate), with that change: by cluster name. (A
+    cluster that does not run the kind is not told: no policy changes that.)"""
+    terms = policy.affinities or ((policy.affinity,) if policy.affinity else ())
+    out = {}
+    for cluster in sorted(clusters, key=lambda c: c.name):
+        if cluster.capabilities is not None and kind_ref not in cluster.capabilities:
+            continue
+        why = []
+        if terms and not any(affinity_selects(t, cluster) for t in terms):
+            why.append(_unselected(terms, cluster))
+        taint = untolerated(cluster.taints, policy.cluster_tolerations)
+        if taint is not None:
+            entry = ", ".join(f"{k}: {v}" for k, v in (
+                ("key", taint.key), ("operator", "Equal" if taint.value else "Exists"),
+                ("value", taint.value), ("effect", taint.effect)) if v)
+            said = f"{taint.key}={taint.value}" if taint.value else taint.key
+            why.append(f"it has taint {said}:{taint.effect}, which the policy does not "
+                       f"tolerate (add {{{entry}}} to its spec.placement.clusterTolerations)")
+        if why:
+            out[cluster.name] = "; and ".join(why)
+    return out
+
+
+def _unselected(terms: Sequence[ClusterAffinity], cluster: MemberCluster) -> str:
+    """Why none of the cluster affinity ``terms`` selects ``cluster``, and the fix."""
+    if len(terms) > 1:
+        return ("no term of the policy's spec.placement.clusterAffinities selects it (add it "
+                "to one)")
+    term = terms[0]
+    out = []
+    if term.cluster_names and cluster.name not in term.cluster_names:
+        out.append(f"the policy's clusterAffinity.clusterNames ({', '.join(term.cluster_names)})"
+                   f" does not name it (add it there)")
+    if term.label_selector is not None and not term.label_selector.matches(cluster.label_map):
+        out.append("its labels do not match the policy's clusterAffinity.labelSelector (change "
+                   "the selector or the cluster's labels)")
+    if cluster.name in term.exclude:
+        out.append("the policy's clusterAffinity.exclude names it (take it out there)")
+    return "; and ".join(out)
+
+
 def with_queue_refusal(refused: Sequence[tuple[str, str]], queue: str | None
                        ) -> Sequence[tuple[str, str]]:
     """``Job.refused`` of a job, with Kueue's refusal when the name of its quota

@@ -12,6 +12,7 @@ from reconciler.core.policy import (
     MATCH_NAME,
     candidate_groups,
     policy_match,
+    ruled_out,
     select_policy,
 )
 from tests.builders import (
@@ -311,3 +312,40 @@ def test_a_policy_for_another_kind_does_not_place_a_job() -> None:
     result = reconcile_cycle(cycle_input(
         jobs=[gpu_job("a", 1)], policies=[policy().selects(*PYTORCH)]))
     assert by_name(result)["a"].phase is Phase.ADMITTED
+
+
+CLUSTERS = [cluster("a").labels(pool="x").obj(), cluster("b").labels(pool="y").obj(),
+            cluster("t").taint("dedicated", "gpu").obj(), cluster("e").taint("spot").obj(),
+            cluster("r").capabilities("batch/Job").obj()]
+
+
+@pytest.mark.parametrize(("pol", "told"), [
+    (policy("p"), {
+        "e": "it has taint spot:NoSchedule, which the policy does not tolerate (add {key: spot, "
+             "operator: Exists, effect: NoSchedule} to its spec.placement.clusterTolerations)",
+        "t": "it has taint dedicated=gpu:NoSchedule, which the policy does not tolerate (add "
+             "{key: dedicated, operator: Equal, value: gpu, effect: NoSchedule} to its "
+             "spec.placement.clusterTolerations)"}),
+    (policy("p").tolerate("dedicated", "gpu").tolerate("spot", operator="Exists")
+     .clusters("a", "t", "e", "r", match_labels={"pool": "x"}, exclude=["e"]), {
+         "b": "the policy's clusterAffinity.clusterNames (a, t, e, r) does not name it (add it "
+              "there); and its labels do not match the policy's clusterAffinity.labelSelector "
+              "(change the selector or the cluster's labels)",
+         "e": "its labels do not match the policy's clusterAffinity.labelSelector (change the "
+              "selector or the cluster's labels); and the policy's clusterAffinity.exclude "
+              "names it (take it out there)",
+         "t": "its labels do not match the policy's clusterAffinity.labelSelector (change the "
+              "selector or the cluster's labels)"}),
+    (policy("p").tolerate(operator="Exists").affinities(["a"], ["b"]), {
+        "e": "no term of the policy's spec.placement.clusterAffinities selects it (add it to one)",
+        "t": "no term of the policy's spec.placement.clusterAffinities selects it (add it to "
+             "one)"}),
+])
+def test_the_clusters_a_policy_rules_out_are_told_with_the_fix(pol: PolicyBuilder,
+                                                                told: dict[str, str]) -> None:
+    """Each cluster a change to the policy would make a candidate, why it is
+    not one and that change; one that does not run the job's kind (r, for a
+    PyTorchJob) is no matter of the policy. (explain names those with room.)"""
+    groups, _ = candidate_groups(pol.obj(), "kubeflow.org/PyTorchJob", CLUSTERS)
+    assert ruled_out(pol.obj(), "kubeflow.org/PyTorchJob", CLUSTERS) == told
+    assert not {n for g in groups for n in g} & set(told)

@@ -25,6 +25,7 @@ from .conftest import (
     REPO_ROOT,
     STATE,
     SeedFleet,
+    batchjob,
     commit_all,
     fleetq,
     git,
@@ -1538,3 +1539,54 @@ def test_a_job_file_whose_path_is_not_utf8_is_shown_as_git_shows_it(tmp_path: Pa
         i["source"]["path"] for i in items]
     rendered = state_yaml(path, "clusters/c1/default/pytorchjob-cafe.yaml")
     assert rendered["metadata"]["annotations"]["fleetq.io/source"] == quoted["cafe"]
+
+
+TAINTED = "  taints: [{key: dedicated, value: gpu, effect: NoSchedule}]\n"
+RULED_OUT = {  # case -> (the policy's placement lines, told, placement lines that fix it)
+    "a taint it does not tolerate": (
+        "", "it has taint dedicated=gpu:NoSchedule, which the policy does not tolerate (add "
+        "{key: dedicated, operator: Equal, value: gpu, effect: NoSchedule} to its "
+        "spec.placement.clusterTolerations)",
+        "    clusterTolerations: [{key: dedicated, value: gpu, effect: NoSchedule}]\n"),
+    "its clusterAffinity's names": (
+        "    clusterAffinity: {clusterNames: [c1]}\n",
+        "the policy's clusterAffinity.clusterNames (c1) does not name it (add it there)",
+        "    clusterAffinity: {clusterNames: [c1, c2]}\n"),
+}
+
+
+@pytest.mark.parametrize("case", RULED_OUT)
+def test_explain_names_a_cluster_with_room_its_policy_rules_out(tmp_path: Path,
+                                                                 case: str) -> None:
+    """c1, the one candidate, is full; c2, idle, is one the job's policy
+    rules out (a taint it does not tolerate, or its clusterAffinity). Explain
+    told c1's room alone; the policy changed as it now says, the next
+    reconcile admits the job on c2."""
+    placement, told, fixed = RULED_OUT[case]
+    taints = TAINTED if not placement else ""
+
+    def policy(lines: str) -> str:
+        return QUEUED_CLUSTER_POLICY.replace("  placement:\n", f"  placement:\n{lines}")
+
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("64", "256Gi"), "policy.yaml": policy(placement),
+        "clusters/c1.yaml": member_cluster("c1", cpu="4"),
+        "clusters/c2.yaml": member_cluster("c2", cpu="4", extra=taints)})
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    write_files(path, {"jobs/run.yaml": batchjob("run", cpu="4")})
+    commit_all(path)
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    write_files(path, {"jobs/wait.yaml": batchjob("wait", cpu="4")})
+    commit_all(path)
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    assert placements(path)["default/run"]["cluster"] == "c1"
+    assert placements(path)["default/wait"]["phase"] == "Queued"
+    proc = fleetq("explain", "--repo", str(path), "wait", "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert (f"- cluster c2 has room for it now, but its policy ClusterPropagationPolicy "
+            f"queued-gang rules it out: {told}") in proc.stdout.splitlines(), proc.stdout
+
+    write_files(path, {"policy.yaml": policy(fixed)})
+    commit_all(path)
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    assert placements(path)["default/wait"]["cluster"] == "c2"
