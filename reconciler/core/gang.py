@@ -112,6 +112,8 @@ class ClusterState:
         self._eligible_cache: dict[tuple[object, ...], list[int]] = {}
         # (main resource, id of an eligible list) -> (version, its nodes by room)
         self._rooms: dict[tuple[str, int], tuple[int, list[tuple[int, int]]]] = {}
+        # (pod sets' shapes -> ``_larger_than_nodes``: what the nodes hold empty never changes)
+        self._larger: dict[tuple[object, ...], str] = {}
         self.removals = 0  # a fit that failed stays failed until something leaves
         self.version = 0  # bumped on every change
 
@@ -146,9 +148,12 @@ class ClusterState:
         if short is not None:
             # (a pod set no node admits, by labels or taints, is told first: room
             # freed there would not let it run)
+            # (and a pod no node could hold even empty, with it: room freed there would
+            # not let it run either)
             return self._admitted_nowhere(pod_sets) or self._undeclared(short, total) or (
                 f"{self.name}: free {short} {format_quantity(short, self.free.get(short, 0))}"
-                f" < {format_quantity(short, total[short])} requested")
+                f" < {format_quantity(short, total[short])} requested"
+                + self._larger_than_nodes(pod_sets))
         if not self.cluster.resource_reservation:
             return Fit(self.name, dict(total))
         got = self._pack(pod_sets, total)
@@ -158,6 +163,32 @@ class ClusterState:
         return self._pack_failure(pod_sets) or (
             self._no_node_for(ps) if placed is None else
             f"{self.name}: only {placed} of {ps.replicas} {ps.name} pods fit on its nodes")
+
+    def _larger_than_nodes(self, pod_sets: tuple[PodSet, ...]) -> str:
+        """``, and a worker pod needs cpu 20 but no node has more than 16 in
+        all``: when a pod of one of ``pod_sets`` is larger than every node that
+        admits it, even empty (its allocatable), though not than the cluster,
+        on a cluster that packs pods onto nodes; else nothing."""
+        if not self.cluster.resource_reservation:
+            return ""
+        ck = tuple((ps.name, ps.replicas > 0, tuple(sorted(ps.per_pod.items())),
+                    ps.node_selector, ps.tolerations, ps.node_affinity) for ps in pod_sets)
+        known = self._larger.get(ck)
+        if known is None:
+            known = self._larger[ck] = self._larger_than_nodes_now(pod_sets)
+        return known
+
+    def _larger_than_nodes_now(self, pod_sets: tuple[PodSet, ...]) -> str:
+        nodes = self.cluster.nodes
+        for ps in pod_sets:
+            eligible = self._eligible(ps) if ps.replicas > 0 else []
+            for name, value in sorted(ps.per_pod.items()):
+                most = max((nodes[i].allocatable.get(name, 0) for i in eligible), default=0)
+                # (a cluster that holds less than one pod in all says so with its free sum)
+                if eligible and most < value <= self.capacity.get(name, 0):
+                    return (f", and a {ps.name} pod needs {name} {format_quantity(name, value)} "
+                            f"but no node has more than {format_quantity(name, most)} in all")
+        return ""
 
     def _admitted_nowhere(self, pod_sets: tuple[PodSet, ...]) -> str | None:
         """Why no node admits the pods of one of ``pod_sets`` (``_no_node_for``),

@@ -28,8 +28,10 @@ from tests.builders import (
     gpu_job,
     job,
     policy,
+    quota,
     res,
     settings,
+    simple_tree,
     taint,
     toleration,
 )
@@ -587,3 +589,37 @@ def test_a_resource_no_node_lists_is_told_as_undeclared_not_as_none_free() -> No
     assert fit(silent, many) == "c1: free pods 110 < 200 requested"
     gpus = job("c").pod_set("main", 1, gpu="1").obj()  # (a cpu cluster has none: not "lists")
     assert fit(silent, gpus) == "c1: free nvidia.com/gpu 0 < 1 requested"
+
+
+
+@pytest.mark.parametrize(("nodes", "told"), [
+    ((16, 16), "c1: free cpu 32 < 40 requested, and a worker pod needs cpu 20 but no node has "
+               "more than 16 in all"),
+    ((8, 24), "c1: free cpu 32 < 40 requested"),
+])
+def test_a_gang_short_of_the_sum_is_told_a_pod_no_node_holds_too(
+        nodes: tuple[int, ...], told: str) -> None:
+    """A gang of two 20-cpu pods on two 16-cpu nodes: told only that the
+    cluster's 32 free cpu fall short of its 40, a user who raised the sum
+    (another 16-cpu node) found it still would not run. A pod larger than
+    every node, even empty, is told with the sum; where a node holds one, the
+    sum alone."""
+    c = cluster("c1")
+    for i, cpu in enumerate(nodes):
+        c.node(f"n{i}", cpu=str(cpu), memory="64Gi")
+    assert fit(c.obj(), job("big").pod_set("worker", 2, cpu="20").obj()) == told
+
+
+def test_an_inadmissible_gang_is_told_the_quota_the_sum_and_a_pod_no_node_holds() -> None:
+    """Too big for the quota and the cluster, and its pods for any node: all three."""
+    result = reconcile_cycle(cycle_input(
+        jobs=[job("big", "team-a").pod_set("worker", 2, cpu="20")],
+        clusters=[cluster("c1").node("n0", cpu="16", memory="64Gi")
+                  .node("n1", cpu="16", memory="64Gi")],
+        tree=simple_tree(quota("qa", ns=["team-a"]), total={"cpu": "32"})))
+    d = by_name(result)["big"]
+    assert d.phase is Phase.INADMISSIBLE
+    assert d.reason == (
+        "quota root cpu: 40 requested > max 32 even with the quota empty, and it fits no "
+        "candidate member cluster even when empty: c1: free cpu 32 < 40 requested, and a "
+        "worker pod needs cpu 20 but no node has more than 16 in all; lower its requests")
