@@ -431,17 +431,17 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             why = f"{never[name].removeprefix(name + ': ')}, even empty: it never holds this job"
         if why is not None:
             short[name] = f"cluster {name}: {why}"
+    holders = sorted(admitted_in_quota, key=lambda x: (x.priority, x.admitted_at or ""))
+    names = first_of([f"{x.key.namespace}/{x.key.name} (priority {x.priority})"
+                      for x in holders], 5)
+
+    def room(victims: list[Decision]) -> bool:
+        """Would a cluster have room for it with ``victims`` gone?"""
+        if fits is not None:
+            return len(fits(victims)) < len(places)
+        return _room_without(req, short, cluster_free, victims)
+
     if advice and admitted_in_quota and not too_big and not held_by_min:
-        holders = sorted(admitted_in_quota, key=lambda x: (x.priority, x.admitted_at or ""))
-        names = first_of([f"{x.key.namespace}/{x.key.name} (priority {x.priority})"
-                          for x in holders], 5)
-
-        def room(victims: list[Decision]) -> bool:
-            """Would a cluster have room for it with ``victims`` gone?"""
-            if fits is not None:
-                return len(fits(victims)) < len(places)
-            return _room_without(req, short, cluster_free, victims)
-
         # (the quota is not all: with no cluster having room, victims must leave one)
         higher = _higher_priority(d, shortfalls, admitted_in_quota, preemption,
                                   not_preemptible,
@@ -479,6 +479,11 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                           "whole gang:")
         advice.extend(NESTED + short[name] for name in sorted(short))
         advice.extend(_ruled_out(d, ruled_out, "has room for it now"))
+        # (the cycle preempts for a cluster's room too: the jobs of its quota it outranks)
+        higher = _higher_priority(d, {}, admitted_in_quota, preemption, not_preemptible, room,
+                                  for_room=True) if d.position is not None else ""
+        if higher.startswith("; a priority above"):
+            advice.append(f"jobs of quota {d.quota} running: {names}{higher} for their room")
         if d.position is not None and tree is not None:
             advice.extend(_guaranteed_beyond(d, tree, quota_used, clusters, places, admitted))
     elif advice and not too_big and not blocked and places and len(short) == len(places):
@@ -1348,14 +1353,16 @@ def _users(path: str, name: str, admitted: Collection[Decision], own: str | None
 
 def _higher_priority(d: Decision, shortfalls: Mapping[str, int], holders: Collection[Decision],
                      preemption: PreemptionPolicy, not_preemptible: Collection[JobKey],
-                     room: Callable[[list[Decision]], bool] | None = None) -> str:
+                     room: Callable[[list[Decision]], bool] | None = None,
+                     for_room: bool = False) -> str:
     """``; a priority above N would let it preempt ...``, when one would: its
     quota lets jobs preempt, the preemptible jobs of its quota of priority N
     or less free what it lacks at every level (they count in each), and, when
     no cluster has room for it now, ``room`` says one would with them gone;
     else nothing (a higher priority would not help), or, when one would free
-    the quota but no cluster, that it would not let it in."""
-    if preemption is PreemptionPolicy.NEVER or not shortfalls:
+    the quota but no cluster, that it would not let it in. ``for_room``: its
+    quota has room (no ``shortfalls``): ``room`` alone is asked."""
+    if preemption is PreemptionPolicy.NEVER or not (shortfalls or (for_room and room)):
         return ""
     victims = sorted((x for x in holders if x.key not in not_preemptible),
                      key=lambda x: (x.priority, str(x.key)))

@@ -1337,3 +1337,33 @@ def test_a_job_ahead_that_waits_for_cluster_room_is_not_counted_as_served_first(
                             "max raised to 20"), lines
         assert not any("served first" in line for line in lines), lines
         assert _next(inp, result, spec(20))["x"].phase is Phase.ADMITTED
+
+
+@pytest.mark.parametrize("policy_of_quota", [PreemptionPolicy.LOWER_PRIORITY,
+                                             PreemptionPolicy.NEVER])
+def test_a_job_waiting_for_cluster_room_is_told_the_priority_that_preempts_for_it(
+        policy_of_quota: PreemptionPolicy) -> None:
+    """g1 waits for c1's room, which f1 (of its quota, of its priority) holds:
+    told only the cluster's room, a user found that a higher priority class
+    let it preempt f1 at once. Told so, where its quota lets jobs preempt."""
+    fleet = settings(root__c=QuotaSettings(preemption=policy_of_quota))
+
+    def jobs(g1: str) -> list[JobBuilder]:
+        return [_cpus("f1", "c", "12", 1), _cpus("g1", "c", "12", 2, priority=g1)]
+
+    clusters = [cluster("c1").node("n0", cpu="16", memory="64Gi")]
+    inp, result = decided(cycle_input(jobs=jobs("mid"), clusters=clusters, settings=fleet,
+                                      priority_classes=PRIORITIES))
+    assert by_name(result)["g1"].phase is Phase.QUEUED
+    lines = explained(inp, result, "g1", policy=policy_of_quota)
+    told = ("- jobs of quota root/c running: c/f1 (priority 100); a priority above 100 would "
+            "let it preempt 1 of them for their room")
+    if policy_of_quota is PreemptionPolicy.NEVER:
+        assert not any("priority above" in line for line in lines), lines
+        return
+    assert told in lines, lines
+    after = reconcile_cycle(cycle_input(jobs=jobs("high"), clusters=clusters, settings=fleet,
+                                        priority_classes=PRIORITIES,
+                                        prior=prior_of(result.decisions)))
+    assert (by_name(after)["g1"].phase, by_name(after)["f1"].phase) == (Phase.ADMITTED,
+                                                                       Phase.QUEUED)
