@@ -479,9 +479,11 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                           "whole gang:")
         advice.extend(NESTED + short[name] for name in sorted(short))
         advice.extend(_ruled_out(d, ruled_out, "has room for it now"))
-        # (the cycle preempts for a cluster's room too: the jobs of its quota it outranks)
+        # (the cycle preempts for a cluster's room too: the jobs of its quota it outranks,
+        # when their pods gone would let its own pack, ``fits`` says: not their sums)
         higher = _higher_priority(d, {}, admitted_in_quota, preemption, not_preemptible, room,
-                                  for_room=True) if d.position is not None else ""
+                                  for_room=True) \
+            if d.position is not None and fits is not None else ""
         if higher.startswith("; a priority above"):
             advice.append(f"jobs of quota {d.quota} running: {names}{higher} for their room")
         if d.position is not None and tree is not None:

@@ -1355,7 +1355,16 @@ def test_a_job_waiting_for_cluster_room_is_told_the_priority_that_preempts_for_i
     inp, result = decided(cycle_input(jobs=jobs("mid"), clusters=clusters, settings=fleet,
                                       priority_classes=PRIORITIES))
     assert by_name(result)["g1"].phase is Phase.QUEUED
-    lines = explained(inp, result, "g1", policy=policy_of_quota)
+    jobs_by_key = {j.key: j for j in inp.jobs}
+    g1 = next(j for j in inp.jobs if j.key.name == "g1")
+
+    def fits(gone: Collection[Decision] | None) -> Mapping[str, str]:  # (as fleetq explain)
+        if gone is None:
+            return result.cluster_fits(g1, ["c1"], empty=True)
+        return result.cluster_fits(g1, ["c1"], {x.key: jobs_by_key[x.key].pod_sets
+                                                for x in gone})
+
+    lines = explained(inp, result, "g1", policy=policy_of_quota, fits=fits)
     told = ("- jobs of quota root/c running: c/f1 (priority 100); a priority above 100 would "
             "let it preempt 1 of them for their room")
     if policy_of_quota is PreemptionPolicy.NEVER:
