@@ -63,14 +63,21 @@ def admits_next(inp: CycleInput, prior: Mapping[JobKey, PriorPlacement], key: Jo
     """``Admits`` for job ``key``: the cycle run again on ``inp`` (what the cycle
     decided from) with ``prior`` (what it decided, read back: the state the
     next reconcile starts from) and the maxes raised, the root's min with its
-    max (both are the fleet's total), as a pull request raising them would."""
+    max (both are the fleet's total), as a pull request raising them would.
+    As in that reconcile, the jobs ``prior`` queues below no max raised are
+    settled (``CycleInput.settled``): it changed nothing of theirs but a max
+    (and when the root's, its min: none is)."""
     def admits(maxes: Mapping[tuple[str, str], int]) -> Decision | None:
         tree = inp.tree
         if tree is None:
             return None
         mins = {(at, name): value for (at, name), value in maxes.items() if at == tree.root}
+        below = tuple(f"{at}/" for at, _ in maxes)
+        settled = frozenset() if mins else frozenset(
+            k for k, p in prior.items() if p.phase is Phase.QUEUED
+            and not f"{p.quota or ''}/".startswith(below))
         raised = replace(inp, tree=_raised(tree, mins, maxes), prior=dict(prior),
-                         settled=frozenset())
+                         settled=settled)
         return next((x for x in reconcile_cycle(raised).decisions if x.key == key), None)
     return admits
 
