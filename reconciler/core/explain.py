@@ -211,6 +211,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     # neither, or it was not asked (None)
     verdict: str | None = None
     still: Decision | None = None  # (neither: what the next reconcile would say of it)
+    places = sorted(clusters if candidates is None else {n for n in candidates if n in clusters})
     if tree is not None and d.quota in tree.nodes:
         path = tree.ancestry(d.quota)
         np_used = _np_usage(tree, admitted, np_keys)
@@ -308,9 +309,12 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         # (the jobs served first count: whether they would take the room, the next
         # reconcile, run with the value it alone needs, says; and with theirs)
         counted = any(value != alone.get(at) for at, value in maxes_told.items())
+        # (asked only where a cluster has room for it now: else the quota is not all that
+        # holds it, which is told apart, and a cycle run for nothing costs as much as one
+        # that decides: the fleets full to the brim are the largest)
         if counted and alone and admits is not None and not _mins_needed(limits, req, served) \
                 and all(req[name] <= node.max[name] for node in path for name in node.max
-                        if req.get(name, 0)):
+                        if req.get(name, 0)) and _room_now(req, places, cluster_free, fits):
             if _admitted(admits(alone)):
                 verdict = ALONE
             else:
@@ -426,7 +430,6 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         advice.insert(0, f"it is not preemptible ({PREEMPTIBLE_LABEL}: \"false\"), so it runs "
                          f"only within the min of {within}, with the other "
                          f"non-preemptible jobs there: {listed(fixes, ', or ')}")
-    places = sorted(clusters if candidates is None else {n for n in candidates if n in clusters})
     short = _short_clusters(req, places, cluster_free) if fits is None else {
         name: f"cluster {name}: {why.removeprefix(name + ': ')}"
         for name, why in fits(()).items() if name in places}
@@ -532,6 +535,14 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
 
 
 NESTED = "\t"  # (an advice of the list of the one before it: each cluster's room, indented)
+
+
+def _room_now(req: Mapping[str, int], places: Collection[str],
+              cluster_free: Mapping[str, Resources], fits: Fits | None) -> bool:
+    """Has one of the clusters ``places`` room for the job (its total ``req``)
+    now: its pods pack there (``fits``), else its free sum holds it?"""
+    short = fits(()) if fits is not None else _short_clusters(req, places, cluster_free)
+    return any(name not in short for name in places)
 
 
 def _ruled_out(d: Decision, ruled_out: Mapping[str, str] | None, room: str) -> list[str]:
