@@ -52,7 +52,8 @@ from reconciler.jobkinds.base import (
 
 if TYPE_CHECKING:
     import jinja2
-    import jinja2.sandbox
+
+    from reconciler.render.sandbox import Sandbox
 
 REFUSED_NAMED = 3  # the jobs an overlay was not applied to, named in its message (the rest counted)
 _SKIPPED = "the overlay is skipped until it is fixed"
@@ -75,16 +76,32 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return out
 
 
-def _environment(sources: Mapping[str, str]) -> jinja2.sandbox.SandboxedEnvironment:
-    """A sandbox for ``sources``. (Jinja2 is imported here, when a template is
-    first rendered: a command that renders none starts without it.)"""
-    import jinja2.sandbox
+def _environment(sources: Mapping[str, str]) -> Sandbox:
+    """A sandbox for ``sources``, each rendering with a budget (``sandbox``).
+    (Jinja2 is imported here, when a template is first rendered: a command
+    that renders none starts without it.)"""
+    from reconciler.render.sandbox import Sandbox
 
-    env = jinja2.sandbox.SandboxedEnvironment(
-        loader=jinja2.DictLoader(dict(sources)), undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True, autoescape=False)
-    env.filters["to_yaml"] = lambda v: yaml.safe_dump(v, default_flow_style=True).strip()
-    return env
+    return Sandbox(sources)
+
+
+def _render(template: jinja2.Template, context: Mapping[str, Any], *,
+            overlay: bool = False) -> str:
+    from reconciler.render import sandbox
+
+    return sandbox.render(template, context,
+                          steps=sandbox.OVERLAY_STEPS if overlay else sandbox.STEPS)
+
+
+def _failed(exc: Exception) -> str:
+    """What the rendering of a template that raised ``exc`` is told as: an
+    error of Python's too (a division by zero, a recursion without end, a
+    float too large) is the template's, not fleetq's."""
+    import jinja2
+
+    if isinstance(exc, jinja2.TemplateError):
+        return f"template error: {exc}"
+    return f"template error: {type(exc).__name__}{f': {exc}' if str(exc) else ''}"
 
 
 class Overlays:
@@ -92,7 +109,7 @@ class Overlays:
 
     def __init__(self, templates: Mapping[str, str]) -> None:
         self.sources = dict(templates)
-        self._env: jinja2.sandbox.SandboxedEnvironment | None = None  # made when first used
+        self._env: Sandbox | None = None  # made when first used
         self.names = sorted(n for n in self.sources if n.startswith(OVERLAY_DIR)
                             and n.endswith((".j2", ".jinja", ".jinja2")))
         self._compiled: dict[str, jinja2.Template | None] = {}
@@ -117,6 +134,9 @@ class Overlays:
                 self._report(problems, name, exc.lineno or 0, f"template syntax: {exc.message}",
                              skipped)
                 self._compiled[name] = None
+            except Exception as exc:  # (any: a nesting too deep for Python, see _failed)
+                self._report(problems, name, _line_of(exc, name), _failed(exc), skipped)
+                self._compiled[name] = None
         return self._compiled[name]
 
     def _report(self, problems: list[Problem], name: str, line: int, message: str,
@@ -135,8 +155,6 @@ class Overlays:
         refuse, "" when nothing), to be told once each (``refusals``)."""
         if not self.names:
             return obj
-        import jinja2
-
         context = {
             "cluster": {"name": cluster.name, "labels": cluster.label_map,
                         "gangDialect": cluster.gang_dialect,
@@ -156,11 +174,12 @@ class Overlays:
             if template is None:
                 continue
             try:
-                text = template.render(context)
-                spec = load_yaml(text) if text.strip() else None
-            except jinja2.TemplateError as exc:
-                self._report(problems, name, _line_of(exc, name), f"template error: {exc}")
+                text = _render(template, context, overlay=True)
+            except Exception as exc:  # (any: see _failed)
+                self._report(problems, name, _line_of(exc, name), _failed(exc))
                 continue
+            try:
+                spec = load_yaml(text) if text.strip() else None
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
                 self._report(problems, name, mark.line + 1 if mark else 0,
@@ -217,16 +236,14 @@ class Overlays:
 
     def commit_message(self, context: Mapping[str, Any], problems: list[Problem]) -> str:
         if COMMIT_TEMPLATE in self.sources:
-            import jinja2
-
             template = self._template(COMMIT_TEMPLATE, problems, _OWN_MESSAGE)
             if template is not None:
                 try:
-                    return template.render(context)
-                except jinja2.TemplateError as exc:
+                    return _render(template, context)
+                except Exception as exc:  # (any: see _failed)
                     self._report(problems, COMMIT_TEMPLATE, _line_of(exc, COMMIT_TEMPLATE),
-                                 f"template error: {exc}", _OWN_MESSAGE)
-        return default_commit_template().render(context)
+                                 _failed(exc), _OWN_MESSAGE)
+        return _render(default_commit_template(), context)
 
 
 def _line_of(exc: Exception, name: str) -> int:

@@ -211,6 +211,92 @@ def test_a_template_that_fails_to_render_is_told_by_validate_at_its_line(
             "attribute 'nosuch'; the overlay is skipped until it is fixed") in proc.stdout
 
 
+# Line 2 loops 10,000,000,000 times.
+ENDLESS = """\
+{# loops for hours #}
+{% for x in range(100000) %}{% for y in range(100000) %}{% endfor %}{% endfor %}hello
+"""
+OVERLAY_SKIPPED = "the overlay is skipped until it is fixed"
+OWN_MESSAGE = "fleetq's own commit message is used until it is fixed"
+
+
+@pytest.mark.parametrize(("template", "skipped"), [
+    ("templates/overlays/endless.yaml.j2", OVERLAY_SKIPPED),
+    ("templates/commit-message.j2", OWN_MESSAGE),
+])
+def test_a_template_that_loops_too_long_is_told_and_the_rest_reconciled(
+        tmp_path: Path, template: str, skipped: str) -> None:
+    """Its work is counted (loop iterations and calls): beyond its budget it is
+    told at the line of its loop and skipped; validate and reconcile spun for
+    hours."""
+    files = _files()
+    files[template] = ENDLESS
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    proc = fleetq("validate", "--repo", str(path), timeout=30)
+    assert proc.returncode == 1, proc.stdout
+    said = f"{template}:2: error: template error: it takes more than "
+    assert said in proc.stdout, proc.stdout
+    assert f"loop iterations and calls to render (a loop that runs too long?); make it " \
+        f"loop less; {skipped}" in proc.stdout
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count(template) == 1, proc.stderr  # (told once, of every job)
+    _check_overlay_applied(path)
+    if skipped == OWN_MESSAGE:
+        assert git(path, "log", "-1", "--format=%B", STATE).startswith("fleetq: reconcile")
+
+
+@pytest.mark.parametrize(("template", "said"), [
+    ('{{ "x" * 10**10 }}', "template error: it makes a value of 10,000,000,000 characters "
+     "or items, more than 10,000,000; make it smaller"),
+    ('{{ ["x"] * 10**10 }}', "it makes a value of 10,000,000,000 characters or items"),
+    ('{{ "x"|center(10**10) }}', "it makes a value of 10,000,000,000 characters or items"),
+    ('{{ "x".ljust(10**10) }}', "it makes a value of 10,000,000,000 characters or items"),
+    ('{% set ns = namespace(s="x") %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}'
+     '{% endfor %}', "it makes a value of 16,777,216 characters or items"),
+    ('{% set ns = namespace(s="x") %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}'
+     '{% endfor %}', "it makes a value of 16,777,216 characters or items"),
+    ("{{ 7 ** (10**9) }}", "it makes a value of 3,000,000,000 characters or items"),
+    ("{{ 1 // 0 }}", "template error: ZeroDivisionError: integer division or modulo by zero"),
+    ("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}",
+     "template error: RecursionError: maximum recursion depth exceeded"),
+    ("{{ range(10**6)|list }}", "template error: OverflowError: Range too big."),
+])
+def test_a_template_that_makes_too_much_or_fails_in_python_is_told(
+        tmp_path: Path, template: str, said: str) -> None:
+    """A value too large to hold is refused before it is made; an error of
+    Python's is the template's: each is told at the template, the rest
+    reconciled (they ran the machine out of memory, or stopped every command)."""
+    files = _files()
+    files["templates/commit-message.j2"] = "fleet state\n" + template + "\n"
+    files["templates/overlays/costly.yaml.j2"] = template + "\n"
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    proc = fleetq("validate", "--repo", str(path), timeout=30)
+    assert proc.returncode == 1, proc.stdout
+    for name, skipped in (("commit-message.j2", OWN_MESSAGE),
+                          ("overlays/costly.yaml.j2", OVERLAY_SKIPPED)):
+        told = [line for line in proc.stdout.splitlines()
+                if line.startswith(f"templates/{name}:")]
+        assert len(told) == 1 and said in told[0] and told[0].endswith(skipped), proc.stdout
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    _check_overlay_applied(path)
+
+
+def test_an_overlay_beyond_its_budget_is_told_alike_by_two_processes(
+        tmp_path: Path, monkeypatch, forks: list[int]) -> None:
+    """The budget is counted, not timed: the same problems and tree whichever
+    process renders a cluster."""
+    files = _files()
+    files["templates/overlays/endless.yaml.j2"] = ENDLESS
+    path, two, one = _rendered_in_two_then_one(tmp_path, monkeypatch, forks, files)
+    _check_overlay_applied(path)
+    assert two.problems == one.problems
+    assert [p.line for p in one.problems if p.path == "templates/overlays/endless.yaml.j2"
+            ] == [2]
+
+
 def test_clusters_rendered_by_two_processes_give_the_same_tree(
         tmp_path: Path, monkeypatch, forks: list[int]) -> None:
     """Past ``PARALLEL_MIN_JOBS`` jobs to render, half of the clusters are rendered

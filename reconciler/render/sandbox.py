@@ -1,0 +1,180 @@
+"""The sandbox the fleet's own templates run in, and what one rendering may cost.
+
+Jinja2's sandbox keeps a template from reaching what it should not, but not
+from working without end: ``overlays`` renders every template here, each
+rendering with a budget of work counted in the sandbox, the same whatever
+the machine and however it is run (in a forked process, in a watch):
+
+- ``OVERLAY_STEPS`` steps for an overlay (rendered for each job and
+  cluster), ``STEPS`` for the commit message: each iteration of a loop and
+  each call (of a macro, a method, a global) is one;
+- no value longer than ``LONGEST`` characters or items made by ``*``,
+  ``+``, ``~`` or ``**`` (or an integer of that many bits) or by padding a
+  string (``ljust``, ``rjust``, ``center``, ``zfill``, the ``center`` and
+  ``indent`` filters, ``lipsum``);
+- no rendering longer than ``OUTPUT`` characters.
+
+A template that would go beyond raises ``TooCostly`` (a Jinja2
+``TemplateError``) where it does, and is told as any other failing template.
+
+Imported when a template is first rendered (it imports Jinja2).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import jinja2
+import jinja2.compiler
+import jinja2.filters
+import jinja2.nodes
+import jinja2.sandbox
+import jinja2.utils
+import yaml
+
+OVERLAY_STEPS = 100_000  # loop iterations and calls of one rendering of an overlay (per job)
+STEPS = 10_000_000  # of any other template (the commit message: once a reconcile)
+LONGEST = 10_000_000  # characters or items of a value a template makes (bits of an integer)
+OUTPUT = 100_000_000  # characters of one rendering
+_SEQUENCES = (str, bytes, list, tuple)
+_PADDING = frozenset({"ljust", "rjust", "center", "zfill", "expandtabs"})  # (str methods)
+
+
+class TooCostly(jinja2.TemplateRuntimeError):
+    """A template that works beyond its budget; its message says which and the fix."""
+
+
+def _too_many_steps(steps: int) -> TooCostly:
+    return TooCostly(f"it takes more than {steps:,} loop iterations and calls to render "
+                     f"(a loop that runs too long?); make it loop less")
+
+
+def _too_long(size: int) -> TooCostly:
+    return TooCostly(f"it makes a value of {size:,} characters or items, more than "
+                     f"{LONGEST:,}; make it smaller")
+
+
+def _length(value: Any) -> int:
+    """How many characters or items ``value`` has (the bits of an integer), 0
+    for anything of neither."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value.bit_length()
+    if isinstance(value, _SEQUENCES):
+        return len(value)
+    return 0
+
+
+def _width(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+_STEP = "loop_step"  # (the first statement of each loop's body, ``Sandbox._parse``)
+
+
+class _CodeGenerator(jinja2.compiler.CodeGenerator):
+    """Jinja2's, with each loop step spent (``Sandbox.spend``) and what ``~``
+    joins measured (``Sandbox.sized``)."""
+
+    def visit_ExprStmt(self, node: jinja2.nodes.ExprStmt, frame: jinja2.compiler.Frame) -> None:
+        if isinstance(node.node, jinja2.nodes.EnvironmentAttribute) and node.node.name == _STEP:
+            self.writeline("environment.spend(1)", node)
+        else:
+            super().visit_ExprStmt(node, frame)
+
+    def visit_Concat(self, node: jinja2.nodes.Concat, frame: jinja2.compiler.Frame) -> None:
+        self.write("environment.sized(")
+        super().visit_Concat(node, frame)
+        self.write(")")
+
+
+class Sandbox(jinja2.sandbox.SandboxedEnvironment):
+    """A Jinja2 sandbox whose every rendering has a budget (see the module's
+    docstring); ``render`` renders with a whole one."""
+
+    intercepted_binops = frozenset({"*", "**", "+"})
+    code_generator_class = _CodeGenerator
+
+    def __init__(self, sources: Mapping[str, str]) -> None:
+        super().__init__(loader=jinja2.DictLoader(dict(sources)),
+                         undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                         autoescape=False)
+        self.steps, self.steps_left = STEPS, STEPS
+        self.filters["to_yaml"] = lambda v: yaml.safe_dump(v, default_flow_style=True).strip()
+        self.filters["center"] = _padded(jinja2.filters.do_center, "width", 1)
+        self.filters["indent"] = _padded(jinja2.filters.do_indent, "width", 1)
+        self.globals["lipsum"] = _padded(jinja2.utils.generate_lorem_ipsum, "n", 0, 100)
+
+    def _parse(self, source: str, name: str | None,
+               filename: str | None) -> jinja2.nodes.Template:
+        """The template, each of its loops taking a step per iteration."""
+        tree = super()._parse(source, name, filename)
+        for loop in tree.find_all(jinja2.nodes.For):
+            step = jinja2.nodes.ExprStmt(jinja2.nodes.EnvironmentAttribute(_STEP))
+            loop.body.insert(0, step.set_lineno(loop.lineno).set_environment(self))
+        return tree
+
+    def spend(self, steps: int) -> None:
+        self.steps_left -= steps
+        if self.steps_left < 0:
+            raise _too_many_steps(self.steps)
+
+    def call(__self, __context: Any, __obj: Any,  # (named as Jinja2 names them)
+             *args: Any, **kwargs: Any) -> Any:
+        __self.spend(1)
+        if getattr(__obj, "__name__", None) in _PADDING and isinstance(
+                getattr(__obj, "__self__", None), (str, bytes)):
+            size = max((_width(a) for a in (*args, *kwargs.values())), default=0)
+            if size > LONGEST:
+                raise _too_long(size)
+        return super().call(__context, __obj, *args, **kwargs)
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "**":  # (bits: a base of 1 or -1 makes none more)
+            size = _length(left) * _width(right) if _length(left) > 1 else 0
+        elif operator == "*" and isinstance(left, _SEQUENCES):
+            size = len(left) * _width(right)
+        elif operator == "*" and isinstance(right, _SEQUENCES):
+            size = _width(left) * len(right)
+        else:  # (the bits of a product of integers, a sum)
+            size = _length(left) + _length(right)
+        if size > LONGEST:
+            raise _too_long(size)
+        return super().call_binop(context, operator, left, right)
+
+    @staticmethod
+    def sized(value: Any) -> Any:
+        if _length(value) > LONGEST:
+            raise _too_long(_length(value))
+        return value
+
+
+def _padded(function: Any, width: str, at: int, scale: int = 1) -> Any:
+    """``function``, refusing an argument ``width`` (or its ``at``-th) that
+    makes a value too long (of ``scale`` characters or items each)."""
+    @functools.wraps(function)  # (with what Jinja2 marked it with)
+    def padded(*args: Any, **kwargs: Any) -> Any:
+        size = _width(kwargs.get(width, args[at] if len(args) > at else 0)) * scale
+        if size > LONGEST:
+            raise _too_long(size)
+        return function(*args, **kwargs)
+    return padded
+
+
+def render(template: jinja2.Template, context: Mapping[str, Any], *,
+           steps: int = STEPS) -> str:
+    """``template`` rendered with ``context`` and a whole budget of ``steps``
+    (``TooCostly`` beyond it; any error of its rendering raised)."""
+    env = template.environment
+    if isinstance(env, Sandbox):
+        env.steps, env.steps_left = steps, steps
+    parts, size = [], 0
+    for part in template.generate(context):
+        size += len(part)
+        if size > OUTPUT:
+            raise TooCostly(f"it renders more than {OUTPUT:,} characters; make it render less")
+        parts.append(part)
+    return "".join(parts)
