@@ -98,6 +98,9 @@ class RenderedTree:
     # ("" where nothing: what they were decided on changed; ``Overlays.apply``), told
     # at the end
     refused: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # overlay -> the fields it gave jobs that their API has not (``Overlays.apply``),
+    # told at the end
+    unknown: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
 
 
 def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
@@ -401,7 +404,10 @@ def render_state(decisions: Iterable[Decision], inputs: FleetInputs,
         out.problems.extend(theirs.problems)
         for name, refused in theirs.refused.items():
             out.refused.setdefault(name, []).extend(refused)
+        for name, unknown in theirs.unknown.items():
+            out.unknown.setdefault(name, []).extend(unknown)
     out.problems.extend(overlays.refusals(out.refused))
+    out.problems.extend(overlays.unknown_fields(out.unknown))
     # every member cluster has its folder, empty too: an Argo CD or Flux application
     # pointed at a folder that is not there fails, and prunes nothing it deployed
     for name in clusters:
@@ -505,7 +511,7 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
             _copy_previous(previous, d, cluster.name, files)
             return
         obj, groups = render_job(manifest, d, cluster, inputs.tree, queue, kept)
-        obj = overlays.apply(obj, d, cluster, out.problems, out.refused)
+        obj = overlays.apply(obj, d, cluster, out.problems, out.refused, out.unknown)
         # (what Kueue keeps first: the spec is then checked as the Job goes, its
         # parallelism kept)
         by_kueue = keep_for_kueue(obj, kueue_then) if kueue_then is not None else []

@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import re
 import traceback
 from collections.abc import Mapping
 from importlib import resources
@@ -49,6 +50,7 @@ from reconciler.jobkinds.base import (
     every_pod_template,
     pod_set_requests,
 )
+from reconciler.jobkinds.schema import check_fields
 
 if TYPE_CHECKING:
     import jinja2
@@ -147,12 +149,17 @@ class Overlays:
         problems.append(Problem(TEMPLATES_PREFIX + name, line, f"{message}; {skipped}"))
 
     def apply(self, obj: Manifest, decision: Decision, cluster: MemberCluster,
-              problems: list[Problem], refused: dict[str, list[tuple[str, str]]]) -> Manifest:
+              problems: list[Problem], refused: dict[str, list[tuple[str, str]]],
+              unknown: dict[str, list[tuple[str, str, str]]] | None = None) -> Manifest:
         """``obj`` with each overlay applied, but for those that would change
         what the job was decided on, or make it one its cluster would refuse:
         those are added to ``refused`` (overlay -> the jobs it was not applied
         to, each "Kind namespace/name on cluster" and what the cluster would
-        refuse, "" when nothing), to be told once each (``refusals``)."""
+        refuse, "" when nothing), to be told once each (``refusals``).
+        The fields an overlay gives a job that its API has not (as a job file
+        is checked: ``check_fields``) are added to ``unknown`` (overlay -> each
+        field's name, the job, what is told of it), to be told once per
+        overlay and field (``unknown_fields``): the job runs without them."""
         if not self.names:
             return obj
         context = {
@@ -169,6 +176,8 @@ class Overlays:
         }
         kind = kind_for(decision.api_version, decision.key.kind)
         decided, _ = _decided(obj, kind, decision.key.name)
+        job = f"{decision.key.kind} {decision.key.namespace}/{decision.key.name} on {cluster.name}"
+        told: set[str] | None = None  # what is told of obj's own fields (made when needed)
         for name in self.names:
             template = self._template(name, problems)
             if template is None:
@@ -199,12 +208,20 @@ class Overlays:
                 continue
             patched = _apply_one(copy.deepcopy(obj), spec, kind)
             now, broken = _decided(patched, kind, decision.key.name)
+            checked = check_fields(patched, decision.api_version, decision.key.kind)
+            if (checked.errors or checked.unknown) and told is None:
+                told = _told_of(obj, decision)
+            if broken is None:  # (a field of a wrong type or value: refused as a rule is)
+                broken = next((str(e) for e in checked.errors if str(e) not in (told or ())),
+                              None)
             if broken is not None or now != decided:
-                refused.setdefault(name, []).append((
-                    f"{decision.key.kind} {decision.key.namespace}/{decision.key.name} "
-                    f"on {cluster.name}", broken or ""))
+                refused.setdefault(name, []).append((job, broken or ""))
                 continue
-            obj = patched
+            for e in checked.unknown:
+                if str(e) not in (told or ()) and unknown is not None:
+                    unknown.setdefault(name, []).append((e.field.rsplit(".", 1)[-1], job,
+                                                         str(e)))
+            obj, told = patched, None
         return obj
 
     @staticmethod
@@ -219,11 +236,7 @@ class Overlays:
                 by_why.setdefault(why, set()).add(job)
             for why in sorted(by_why):
                 jobs = sorted(by_why[why])
-                named, rest = jobs[:REFUSED_NAMED], len(jobs) - REFUSED_NAMED
-                if rest > 0:
-                    which = f"{', '.join(named)} and {rest} more"
-                else:
-                    which = " and ".join(filter(None, (", ".join(named[:-1]), named[-1])))
+                which = _named(jobs)
                 whose, manifest = ("its", "the job's manifest") if len(jobs) == 1 else \
                     ("their", "the jobs' manifests")
                 problems.append(Problem(TEMPLATES_PREFIX + name, 0, (
@@ -232,6 +245,28 @@ class Overlays:
                     f"it changes the replicas or resource requests of {which}, which {whose} "
                     f"quota and placement were decided on; set them in {manifest}; it is not "
                     f"applied to such a job")))
+        return problems
+
+    def unknown_fields(self, unknown: Mapping[str, list[tuple[str, str, str]]]
+                       ) -> list[Problem]:
+        """One warning per overlay of ``unknown`` (see ``apply``) and field name,
+        at the overlay's line that names it: what is told of it in the first
+        of its jobs in order, naming the first few of them and counting the
+        others (the same whatever order the clusters were rendered in)."""
+        problems = []
+        for name in sorted(unknown):
+            by_field: dict[str, dict[str, str]] = {}
+            for field, job, said in unknown[name]:
+                jobs = by_field.setdefault(field, {})
+                jobs[job] = min(said, jobs.get(job, said))
+            for field in sorted(by_field):
+                jobs = by_field[field]
+                first = min(jobs)
+                whose = "its" if len(jobs) == 1 else "their"
+                problems.append(Problem(
+                    TEMPLATES_PREFIX + name, _line_naming(self.sources.get(name, ""), field),
+                    f"it gives {_named(sorted(jobs))} a field {whose} API has not: "
+                    f"{jobs[first]}", severity="warning"))
         return problems
 
     def commit_message(self, context: Mapping[str, Any], problems: list[Problem]) -> str:
@@ -244,6 +279,27 @@ class Overlays:
                     self._report(problems, COMMIT_TEMPLATE, _line_of(exc, COMMIT_TEMPLATE),
                                  _failed(exc), _OWN_MESSAGE)
         return _render(default_commit_template(), context)
+
+
+def _named(jobs: list[str]) -> str:
+    """The first few of ``jobs``, the others counted."""
+    named, rest = jobs[:REFUSED_NAMED], len(jobs) - REFUSED_NAMED
+    if rest > 0:
+        return f"{', '.join(named)} and {rest} more"
+    return " and ".join(filter(None, (", ".join(named[:-1]), named[-1])))
+
+
+def _told_of(obj: Manifest, decision: Decision) -> set[str]:
+    """What checking the fields of job ``obj`` tells (as its file is told it)."""
+    checked = check_fields(obj, decision.api_version, decision.key.kind)
+    return {str(e) for e in (*checked.errors, *checked.unknown)}
+
+
+def _line_naming(source: str, field: str) -> int:
+    """The first line of a template's ``source`` where ``field`` is written as
+    a key (``field:``, quoted or not); 0 where none is."""
+    key = re.compile(rf"(?:^|[\s{{,]|-\s)[\"']?{re.escape(field)}[\"']?\s*:")
+    return next((n for n, line in enumerate(source.splitlines(), 1) if key.search(line)), 0)
 
 
 def _line_of(exc: Exception, name: str) -> int:

@@ -585,3 +585,75 @@ def test_a_rayjob_submitter_is_sent_what_it_uses_and_reached_by_overlays(
     sent = yaml.safe_load(state_show(path, "clusters/bj/team-bj/configmap-submit-env.yaml")
                           or "")
     assert sent["data"] == {"RAY_ADDRESS": "http://ray-head-svc:8265"}
+
+
+# Line 3 gives a field no PyTorchJob has; line 6 one no pod has.
+UNKNOWN_FIELDS_OVERLAY = """\
+{# fields their APIs have not #}
+patch:
+  spec: {tolerationz: 1}
+podTemplatePatch:
+  spec:
+    nodeSelectr: {disk: ssd}
+"""
+
+
+def test_an_overlay_that_gives_jobs_fields_their_api_has_not_is_warned_once_per_field(
+        tmp_path: Path) -> None:
+    """As a job file is checked: a warning at the overlay's line naming the
+    field, once however many jobs it is applied to, and the overlay applied
+    (the API server drops such a field); it was applied without a word."""
+    files = _files()
+    files["templates/overlays/typo.yaml.j2"] = UNKNOWN_FIELDS_OVERLAY
+    files["jobs/team-bj/train.yaml"] += "  cleanPodPolicyy: All\n"  # (told at its file alone)
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    both = "PyTorchJob team-bj/train on bj and PyTorchJob team-hz/train on hz"
+    told = [
+        f"templates/overlays/typo.yaml.j2:3: warning: it gives {both} a field their API has "
+        f"not: spec.tolerationz: PyTorchJobSpec has no field 'tolerationz': the API server "
+        f"drops it (or refuses the job, under strict field validation); remove it, or check "
+        f"its place",
+        f"templates/overlays/typo.yaml.j2:6: warning: it gives {both} a field their API has "
+        f"not: spec.pytorchReplicaSpecs.Master.template.spec.nodeSelectr: PodSpec has no "
+        f"field 'nodeSelectr': the API server drops it (or refuses the job, under strict "
+        f"field validation); nodeSelector was meant, perhaps"]
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 0, proc.stdout
+    assert [line for line in proc.stdout.splitlines() if "typo.yaml.j2" in line] == told
+    assert "jobs/team-bj/train.yaml:28: warning: spec.cleanPodPolicyy: " in proc.stdout
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert [line for line in proc.stderr.splitlines() if "typo.yaml.j2" in line] == told
+    _check_overlay_applied(path)
+    bj = yaml.safe_load(state_show(path, "clusters/bj/team-bj/pytorchjob-train.yaml") or "")
+    assert bj["spec"]["tolerationz"] == 1
+
+
+def test_an_overlay_that_gives_a_field_a_value_its_api_refuses_is_not_applied(
+        tmp_path: Path) -> None:
+    """As a field of the wrong type in a job file makes it invalid: told, and
+    the overlay not applied (the cluster would refuse the job)."""
+    files = _files()
+    files["templates/overlays/wrong.yaml.j2"] = \
+        'patch:\n  spec: {runPolicy: {backoffLimit: "three"}}\n'
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert ("templates/overlays/wrong.yaml.j2: error: it makes PyTorchJob team-bj/train on bj "
+            "and PyTorchJob team-hz/train on hz a job their cluster would refuse "
+            "(spec.runPolicy.backoffLimit must be an integer, not a string 'three': the API "
+            "server refuses it); fix the overlay; it is not applied to such a job"
+            ) in proc.stderr
+    _check_overlay_applied(path)
+    bj = yaml.safe_load(state_show(path, "clusters/bj/team-bj/pytorchjob-train.yaml") or "")
+    assert "runPolicy" not in bj["spec"]
+
+
+def test_fields_an_overlay_gives_are_told_alike_by_two_processes(
+        tmp_path: Path, monkeypatch, forks: list[int]) -> None:
+    files = _files()
+    files["templates/overlays/typo.yaml.j2"] = UNKNOWN_FIELDS_OVERLAY
+    _, two, one = _rendered_in_two_then_one(tmp_path, monkeypatch, forks, files)
+    assert two.problems == one.problems
+    assert [(p.line, p.severity) for p in one.problems
+            if p.path == "templates/overlays/typo.yaml.j2"] == [(3, "warning"), (6, "warning")]
