@@ -11,8 +11,13 @@ YAML mapping (or nothing, to skip) with any of:
   image of every container and init container.
 
 An overlay may not change a pod set's replicas or requests (the job's quota
-and fit were decided on them): where it would, it is told and not applied
-to that job.
+and fit were decided on them), nor give a field a type or value its API
+refuses: where it would, it is told and not applied to that job. A field it
+gives a job that the job's API has not is warned of at the overlay, once per
+field.
+
+Each rendering has a budget of work (``sandbox``); a template beyond it, or
+failing in any other way, is told at its file and skipped.
 
 The context is ``cluster`` (name, labels, gangDialect), ``job`` (apiVersion,
 kind, namespace, name, labels, quota, priority, podSets) and ``manifest``.
