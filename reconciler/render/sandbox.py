@@ -7,7 +7,8 @@ the machine and however it is run (in a forked process, in a watch):
 
 - ``OVERLAY_STEPS`` steps for an overlay (rendered for each job and
   cluster), ``STEPS`` for the commit message: each iteration of a loop and
-  each call (of a macro, a method, a global) is one;
+  each call (of a macro, a method, a global) is one, and so is each
+  ``PER_STEP`` characters or items of a value made as below;
 - no value longer than ``LONGEST`` characters or items made by ``*``,
   ``+``, ``~`` or ``**`` (or an integer of that many bits) or by padding a
   string (``ljust``, ``rjust``, ``center``, ``zfill``, the ``center`` and
@@ -38,6 +39,7 @@ OVERLAY_STEPS = 100_000  # loop iterations and calls of one rendering of an over
 STEPS = 10_000_000  # of any other template (the commit message: once a reconcile)
 LONGEST = 10_000_000  # characters or items of a value a template makes (bits of an integer)
 OUTPUT = 100_000_000  # characters of one rendering
+PER_STEP = 1000  # characters or items of a value a template makes (as LONGEST) that are a step
 _SEQUENCES = (str, bytes, list, tuple)
 _PADDING = frozenset({"ljust", "rjust", "center", "zfill", "expandtabs"})  # (str methods)
 
@@ -47,8 +49,9 @@ class TooCostly(jinja2.TemplateRuntimeError):
 
 
 def _too_many_steps(steps: int) -> TooCostly:
-    return TooCostly(f"it takes more than {steps:,} loop iterations and calls to render "
-                     f"(a loop that runs too long?); make it loop less")
+    return TooCostly(f"it takes more than {steps:,} steps to render (a loop iteration, a "
+                     f"call, {PER_STEP:,} characters or items of a value it makes: a loop that "
+                     f"runs too long?); make it do less")
 
 
 def _too_long(size: int) -> TooCostly:
@@ -104,9 +107,9 @@ class Sandbox(jinja2.sandbox.SandboxedEnvironment):
                          autoescape=False)
         self.steps, self.steps_left = STEPS, STEPS
         self.filters["to_yaml"] = lambda v: yaml.safe_dump(v, default_flow_style=True).strip()
-        self.filters["center"] = _padded(jinja2.filters.do_center, "width", 1)
-        self.filters["indent"] = _padded(jinja2.filters.do_indent, "width", 1)
-        self.globals["lipsum"] = _padded(jinja2.utils.generate_lorem_ipsum, "n", 0, 100)
+        self.filters["center"] = _padded(self, jinja2.filters.do_center, "width", 1)
+        self.filters["indent"] = _padded(self, jinja2.filters.do_indent, "width", 1)
+        self.globals["lipsum"] = _padded(self, jinja2.utils.generate_lorem_ipsum, "n", 0, 100)
 
     def _parse(self, source: str, name: str | None,
                filename: str | None) -> jinja2.nodes.Template:
@@ -130,6 +133,7 @@ class Sandbox(jinja2.sandbox.SandboxedEnvironment):
             size = max((_width(a) for a in (*args, *kwargs.values())), default=0)
             if size > LONGEST:
                 raise _too_long(size)
+            __self.spend(size // PER_STEP)
         return super().call(__context, __obj, *args, **kwargs)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
@@ -143,23 +147,27 @@ class Sandbox(jinja2.sandbox.SandboxedEnvironment):
             size = _length(left) + _length(right)
         if size > LONGEST:
             raise _too_long(size)
+        self.spend(size // PER_STEP)
         return super().call_binop(context, operator, left, right)
 
-    @staticmethod
-    def sized(value: Any) -> Any:
-        if _length(value) > LONGEST:
-            raise _too_long(_length(value))
+    def sized(self, value: Any) -> Any:
+        size = _length(value)
+        if size > LONGEST:
+            raise _too_long(size)
+        self.spend(size // PER_STEP)
         return value
 
 
-def _padded(function: Any, width: str, at: int, scale: int = 1) -> Any:
+def _padded(env: Sandbox, function: Any, width: str, at: int, scale: int = 1) -> Any:
     """``function``, refusing an argument ``width`` (or its ``at``-th) that
-    makes a value too long (of ``scale`` characters or items each)."""
+    makes a value too long (of ``scale`` characters or items each), and
+    spending the steps of what it makes."""
     @functools.wraps(function)  # (with what Jinja2 marked it with)
     def padded(*args: Any, **kwargs: Any) -> Any:
         size = _width(kwargs.get(width, args[at] if len(args) > at else 0)) * scale
         if size > LONGEST:
             raise _too_long(size)
+        env.spend(size // PER_STEP)
         return function(*args, **kwargs)
     return padded
 

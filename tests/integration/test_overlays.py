@@ -236,8 +236,8 @@ def test_a_template_that_loops_too_long_is_told_and_the_rest_reconciled(
     assert proc.returncode == 1, proc.stdout
     said = f"{template}:2: error: template error: it takes more than "
     assert said in proc.stdout, proc.stdout
-    assert f"loop iterations and calls to render (a loop that runs too long?); make it " \
-        f"loop less; {skipped}" in proc.stdout
+    assert f" steps to render (a loop iteration, a call, 1,000 characters or items of a value " \
+        f"it makes: a loop that runs too long?); make it do less; {skipped}" in proc.stdout
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, timeout=30)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count(template) == 1, proc.stderr  # (told once, of every job)
@@ -261,6 +261,8 @@ def test_a_template_that_loops_too_long_is_told_and_the_rest_reconciled(
     ("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}",
      "template error: RecursionError: maximum recursion depth exceeded"),
     ("{{ range(10**6)|list }}", "template error: OverflowError: Range too big."),
+    ('{% for i in range(100000) %}{% set s = "x" * 10**7 %}{% endfor %}',
+     "steps to render (a loop iteration, a call, 1,000 characters or items of a value"),
 ])
 def test_a_template_that_makes_too_much_or_fails_in_python_is_told(
         tmp_path: Path, template: str, said: str) -> None:
