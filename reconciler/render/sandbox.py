@@ -35,7 +35,7 @@ import jinja2.sandbox
 import jinja2.utils
 import yaml
 
-OVERLAY_STEPS = 100_000  # loop iterations and calls of one rendering of an overlay (per job)
+OVERLAY_STEPS = 100_000  # steps of one rendering of an overlay (once per cluster and job)
 STEPS = 10_000_000  # of any other template (the commit message: once a reconcile)
 LONGEST = 10_000_000  # characters or items of a value a template makes (bits of an integer)
 OUTPUT = 100_000_000  # characters of one rendering
