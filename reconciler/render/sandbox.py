@@ -35,7 +35,8 @@ import jinja2.sandbox
 import jinja2.utils
 import yaml
 
-OVERLAY_STEPS = 100_000  # steps of one rendering of an overlay (once per cluster and job)
+OVERLAY_STEPS = 10_000  # of one rendering of an overlay (once per cluster and job: at 100,000
+# jobs, one that runs out of its budget on each costs about 2.5 minutes)
 STEPS = 10_000_000  # of any other template (the commit message: once a reconcile)
 LONGEST = 10_000_000  # characters or items of a value a template makes (bits of an integer)
 OUTPUT = 100_000_000  # characters of one rendering
