@@ -180,8 +180,19 @@ class RayJobKind:
         a positive one while its cluster is kept (shutdownAfterJobFinishes not
         true); an activeDeadlineSeconds not above 0, a negative backoffLimit;
         under SidecarMode, a submitterPodTemplate, a clusterSelector, or a head
-        pod that restarts."""
+        pod that restarts; a worker group whose minReplicas is above its
+        maxReplicas (``ValidateRayClusterSpec``)."""
         found = []
+        groups = (mapping_at(obj, "spec", "rayClusterSpec") or {}).get("workerGroupSpecs")
+        for i, group in enumerate(groups if isinstance(groups, list) else []):
+            least, most = (group.get(f) if isinstance(group, dict) else None
+                           for f in ("minReplicas", "maxReplicas"))
+            if all(isinstance(v, int) and not isinstance(v, bool) for v in (least, most)) \
+                    and least > most:
+                at = f"spec.rayClusterSpec.workerGroupSpecs[{i}].minReplicas"
+                found.append(ManifestError(
+                    f"{at} is {least}, above its maxReplicas {most}: KubeRay refuses the job; "
+                    f"lower minReplicas or raise maxReplicas", at))
         if len(name) > RAY_JOB_NAME_MOST:
             found.append(ManifestError(
                 f"metadata.name {name!r} is {len(name)} characters long: KubeRay refuses a "

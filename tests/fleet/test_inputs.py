@@ -864,6 +864,23 @@ def test_a_rayjob_spec_kuberay_refuses_is_an_error_at_its_line(lines: str,
     assert told(read({"jobs/r.yaml": text})) == ([f"{said}; fix the manifest"] if said else [])
 
 
+@pytest.mark.parametrize(("bounds", "said"), [
+    ("minReplicas: 5\n      maxReplicas: 1\n", "jobs/r.yaml:21: spec.rayClusterSpec."
+     "workerGroupSpecs[1].minReplicas is 5, above its maxReplicas 1: KubeRay refuses the job; "
+     "lower minReplicas or raise maxReplicas"),
+    ("minReplicas: 1\n      maxReplicas: 1\n", None),
+    ("minReplicas: 5\n", None),  # (maxReplicas as the CRD defaults it: no bound)
+])
+def test_a_ray_worker_group_whose_min_is_above_its_max_is_an_error_at_its_line(
+        bounds: str, said: str | None) -> None:
+    """KubeRay refuses such a group (``ValidateRayClusterSpec``): the job was
+    queued, and counted at its max, for a cluster that is never made."""
+    text = RAYJOB.replace("    - NAME\n      replicas: 1\n",
+                          "    - groupName: cpu\n      replicas: 1\n      " + bounds)
+    assert "NAME" not in text
+    assert told(read({"jobs/r.yaml": text})) == ([f"{said}; fix the manifest"] if said else [])
+
+
 def test_a_sidecar_mode_rayjob_whose_head_restarts_is_an_error_at_its_line() -> None:
     text = RAYJOB.replace("NAME", "groupName: cpu").replace(
         "  shutdownAfterJobFinishes: true\n",
