@@ -187,8 +187,8 @@ class RayJobKind:
         for i, group in enumerate(groups if isinstance(groups, list) else []):
             least, most = (group.get(f) if isinstance(group, dict) else None
                            for f in ("minReplicas", "maxReplicas"))
-            if all(isinstance(v, int) and not isinstance(v, bool) for v in (least, most)) \
-                    and least > most:
+            if isinstance(least, int) and isinstance(most, int) and not isinstance(
+                    least, bool) and not isinstance(most, bool) and least > most:
                 at = f"spec.rayClusterSpec.workerGroupSpecs[{i}].minReplicas"
                 found.append(ManifestError(
                     f"{at} is {least}, above its maxReplicas {most}: KubeRay refuses the job; "
