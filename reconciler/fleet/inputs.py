@@ -1756,8 +1756,58 @@ def _dependency(doc: Document, inputs: FleetInputs) -> None:
     key = (kind, ns, str(meta["name"]))
     check_namespace(ns)
     check_name(key[2], most=min(253, 255 - len(f"{kind.lower()}-.yaml")))  # (its file's name)
+    raise_all(_data_errors(doc.value))
     if _define(inputs, _dependency_label(key), doc):
         inputs.dependencies[key] = Dependency(kind, ns, str(meta["name"]), doc.path, doc.value)
+
+
+# The fields of a ConfigMap and a Secret that map keys to text, and whether the
+# text is base64 (bytes): the API server refuses another value (a number, a
+# boolean, a list), so the job that mounts it would be sent without it.
+_DATA_FIELDS = {"ConfigMap": (("data", False), ("binaryData", True)),
+                "Secret": (("data", True), ("stringData", False))}
+_DATA_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+
+
+def _data_errors(value: Mapping[str, Any]) -> list[ManifestError]:
+    """What the API server refuses of a ConfigMap's or a Secret's data."""
+    found = []
+    for name, base64 in _DATA_FIELDS.get(str(value.get("kind")), ()):
+        data = value.get(name)
+        if data is None:
+            continue
+        if not isinstance(data, dict):
+            found.append(ManifestError(f"{name} must be a mapping of keys to "
+                                       f"{'base64 text' if base64 else 'text'}, not "
+                                       f"{yaml_type(data)}", name))
+            continue
+        for key, text in data.items():
+            at = f"{name}.{key}"
+            if not isinstance(key, str) or len(key) > 253 or not _DATA_KEY.fullmatch(key):
+                found.append(ManifestError(
+                    f"{name} key {as_read(key)} is no key the API server takes (at most 253 "
+                    f"letters, digits, '-', '_' and '.'); rename it", name))
+            elif text is not None and not isinstance(text, str):
+                found.append(ManifestError(
+                    f"{at} is {as_read(text)}, not text: the API server refuses it; quote it",
+                    name))
+            elif base64 and text is not None and not _is_base64(text):
+                found.append(ManifestError(
+                    f"{at} is not base64: the API server refuses it; encode it (base64 -w0)"
+                    + (", or put it under stringData" if value.get("kind") == "Secret" else ""),
+                    name))
+    return found
+
+
+def _is_base64(text: str) -> bool:
+    import base64
+    import binascii
+
+    try:
+        base64.b64decode(text.replace("\n", "").replace("\r", ""), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 def _dependency_label(key: tuple[str, str, str]) -> str:

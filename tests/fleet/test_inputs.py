@@ -152,10 +152,10 @@ def test_a_default_policy_that_names_no_policy_is_an_error_at_its_line() -> None
 
 DEFINITIONS = {  # kind -> (a document of it, how ``FleetInputs`` holds it)
     "ConfigMap": ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: code, namespace: ml}\n"
-                  "data: {run.py: X}\n", lambda i: {k: d.manifest["data"]["run.py"]
+                  "data: {run.py: 'X'}\n", lambda i: {k: d.manifest["data"]["run.py"]
                                                      for k, d in i.dependencies.items()}),
     "Secret": ("apiVersion: v1\nkind: Secret\nmetadata: {name: token, namespace: ml}\n"
-               "stringData: {token: X}\n", lambda i: {k: d.manifest["stringData"]["token"]
+               "stringData: {token: 'X'}\n", lambda i: {k: d.manifest["stringData"]["token"]
                                                        for k, d in i.dependencies.items()}),
     "PersistentVolumeClaim": (
         "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: ml}\n"
@@ -258,7 +258,7 @@ def test_a_changed_file_defining_an_object_again_is_read_as_it_last_was() -> Non
     code = definition("ConfigMap", "1")
     mine = JOB + "---\n" + definition("ConfigMap", "1").replace("name: code", "name: mine")
     before = {"jobs/code.yaml": code, "jobs/aa.yaml": mine}
-    changed = mine.replace("name: mine", "name: code").replace(": 1}", ": 2}").replace(
+    changed = mine.replace("name: mine", "name: code").replace(": '1'}", ": '2'}").replace(
         'cpu: "1"', 'cpu: "2"')
     files = {**before, "jobs/aa.yaml": changed}
     inputs = read_after(files, before)
@@ -1737,3 +1737,35 @@ def test_a_count_or_a_pod_label_that_is_wrong_hides_none_of_the_jobs_other_mista
                      "13:spec.template.spec.containers[0].imagePullPolicy",
                      "14:spec.template.spec.containers[0].command",
                      "15:spec.template.spec.containers[0].resources.requests.cpu"], lines
+
+
+@pytest.mark.parametrize(("data", "said"), [
+    ("kind: ConfigMap\ndata:\n  retries: 3\n  ok: 'yes'\n",
+     "deps.yaml:5: data.retries is 3, not text: the API server refuses it; quote it"),
+    ("kind: ConfigMap\ndata: [1, 2]\n",
+     "deps.yaml:5: data must be a mapping of keys to text, not a list"),
+    ("kind: ConfigMap\nbinaryData:\n  blob: 'not base64 !!'\n",
+     "deps.yaml:5: binaryData.blob is not base64: the API server refuses it; encode it "
+     "(base64 -w0)"),
+    ("kind: ConfigMap\ndata:\n  'a b': x\n",
+     "deps.yaml:5: data key 'a b' is no key the API server takes (at most 253 letters, digits, "
+     "'-', '_' and '.'); rename it"),
+    ("kind: Secret\ndata:\n  token: 'not base64 !!'\n",
+     "deps.yaml:5: data.token is not base64: the API server refuses it; encode it (base64 "
+     "-w0), or put it under stringData"),
+    ("kind: Secret\nstringData: [a, b]\n",
+     "deps.yaml:5: stringData must be a mapping of keys to text, not a list"),
+    ("kind: Secret\ndata:\n  token: dG9rZW4=\n  empty:\nstringData:\n  user: admin\n", None),
+    ("kind: ConfigMap\ndata:\n  a.b_c-d: '3'\nbinaryData:\n  blob: |\n    aGVs\n    bG8=\n",
+     None),
+])
+def test_a_config_map_or_secret_whose_data_the_api_server_refuses_is_an_error(
+        data: str, said: str | None) -> None:
+    """A ConfigMap with ``retries: 3`` in its data went to the cluster as it
+    was, where the API server refuses it: the job that mounts it ran without
+    it. Its file is told at the data's line, and does not build."""
+    got = read({"deps.yaml": "apiVersion: v1\n# a dependency\nmetadata: {name: code, "
+                             "namespace: team-a}\n" + data})
+    assert told(got) == ([said] if said else [])
+    assert ("deps.yaml" in got.unbuilt) == (said is not None)
+    assert bool(got.dependencies) == (said is None)
