@@ -95,6 +95,14 @@ def as_written(value: object) -> str:
     return "null" if value is None else repr(value)
 
 
+def quote_it(value: object) -> str:
+    """The end of "must be a string, not ...": quote a scalar; a list or a
+    mapping is no string quoting makes."""
+    if isinstance(value, list | tuple | dict):
+        return f"; write one string in place of {yaml_type(value)}"
+    return "; quote it"
+
+
 def as_read(value: object) -> str:
     """A value that should have been a string, as a message shows it: a boolean
     as the YAML it was read from could have been written, and why."""

@@ -41,8 +41,10 @@ from reconciler.core.policy import LOCAL_QUEUE_NAME, LOCAL_QUEUE_RULE, find_poli
 from reconciler.core.problems import (
     Problem,
     as_read,
+    as_written,
     did_you_mean,
     first_of,
+    quote_it,
     shown_path,
     yaml_type,
 )
@@ -1312,7 +1314,12 @@ def _build_policy(doc: Document) -> Policy:
         namespace = str(meta.get("namespace") or "default")
     selectors = []
     raw_selectors = spec.get("resourceSelectors")
-    if not isinstance(raw_selectors, list) or not raw_selectors:
+    if raw_selectors is not None and not isinstance(raw_selectors, list):
+        raise ManifestError(f"spec.resourceSelectors must be a list of selectors, not "
+                            f"{yaml_type(raw_selectors)} {as_written(raw_selectors)}; write "
+                            f"one selector per item (- apiVersion: ..., kind: ...)",
+                            "spec.resourceSelectors")
+    if not raw_selectors:
         raise ManifestError("spec.resourceSelectors must list at least one selector",
                             "spec.resourceSelectors")
     for i, s in enumerate(raw_selectors):
@@ -1506,7 +1513,8 @@ def _priority_class(doc: Document, inputs: FleetInputs) -> None:
     what = f"PriorityClass {meta['name']}"
     if _define(inputs, what, doc):
         inputs.priority_classes[str(meta["name"])] = value
-    if doc.value.get("globalDefault") is True and _define(inputs, GLOBAL_DEFAULT, doc, what):
+    if doc.value.get("globalDefault") is True and _define(inputs, GLOBAL_DEFAULT, doc, what,
+                                                            "globalDefault"):
         inputs.default_priority = value
 
 
@@ -1556,13 +1564,15 @@ def _add_policy(doc: Document, inputs: FleetInputs) -> None:
 QUOTA_TREE = "ElasticQuotaTree"  # (what ``_define`` notes each usable quota tree as)
 
 
-def _define(inputs: FleetInputs, label: str, doc: Document, what: str | None = None) -> bool:
-    """Note that ``doc`` defines ``label`` (what it is: ``label`` unless said);
-    is it the first to? A second definition is a conflict, whichever file
-    it is in: none of them counts (``_leave_out_conflicts``), unless
-    ``read_fleet`` knows which the fleet had before."""
+def _define(inputs: FleetInputs, label: str, doc: Document, what: str | None = None,
+            at: str = "") -> bool:
+    """Note that ``doc`` defines ``label`` (what it is: ``label`` unless said;
+    told at its field ``at``, else its first line); is it the first to? A
+    second definition is a conflict, whichever file it is in: none of them
+    counts (``_leave_out_conflicts``), unless ``read_fleet`` knows which the
+    fleet had before."""
     places = inputs.defined.setdefault(label, [])
-    places.append((doc.path, doc.line, what or label))
+    places.append((doc.path, doc.line_of(at) if at else doc.line, what or label))
     return len(places) == 1
 
 
@@ -1789,7 +1799,8 @@ def _data_errors(value: Mapping[str, Any]) -> list[ManifestError]:
                     f"letters, digits, '-', '_' and '.'); rename it", name))
             elif text is not None and not isinstance(text, str):
                 found.append(ManifestError(
-                    f"{at} is {as_read(text)}, not text: the API server refuses it; quote it",
+                    f"{at} is {as_read(text)}, not text: the API server refuses it"
+                    f"{quote_it(text)}",
                     name))
             elif base64 and text is not None and not _is_base64(text):
                 found.append(ManifestError(

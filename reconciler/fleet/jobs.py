@@ -36,7 +36,7 @@ from reconciler.core.model import (
     Toleration,
     plain_state,
 )
-from reconciler.core.problems import as_read, yaml_type
+from reconciler.core.problems import as_read, quote_it, yaml_type
 from reconciler.core.quota import PREEMPTIBLE_LABEL, QUOTA_LABEL
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, add_into
 from reconciler.jobkinds.base import (
@@ -119,7 +119,8 @@ def job_name(obj: Manifest, path: str, index: int | str) -> str:
     if isinstance(name, str) and name:
         return name
     if name is not None and not isinstance(name, str):
-        raise ManifestError(f"metadata.name must be a string, not {as_read(name)}; quote it",
+        raise ManifestError(f"metadata.name must be a string, not {as_read(name)}"
+                            f"{quote_it(name)}",
                             "metadata.name")
     prefix = meta.get("generateName")
     if isinstance(prefix, str) and prefix:
@@ -135,7 +136,7 @@ def job_key(obj: Manifest, path: str, index: int | str) -> JobKey:
     namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
     if namespace is not None and not isinstance(namespace, str):
         raise ManifestError(f"metadata.namespace must be a string, not "
-                            f"{as_read(namespace)}; quote it", "metadata.namespace")
+                            f"{as_read(namespace)}{quote_it(namespace)}", "metadata.namespace")
     intern = sys.intern
     return JobKey(intern(api_group(str(obj["apiVersion"]))), intern(str(obj["kind"])),
                   intern(str(namespace or DEFAULT_NAMESPACE)), job_name(obj, path, index))
@@ -219,7 +220,8 @@ def check_string(value: object, field: str) -> None:
     bool or a number, which Kubernetes refuses; taken as text it would be
     ``True`` or ``1`` and match nothing it was meant to."""
     if not isinstance(value, str | None):
-        raise ManifestError(f"{field} must be a string, not {as_read(value)}; quote it", field)
+        raise ManifestError(f"{field} must be a string, not {as_read(value)}{quote_it(value)}",
+                            field)
 
 
 def string_map(raw: object, field: str) -> tuple[tuple[str, str], ...]:
@@ -235,7 +237,7 @@ def string_map(raw: object, field: str) -> tuple[tuple[str, str], ...]:
             raise ManifestError(f"{field}: the key {as_read(k)} must be a string; quote it",
                                 field)
         if not isinstance(v, str | None):
-            raise ManifestError(f"{field}: {k!r} must be a string, not {as_read(v)}; quote it",
+            raise ManifestError(f"{field}: {k!r} must be a string, not {as_read(v)}{quote_it(v)}",
                                 field)
     return tuple(sorted((k, v or "") for k, v in raw.items()))
 
@@ -332,7 +334,8 @@ def check_metadata(meta: object, field: str) -> None:
                 raise ManifestError(f"{at}: the key {as_read(k)} must be a string; quote it",
                                     at)
             if not isinstance(v, str | None):
-                raise ManifestError(f"{at}: {k!r} must be a string, not {as_read(v)}; quote it",
+                raise ManifestError(f"{at}: {k!r} must be a string, not {as_read(v)}"
+                                    f"{quote_it(v)}",
                                     at)
             wrong = _label_wrong(str(k), v or "", part == "labels")
             if wrong is not None:

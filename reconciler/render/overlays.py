@@ -106,6 +106,9 @@ def _failed(exc: Exception) -> str:
     float too large) is the template's, not fleetq's."""
     import jinja2
 
+    if isinstance(exc, jinja2.TemplateNotFound):  # (its text is the name alone)
+        return (f"template error: no template {exc.name!r} to include or import (a "
+                f"template names another by its path under templates/)")
     if isinstance(exc, jinja2.TemplateError):
         return f"template error: {exc}"
     return f"template error: {type(exc).__name__}{f': {exc}' if str(exc) else ''}"

@@ -286,19 +286,19 @@ def test_a_second_global_default_priority_class_is_an_error_and_the_first_stays(
     inputs = read_after(files, before)
     assert inputs.default_priority == 10 and inputs.priority_classes == {"normal": 10}
     assert told(inputs) == [
-        "aa/team.yaml:1: PriorityClass team is globalDefault, as PriorityClass normal at "
-        "zz/normal.yaml:1 is, which was before this file was: Kubernetes admits one "
+        "aa/team.yaml:5: PriorityClass team is globalDefault, as PriorityClass normal at "
+        "zz/normal.yaml:5 is, which was before this file was: Kubernetes admits one "
         "globalDefault PriorityClass; the fleet goes on with that one, and without this file, "
         "until one of the two is removed or renamed"]
     alone = read(files)
     assert alone.default_priority == 0 and alone.priority_classes == {"normal": 10, "team": 500}
     assert told(alone) == [
-        "aa/team.yaml:1: PriorityClass team is globalDefault, as is PriorityClass normal at "
-        "zz/normal.yaml:1: Kubernetes admits one globalDefault PriorityClass, so none gives the "
+        "aa/team.yaml:5: PriorityClass team is globalDefault, as is PriorityClass normal at "
+        "zz/normal.yaml:5: Kubernetes admits one globalDefault PriorityClass, so none gives the "
         "default priority until all but one say globalDefault: false (in aa/team.yaml, "
         "zz/normal.yaml)",
-        "zz/normal.yaml:1: PriorityClass normal is globalDefault, as is PriorityClass team at "
-        "aa/team.yaml:1: Kubernetes admits one globalDefault PriorityClass, so none gives the "
+        "zz/normal.yaml:5: PriorityClass normal is globalDefault, as is PriorityClass team at "
+        "aa/team.yaml:5: Kubernetes admits one globalDefault PriorityClass, so none gives the "
         "default priority until all but one say globalDefault: false (in aa/team.yaml, "
         "zz/normal.yaml)"]
 
@@ -1378,7 +1378,8 @@ def test_a_quota_tree_whose_metadata_or_spec_is_no_mapping_is_told(old: str, new
     ("metadata: {name: j1, namespace: default}", "metadata: [j1]",
      "jobs/j.yaml:3: metadata must be a mapping (of name, namespace, ...), not a list ['j1']"),
     ("metadata: {name: j1, namespace: default}", "metadata: {name: j1, namespace: [default]}",
-     "jobs/j.yaml:3: metadata.namespace must be a string, not ['default']; quote it"),
+     "jobs/j.yaml:3: metadata.namespace must be a string, not ['default']; write one string in "
+     "place of a list"),
 ])
 def test_a_jobs_metadata_kubernetes_would_refuse_is_an_error_at_its_line(
         old: str, new: str, said: str) -> None:
@@ -1640,9 +1641,9 @@ def test_a_value_of_megabytes_quoted_in_a_message_is_cut_to_its_start_and_end() 
     assert message.startswith("jobs/j.yaml:6: metadata.annotations: 'a' must be a string, "
                               "not ['xxx")
     assert " characters left out) ... " in message
-    assert message.endswith("; quote it; fix the manifest")
+    assert message.endswith("; write one string in place of a list; fix the manifest")
     [bad] = inputs.invalid
-    assert len(bad.message) <= MAX_MESSAGE + 60 and "; quote it" in bad.message[-40:]
+    assert len(bad.message) <= MAX_MESSAGE + 60 and "in place of a list" in bad.message[-60:]
 
 
 @pytest.mark.parametrize(("size", "invalid"), [(200_000, False), (300_000, True)])
@@ -1769,3 +1770,15 @@ def test_a_config_map_or_secret_whose_data_the_api_server_refuses_is_an_error(
     assert told(got) == ([said] if said else [])
     assert ("deps.yaml" in got.unbuilt) == (said is not None)
     assert bool(got.dependencies) == (said is None)
+
+
+@pytest.mark.parametrize(("selectors", "said"), [
+    ("all", "policies/p.yaml:5: spec.resourceSelectors must be a list of selectors, not a "
+            "string 'all'; write one selector per item (- apiVersion: ..., kind: ...)"),
+    ("[]", "policies/p.yaml:5: spec.resourceSelectors must list at least one selector"),
+])
+def test_resource_selectors_that_are_no_list_are_told_as_such(selectors: str, said: str) -> None:
+    """``resourceSelectors: all`` was told as if the list were empty."""
+    text = POLICY.replace("resourceSelectors: [{apiVersion: batch/v1, kind: Job}]",
+                          f"resourceSelectors: {selectors}")
+    assert told(read({"policies/p.yaml": text})) == [said]

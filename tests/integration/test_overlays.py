@@ -260,6 +260,9 @@ def test_a_template_that_loops_too_long_is_told_and_the_rest_reconciled(
      "it makes a value of 12,000,000 characters or items"),
     ("{{ 7 ** (10**9) }}", "it makes a value of 3,000,000,000 characters or items"),
     ("{{ 1 // 0 }}", "template error: ZeroDivisionError: integer division or modulo by zero"),
+    # (told by its name alone, it read as a path fleetq had a problem with)
+    ('{% include "/etc/passwd" %}', "template error: no template '/etc/passwd' to include or "
+     "import (a template names another by its path under templates/)"),
     ("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}",
      "template error: RecursionError: maximum recursion depth exceeded"),
     ("{{ range(10**6)|list }}", "template error: OverflowError: Range too big."),

@@ -1238,14 +1238,16 @@ def test_a_new_file_defining_what_the_fleet_has_again_takes_nothing_over(
     was = _cluster_files(path)
     items = placements(path)
     name, text, said = INTRUDERS[what]
+    # (told at the document, a second globalDefault at that line)
+    at = line_of(text, "globalDefault") if what == "global default" else 1
     write_files(path, {name: text})
     commit_all(path, f"a new file: {what}")
     proc = fleetq("validate", "--repo", str(path), *flags)
     assert proc.returncode == 1, proc.stdout
-    assert f"{name}:1: error: " in proc.stdout and said.split(" at ")[-1] in proc.stdout
+    assert f"{name}:{at}: error: " in proc.stdout and said.split(" at ")[-1] in proc.stdout
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, *flags)
     assert proc.returncode == 0, proc.stderr
-    assert f"{name}:1: error: {said}" in proc.stderr
+    assert f"{name}:{at}: error: {said}" in proc.stderr
     assert "the fleet goes on with that one, and without this file" in proc.stderr
     assert _cluster_files(path) == was
     assert placements(path) == items
