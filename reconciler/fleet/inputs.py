@@ -816,9 +816,11 @@ def read_file(src: SourceFile, inputs: FleetInputs, trees: list[Document],
         elif (meant := _meant(str(api_version), str(kind))) is not None:
             # a typo, most likely: what the file held (a policy, a job, ...) would go,
             # and the jobs it placed with it; the file counts as broken meanwhile
+            then = ("the job keeps its placement, if it has one" if kind_for(
+                *meant.split(" ", 1)) is not None else "this file is read as it last was, "
+                "and jobs keep their placements")
             message = (f"{api_version} {kind} is not a kind fleetq reads: did you mean "
-                       f"{meant}? Fix it (until then, a file that defines the fleet is read "
-                       f"as it last was, and jobs keep their placements)")
+                       f"{meant}? Fix it (until then, {then})")
             inputs.problems.append(Problem(path, doc.line_of("kind"), message))
             inputs.broken_paths[path] = message
         else:

@@ -1782,3 +1782,19 @@ def test_resource_selectors_that_are_no_list_are_told_as_such(selectors: str, sa
     text = POLICY.replace("resourceSelectors: [{apiVersion: batch/v1, kind: Job}]",
                           f"resourceSelectors: {selectors}")
     assert told(read({"policies/p.yaml": text})) == [said]
+
+
+@pytest.mark.parametrize(("path", "text", "then"), [
+    ("jobs/j.yaml", JOB.replace("kind: Job", "kind: Jb"),
+     "the job keeps its placement, if it has one"),
+    ("policies/p.yaml", POLICY.replace("kind: ClusterPropagationPolicy",
+                                       "kind: ClusterPropagationPolcy"),
+     "this file is read as it last was, and jobs keep their placements"),
+])
+def test_a_misspelt_kind_says_what_goes_on_meanwhile_for_what_it_meant(
+        path: str, text: str, then: str) -> None:
+    """A job's misspelt kind was told what becomes of a file that defines the
+    fleet; each is told what becomes of what it meant."""
+    [said] = told(read({path: text}))
+    assert said.startswith(f"{path}:2: ") and said.endswith(f"? Fix it (until then, {then})")
+    assert "did you mean" in said
