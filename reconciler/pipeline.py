@@ -495,6 +495,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
         result.from_prior = result.from_prior - touched
     problems.extend(queue_jumps(result.decisions, inputs, prior, cycle_input.source_time,
                                 cycle_input.now))
+    problems.extend(dated_ahead(result.decisions, inputs, cycle_input.now))
     problems.extend(above_max(inputs.tree, result.quota_used))
     progress("rendering")
     # (the cycle's priors are ``before``'s, which the cache has as this version wrote them)
@@ -738,6 +739,25 @@ def queue_jumps(decisions: Sequence[Decision], inputs: FleetInputs,
             f"{first}, {'when it was first enqueued' if d.key in prior else 'when it was pushed'}: "
             f"it goes ahead of {count} job(s) {where} ({names}); if that is not meant, set it "
             f"to {first}"), "warning"))
+    return out
+
+
+def dated_ahead(decisions: Sequence[Decision], inputs: FleetInputs, now: str) -> list[Problem]:
+    """A warning on each waiting job whose ``metadata.creationTimestamp``, its
+    enqueue time (DESIGN §3), is ahead of the clock (``now``): it waits behind
+    every job enqueued until then, pushed after it or not (a year ahead: for
+    a year)."""
+    out = []
+    for d in decisions:
+        if d.phase is Phase.QUEUED and d.enqueued_at > now:
+            source = inputs.jobs.get(d.key)
+            if source is not None and source.job.created_at == d.enqueued_at:
+                job = source.job
+                out.append(Problem(job.path, job.line_of(CREATED_AT), (
+                    f"{job.key}: metadata.creationTimestamp {d.enqueued_at}, its enqueue time, is "
+                    f"ahead of the clock ({now}): it waits behind every job enqueued until "
+                    f"then; remove it (the job is enqueued when pushed) or set it to now"),
+                    "warning"))
     return out
 
 

@@ -1848,6 +1848,31 @@ def _jumps(outcome: Any) -> list[str]:
     return [str(p) for p in outcome.computed.problems if "goes ahead of" in p.message]
 
 
+def test_a_creation_timestamp_ahead_of_the_clock_is_told_while_the_job_waits(
+        tmp_path: Path) -> None:
+    """A job dated a year ahead waited behind every job pushed in that year,
+    with no word: its enqueue time is told as ahead of the clock, as long as
+    it waits; one dated now is not told."""
+    path = _one_slot(tmp_path, {
+        "jobs/later.yaml": _backdated("later", "2027-11-29T11:00:00Z"),
+        "jobs/now.yaml": _backdated("now", "2026-11-29T11:00:00Z")})
+    outcome = run_reconcile(path, now="2026-11-29T11:00:00Z")
+    told = [str(p) for p in outcome.computed.problems if "ahead of the clock" in p.message]
+    assert told == [
+        "jobs/later.yaml:4: warning: PyTorchJob default/later: metadata.creationTimestamp "
+        "2027-11-29T11:00:00Z, its enqueue time, is ahead of the clock (2026-11-29T11:00:00Z): "
+        "it waits behind every job enqueued until then; remove it (the job is enqueued when "
+        "pushed) or set it to now"]
+    assert placements(path)["default/later"]["phase"] == "Queued"
+    write_files(path, {"jobs/pushed.yaml": pytorchjob("pushed")})
+    commit_all(path, "a job of now", date="2026-11-29T12:00:00+00:00")
+    outcome = run_reconcile(path, now="2026-11-29T12:00:00Z")
+    assert [p.path for p in outcome.computed.problems
+            if "ahead of the clock" in p.message] == ["jobs/later.yaml"]
+    assert placements(path)["default/pushed"]["position"] < \
+        placements(path)["default/later"]["position"]
+
+
 def test_a_creation_timestamp_set_back_is_told_as_a_queue_jump(tmp_path: Path) -> None:
     # room for one job: "running" runs, "waiting" waits, both at the same priority
     path = _one_slot(tmp_path, {
