@@ -1681,8 +1681,8 @@ def test_a_job_kind_too_short_for_likeness_misspelt_is_an_error(kind: str) -> No
     kind of another group (Volcano's Job), or further away, is still left alone."""
     inputs = read({"jobs/j.yaml": JOB.replace("kind: Job\n", f"kind: {kind}\n", 1)})
     assert told(inputs) == [f"jobs/j.yaml:2: batch/v1 {kind} is not a kind fleetq reads: did "
-                            f"you mean batch/v1 Job? Fix it (until then, a file that defines the "
-                            f"fleet is read as it last was, and jobs keep their placements)"]
+                            f"you mean batch/v1 Job? Fix it (until then, the job keeps its "
+                            f"placement, if it has one)"]
     assert "jobs/j.yaml" in inputs.broken_paths
     for api_version, other in (("batch.volcano.sh/v1alpha1", kind), ("batch/v1", "CronJob")):
         left = read({"jobs/j.yaml": JOB.replace("kind: Job\n", f"kind: {other}\n", 1).replace(
@@ -1798,3 +1798,33 @@ def test_a_misspelt_kind_says_what_goes_on_meanwhile_for_what_it_meant(
     [said] = told(read({path: text}))
     assert said.startswith(f"{path}:2: ") and said.endswith(f"? Fix it (until then, {then})")
     assert "did you mean" in said
+
+
+def test_every_mistake_of_a_quota_tree_is_told_at_once() -> None:
+    """The tree's mistakes of form came one a fix: a negative max, then a
+    number too large, then a quantity that is none, and so on. All are told
+    together, each at its line, as a job's are."""
+    tree = """apiVersion: scheduling.sigs.k8s.io/v1beta1
+kind: ElasticQuotaTree
+metadata: {name: t, namespace: kube-system}
+spec:
+  root:
+    name: root
+    max: {cpu: -1, memory: 1e400}
+    min: {cpu: "abc"}
+    children:
+    - name: a
+      namespaces: team
+      max: {cpu: yes}
+      min: [1]
+    - max: {cpu: 4}
+"""
+    got = told(read({"quota.yaml": tree}))
+    assert [line.split(": ", 2)[:2] for line in got] == [
+        ["quota.yaml:7", "spec.root.max.cpu"], ["quota.yaml:7", "spec.root.max.memory"],
+        ["quota.yaml:8", "spec.root.min.cpu"],
+        ["quota.yaml:11", "spec.root.children[0].namespaces must be a list"],
+        ["quota.yaml:12", "spec.root.children[0].max.cpu"],
+        ["quota.yaml:13", "spec.root.children[0].min must be a mapping of resource names to "
+                          "quantities"],
+        ["quota.yaml:14", "spec.root.children[1] needs a name"]], got

@@ -71,7 +71,7 @@ def fleets(draw: st.DrawFn) -> Fleet:
 # The limits advice names, as it words them (explain.py): each a quota, a resource and
 # the value to raise its max (or min) to
 SHORT = re.compile(r"quota (\S+) (\S+): \S+ used of max \S+; \S+ more must be freed, or max "
-                   r"raised to ([^\s(]+)(?: \((\S+) with )?")
+                   r"raised to (?:at least )?([^\s(:]+)")
 ALSO = re.compile(r"quota (\S+) (\S+) max raised to (\S+) \(")
 HEAD = re.compile(r"waits for quota (\S+) (\S+): raise its (max|min) to (\S+) \(")
 ALONE = re.compile(r"quota (\S+) (\S+): the job alone needs \S+ but max is \S+: raise max to "
@@ -92,7 +92,7 @@ def advice_of(lines: list[str]) -> Raise:
 
     for line in lines:
         for m in SHORT.finditer(line):
-            put(m[1], m[2], "max", m[4] or m[3])
+            put(m[1], m[2], "max", m[3])
         if "would also need" in line:
             for m in ALSO.finditer(line):
                 put(m[1], m[2], "max", m[3])
