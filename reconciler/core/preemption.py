@@ -177,6 +177,9 @@ class Ranked:
 
 NO_CANDIDATES = Ranked([])
 FIRST_MERGED = 16  # items of a Ranked merged one by one before the whole is sorted
+# why a job of its own quota is a victim, as its reason says it ("preempted by X (...)")
+_LOWER = "its priority is lower, in the same quota"
+_SAME_LATER = "its priority is the same and it was enqueued later, in the same quota"
 
 
 def _merged(groups: list[list[_Run]]) -> Iterator[Candidate]:
@@ -450,9 +453,8 @@ class PreemptionContext:
         if known is not None and known[0] == version:
             return known[1]
         evicted = self.evicted
-        mine = sorted(((_rank(1, quota, victim), victim,
-                        "lower priority in the same quota" if victim.priority < priority else
-                        "equal priority, enqueued later, in the same quota")
+        mine = sorted(((_rank(1, quota, victim), victim, _LOWER if victim.priority < priority
+                        else _SAME_LATER)
                        for victim in self.by_quota.get(quota, {}).values()
                        if victim.can_be_victim and victim.key not in evicted
                        and eligible_same_quota(policy, victim, priority, enqueued_at)),

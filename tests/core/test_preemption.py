@@ -61,7 +61,8 @@ def test_a_higher_priority_job_preempts_a_lower_one_of_its_quota() -> None:
     assert (d["high"].phase, d["high"].cluster) == (Phase.ADMITTED, "c1")
     assert d["low"].phase is Phase.QUEUED
     assert d["low"].preempted_by == "PyTorchJob team-a/high"
-    assert "preempted by" in d["low"].reason and "lower priority" in d["low"].reason
+    assert "preempted by" in d["low"].reason
+    assert "(its priority is lower, in the same quota)" in d["low"].reason
     assert d["low"].position == 1
 
 
@@ -109,7 +110,7 @@ def test_preemption_policy_per_quota(preemption: PreemptionPolicy | None,
     if newer_equal_preempted:
         assert (d["waiting"].phase, d["running"].phase) == (Phase.ADMITTED, Phase.QUEUED)
         assert d["running"].preemption_reason == \
-            "equal priority, enqueued later, in the same quota"
+            "its priority is the same and it was enqueued later, in the same quota"
     else:
         assert (d["waiting"].phase, d["running"].phase) == (Phase.QUEUED, Phase.ADMITTED)
         assert evicted(result) == set()

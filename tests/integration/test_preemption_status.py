@@ -48,7 +48,7 @@ def test_status_shows_who_preempted_a_job(tmp_path: Path) -> None:
     assert low["preemptedBy"] == "PyTorchJob default/high"
     assert low["preemptions"] == 1
     assert low["enqueuedAt"] == "2026-11-29T10:00:00Z"  # keeps its place in the queue
-    assert "lower priority" in low["preemptionReason"]
+    assert low["preemptionReason"] == "its priority is lower, in the same quota"
     files = state_files(path)
     assert "clusters/c1/default/pytorchjob-low.yaml" not in files  # gone in the same commit
     assert "clusters/c1/default/pytorchjob-high.yaml" in files
