@@ -659,6 +659,34 @@ def test_queue_of_a_namespace_lists_its_waiting_jobs_as_status_n_does(tmp_path: 
     assert (proc.returncode, json.loads(proc.stdout)) == (0, [])
 
 
+def test_explain_names_the_class_that_gives_the_priority_it_advises(tmp_path: Path) -> None:
+    """"a priority above 1000 would let it preempt" left the user to find a
+    class above 1000, or to learn that none is: the lowest that gives one is
+    named (a WorkloadPriorityClass by its label, when no PriorityClass does),
+    or that the fleet has none."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+
+    def advice() -> str:
+        proc = fleetq("explain", "--repo", str(path), "text/tokenizer-ablation")
+        assert proc.returncode == 0, proc.stderr
+        [line] = [x for x in proc.stdout.splitlines() if "a priority above" in x]
+        return line.split("would let it preempt ", 1)[1]
+
+    assert advice() == ("1 of them (WorkloadPriorityClass urgent has 2000, by the job's label "
+                        "kueue.x-k8s.io/priority-class)")
+    classes = (path / "priorityclasses.yaml").read_text()
+    write_files(path, {"priorityclasses.yaml": classes + (
+        "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: top}\n"
+        "value: 1500\n")})
+    commit_all(path, "a class above high")
+    assert advice() == "1 of them (PriorityClass top has 1500)"
+    write_files(path, {"priorityclasses.yaml": classes.split("---\n# Set on the job itself")[0]})
+    commit_all(path, "no class above high")
+    assert advice() == "1 of them (no PriorityClass of the fleet has one: add one)"
+
+
 def test_init_creates_a_fleet_repo_that_validates_and_reconciles(tmp_path: Path) -> None:
     target = tmp_path / "my-fleet"
     proc = fleetq("init", str(target))
