@@ -1012,6 +1012,19 @@ def _ruled_out(computed: Computed, d: Decision, job: Job, policy: Policy) -> dic
     return {name: why for name, why in out.items() if name not in short}
 
 
+def _tell_work_tree(repo: FleetRepo) -> None:
+    """Say on stderr that the work tree holds changes not committed, which a
+    command that reads HEAD does not see (an edit made to try its advice)."""
+    if repo.bare:
+        return
+    changed = [line for line in repo.run("status", "--porcelain", check=False).decode(
+        errors="replace").splitlines() if line.strip()]
+    if changed:
+        print(f"fleetq: the work tree has {len(changed)} change(s) not committed; explain "
+              f"reads HEAD, without them (commit them to have them explained; fleetq "
+              f"validate checks them first)", file=sys.stderr)
+
+
 _PRIORITY_ABOVE = re.compile(r"a priority above (-?\d+) would let it preempt [^;]*")
 
 
@@ -1100,6 +1113,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
         lines.extend(_counted_as_it_runs(d, source.job))
     lines = [_with_class_above(line, inputs) for line in lines]
     _tell_fleet_read(computed)
+    if args.source == "HEAD":
+        _tell_work_tree(repo)
     said = _not_yet(repo, args, base, computed, d)
     if args.output in ("json", "yaml"):
         _print_value(_explained(d, lines, said[1] if said is not None else None),

@@ -683,8 +683,14 @@ def test_explain_names_the_class_that_gives_the_priority_it_advises(tmp_path: Pa
     commit_all(path, "a class above high")
     assert advice() == "1 of them (PriorityClass top has 1500)"
     write_files(path, {"priorityclasses.yaml": classes.split("---\n# Set on the job itself")[0]})
+    # (an edit not committed is not read: explain says so, lest it look tried)
+    proc = fleetq("explain", "--repo", str(path), "text/tokenizer-ablation")
+    assert ("fleetq: the work tree has 1 change(s) not committed; explain reads HEAD, without "
+            "them") in proc.stderr, proc.stderr
     commit_all(path, "no class above high")
     assert advice() == "1 of them (no PriorityClass of the fleet has one: add one)"
+    proc = fleetq("explain", "--repo", str(path), "text/tokenizer-ablation")
+    assert "not committed" not in proc.stderr
 
 
 def test_init_creates_a_fleet_repo_that_validates_and_reconciles(tmp_path: Path) -> None:
