@@ -147,6 +147,23 @@ class JobWithOwnRules(Protocol):
         ...
 
 
+@runtime_checkable
+class JobThatGrows(Protocol):
+    """A kind whose operator may add pods to a job that runs (an autoscaling
+    RayJob, an elastic PyTorchJob under metrics): fleetq reserves the pods it
+    starts with, so what it grows by goes past what its quota and cluster
+    were checked for."""
+
+    def growth(self, obj: Manifest) -> list[ManifestError]:
+        """How ``obj`` may grow, each a warning at the field that lets it."""
+        ...
+
+
+def growth(kind: JobKind, obj: Manifest) -> list[ManifestError]:
+    """``JobThatGrows.growth`` of ``obj``; none for a kind that cannot grow."""
+    return kind.growth(obj) if isinstance(kind, JobThatGrows) else []
+
+
 def broken_rules(kind: JobKind, obj: Manifest, name: str) -> list[ManifestError]:
     """``JobWithOwnRules.broken_rules`` of ``obj``; none for a kind that has none."""
     return kind.broken_rules(obj, name) if isinstance(kind, JobWithOwnRules) else []

@@ -69,6 +69,23 @@ class PyTorchJobKind:
                 "spec.elasticPolicy"))
         return found
 
+    def growth(self, obj: Manifest) -> list[ManifestError]:
+        """Under an elastic policy with metrics, the training operator scales
+        the workers (a HorizontalPodAutoscaler) up to its maxReplicas."""
+        elastic = mapping_at(obj, "spec", "elasticPolicy") or {}
+        most = elastic.get("maxReplicas")
+        worker = mapping_at(obj, "spec", "pytorchReplicaSpecs", "Worker") or {}
+        now = worker.get("replicas", 1)
+        if not elastic.get("metrics") or not isinstance(most, int) or isinstance(most, bool) \
+                or not isinstance(now, int) or most <= now:
+            return []
+        at = "spec.elasticPolicy.maxReplicas"
+        return [ManifestError(
+            f"{at} is {most} under metrics: fleetq reserves the {now} worker(s) the job starts "
+            f"with, and the training operator may scale them up to {most}, beyond what its "
+            f"quota and cluster were checked for; set maxReplicas to the workers' replicas to "
+            f"keep it within them", at)]
+
     def set_suspended(self, obj: Manifest, suspended: bool | None) -> None:
         set_run_policy_suspend(obj, suspended)
 

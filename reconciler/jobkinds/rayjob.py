@@ -172,6 +172,39 @@ class RayJobKind:
                                       group["template"], f"{where}.template"))
         return out
 
+    def growth(self, obj: Manifest) -> list[ManifestError]:
+        """Under ``enableInTreeAutoscaling``, the worker pods the Ray autoscaler
+        may add to those the job starts with (each group up to its maxReplicas
+        times its numOfHosts; without bound where maxReplicas is unset)."""
+        cluster = mapping_at(obj, "spec", "rayClusterSpec") or {}
+        groups = cluster.get("workerGroupSpecs")
+        if cluster.get("enableInTreeAutoscaling") is not True or not isinstance(groups, list):
+            return []
+        start = more = 0
+        bounded = True
+        for i, group in enumerate(groups):
+            if not isinstance(group, dict):
+                continue
+            where = f"spec.rayClusterSpec.workerGroupSpecs[{i}]"
+            hosts = replicas_of(group.get("numOfHosts"), f"{where}.numOfHosts")
+            now = worker_replicas(group, where)
+            start += now * hosts
+            most = group.get("maxReplicas")
+            if most is None:
+                bounded = False
+            elif isinstance(most, int) and most > now:
+                more += (most - now) * hosts
+        if bounded and not more:
+            return []
+        at = "spec.rayClusterSpec.enableInTreeAutoscaling"
+        added = f"up to {more} more" if bounded else \
+            "more without bound (a group sets no maxReplicas)"
+        return [ManifestError(
+            f"{at} is true: fleetq reserves the {start} worker pod(s) the job starts with, and "
+            f"the Ray autoscaler may add {added}, beyond what its quota and cluster were "
+            f"checked for; set each worker group's maxReplicas to its replicas to keep it "
+            f"within them", at)]
+
     def broken_rules(self, obj: Manifest, name: str) -> list[ManifestError]:
         """What KubeRay refuses of a RayJob (``ValidateRayJobMetadata`` and
         ``ValidateRayJobSpec``): a name of more than 47 characters (its

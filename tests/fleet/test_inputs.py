@@ -1828,3 +1828,48 @@ spec:
         ["quota.yaml:13", "spec.root.children[0].min must be a mapping of resource names to "
                           "quantities"],
         ["quota.yaml:14", "spec.root.children[1] needs a name"]], got
+
+
+@pytest.mark.parametrize(("spec", "said"), [
+    ("  rayClusterSpec:\n    enableInTreeAutoscaling: true\n",
+     "jobs/r.yaml:9: spec.rayClusterSpec.enableInTreeAutoscaling is true: fleetq reserves the 2 "
+     "worker pod(s) the job starts with, and the Ray autoscaler may add more without bound (a "
+     "group sets no maxReplicas), beyond what its quota and cluster were checked for; set each "
+     "worker group's maxReplicas to its replicas to keep it within them"),
+    ("  rayClusterSpec:\n    enableInTreeAutoscaling: true\n",
+     "jobs/r.yaml:9: spec.rayClusterSpec.enableInTreeAutoscaling is true: fleetq reserves the 2 "
+     "worker pod(s) the job starts with, and the Ray autoscaler may add up to 7 more, beyond "
+     "what its quota and cluster were checked for; set each worker group's maxReplicas to its "
+     "replicas to keep it within them"),
+    ("  rayClusterSpec:\n    enableInTreeAutoscaling: true\n", None),  # (each max its replicas)
+    ("  rayClusterSpec:\n    enableInTreeAutoscaling: false\n", None),
+])
+def test_an_autoscaling_rayjob_is_warned_of_what_it_may_grow_by(spec: str,
+                                                                said: str | None) -> None:
+    """It was reserved at the size it starts with, with no word that the
+    autoscaler may grow it past its quota's max and its cluster's room."""
+    text = RAYJOB.replace("NAME", "groupName: cpu").replace("  rayClusterSpec:\n", spec, 1)
+    if said is None or "up to" in said:  # (at its replicas; or the second group to 8)
+        text = text.replace("      replicas: 1\n", "      replicas: 1\n      maxReplicas: 1\n")
+    if said is not None and "up to" in said:
+        text = "maxReplicas: 8".join(text.rsplit("maxReplicas: 1", 1))
+    got = read({"jobs/r.yaml": text})
+    assert told(got) == [] and len(got.jobs) == 1
+    assert told(got, "warning") == ([said] if said else [])
+
+
+def test_an_elastic_pytorchjob_under_metrics_is_warned_of_what_it_may_grow_by() -> None:
+    elastic = ("  elasticPolicy:\n    maxReplicas: 6\n    metrics: [{type: Resource, resource: "
+               "{name: cpu, target: {type: Utilization, averageUtilization: 80}}}]\n")
+    text = PYTORCHJOB.replace("spec:\n  pytorchReplicaSpecs:", "spec:\n" + elastic +
+                              "  pytorchReplicaSpecs:", 1)
+    assert told(read({"jobs/p1.yaml": text}), "warning") == [
+        "jobs/p1.yaml:6: spec.elasticPolicy.maxReplicas is 6 under metrics: fleetq reserves the 2 "
+        "worker(s) the job starts with, and the training operator may scale them up to 6, beyond "
+        "what its quota and cluster were checked for; set maxReplicas to the workers' replicas "
+        "to keep it within them"]
+    # (without metrics nothing scales it; at its replicas it cannot grow)
+    for still in (text.split("    metrics:")[0] + "  pytorchReplicaSpecs:" +
+                  text.split("  pytorchReplicaSpecs:", 1)[1],
+                  text.replace("maxReplicas: 6", "maxReplicas: 2")):
+        assert told(read({"jobs/p1.yaml": still}), "warning") == []
