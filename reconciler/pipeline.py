@@ -61,7 +61,7 @@ from reconciler.core.outcomes import (
     purge_due,
 )
 from reconciler.core.policy import candidate_groups, default_policy, select_policy
-from reconciler.core.problems import Problem, did_you_mean, listed, shown_path
+from reconciler.core.problems import Problem, did_you_mean, first_of, listed, shown_path
 from reconciler.core.quota import QuotaTree, max_changed
 from reconciler.core.resources import format_quantity
 from reconciler.fleet.cache import Cache
@@ -581,6 +581,24 @@ def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info:
             f"none of them is used; rename all but one") for j in jobs if j.key in twice)
         jobs = tuple(j for j in jobs if j.key not in twice)
     broken = inputs.broken_paths
+    if inputs.empty_paths and prior:
+        # a file emptied (an editor's accident, a bad merge) took its jobs off their
+        # clusters: the jobs the state has from it, defined nowhere else now, stay
+        # as they were until the file is deleted, as those of a file that breaks
+        gone: dict[str, list[JobKey]] = {}
+        for key, p in prior.items():
+            if p.path in inputs.empty_paths and key not in inputs.jobs:
+                gone.setdefault(p.path, []).append(key)
+        if gone:
+            broken = dict(broken)
+            for path, keys in sorted(gone.items()):
+                said = (f"it holds no document now, and the state has {len(keys)} job(s) "
+                        f"from it ({first_of(sorted(map(str, keys)), 3)}): they stay as they "
+                        f"were; delete the file to delete them (an emptied file is taken for "
+                        f"an accident)")
+                broken[path] = said
+                if problems is not None:
+                    problems.append(Problem(path, 0, said))
     if broken and prior:
         # a job the state has from a file that breaks now, defined by another file: a
         # second definition, which takes nothing over (its own file may still define
@@ -607,7 +625,7 @@ def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info:
         # are enqueued when first seen, not admitted before they were enqueued)
         source_time=min(info.committed_at, rfc3339(now)), now=rfc3339(now), invalid=invalid,
         defined_twice=frozenset(inputs.conflicts), tree_unused=inputs.tree_unused,
-        broken_paths=inputs.broken_paths, settings=inputs.settings, settled=settled)
+        broken_paths=broken, settings=inputs.settings, settled=settled)
 
 
 def named_by_order(inputs: FleetInputs) -> list[Problem]:

@@ -143,6 +143,9 @@ class FleetInputs:
     jobs: dict[JobKey, JobSource] = field(default_factory=dict)
     invalid: list[InvalidJob] = field(default_factory=list)
     broken_paths: dict[str, str] = field(default_factory=dict)
+    # files that hold no document (emptied, or comments alone): a job the state
+    # has from one is kept, as one whose file breaks is (``pipeline._cycle_input``)
+    empty_paths: set[str] = field(default_factory=set)
     cluster_at: dict[str, tuple[str, int]] = field(default_factory=dict)  # name -> path, line
     setting_at: dict[str, tuple[str, int]] = field(default_factory=dict)  # fleet.yaml field
     # files holding a document (not a job) that does not build: see read_fleet's last_good
@@ -775,6 +778,8 @@ def read_file(src: SourceFile, inputs: FleetInputs, trees: list[Document],
     if problem is not None:
         inputs.problems.append(problem)
         inputs.broken_paths[path] = str(problem)
+    elif not docs:
+        inputs.empty_paths.add(path)
     listed = len(inputs.problems)
     docs = expand_lists(docs, inputs.problems)
     if len(inputs.problems) > listed:  # (a List whose items are no list: what it held is lost)

@@ -838,6 +838,51 @@ def test_a_new_file_takes_no_job_over_whose_own_file_breaks_in_the_same_commit(
     assert state_show(path, rendered) == was
 
 
+@pytest.mark.parametrize("cache", ["cache", "no cache"])
+def test_a_job_whose_file_is_emptied_stays_until_the_file_is_deleted(
+        tmp_path: Path, cache: str) -> None:
+    """A running job's file emptied (an editor's accident, a bad merge), or
+    left with comments alone, deleted the job from its cluster with no word,
+    where a file that breaks keeps its jobs. The job stays as it was sent,
+    flagged, and the file is an error saying how to delete it; deleting the
+    file deletes it. A job moved to another file as its old one is emptied
+    has moved: nothing is told."""
+    path = reconciled_template(tmp_path)
+    flags = ["--no-cache"] if cache == "no cache" else []
+    before = placements(path)
+    rendered = {key: f"clusters/{before[key]['cluster']}/{key.split('/')[0]}/pytorchjob-"
+                     f"{key.split('/')[1]}.yaml" for key in ("text/llama-lora-sft",
+                                                             "video/video-mae-pretrain")}
+    was = {key: state_show(path, file) for key, file in rendered.items()}
+    mae = (path / "jobs/video/video-mae-pretrain.yaml").read_text()
+    write_files(path, {"jobs/text/llama-lora-sft.yaml": "",
+                       "jobs/video/video-mae-pretrain.yaml": "# nothing here\n"})
+    commit_all(path, "emptied")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, *flags)
+    assert proc.returncode == 0, proc.stderr
+    for file, key in (("jobs/text/llama-lora-sft.yaml", "PyTorchJob text/llama-lora-sft"),
+                      ("jobs/video/video-mae-pretrain.yaml",
+                       "PyTorchJob video/video-mae-pretrain")):
+        assert (f"{file}: error: it holds no document now, and the state has 1 job(s) from it "
+                f"({key}): they stay as they were; delete the file to delete them") \
+            in proc.stderr, proc.stderr
+    after = placements(path)
+    for key, file in rendered.items():
+        assert (after[key]["phase"], after[key]["cluster"], after[key].get("sourceInvalid")) == \
+            ("Admitted", before[key]["cluster"], True), after[key]
+        assert state_show(path, file) == was[key]
+    # moved: the job in a file of its own, the old one left empty
+    write_files(path, {"jobs/video/moved.yaml": mae})
+    git(path, "rm", "-q", "jobs/text/llama-lora-sft.yaml")
+    commit_all(path, "one moved, one deleted")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, *flags)
+    assert proc.returncode == 0 and "no document" not in proc.stderr, proc.stderr
+    after = placements(path)
+    assert "text/llama-lora-sft" not in after
+    assert after["video/video-mae-pretrain"]["source"]["path"] == "jobs/video/moved.yaml"
+    assert "sourceInvalid" not in after["video/video-mae-pretrain"]
+
+
 def test_an_invalid_copy_of_a_job_is_told_as_a_second_definition_before_it_is_fixed(
         tmp_path: Path) -> None:
     """A running job's file copied with a mistake was told only by its
