@@ -24,6 +24,7 @@ Imported when a template is first rendered (it imports Jinja2).
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,7 +43,46 @@ LONGEST = 10_000_000  # characters or items of a value a template makes (bits of
 OUTPUT = 100_000_000  # characters of one rendering
 PER_STEP = 1000  # characters or items of a value a template makes (as LONGEST) that are a step
 _SEQUENCES = (str, bytes, list, tuple)
-_PADDING = frozenset({"ljust", "rjust", "center", "zfill", "expandtabs"})  # (str methods)
+# a printf-style conversion, and a str.format field's spec: the numbers of each
+# (its width, its precision) say how long what it writes may be
+_PRINTF = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\d*|\*)(?:\.(\d*|\*))?[a-zA-Z%]")
+_FIELD_SPEC = re.compile(r"\{[^{}]*?:([^{}]*)\}")
+_NUMBER = re.compile(r"\d+")
+
+
+def _formatted(text: str | bytes, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> int:
+    """At most how long ``text`` formatted (``%`` or ``str.format``) with
+    ``args`` is: itself, the widths and precisions of its conversions (the
+    largest whole number given, for a ``*``), and what it is given."""
+    written = text.decode(errors="replace") if isinstance(text, bytes) else text
+    values = (*args, *kwargs.values())
+    given = max((_width(v) for v in values), default=0)
+    widths = [n for m in _PRINTF.finditer(written) for n in m.groups() if n]
+    widths += [n for spec in _FIELD_SPEC.findall(written) for n in _NUMBER.findall(spec)]
+    return (len(written) + sum(given if n == "*" else int(n) if len(n) < 19 else LONGEST + 1
+                               for n in widths)
+            + sum(len(v) if isinstance(v, _SEQUENCES) else 24 for v in values))
+
+
+def _replaced(text: str | bytes, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> int:
+    """How long ``text.replace(old, new)`` is."""
+    old, new = (*args, kwargs.get("old"), kwargs.get("new"))[:2]
+    if not isinstance(old, type(text)) or not isinstance(new, type(text)):
+        return len(text)
+    times = len(text) + 1 if not old else text.count(old)  # type: ignore[arg-type]
+    return len(text) + times * max(0, len(new) - len(old))
+
+
+def _padding(text: str | bytes, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> int:
+    return max((_width(a) for a in (*args, *kwargs.values())), default=0)
+
+
+# str methods whose result may be far longer than what they are given, with how long
+_SIZED_BY = {**{name: _padding for name in ("ljust", "rjust", "center", "zfill", "expandtabs")},
+             "format": _formatted, "format_map": lambda text, args, kwargs: _formatted(
+                 text, tuple(args[0].values()) if args and isinstance(args[0], Mapping)
+                 else args, {}),
+             "replace": _replaced}
 
 
 class TooCostly(jinja2.TemplateRuntimeError):
@@ -99,7 +139,7 @@ class Sandbox(jinja2.sandbox.SandboxedEnvironment):
     """A Jinja2 sandbox whose every rendering has a budget (see the module's
     docstring); ``render`` renders with a whole one."""
 
-    intercepted_binops = frozenset({"*", "**", "+"})
+    intercepted_binops = frozenset({"*", "**", "+", "%"})
     code_generator_class = _CodeGenerator
 
     def __init__(self, sources: Mapping[str, str]) -> None:
@@ -111,6 +151,11 @@ class Sandbox(jinja2.sandbox.SandboxedEnvironment):
         self.filters["center"] = _padded(self, jinja2.filters.do_center, "width", 1)
         self.filters["indent"] = _padded(self, jinja2.filters.do_indent, "width", 1)
         self.globals["lipsum"] = _padded(self, jinja2.utils.generate_lorem_ipsum, "n", 0, 100)
+        # (the filters of str.replace and of ``%``: measured as those are, ``_SIZED_BY``)
+        self.filters["replace"] = _sized(self, jinja2.filters.do_replace,
+                                         lambda a, k: _replaced(str(a[1]), a[2:4], {}))
+        self.filters["format"] = _sized(self, jinja2.filters.do_format,
+                                        lambda a, k: _formatted(str(a[0]), a[1:], k))
 
     def _parse(self, source: str, name: str | None,
                filename: str | None) -> jinja2.nodes.Template:
@@ -121,6 +166,22 @@ class Sandbox(jinja2.sandbox.SandboxedEnvironment):
             loop.body.insert(0, step.set_lineno(loop.lineno).set_environment(self))
         return tree
 
+    def wrap_str_format(self, value: Any) -> Any:
+        """Jinja2's ``str.format`` (and ``format_map``) of the sandbox, taken at
+        access, measured as ``call`` measures the other str methods."""
+        wrapped = super().wrap_str_format(value)
+        if wrapped is None:
+            return None
+        text, size_of = value.__self__, _SIZED_BY[value.__name__]
+
+        def measured(*args: Any, **kwargs: Any) -> Any:
+            size = size_of(text, args, kwargs)
+            if size > LONGEST:
+                raise _too_long(size)
+            self.spend(size // PER_STEP)
+            return wrapped(*args, **kwargs)
+        return measured
+
     def spend(self, steps: int) -> None:
         self.steps_left -= steps
         if self.steps_left < 0:
@@ -129,16 +190,18 @@ class Sandbox(jinja2.sandbox.SandboxedEnvironment):
     def call(__self, __context: Any, __obj: Any,  # (named as Jinja2 names them)
              *args: Any, **kwargs: Any) -> Any:
         __self.spend(1)
-        if getattr(__obj, "__name__", None) in _PADDING and isinstance(
-                getattr(__obj, "__self__", None), (str, bytes)):
-            size = max((_width(a) for a in (*args, *kwargs.values())), default=0)
+        name, of = getattr(__obj, "__name__", None), getattr(__obj, "__self__", None)
+        if isinstance(of, (str, bytes)) and name in _SIZED_BY:
+            size = _SIZED_BY[name](of, args, kwargs)
             if size > LONGEST:
                 raise _too_long(size)
             __self.spend(size // PER_STEP)
         return super().call(__context, __obj, *args, **kwargs)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        if operator == "**":  # (bits: a base of 1 or -1 makes none more)
+        if operator == "%" and isinstance(left, (str, bytes)):  # (printf-style: its widths)
+            size = _formatted(left, right if isinstance(right, tuple) else (right,), {})
+        elif operator == "**":  # (bits: a base of 1 or -1 makes none more)
             size = _length(left) * _width(right) if _length(left) > 1 else 0
         elif operator == "*" and isinstance(left, _SEQUENCES):
             size = len(left) * _width(right)
@@ -171,6 +234,19 @@ def _padded(env: Sandbox, function: Any, width: str, at: int, scale: int = 1) ->
         env.spend(size // PER_STEP)
         return function(*args, **kwargs)
     return padded
+
+
+def _sized(env: Sandbox, function: Any, size_of: Any) -> Any:
+    """``function`` (a filter), refusing a call whose result ``size_of`` its
+    arguments says is too long, and spending the steps of what it makes."""
+    @functools.wraps(function)  # (with what Jinja2 marked it with)
+    def sized(*args: Any, **kwargs: Any) -> Any:
+        size = size_of(args, kwargs)
+        if size > LONGEST:
+            raise _too_long(size)
+        env.spend(size // PER_STEP)
+        return function(*args, **kwargs)
+    return sized
 
 
 def render(template: jinja2.Template, context: Mapping[str, Any], *,

@@ -259,6 +259,15 @@ def test_a_template_that_loops_too_long_is_told_and_the_rest_reconciled(
      '{% set ns.s = ns.s + ns.s %}{% endfor %}',
      "it makes a value of 12,000,000 characters or items"),
     ("{{ 7 ** (10**9) }}", "it makes a value of 3,000,000,000 characters or items"),
+    # (a width of a format, a replace that multiplies: measured before they are made)
+    ("{{ '%0999999999d' % 1 }}", "it makes a value of 1,000,000,035 characters or items"),
+    ("{{ '%*d' % (999999999, 1) }}", "it makes a value of 1,000,000,050 characters or items"),
+    ("{{ '{:>300000000}'.format(1) }}", "it makes a value of 300,000,037 characters or items"),
+    ("{{ '%0300000000d'|format(1) }}", "it makes a value of 300,000,036 characters or items"),
+    ("{{ ('a' * 3000)|replace('a', 'a' * 10000) }}",
+     "it makes a value of 30,000,000 characters or items"),
+    ("{{ ('a' * 3000).replace('a', 'a' * 10000) }}",
+     "it makes a value of 30,000,000 characters or items"),
     ("{{ 1 // 0 }}", "template error: ZeroDivisionError: integer division or modulo by zero"),
     # (told by its name alone, it read as a path fleetq had a problem with)
     ('{% include "/etc/passwd" %}', "template error: no template '/etc/passwd' to include or "
