@@ -599,17 +599,19 @@ def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info:
                 broken[path] = said
                 if problems is not None:
                     problems.append(Problem(path, 0, said))
-    if broken and prior:
-        # a job the state has from a file that breaks now, defined by another file: a
-        # second definition, which takes nothing over (its own file may still define
-        # it, unread), as one defined twice
+    if (broken or inputs.invalid) and prior:
+        # a job the state has from a file that breaks now, or holds it with a mistake,
+        # defined by another file: a second definition, which takes nothing over (its
+        # own file may still define it, unread), as one defined twice
+        mistaken = {(bad.key, bad.path) for bad in inputs.invalid}
         taken = {j.key: (j, prior[j.key].path) for j in jobs
                  if j.key in prior and prior[j.key].path != j.path
-                 and prior[j.key].path in broken}
+                 and (prior[j.key].path in broken or (j.key, prior[j.key].path) in mistaken)}
         for j, was in taken.values():
             said = (f"{j.key} is also defined at {shown_path(was)}, as far as fleetq knows: "
-                    f"it was read from there, which breaks now, and a new file takes no job "
-                    f"over; fix {shown_path(was)}, or rename this one")
+                    f"it was read from there, which "
+                    f"{'breaks' if was in broken else 'holds it with a mistake'} now, and a "
+                    f"new file takes no job over; fix {shown_path(was)}, or rename this one")
             invalid += (InvalidJob(j.key, j.api_version, j.path, j.line_of(NAME_AT), j.blob,
                                    said),)
             if problems is not None:

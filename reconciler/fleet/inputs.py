@@ -937,7 +937,7 @@ def invalid_copies(inputs: FleetInputs) -> list[Problem]:
             out.append(Problem(bad.path, here, (
                 f"{bad.key} is also defined at {shown_path(there[0])}:{there[1]}; once this "
                 f"one is fixed, the job is defined twice, and one defined twice is not used "
-                f"(where it ran, it keeps its place): rename one, or delete the copy")))
+                f"(where it ran, it keeps its place): rename one, or delete one of them")))
     return out
 
 

@@ -795,14 +795,18 @@ def test_a_new_file_defining_a_running_job_again_takes_nothing_over(tmp_path: Pa
     assert "text/lora-2" in again and again["text/tokenizer-ablation"]["phase"] == "Queued"
 
 
+@pytest.mark.parametrize(("broken", "which"), [
+    (("\n  name: llama-lora-sft\n", "\n\tname: llama-lora-sft\n"), "breaks"),  # (not YAML)
+    (('cpu: "16"', 'cpu: "-16"'), "holds it with a mistake")])  # (YAML, and invalid)
 @pytest.mark.parametrize("cache", ["cache", "no cache"])
 def test_a_new_file_takes_no_job_over_whose_own_file_breaks_in_the_same_commit(
-        tmp_path: Path, cache: str) -> None:
-    """The running job's own file broke (not YAML) as a new file defined the
-    job again, changed: the new file was read as the job's, and its image
-    sent. The new file is told as a second definition; the job keeps running
-    as it was sent, flagged. Once its file is fixed, both are told as a job
-    defined twice; with the copy removed, the job is as it was."""
+        tmp_path: Path, cache: str, broken: tuple[str, str], which: str) -> None:
+    """The running job's own file broke (not YAML, or with a mistake) as a
+    new file defined the job again, changed: the new file was read as the
+    job's, and its image sent. The new file is told as a second definition;
+    the job keeps running as it was sent, flagged. Once its file is fixed,
+    both are told as a job defined twice; with the copy removed, the job is
+    as it was."""
     path = reconciled_template(tmp_path)
     flags = ["--no-cache"] if cache == "no cache" else []
     before = placements(path)["text/llama-lora-sft"]
@@ -810,16 +814,16 @@ def test_a_new_file_takes_no_job_over_whose_own_file_breaks_in_the_same_commit(
     was = state_show(path, rendered)
     own = (path / "jobs/text/llama-lora-sft.yaml").read_text()
     copy = own.replace("pytorch/pytorch:2.3.1", "evil.example.com/miner:9")
-    assert copy != own and "\n  name: llama-lora-sft\n" in own
+    assert copy != own and broken[0] in own
     write_files(path, {"jobs/text/zz-takeover.yaml": copy, "jobs/text/llama-lora-sft.yaml":
-                       own.replace("\n  name: llama-lora-sft\n", "\n\tname: llama-lora-sft\n")})
+                       own.replace(broken[0], broken[1], 1)})
     commit_all(path, "a copy, and the job's own file broken")
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, *flags)
     assert proc.returncode == 0, proc.stderr
     named = line_of(own, "name: llama-lora-sft")
     assert (f"jobs/text/zz-takeover.yaml:{named}: error: PyTorchJob text/llama-lora-sft is also "
             f"defined at jobs/text/llama-lora-sft.yaml, as far as fleetq knows: it was read "
-            f"from there, which breaks now, and a new file takes no job over; fix "
+            f"from there, which {which} now, and a new file takes no job over; fix "
             f"jobs/text/llama-lora-sft.yaml, or rename this one") in proc.stderr, proc.stderr
     kept = placements(path)["text/llama-lora-sft"]
     assert (kept["phase"], kept["cluster"], kept["source"]["path"], kept.get("sourceInvalid")) \
