@@ -1815,9 +1815,14 @@ _DATA_KEY = re.compile(r"[-._a-zA-Z0-9]+")
 
 
 def _data_errors(value: Mapping[str, Any]) -> list[ManifestError]:
-    """What the API server refuses of a ConfigMap's or a Secret's data."""
+    """What the API server refuses of a ConfigMap's or a Secret's data: a value
+    that is no text (or no base64, for bytes), a key it does not take or that
+    two fields hold, and more than 1 MiB in all."""
     found = []
-    for name, base64 in _DATA_FIELDS.get(str(value.get("kind")), ()):
+    kind = str(value.get("kind"))
+    keys: dict[str, str] = {}  # key -> the field that holds it
+    size = 0
+    for name, base64 in _DATA_FIELDS.get(kind, ()):
         data = value.get(name)
         if data is None:
             continue
@@ -1828,21 +1833,38 @@ def _data_errors(value: Mapping[str, Any]) -> list[ManifestError]:
             continue
         for key, text in data.items():
             at = f"{name}.{key}"
-            if not isinstance(key, str) or len(key) > 253 or not _DATA_KEY.fullmatch(key):
+            # (told at the key's line where a field path can name it: no dot in it)
+            where = at if isinstance(key, str) and not set(key) & set(".[]") else name
+            if not isinstance(key, str) or len(key) > 253 or not _DATA_KEY.fullmatch(key) \
+                    or key in (".", "..") or key.startswith(".."):
                 found.append(ManifestError(
                     f"{name} key {as_read(key)} is no key the API server takes (at most 253 "
-                    f"letters, digits, '-', '_' and '.'); rename it", name))
-            elif text is not None and not isinstance(text, str):
+                    f"letters, digits, '-', '_' and '.', not '.' or '..' nor starting with "
+                    f"'..'); rename it", where))
+                continue
+            if key in keys and kind == "ConfigMap":
+                found.append(ManifestError(f"{at}: {keys[key]} holds key {key!r} too; the API "
+                                           f"server takes a key once; rename one", where))
+            keys.setdefault(key, name)
+            if text is not None and not isinstance(text, str):
                 found.append(ManifestError(
                     f"{at} is {as_read(text)}, not text: the API server refuses it"
-                    f"{quote_it(text)}",
-                    name))
+                    f"{quote_it(text)}", where))
             elif base64 and text is not None and not _is_base64(text):
                 found.append(ManifestError(
                     f"{at} is not base64: the API server refuses it; encode it (base64 -w0)"
-                    + (", or put it under stringData" if value.get("kind") == "Secret" else ""),
-                    name))
+                    + (", or put it under stringData" if kind == "Secret" else ""), where))
+            elif isinstance(text, str):
+                size += len(key) + (len(text) * 3 // 4 if base64 else len(text.encode()))
+    if size > DATA_MOST:
+        found.append(ManifestError(
+            f"its data holds {size:,} bytes, more than the {DATA_MOST:,} (1 MiB) the API server "
+            f"takes of a {kind}; split it, or mount the data another way (a volume)",
+            next(name for name, _ in _DATA_FIELDS[kind] if name in value)))
     return found
+
+
+DATA_MOST = 1 << 20  # the bytes of a ConfigMap's or a Secret's data the API server takes
 
 
 def _is_base64(text: str) -> bool:

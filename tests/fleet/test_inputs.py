@@ -1742,24 +1742,33 @@ def test_a_count_or_a_pod_label_that_is_wrong_hides_none_of_the_jobs_other_mista
 
 @pytest.mark.parametrize(("data", "said"), [
     ("kind: ConfigMap\ndata:\n  retries: 3\n  ok: 'yes'\n",
-     "deps.yaml:5: data.retries is 3, not text: the API server refuses it; quote it"),
+     "deps.yaml:6: data.retries is 3, not text: the API server refuses it; quote it"),
     ("kind: ConfigMap\ndata: [1, 2]\n",
      "deps.yaml:5: data must be a mapping of keys to text, not a list"),
     ("kind: ConfigMap\nbinaryData:\n  blob: 'not base64 !!'\n",
-     "deps.yaml:5: binaryData.blob is not base64: the API server refuses it; encode it "
+     "deps.yaml:6: binaryData.blob is not base64: the API server refuses it; encode it "
      "(base64 -w0)"),
     ("kind: ConfigMap\ndata:\n  'a b': x\n",
-     "deps.yaml:5: data key 'a b' is no key the API server takes (at most 253 letters, digits, "
-     "'-', '_' and '.'); rename it"),
+     "deps.yaml:6: data key 'a b' is no key the API server takes (at most 253 letters, digits, "
+     "'-', '_' and '.', not '.' or '..' nor starting with '..'); rename it"),
+    ("kind: ConfigMap\ndata:\n  ..data: x\n",
+     "deps.yaml:5: data key '..data' is no key the API server takes (at most 253 letters, "
+     "digits, '-', '_' and '.', not '.' or '..' nor starting with '..'); rename it"),
+    ("kind: ConfigMap\ndata:\n  dup: x\nbinaryData:\n  dup: eA==\n",
+     "deps.yaml:8: binaryData.dup: data holds key 'dup' too; the API server takes a key once; "
+     "rename one"),
+    ("kind: ConfigMap\ndata:\n  big: '" + "x" * (1 << 20) + "'\n",
+     "deps.yaml:5: its data holds 1,048,579 bytes, more than the 1,048,576 (1 MiB) the API "
+     "server takes of a ConfigMap; split it, or mount the data another way (a volume)"),
     ("kind: Secret\ndata:\n  token: 'not base64 !!'\n",
-     "deps.yaml:5: data.token is not base64: the API server refuses it; encode it (base64 "
+     "deps.yaml:6: data.token is not base64: the API server refuses it; encode it (base64 "
      "-w0), or put it under stringData"),
     ("kind: Secret\nstringData: [a, b]\n",
      "deps.yaml:5: stringData must be a mapping of keys to text, not a list"),
     ("kind: Secret\ndata:\n  token: dG9rZW4=\n  empty:\nstringData:\n  user: admin\n", None),
     ("kind: ConfigMap\ndata:\n  a.b_c-d: '3'\nbinaryData:\n  blob: |\n    aGVs\n    bG8=\n",
      None),
-])
+], ids=lambda value: str(value)[:40])
 def test_a_config_map_or_secret_whose_data_the_api_server_refuses_is_an_error(
         data: str, said: str | None) -> None:
     """A ConfigMap with ``retries: 3`` in its data went to the cluster as it
