@@ -1012,13 +1012,21 @@ def _ruled_out(computed: Computed, d: Decision, job: Job, policy: Policy) -> dic
     return {name: why for name, why in out.items() if name not in short}
 
 
+def _read_by_fleetq(path: str) -> bool:
+    """Whether a change to ``path`` (a line of ``git status --porcelain``, a
+    rename's new name) could change what fleetq reads: not a note, a README."""
+    path = path.split(" -> ")[-1]
+    return is_yaml(path) or path.endswith(".json") or path.startswith("templates/") or \
+        path.endswith("/") or path in ("fleet.yaml", "fleet.yml")
+
+
 def _tell_work_tree(repo: FleetRepo) -> None:
     """Say on stderr that the work tree holds changes not committed, which a
     command that reads HEAD does not see (an edit made to try its advice)."""
     if repo.bare:
         return
     changed = [line for line in repo.run("status", "--porcelain", check=False).decode(
-        errors="replace").splitlines() if line.strip()]
+        errors="replace").splitlines() if _read_by_fleetq(line[3:].strip().strip('"'))]
     if changed:
         print(f"fleetq: the work tree has {len(changed)} change(s) not committed; explain "
               f"reads HEAD, without them (commit them to have them explained; fleetq "

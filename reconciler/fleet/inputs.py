@@ -1188,8 +1188,8 @@ def _meta(doc: Document) -> dict[str, Any]:
     if not isinstance(meta, dict) or not meta.get("name"):
         raise ManifestError("metadata.name is missing", "metadata")
     if not isinstance(meta["name"], str):
-        raise ManifestError(f"metadata.name must be a string, not {as_read(meta['name'])}; "
-                            f"quote it", "metadata.name")
+        raise ManifestError(f"metadata.name must be a string, not {as_read(meta['name'])}"
+                            f"{quote_it(meta['name'])}", "metadata.name")
     return meta
 
 

@@ -127,8 +127,8 @@ def job_name(obj: Manifest, path: str, index: int | str) -> str:
     if isinstance(prefix, str) and prefix:
         return stable_name(prefix, path, index)
     if prefix is not None and not isinstance(prefix, str):
-        raise ManifestError(f"metadata.generateName must be a string, not {as_read(prefix)}; "
-                            f"quote it", "metadata.generateName")
+        raise ManifestError(f"metadata.generateName must be a string, not {as_read(prefix)}"
+                            f"{quote_it(prefix)}", "metadata.generateName")
     raise ManifestError("metadata.name (or metadata.generateName) is missing", "metadata")
 
 

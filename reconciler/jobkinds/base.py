@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
 from reconciler.core.outcomes import ObservedPhase
-from reconciler.core.problems import as_written, capped, yaml_type
+from reconciler.core.problems import as_written, capped, quote_it, yaml_type
 from reconciler.core.resources import Resources, add_into, format_quantity, pointwise_max
 
 Manifest = dict[str, Any]
@@ -468,8 +468,8 @@ def _check_container(c: Mapping[str, Any], at: str, named: dict[str, str],
             f"{at}.image is missing: the API server refuses a container with no image",
             f"{at}.image"))
     elif not isinstance(image, str):
-        found.append(ManifestError(f"{at}.image must be a string, not {as_written(image)}; "
-                                   f"quote it", f"{at}.image"))
+        found.append(ManifestError(f"{at}.image must be a string, not {as_written(image)}"
+                                   f"{quote_it(image)}", f"{at}.image"))
 
 
 def pod_requests(template: Manifest, field: str) -> Resources:

@@ -270,6 +270,9 @@ def _gang(template: Manifest, dialect: str, name: str, total: int, queue: str | 
     had = template.get("metadata")
     meta = had if isinstance(had, dict) else {}
     labels = meta.get("labels") or {}
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict):  # (the queue's older form: nowhere, as on the job)
+        annotations.pop(KUEUE_QUEUE, None)
     for other in GANG_LABELS:
         if other != dialect:
             for label in GANG_LABELS[other]:

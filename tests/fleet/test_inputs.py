@@ -1882,3 +1882,10 @@ def test_an_elastic_pytorchjob_under_metrics_is_warned_of_what_it_may_grow_by() 
                   text.split("  pytorchReplicaSpecs:", 1)[1],
                   text.replace("maxReplicas: 6", "maxReplicas: 2")):
         assert told(read({"jobs/p1.yaml": still}), "warning") == []
+
+
+def test_a_list_where_a_container_image_goes_is_not_told_to_be_quoted() -> None:
+    text = JOB.replace("{name: main, image: busybox,", "{name: main, image: [busybox],")
+    assert told(read({"jobs/j.yaml": text})) == [
+        "jobs/j.yaml:7: spec.template.spec.containers[0].image must be a string, not "
+        "['busybox']; write one string in place of a list; fix the manifest"]

@@ -689,6 +689,7 @@ def test_explain_names_the_class_that_gives_the_priority_it_advises(tmp_path: Pa
             "them") in proc.stderr, proc.stderr
     commit_all(path, "no class above high")
     assert advice() == "1 of them (no PriorityClass of the fleet has one: add one)"
+    (path / "notes.txt").write_text("a file fleetq reads not\n")
     proc = fleetq("explain", "--repo", str(path), "text/tokenizer-ablation")
     assert "not committed" not in proc.stderr
 

@@ -109,12 +109,17 @@ def test_a_job_s_own_kueue_queue_goes_only_to_kueue_clusters(dialect: str) -> No
     job = pytorchjob()
     job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "other", "app": "train"}
     job["metadata"]["annotations"] = {"kueue.x-k8s.io/queue-name": "other", "note": "kept"}
+    template = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+    template["metadata"] = {"annotations": {"kueue.x-k8s.io/queue-name": "other", "n": "kept"}}
     obj, _ = render_job(job, decision("PyTorchJob", "kubeflow.org/v1", "p", ("worker", 1)),
                         MemberCluster("m-a", gang_dialect=dialect), None)
     labels, annotations = obj["metadata"]["labels"], obj["metadata"]["annotations"]
     assert labels.get("kueue.x-k8s.io/queue-name") == ("team" if dialect == "kueue" else None)
     assert (labels["app"], annotations["note"]) == ("train", "kept")
     assert "kueue.x-k8s.io/queue-name" not in annotations
+    rendered = obj["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["metadata"]
+    assert "kueue.x-k8s.io/queue-name" not in rendered["annotations"]  # (on the pod templates
+    assert rendered["annotations"]["n"] == "kept"                      # too)
 
 
 def mpijob(api_version: str, policy: str | None, workers: int = 2) -> dict[str, Any]:
