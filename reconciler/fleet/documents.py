@@ -369,7 +369,7 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
             text = text.replace("found character that", f"found character {found!r} that")
         if found == "\t" or "a tab character" in text:
             fix = "YAML indents with spaces, not tabs: replace the tab"
-        if any(text.startswith("---") for text in lines[line:]):
+        if _documents_after(lines[line:]):
             fix += " (the documents after it in this file are not read until then)"
         return docs, Problem(path, line, f"not valid YAML: {text}; {fix}")
     except _Refused as exc:
@@ -382,6 +382,16 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
     finally:
         loader.dispose()
     return docs, None
+
+
+def _documents_after(lines: list[str]) -> bool:
+    """Whether ``lines`` start a document that holds anything (a ``---`` and
+    more than comments after it: a trailing ``---`` starts none)."""
+    first = next((i for i, text in enumerate(lines) if text.startswith("---")), None)
+    if first is None:
+        return False
+    rest = [lines[first][3:], *lines[first + 1:]]
+    return any(text.strip() and not text.lstrip().startswith(("#", "---")) for text in rest)
 
 
 # What may be an anchor (&name; YAML lets one follow a flow key's ':' with no space):

@@ -383,6 +383,10 @@ def test_a_flow_left_open_on_the_last_line_names_no_line_after_it() -> None:
      "a.yaml:3: error: not valid YAML: while scanning for the next token found character "
      "'@' that cannot start any token; fix the syntax (the documents after it in this file "
      "are not read until then)"),
+    # (a trailing ---, or one with comments alone after it, starts no document)
+    (b"a: 1\nb: @x\n---\n# none\n",
+     "a.yaml:2: error: not valid YAML: while scanning for the next token found character "
+     "'@' that cannot start any token; fix the syntax"),
 ])
 def test_a_syntax_error_names_the_character_and_the_documents_it_hides(
         text: bytes, said: str) -> None:
