@@ -1040,6 +1040,8 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
         except ManifestError as exc:
             for one in each_error(exc):
                 inputs.problems.append(Problem(doc.path, doc.line_of(one.field), str(one)))
+            # (and its misspelt fields, told at once with them: not one fix after another)
+            inputs.problems.extend(_quota_tree_fields(doc))
             inputs.broken_paths[doc.path] = str(each_error(exc)[0])
     _leave_out_conflicts(inputs)
     inputs.policies.sort(key=lambda p: (p.namespace or "", p.name))

@@ -1827,6 +1827,7 @@ spec:
       max: {cpu: yes}
       min: [1]
     - max: {cpu: 4}
+      mni: {cpu: 1}
 """
     got = told(read({"quota.yaml": tree}))
     assert [line.split(": ", 2)[:2] for line in got] == [
@@ -1836,7 +1837,8 @@ spec:
         ["quota.yaml:12", "spec.root.children[0].max.cpu"],
         ["quota.yaml:13", "spec.root.children[0].min must be a mapping of resource names to "
                           "quantities"],
-        ["quota.yaml:14", "spec.root.children[1] needs a name"]], got
+        ["quota.yaml:14", "spec.root.children[1] needs a name"],
+        ["quota.yaml:15", "spec.root.children[1].mni is not a field of ElasticQuotaTree"]], got
 
 
 @pytest.mark.parametrize(("spec", "said"), [
