@@ -52,8 +52,8 @@ from reconciler.core.problems import (
 from reconciler.core.resources import format_quantity
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
-from reconciler.fleet.inputs import CUT_SHORT, GOES_ON_WITH, FleetInputs, is_yaml
-from reconciler.fleet.jobs import WORKLOAD_PRIORITY_LABEL, api_group
+from reconciler.fleet.inputs import CUT_SHORT, GOES_ON_WITH, is_yaml
+from reconciler.fleet.jobs import api_group
 from reconciler.fleet.observed import INVENTORY_DIR, ClusterReport, cluster_report
 from reconciler.fleet.state import decision_item, prior_from_decision
 from reconciler.gitops.repo import FleetRepo, GitError
@@ -1033,29 +1033,6 @@ def _tell_work_tree(repo: FleetRepo) -> None:
               f"validate checks them first)", file=sys.stderr)
 
 
-_PRIORITY_ABOVE = re.compile(r"a priority above (-?\d+) would let it preempt [^;]*")
-
-
-def _with_class_above(line: str, inputs: FleetInputs) -> str:
-    """``line`` with, after each "a priority above N would let it preempt ...",
-    the PriorityClass that gives one (the lowest above N; else a
-    WorkloadPriorityClass, by its label), or that none of the fleet's does:
-    a class to add."""
-    def named(m: re.Match[str]) -> str:
-        least = int(m[1])
-        for kind, classes, how in (
-                ("PriorityClass", inputs.priority_classes, ""),
-                ("WorkloadPriorityClass", inputs.workload_priority_classes,
-                 f", by the job's label {WORKLOAD_PRIORITY_LABEL}")):
-            above = min(((value, name) for name, value in classes.items() if value > least),
-                        default=None)
-            if above is not None:
-                return m[0] + f" ({kind} {above[1]} has {above[0]}{how})"
-        return m[0] + " (no PriorityClass of the fleet has one: add one)"
-
-    return _PRIORITY_ABOVE.sub(named, line)
-
-
 def cmd_explain(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     branch = _branch(repo, args)
@@ -1115,11 +1092,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
                              strict_fifo=d.quota is not None and inputs.settings.for_quota(
                                  d.quota).strategy is QueueStrategy.STRICT_FIFO,
                              settings=inputs.settings, admits=_admits(computed, d),
+                             classes=(inputs.priority_classes,
+                                      inputs.workload_priority_classes),
                              ruled_out=_ruled_out(computed, d, source.job, job_policy)
                              if source is not None and job_policy is not None else None)
     if source is not None:
         lines.extend(_counted_as_it_runs(d, source.job))
-    lines = [_with_class_above(line, inputs) for line in lines]
     _tell_fleet_read(computed)
     if args.source == "HEAD":
         _tell_work_tree(repo)

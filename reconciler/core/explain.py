@@ -56,6 +56,9 @@ Fits = Callable[[Collection[Decision] | None], Mapping[str, str]]
 # What the next reconcile would decide of the waiting job were the quotas' maxes
 # ((quota, resource) -> value) raised so (``admits_next``)
 Admits = Callable[[Mapping[tuple[str, str], int]], Decision | None]
+# The fleet's PriorityClasses and WorkloadPriorityClasses, name -> value: the
+# classes a priority it advises comes from (``_class_above``)
+Classes = tuple[Mapping[str, int], Mapping[str, int]]
 
 
 def admits_next(inp: CycleInput, prior: Mapping[JobKey, PriorPlacement], key: JobKey
@@ -105,7 +108,8 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
             strict_fifo: bool = False, held_out: Collection[Decision] = (),
             preemptible: bool = True, waiting: Collection[Decision] = (),
             settings: FleetSettings | None = None, admits: Admits | None = None,
-            ruled_out: Mapping[str, str] | None = None) -> list[str]:
+            ruled_out: Mapping[str, str] | None = None,
+            classes: Classes | None = None) -> list[str]:
     """Sentences: the state, the blocking limits, and what would unblock the job.
     ``sparing_in_quota``: the jobs of its quota that wait sparing the job that
     reclaimed their place and could evict it in turn (see ``find_victims``).
@@ -138,7 +142,8 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     value told is the one that does (else, not asked or neither does, the one
     that counts them, said to); ``ruled_out``: the clusters its policy rules
     out that have room for it now (Inadmissible: that would hold it empty),
-    each with why and the fix (``ruled_out``)."""
+    each with why and the fix (``ruled_out``); ``classes``: those a priority it
+    advises comes from (``_class_above``)."""
     d = decision
     where = (f" (it ran on {', '.join((d.cluster or '', *d.copies))})" if d.copies
              and d.phase in (Phase.FINISHED, Phase.FAILED) else f" on {d.cluster}")
@@ -455,7 +460,8 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         # (the quota is not all: with no cluster having room, victims must leave one)
         higher = _higher_priority(d, shortfalls, admitted_in_quota, preemption,
                                   not_preemptible,
-                                  room if places and len(short) == len(places) else None)
+                                  room if places and len(short) == len(places) else None,
+                                  classes=classes)
         advice.append(f"jobs holding quota {d.quota}: {names}{higher}")
     if d.phase is Phase.QUEUED and FITS_NO_CLUSTER in d.reason:  # (no cluster fits it now)
         # (the cycle's word on a cluster, when its reason has one: "c1: no node admits ...")
@@ -492,7 +498,7 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
         # (the cycle preempts for a cluster's room too: the jobs of its quota it outranks,
         # when their pods gone would let its own pack, ``fits`` says: not their sums)
         higher = _higher_priority(d, {}, admitted_in_quota, preemption, not_preemptible, room,
-                                  for_room=True) \
+                                  for_room=True, classes=classes) \
             if d.position is not None and fits is not None else ""
         if higher.startswith("; a priority above"):
             advice.append(f"jobs of quota {d.quota} running: {names}{higher} for their room")
@@ -1374,7 +1380,7 @@ def _users(path: str, name: str, admitted: Collection[Decision], own: str | None
 def _higher_priority(d: Decision, shortfalls: Mapping[str, int], holders: Collection[Decision],
                      preemption: PreemptionPolicy, not_preemptible: Collection[JobKey],
                      room: Callable[[list[Decision]], bool] | None = None,
-                     for_room: bool = False) -> str:
+                     for_room: bool = False, classes: Classes | None = None) -> str:
     """``; a priority above N would let it preempt ...``, when one would: its
     quota lets jobs preempt, the preemptible jobs of its quota of priority N
     or less free what it lacks at every level (they count in each), and, when
@@ -1400,11 +1406,25 @@ def _higher_priority(d: Decision, shortfalls: Mapping[str, int], holders: Collec
         if x.priority < d.priority:
             return ""  # (it outranks them already: something else holds it back)
         return (f"; a priority above {x.priority} would let it preempt "
-                f"{_fewest(victims[:i + 1], shortfalls, room)} of them")
+                f"{_fewest(victims[:i + 1], shortfalls, room)} of them"
+                f"{_class_above(x.priority, classes) if classes is not None else ''}")
     if roomless:
         return ("; a higher priority would not let it in: with those it could preempt gone, "
                 "no member cluster would have room for it (below)")
     return ""
+
+
+def _class_above(least: int, classes: Classes) -> str:
+    """`` (PriorityClass x has N)``: the lowest class above ``least`` (else a
+    WorkloadPriorityClass, by its label), or that the fleet has none."""
+    for kind, named, how in (("PriorityClass", classes[0], ""),
+                             ("WorkloadPriorityClass", classes[1],
+                              ", by the job's label kueue.x-k8s.io/priority-class")):
+        above = min(((value, name) for name, value in named.items() if value > least),
+                    default=None)
+        if above is not None:
+            return f" ({kind} {above[1]} has {above[0]}{how})"
+    return " (no PriorityClass of the fleet has one: add one)"
 
 
 def _room_without(req: Mapping[str, int], short: Collection[str],
@@ -1482,13 +1502,14 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                      fits: Fits | None = None, strict_fifo: bool = False,
                      settings: FleetSettings | None = None,
                      admits: Admits | None = None,
-                     ruled_out: Mapping[str, str] | None = None) -> list[str]:
+                     ruled_out: Mapping[str, str] | None = None,
+                     classes: Classes | None = None) -> list[str]:
     """``explain`` for one of a cycle's ``decisions``, the jobs its quota admitted
     found among them, and those that wait sparing a reclaimer and could evict it
     (by its quota's preemption ``policy``; never when it is not ``preemptible``),
     borrowing (see ``find_victims``), and those waiting in other queues;
     ``settings``: the fleet's (the other queues' strategies and weights);
-    ``admits`` and ``ruled_out``: ``explain``'s."""
+    ``admits``, ``ruled_out`` and ``classes``: ``explain``'s."""
     d = decision
     admitted = [x for x in decisions if x.phase is Phase.ADMITTED and x.key != d.key]
     holders = [x for x in admitted if x.quota == d.quota]
@@ -1545,6 +1566,6 @@ def explain_decision(decision: Decision, *, decisions: list[Decision], tree: Quo
                    held_out=[x for x in decisions if x.phase is Phase.INADMISSIBLE
                              and x.quota is not None],
                    preemptible=preemptible, settings=settings, admits=admits,
-                   ruled_out=ruled_out,
+                   ruled_out=ruled_out, classes=classes,
                    waiting=[x for x in decisions if d.position and x.phase is Phase.QUEUED
                             and x.position and (x.quota != d.quota or x.position > d.position)])
