@@ -175,10 +175,7 @@ class Sandbox(jinja2.sandbox.SandboxedEnvironment):
         text, size_of = value.__self__, _SIZED_BY[value.__name__]
 
         def measured(*args: Any, **kwargs: Any) -> Any:
-            size = size_of(text, args, kwargs)
-            if size > LONGEST:
-                raise _too_long(size)
-            self.spend(size // PER_STEP)
+            self.make(size_of(text, args, kwargs))
             return wrapped(*args, **kwargs)
         return measured
 
@@ -192,10 +189,7 @@ class Sandbox(jinja2.sandbox.SandboxedEnvironment):
         __self.spend(1)
         name, of = getattr(__obj, "__name__", None), getattr(__obj, "__self__", None)
         if isinstance(of, (str, bytes)) and name in _SIZED_BY:
-            size = _SIZED_BY[name](of, args, kwargs)
-            if size > LONGEST:
-                raise _too_long(size)
-            __self.spend(size // PER_STEP)
+            __self.make(_SIZED_BY[name](of, args, kwargs))
         return super().call(__context, __obj, *args, **kwargs)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
@@ -209,31 +203,26 @@ class Sandbox(jinja2.sandbox.SandboxedEnvironment):
             size = _width(left) * len(right)
         else:  # (the bits of a product of integers, a sum)
             size = _length(left) + _length(right)
-        if size > LONGEST:
-            raise _too_long(size)
-        self.spend(size // PER_STEP)
+        self.make(size)
         return super().call_binop(context, operator, left, right)
 
     def sized(self, value: Any) -> Any:
-        size = _length(value)
+        self.make(_length(value))
+        return value
+
+    def make(self, size: int) -> None:
+        """Let a value of ``size`` characters or items be made: refused beyond
+        ``LONGEST``, else its steps spent."""
         if size > LONGEST:
             raise _too_long(size)
         self.spend(size // PER_STEP)
-        return value
 
 
 def _padded(env: Sandbox, function: Any, width: str, at: int, scale: int = 1) -> Any:
-    """``function``, refusing an argument ``width`` (or its ``at``-th) that
-    makes a value too long (of ``scale`` characters or items each), and
-    spending the steps of what it makes."""
-    @functools.wraps(function)  # (with what Jinja2 marked it with)
-    def padded(*args: Any, **kwargs: Any) -> Any:
-        size = _width(kwargs.get(width, args[at] if len(args) > at else 0)) * scale
-        if size > LONGEST:
-            raise _too_long(size)
-        env.spend(size // PER_STEP)
-        return function(*args, **kwargs)
-    return padded
+    """``function`` (``_sized``), of an argument ``width`` (or its ``at``-th)
+    that says how long a value it makes, of ``scale`` characters or items each."""
+    return _sized(env, function, lambda args, kwargs: _width(
+        kwargs.get(width, args[at] if len(args) > at else 0)) * scale)
 
 
 def _sized(env: Sandbox, function: Any, size_of: Any) -> Any:
@@ -241,10 +230,7 @@ def _sized(env: Sandbox, function: Any, size_of: Any) -> Any:
     arguments says is too long, and spending the steps of what it makes."""
     @functools.wraps(function)  # (with what Jinja2 marked it with)
     def sized(*args: Any, **kwargs: Any) -> Any:
-        size = size_of(args, kwargs)
-        if size > LONGEST:
-            raise _too_long(size)
-        env.spend(size // PER_STEP)
+        env.make(size_of(args, kwargs))
         return function(*args, **kwargs)
     return sized
 
