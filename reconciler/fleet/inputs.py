@@ -1243,22 +1243,16 @@ def _quota_tree_fields(doc: Document) -> list[Problem]:
 def _quota_spec(doc: Document, raw: Any, field: str) -> QuotaSpec:
     """The tree at ``field`` as written; each of its mistakes raised together
     (``fleetq validate`` tells all at once, not one per fix)."""
-    found: list[ManifestError] = []
-    spec = _quota_node(doc, raw, field, found)
-    raise_all(found)
+    errors = Errors()
+    spec = _quota_node(doc, raw, field, errors)
+    errors.done()
     return spec
 
 
-def _quota_node(doc: Document, raw: Any, field: str, found: list[ManifestError]) -> QuotaSpec:
-    """One node of ``_quota_spec`` and those under it, its mistakes added to
-    ``found`` (with them, what it returns stands for what could be read)."""
-    def taken(value: Callable[[], Resources], default: Resources) -> Resources:
-        try:
-            return value()
-        except ManifestError as exc:
-            found.extend(each_error(exc))
-            return default
-
+def _quota_node(doc: Document, raw: Any, field: str, errors: Errors) -> QuotaSpec:
+    """One node of ``_quota_spec`` and those under it, its mistakes gathered in
+    ``errors`` (with them, what it returns stands for what could be read)."""
+    found = errors.found
     if not isinstance(raw, dict) or not raw.get("name"):
         found.append(ManifestError(f"{field} needs a name", field))
         if not isinstance(raw, dict):
@@ -1274,17 +1268,15 @@ def _quota_node(doc: Document, raw: Any, field: str, found: list[ManifestError])
         namespaces = []
     node_name = str(raw.get("name") or "")
     if node_name:
-        try:
-            check_label_value(node_name, f"{field}.name", f"quota name (its jobs carry it as "
-                                                          f"the value of label {QUOTA_LABEL})")
-        except ManifestError as exc:
-            found.extend(each_error(exc))
+        errors.take(lambda: check_label_value(
+            node_name, f"{field}.name",
+            f"quota name (its jobs carry it as the value of label {QUOTA_LABEL})"), None)
     return QuotaSpec(
         name=node_name,
-        min=taken(lambda: parse_resources(raw.get("min"), f"{field}.min"), {}),
-        max=taken(lambda: parse_resources(raw.get("max"), f"{field}.max"), {}),
+        min=errors.take(lambda: parse_resources(raw.get("min"), f"{field}.min"), {}),
+        max=errors.take(lambda: parse_resources(raw.get("max"), f"{field}.max"), {}),
         namespaces=tuple(str(n) for n in namespaces),
-        children=tuple(_quota_node(doc, c, f"{field}.children[{i}]", found)
+        children=tuple(_quota_node(doc, c, f"{field}.children[{i}]", errors)
                        for i, c in enumerate(children)),
         line=doc.line_of(f"{field}.name"),
         lines=tuple((f"{section}.{name}" if name else section,
