@@ -51,6 +51,7 @@ from reconciler.jobkinds.base import (
     gang_minimum,
     growth,
     later_pods,
+    old_fields,
     other_pod_templates,
     pod_set_requests,
     raise_all,
@@ -523,7 +524,8 @@ def build_job(obj: Manifest, kind: JobKind, *, path: str, index: int | str, line
     return JobSource(job=job, deps=SHARED(tuple(sorted(deps))), index=index,
                      manifest=zlib.compress(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), 1),
                      warnings=tuple((line if line_of is None else line_of(e.field), str(e))
-                                    for e in (*checked.unknown, *growth(kind, obj))))
+                                    for e in (*checked.unknown, *growth(kind, obj),
+                                              *old_fields(kind, obj))))
 
 
 def _told_near(at: str, told: Iterable[str]) -> bool:

@@ -159,6 +159,22 @@ class JobThatGrows(Protocol):
         ...
 
 
+@runtime_checkable
+class JobWithOldFields(Protocol):
+    """A kind whose operator once read a field elsewhere (fleetq moves it to
+    its place when it renders: ``move_old_fields``)."""
+
+    def old_fields(self, obj: Manifest) -> list[ManifestError]:
+        """Each old field of ``obj`` whose value does not hold on the cluster,
+        a warning at it."""
+        ...
+
+
+def old_fields(kind: JobKind, obj: Manifest) -> list[ManifestError]:
+    """``JobWithOldFields.old_fields`` of ``obj``; none for a kind that has none."""
+    return kind.old_fields(obj) if isinstance(kind, JobWithOldFields) else []
+
+
 def growth(kind: JobKind, obj: Manifest) -> list[ManifestError]:
     """``JobThatGrows.growth`` of ``obj``; none for a kind that cannot grow."""
     return kind.growth(obj) if isinstance(kind, JobThatGrows) else []

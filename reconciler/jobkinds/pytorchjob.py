@@ -62,11 +62,14 @@ class PyTorchJobKind:
                     f"{where}.replicas must be 1, not {replicas}: a PyTorchJob has one master "
                     f"(the training operator's webhook refuses any other number)",
                     f"{where}.replicas"))
-        if mapping_at(obj, "spec", "elasticPolicy") is not None and "Worker" not in specs:
+        elastic = mapping_at(obj, "spec", "elasticPolicy")
+        if elastic is not None and "Worker" not in specs:
             found.append(ManifestError(
                 "spec.elasticPolicy needs spec.pytorchReplicaSpecs.Worker: the training "
                 "operator's webhook refuses an elastic PyTorchJob with no workers",
                 "spec.elasticPolicy"))
+        if elastic is not None:
+            found.extend(_elastic_rules(elastic, mapping_at(obj, "spec") or {}))
         return found
 
     def growth(self, obj: Manifest) -> list[ManifestError]:
@@ -85,6 +88,20 @@ class PyTorchJobKind:
             f"with, and the training operator may scale them up to {most}, beyond what its "
             f"quota and cluster were checked for; set maxReplicas to the workers' replicas to "
             f"keep it within them", at)]
+
+    def old_fields(self, obj: Manifest) -> list[ManifestError]:
+        """``spec.cleanPodPolicy`` beside another ``runPolicy.cleanPodPolicy``:
+        the cluster keeps the latter (see ``move_old_fields``)."""
+        spec = mapping_at(obj, "spec") or {}
+        old, new = spec.get("cleanPodPolicy"), (mapping_at(obj, "spec", "runPolicy") or {}
+                                                ).get("cleanPodPolicy")
+        if old is None or new is None or old == new:
+            return []
+        return [ManifestError(
+            f"spec.cleanPodPolicy is {old!r} and spec.runPolicy.cleanPodPolicy is {new!r}: the "
+            f"training operator reads runPolicy's alone (the old place is not in its CRD), so "
+            f"{new!r} holds; remove spec.cleanPodPolicy, or move its value to runPolicy",
+            "spec.cleanPodPolicy")]
 
     def set_suspended(self, obj: Manifest, suspended: bool | None) -> None:
         set_run_policy_suspend(obj, suspended)
@@ -110,3 +127,24 @@ class PyTorchJobKind:
 
     def deleted_when(self, obj: Manifest) -> tuple[bool, bool]:
         return run_policy_ttl(obj)
+
+
+def _elastic_rules(elastic: Manifest, spec: Manifest) -> list[ManifestError]:
+    """What the training operator refuses of an elastic policy (its webhook),
+    or passes on to torchrun, which refuses it when each worker starts: the
+    job would hold its quota and room and never train."""
+    found = []
+    least, most = elastic.get("minReplicas"), elastic.get("maxReplicas")
+    if isinstance(least, int) and isinstance(most, int) and not isinstance(least, bool) \
+            and not isinstance(most, bool) and least > most:
+        at = "spec.elasticPolicy.minReplicas"
+        found.append(ManifestError(
+            f"{at} is {least}, above its maxReplicas {most}: the training operator starts "
+            f"each worker's torchrun with --nnodes={least}:{most}, which torchrun refuses; "
+            f"lower minReplicas or raise maxReplicas", at))
+    if "nProcPerNode" in elastic and "nprocPerNode" in spec:
+        at = "spec.elasticPolicy.nProcPerNode"
+        found.append(ManifestError(
+            f"{at} and spec.nprocPerNode are both set: the training operator's webhook "
+            f"refuses the old field beside the new one; keep spec.nprocPerNode alone", at))
+    return found

@@ -1886,6 +1886,48 @@ def test_an_elastic_pytorchjob_under_metrics_is_warned_of_what_it_may_grow_by() 
         assert told(read({"jobs/p1.yaml": still}), "warning") == []
 
 
+@pytest.mark.parametrize(("policy", "said"), [
+    ("    minReplicas: 4\n    maxReplicas: 2\n",
+     "jobs/p1.yaml:6: spec.elasticPolicy.minReplicas is 4, above its maxReplicas 2: the "
+     "training operator starts each worker's torchrun with --nnodes=4:2, which torchrun "
+     "refuses; lower minReplicas or raise maxReplicas; fix the manifest"),
+    ("    minReplicas: 2\n    maxReplicas: 2\n", None),
+    ("    minReplicas: 4\n", None),  # (no max: nothing to be above)
+    ("    nProcPerNode: 2\n  nprocPerNode: '2'\n",
+     "jobs/p1.yaml:6: spec.elasticPolicy.nProcPerNode and spec.nprocPerNode are both set: the "
+     "training operator's webhook refuses the old field beside the new one; keep "
+     "spec.nprocPerNode alone; fix the manifest"),
+    ("    nProcPerNode: 2\n", None),
+])
+def test_an_elastic_policy_the_training_operator_or_torchrun_refuses_is_an_error_at_its_line(
+        policy: str, said: str | None) -> None:
+    """Such a job was queued and sent: its webhook refuses the two places of
+    nproc per node; with min above max each worker's torchrun fails at start,
+    and the job held its quota and room without training."""
+    text = PYTORCHJOB.replace("spec:\n  pytorchReplicaSpecs:",
+                              "spec:\n  elasticPolicy:\n" + policy + "  pytorchReplicaSpecs:", 1)
+    got = read({"jobs/p1.yaml": text})
+    assert told(got) == ([said] if said else [])
+    assert len(got.jobs) == (0 if said else 1)
+
+
+@pytest.mark.parametrize(("policies", "said"), [
+    ("  cleanPodPolicy: All\n  runPolicy: {cleanPodPolicy: None}\n",
+     "jobs/p1.yaml:5: spec.cleanPodPolicy is 'All' and spec.runPolicy.cleanPodPolicy is 'None': "
+     "the training operator reads runPolicy's alone (the old place is not in its CRD), so "
+     "'None' holds; remove spec.cleanPodPolicy, or move its value to runPolicy"),
+    ("  cleanPodPolicy: All\n  runPolicy: {cleanPodPolicy: All}\n", None),
+    ("  cleanPodPolicy: All\n", None),  # (moved to runPolicy as it is sent)
+])
+def test_an_old_clean_pod_policy_that_does_not_hold_is_warned_of(policies: str,
+                                                                 said: str | None) -> None:
+    """It was dropped with no word: the job was sent with runPolicy's."""
+    text = PYTORCHJOB.replace("spec:\n", "spec:\n" + policies, 1)
+    got = read({"jobs/p1.yaml": text})
+    assert told(got) == [] and len(got.jobs) == 1
+    assert told(got, "warning") == ([said] if said else [])
+
+
 def test_a_list_where_a_container_image_goes_is_not_told_to_be_quoted() -> None:
     text = JOB.replace("{name: main, image: busybox,", "{name: main, image: [busybox],")
     assert told(read({"jobs/j.yaml": text})) == [
