@@ -349,7 +349,9 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
         line = mark.line + 1 if mark is not None else 0
         lines = (data.decode("utf-8", "replace") if isinstance(data, bytes) else data
                  ).splitlines()
-        if mark is not None and _nothing_after(lines, mark.line, mark.column):
+        found = lines[mark.line][mark.column:mark.column + 1] \
+            if mark is not None and mark.line < len(lines) else ""
+        if mark is not None and found != "\t" and _nothing_after(lines, mark.line, mark.column):
             # (found at the end of the file: told where what is left open began, at
             # the latest on the last line that holds anything)
             written = max((i for i, text in enumerate(lines, start=1)
@@ -363,10 +365,13 @@ def parse_documents(path: str, data: bytes | str) -> tuple[list[Document], Probl
             context = f"{context} begun at line {began.line + 1},"
         text = f"{context} {problem}" if context else str(problem)
         fix = "fix the syntax"
-        found = lines[mark.line][mark.column:mark.column + 1] \
-            if mark is not None and mark.line < len(lines) else ""
         if found and "found character that" in text:  # (libyaml's: it names none)
             text = text.replace("found character that", f"found character {found!r} that")
+        if mark is not None and found == "\\" and "unknown escape character" in text:
+            escape = lines[mark.line][mark.column:mark.column + 2]
+            text = text.replace("unknown escape character", f"unknown escape character {escape}")
+            fix = ("in a double-quoted string a backslash starts an escape (\\n, \\t, \\\\, "
+                   "\\\", ...): write \\\\ for a backslash, or quote the string with ' instead")
         if found == "\t" or "a tab character" in text:
             fix = "YAML indents with spaces, not tabs: replace the tab"
         if _documents_after(lines[line:]):

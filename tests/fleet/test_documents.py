@@ -378,6 +378,16 @@ def test_a_flow_left_open_on_the_last_line_names_no_line_after_it() -> None:
     (b"a: 1\nb: @x\n",
      "a.yaml:2: error: not valid YAML: while scanning for the next token found character "
      "'@' that cannot start any token; fix the syntax"),
+    # (a tab on a line of its own, the last: told there, not on the line before)
+    (b"kind: x\nmetadata:\n  name: x\n\t\n",
+     "a.yaml:4: error: not valid YAML: while scanning a plain scalar begun at line 3, found a "
+     "tab character that violates indentation; YAML indents with spaces, not tabs: replace "
+     "the tab"),
+    # (libyaml names no escape either)
+    (b'kind: x\ndata:\n  x: "C:\\qa"\n',
+     "a.yaml:3: error: not valid YAML: while parsing a quoted scalar found unknown escape "
+     "character \\q; in a double-quoted string a backslash starts an escape (\\n, \\t, "
+     "\\\\, \\\", ...): write \\\\ for a backslash, or quote the string with ' instead"),
     # (a new job in a document after it was in no list: it is not read either)
     (b"a: 1\n---\nb: @x\n---\nc: 3\n",
      "a.yaml:3: error: not valid YAML: while scanning for the next token found character "
