@@ -83,6 +83,7 @@ from reconciler.pipeline import (
     diff_trees,
     earlier_versions,
     edited_by_hand,
+    last_as_written,
     made_off_branch,
     newer_source,
     no_revision,
@@ -340,7 +341,16 @@ def _state_head(repo: FleetRepo, branch: str, *, needed: bool = False,
     read as it is, with a warning."""
     sha = _state_head_found(repo, branch, needed=needed, plan=plan)
     ref = state_ref(branch)
-    if sha is not None and (edited := edited_by_hand(
+    if sha is not None and not written_by_fleetq(repo, sha):
+        back = last_as_written(repo, sha, ref)
+        fix = f"git update-ref {ref} {back[:12]}" if back is not None else \
+            f"git update-ref {ref} <commit>, <commit> the last of git log {ref} that it wrote"
+        print(f"fleetq: warning: reading the state branch {branch} at {sha[:12]}, which fleetq "
+              f"did not write (it has no {TRAILER} trailer): its files may not be fleetq's "
+              f"decisions (a job admitted there by hand would run past its quota), and "
+              f"reconcile refuses it: put it back at fleetq's last commit ({fix}), and change "
+              f"the fleet in its source", file=sys.stderr)
+    elif sha is not None and (edited := edited_by_hand(
             repo, sha, lambda commit: f"git update-ref {ref} {commit}", ref=ref)) is not None:
         print(f"fleetq: warning: reading the state branch {branch} at {edited}",
               file=sys.stderr)
@@ -368,10 +378,26 @@ def _state_head_found(repo: FleetRepo, branch: str, *, needed: bool, plan: bool)
             print(f"fleetq: no state branch {branch!r}; {elsewhere}", file=sys.stderr)
             return None
         remotes = repo.remotes()
-        if remotes:  # (a shallow or single-branch clone, a CI checkout, fetches main alone)
-            name = remotes[0] if len(remotes) == 1 else "<remote>"
-            print(f"fleetq: no branch {branch!r} here, nor a remote's copy of it: if {name} has "
-                  f"one, fetch it first (git fetch {name} {branch}:refs/remotes/{name}/{branch})",
+        unasked = []
+        for name in remotes:  # (a shallow or single-branch clone, a CI checkout, fetches
+            try:              # main alone: read as no state, it would decide all anew)
+                there = repo.remote_head(name, branch)
+            except GitError:
+                unasked.append(name)
+                continue
+            if there is not None:
+                also = f", or plan with --remote {name}" if plan else ""
+                raise GitError(f"no branch {branch!r} here, nor a copy of {name}'s, which has "
+                               f"one ({there[:12]}): fetch it (git fetch {name} "
+                               f"{branch}:refs/remotes/{name}/{branch}){also}, and run again")
+        if remotes and not unasked and needed:
+            raise GitError(f"no state branch {branch!r} yet, here nor on "
+                           f"{listed(remotes, ' and ')}; run `fleetq reconcile` first")
+        if unasked:
+            name = unasked[0] if len(unasked) == 1 else "<remote>"
+            print(f"fleetq: no branch {branch!r} here, nor a remote's copy of it, and "
+                  f"{listed(unasked, ' and ')} could not be asked: if {name} has one, fetch it "
+                  f"first (git fetch {name} {branch}:refs/remotes/{name}/{branch})",
                   file=sys.stderr)
         return None
     if len(copies) != 1:

@@ -2790,10 +2790,19 @@ def check_remote_state(repo: FleetRepo, remote: str, branch: str, head: str) -> 
         if good is not None and not repo.is_ancestor(good, head):
             raise GitError(_rewound(repo, remote, branch, head, good))
         return
-    how = (f"git push --force {remote} {good[:12]}:refs/heads/{branch} (this clone's "
-           f"{branch}, the last state it knows)" if good else
-           f"git push --force {remote} <commit>:refs/heads/{branch}, <commit> the last "
-           f"fleetq commit of it (git reflog on a clone that had it)")
+    # (fleetq's last commit under the ones pushed over it, when it is there: a report
+    # recorded there since this clone's last state is kept)
+    under = last_as_written(repo, head)
+    if under is not None and (good is None or repo.is_ancestor(good, under)):
+        how = (f"git push --force-with-lease={branch}:{head[:12]} {remote} "
+               f"{under[:12]}:refs/heads/{branch} (fleetq's last commit there, under "
+               f"{head[:12]})")
+    elif good:
+        how = (f"git push --force {remote} {good[:12]}:refs/heads/{branch} (this clone's "
+               f"{branch}, the last state it knows)")
+    else:
+        how = (f"git push --force {remote} <commit>:refs/heads/{branch}, <commit> the last "
+               f"fleetq commit of it (git reflog on a clone that had it)")
     raise GitError(f"the state branch {branch} on {remote} is at {head[:12]}, which fleetq "
                    f"did not write (it has no {TRAILER} trailer): put fleetq's last state "
                    f"commit back there: {how}; then run again")

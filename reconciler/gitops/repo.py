@@ -612,6 +612,22 @@ class FleetRepo:
             raise GitError(f"git fetch {remote} {branch} failed: {said}")
         return self.resolve(tracking)
 
+    def remote_head(self, remote: str, branch: str) -> str | None:
+        """The commit ``remote``'s ``branch`` is at there (``git ls-remote``,
+        nothing fetched), ``None`` when it has none; ``GitError`` when the
+        remote cannot be asked."""
+        proc = subprocess.run(["git", "ls-remote", "--heads", remote, f"refs/heads/{branch}"],
+                              cwd=self.root, capture_output=True, check=False,
+                              env=dict(os.environ, GIT_TERMINAL_PROMPT="0"))
+        if proc.returncode != 0:
+            raise GitError(f"git ls-remote {remote} failed: "
+                           f"{proc.stderr.decode(errors='replace').strip()}")
+        for line in proc.stdout.decode().splitlines():
+            sha, _, ref = line.partition("\t")
+            if ref == f"refs/heads/{branch}":
+                return sha
+        return None
+
     def push_with_lease(self, remote: str, branch: str, new: str, old: str | None) -> bool:
         """Push ``new`` to ``remote``'s ``branch`` only if it is still at ``old``."""
         lease = f"--force-with-lease=refs/heads/{branch}:{old or ''}"

@@ -599,6 +599,43 @@ def test_a_state_commit_edited_by_hand_with_fleetqs_trailers_is_refused(
     assert placements(path)[queued]["phase"] == "Queued"
 
 
+def test_a_commit_of_peoples_on_the_state_branch_is_read_with_a_warning(
+        tmp_path: Path) -> None:
+    """A queued job marked Admitted by hand, committed with a message of its
+    own (no trailer of fleetq's): reconcile refuses the branch, while status,
+    queue, explain and plan read it as fleetq's decisions, with no word."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    good = git(path, "rev-parse", "fleetq/state").strip()
+    queued = next(key for key, item in placements(path).items() if item["phase"] == "Queued")
+    worktree = tmp_path / "state"
+    git(path, "worktree", "add", "-q", str(worktree), "fleetq/state")
+    text = (worktree / "placements.yaml").read_text()
+    at = text.index(f"name: {queued.split('/')[1]}}}")
+    (worktree / "placements.yaml").write_text(
+        text[:at] + text[at:].replace("phase: Queued", "phase: Admitted", 1))
+    git(worktree, "commit", "-q", "-a", "-m", "let it run")
+    git(path, "worktree", "remove", "--force", str(worktree))
+    by_hand = git(path, "rev-parse", "fleetq/state").strip()
+
+    warning = (f"fleetq: warning: reading the state branch fleetq/state at {by_hand[:12]}, "
+               f"which fleetq did not write (it has no Fleet-Source-Commit trailer): its files "
+               f"may not be fleetq's decisions (a job admitted there by hand would run past its "
+               f"quota), and reconcile refuses it: put it back at fleetq's last commit (git "
+               f"update-ref refs/heads/fleetq/state {good[:12]}), and change the fleet in its "
+               f"source\n")
+    for command in (["status"], ["queue"], ["explain", queued.split("/")[1], "--now", NOW],
+                    ["plan", "--now", NOW]):
+        proc = fleetq(*command, "--repo", str(path))
+        assert proc.returncode == 0 and proc.stderr.startswith(warning), (command, proc.stderr)
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 2 and "was not written by fleetq" in proc.stderr, proc.stderr
+    git(path, "update-ref", "refs/heads/fleetq/state", good)
+    proc = fleetq("status", "--repo", str(path))
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
 def _cluster_files(path: Path) -> str:
     return git(path, "ls-tree", "-r", "fleetq/state", "--", "clusters/")
 

@@ -484,6 +484,45 @@ def test_a_remote_state_branch_pushed_over_by_hand_is_refused_with_the_fix(
                   "--now", NOW).returncode == 0
 
 
+def test_a_remote_state_branch_built_on_by_hand_is_put_back_at_fleetqs_last_commit_there(
+        tmp_path: Path) -> None:
+    """A commit of people's pushed onto the remote's state branch, over a
+    report another clone recorded there: the fix reconcile named put back
+    this clone's last state, and the report was lost with no word. It names
+    fleetq's last commit on the remote's branch, under the one pushed."""
+    origin, clones = _origin_with_clones(tmp_path, ["ci", "ops", "other"])
+    ci = clones["ci"]
+    assert fleetq("reconcile", "--repo", str(ci), "--remote", "origin",
+                  "--now", NOW).returncode == 0
+    proc = subprocess.run(
+        [sys.executable, "-m", "reconciler.cli", "report", "--cluster", "cf-hz-a", "--repo",
+         str(clones["ops"]), "--remote", "origin", "--now", NOW],
+        input="apiVersion: v1\nkind: List\nitems: []\n", capture_output=True, text=True,
+        cwd=REPO_ROOT, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    reported = rev(origin, STATE)
+    assert reported is not None and reported != rev(ci, STATE)
+    other = clones["other"]
+    git(other, "fetch", "-q", "origin")
+    git(other, "checkout", "-q", "-b", "notes", f"origin/{STATE}")
+    write_files(other, {"NOTES.md": "notes\n"})
+    by_hand = commit_all(other, "notes")
+    git(other, "push", "-q", "origin", f"HEAD:refs/heads/{STATE}")
+
+    proc = fleetq("reconcile", "--repo", str(ci), "--remote", "origin", "--now", NOW)
+    fix = (f"git push --force-with-lease={STATE}:{by_hand[:12]} origin "
+           f"{reported[:12]}:refs/heads/{STATE}")
+    assert proc.returncode == 2 and f": {fix} (fleetq's last commit there, under " \
+        f"{by_hand[:12]}); then run again" in proc.stderr, proc.stderr
+    git(ci, *fix.split()[1:])
+    proc = fleetq("reconcile", "--repo", str(ci), "--remote", "origin", "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert git(origin, "merge-base", "--is-ancestor", reported, STATE) == ""
+    kept = git(origin, "ls-tree", "-r", reported, "--", "inventory/", "status/")
+    assert "cf-hz-a" in kept and git(origin, "ls-tree", "-r", STATE, "--", "inventory/",
+                                     "status/") == kept
+
+
 def test_read_commands_in_a_fresh_clone_read_the_remote_state(tmp_path: Path) -> None:
     """A CI runner's fresh clone has ``origin/fleetq/state`` but no local state
     branch: status and plan read that copy (and say so), rather than telling
@@ -810,13 +849,19 @@ def test_plan_in_a_pull_requests_clone_fetches_the_commit_the_state_was_made_fro
     def plan(clone: Path, *extra: str) -> subprocess.CompletedProcess[str]:
         return fleetq("plan", "--repo", str(clone), "--remote", "origin", "--now", NOW, *extra)
 
-    # Such a clone fetched no state branch: status says where it is, not to reconcile.
-    status = fleetq("status", "--repo", str(shallow))
+    # Such a clone fetched no state branch: status says where it is, not to reconcile;
+    # plan and explain do not read it as no state (every job planned as new), but stop.
     fetch = f"git fetch origin {STATE}:refs/remotes/origin/{STATE}"
-    assert status.returncode == 2 and f"if origin has one, fetch it first ({fetch})" in \
-        status.stderr, status.stderr
-    assert "if a remote has one, fetch it (as said above); else run `fleetq reconcile` first" \
-        in status.stderr and " yet" not in status.stderr, status.stderr
+    state = rev(origin, STATE)
+    assert state is not None
+    for command in (["status"], ["queue"], ["plan"], ["explain", "on-main"]):
+        now = ["--now", NOW] if command[0] in ("plan", "explain") else []
+        proc = fleetq(*command, "--repo", str(shallow), *now)
+        assert proc.returncode == 2 and proc.stdout == "", (command, proc.stdout, proc.stderr)
+        also = ", or plan with --remote origin" if command == ["plan"] else ""
+        assert f"fleetq: no branch {STATE!r} here, nor a copy of origin's, which has one " \
+               f"({state[:12]}): fetch it ({fetch}){also}, and run again\n" == proc.stderr, \
+            (command, proc.stderr)
     git(shallow, *fetch.split()[1:])
     status = fleetq("status", "--repo", str(shallow))
     assert status.returncode == 0 and "on-main" in status.stdout, status.stderr
