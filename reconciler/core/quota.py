@@ -38,6 +38,13 @@ class QuotaSpec:
     line: int = 0
     # ("min.cpu", its line), ("max", ...), ..., ("namespaces.<namespace>", its line)
     lines: tuple[tuple[str, int], ...] = ()
+    # what a mistake of form left unread ("min.cpu"; "min" when all of it): not
+    # absent, unknown, so that no rule tells of a value the file does not say
+    unread: frozenset[str] = frozenset()
+
+    def reads(self, section: str, name: str) -> bool:
+        """Is its ``section`` (min, max) entry ``name`` known (read, or not written)?"""
+        return section not in self.unread and f"{section}.{name}" not in self.unread
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,13 +160,19 @@ def build_tree(spec: QuotaSpec, *, path: str) -> tuple[QuotaTree | None, list[Pr
     """Validate ``spec`` (DESIGN §3 "Tree validation") and index it.
 
     Returns ``None`` when the tree cannot be used at all; problems that leave
-    the tree usable are returned beside it.
+    the tree usable are returned beside it. A spec read with mistakes of form
+    is checked all the same, for all to be told at once: a rule that takes a
+    value left unread (``QuotaSpec.unread``), or a quota with no name, is
+    left out.
     """
     problems: list[Problem] = []
     nodes: dict[str, QuotaNode] = {}
+    specs: dict[str, QuotaSpec] = {}  # (each node as written: its children, what was unread)
     seen_names: dict[str, int] = {}
 
     def visit(node: QuotaSpec, parent: str | None) -> None:
+        if not node.name:
+            return  # (a mistake of form, told: no path names it, or those under it)
         node_path = node.name if parent is None else f"{parent}/{node.name}"
         if node.name in seen_names:
             problems.append(Problem(path, node.line, (
@@ -171,16 +184,20 @@ def build_tree(spec: QuotaSpec, *, path: str) -> tuple[QuotaTree | None, list[Pr
         nodes[node_path] = QuotaNode(
             path=node_path, name=node.name, min=node.min, max=node.max,
             namespaces=node.namespaces, parent=parent,
-            children=tuple(f"{node_path}/{c.name}" for c in node.children), line=node.line,
-            lines=node.lines)
+            children=tuple(f"{node_path}/{c.name}" for c in node.children if c.name),
+            line=node.line, lines=node.lines)
+        specs[node_path] = node
         for child in node.children:
             visit(child, node_path)
 
     visit(spec, None)
     root = spec.name
+    if not nodes:
+        return None, problems
     by_namespace: dict[str, str] = {}
     for node in nodes.values():
-        if node.namespaces and not node.is_leaf:
+        written = specs[node.path]
+        if node.namespaces and written.children:
             problems.append(Problem(path, node.line, (
                 f"quota {node.path} lists namespaces but has children; "
                 f"namespaces belong on leaf quotas only")))
@@ -197,24 +214,28 @@ def build_tree(spec: QuotaSpec, *, path: str) -> tuple[QuotaTree | None, list[Pr
                 problems.append(Problem(path, node.line_of("max", name), (
                     f"quota {node.path}: min {name} {format_quantity(name, lo)} is more than "
                     f"max {format_quantity(name, hi)}; min must be <= max")))
-        if node.children:
+        if written.children:
             child_min: Resources = {}
-            for child in node.children:
-                add_into(child_min, nodes[child].min)
+            for child in written.children:
+                add_into(child_min, child.min)
             for name, value in sorted(child_min.items()):
+                if not all(n.reads("min", name) for n in (written, *written.children)):
+                    continue  # (a sum with a term unknown is no sum to tell)
                 if value > node.min.get(name, 0):
                     problems.append(Problem(path, node.line_of("min", name), (
                         f"quota {node.path}: children's min {name} add up to "
                         f"{format_quantity(name, value)}, more than its min "
                         f"{format_quantity(name, node.min.get(name, 0))}; lower the children's "
                         f"min or raise {node.path}'s")))
-    root_node = nodes[root]
-    if root_node.min != root_node.max:
-        differ = sorted(n for n in {*root_node.min, *root_node.max}
-                        if root_node.min.get(n) != root_node.max.get(n))
+    root_node, root_spec = nodes[root], specs[root]
+    known = {n for n in {*root_node.min, *root_node.max}
+             if root_spec.reads("min", n) and root_spec.reads("max", n)}
+    differ = sorted(n for n in known if root_node.min.get(n) != root_node.max.get(n))
+    if differ:
         problems.append(Problem(path, root_node.line_of("min", differ[0]), (
             "root quota: min must equal max (both are the fleet's total); "
-            f"min {_fmt(root_node.min)} vs max {_fmt(root_node.max)}")))
+            f"min {_fmt({n: v for n, v in root_node.min.items() if n in known})} vs "
+            f"max {_fmt({n: v for n, v in root_node.max.items() if n in known})}")))
     aliases: dict[str, str] = {}
     for node in nodes.values():
         dashed = node.path.replace("/", "-")

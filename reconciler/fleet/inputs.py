@@ -1027,22 +1027,22 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
             f"until all but one are removed")
     elif usable:
         doc = usable[0]
-        try:
-            spec = _quota_spec(doc, (doc.value.get("spec") or {}).get("root"), "spec.root")
-            tree, problems = build_tree(spec, path=doc.path)
-            problems = _quota_tree_fields(doc) + problems
-            inputs.problems.extend(problems)
+        spec, form = _quota_spec(doc, (doc.value.get("spec") or {}).get("root"), "spec.root")
+        tree, problems = build_tree(spec, path=doc.path)
+        # (its mistakes of form, its misspelt fields and the rules it breaks, told at
+        # once: not one fix after another)
+        inputs.problems.extend(Problem(doc.path, doc.line_of(one.field), str(one))
+                               for one in form)
+        problems = _quota_tree_fields(doc) + problems
+        inputs.problems.extend(problems)
+        if form:
+            inputs.broken_paths[doc.path] = str(form[0])
+        else:
             inputs.tree = tree
             errors = [p for p in problems if p.severity == "error"]
             if errors:  # (a file that defines the fleet: read as it last was, if it can be)
                 inputs.broken_paths.setdefault(doc.path, errors[0].message)
             resolve_quota_settings(inputs)
-        except ManifestError as exc:
-            for one in each_error(exc):
-                inputs.problems.append(Problem(doc.path, doc.line_of(one.field), str(one)))
-            # (and its misspelt fields, told at once with them: not one fix after another)
-            inputs.problems.extend(_quota_tree_fields(doc))
-            inputs.broken_paths[doc.path] = str(each_error(exc)[0])
     _leave_out_conflicts(inputs)
     inputs.policies.sort(key=lambda p: (p.namespace or "", p.name))
     inputs.clusters.sort(key=lambda c: c.name)  # (each name once: see _add_cluster)
@@ -1200,6 +1200,11 @@ def _meta(doc: Document) -> dict[str, Any]:
 _QUOTA_FIELDS = ("name", "namespaces", "min", "max", "children", "attributes")
 
 
+def _close_to(key: Any, names: tuple[str, ...]) -> list[str]:
+    """The field of ``names`` that ``key`` most likely misspells, if any."""
+    return difflib.get_close_matches(str(key), names, n=1, cutoff=0.6)
+
+
 def _quota_tree_fields(doc: Document) -> list[Problem]:
     """Each field of the tree's spec and quotas that an ElasticQuotaTree does
     not have: an error when it is close to one (a misspelt ``max`` would leave
@@ -1208,15 +1213,12 @@ def _quota_tree_fields(doc: Document) -> list[Problem]:
     newer API, say)."""
     found: list[Problem] = []
 
-    def close_to(key: Any, names: tuple[str, ...]) -> list[str]:
-        return difflib.get_close_matches(str(key), names, n=1, cutoff=0.6)
-
     def check(value: dict[Any, Any], names: tuple[str, ...], where: str) -> None:
         for key in value:
             if key in names:
                 continue
             at = f"{where}.{key}"
-            close = close_to(key, names)
+            close = _close_to(key, names)
             found.append(Problem(doc.path, doc.line_of(at), (
                 f"{at} is not a field of ElasticQuotaTree: did you mean {where}.{close[0]}?"
                 if close else
@@ -1229,7 +1231,7 @@ def _quota_tree_fields(doc: Document) -> list[Problem]:
         check(raw, _QUOTA_FIELDS, where)
         for key, children in raw.items():  # (and those of a misspelt children: all told)
             if key == "children" or (key not in _QUOTA_FIELDS
-                                     and close_to(key, _QUOTA_FIELDS) == ["children"]):
+                                     and _close_to(key, _QUOTA_FIELDS) == ["children"]):
                 for i, child in enumerate(children if isinstance(children, list) else ()):
                     quota(child, f"{where}.{key}[{i}]")
 
@@ -1240,32 +1242,38 @@ def _quota_tree_fields(doc: Document) -> list[Problem]:
     return found
 
 
-def _quota_spec(doc: Document, raw: Any, field: str) -> QuotaSpec:
-    """The tree at ``field`` as written; each of its mistakes raised together
-    (``fleetq validate`` tells all at once, not one per fix)."""
+def _quota_spec(doc: Document, raw: Any, field: str) -> tuple[QuotaSpec, list[ManifestError]]:
+    """The tree at ``field`` as far as it can be read, and each of its mistakes
+    of form (``fleetq validate`` tells all at once, not one per fix; with them,
+    the rules the tree breaks, checked on what was read)."""
     errors = Errors()
-    spec = _quota_node(doc, raw, field, errors)
-    errors.done()
-    return spec
+    return _quota_node(doc, raw, field, errors), errors.found
 
 
 def _quota_node(doc: Document, raw: Any, field: str, errors: Errors) -> QuotaSpec:
     """One node of ``_quota_spec`` and those under it, its mistakes gathered in
-    ``errors`` (with them, what it returns stands for what could be read)."""
+    ``errors`` (with them, what it returns stands for what could be read, and
+    ``QuotaSpec.unread`` says what could not)."""
     found = errors.found
     if not isinstance(raw, dict) or not raw.get("name"):
         found.append(ManifestError(f"{field} needs a name", field))
         if not isinstance(raw, dict):
-            return QuotaSpec(name="", min={}, max={})
+            return QuotaSpec(name="", min={}, max={},
+                             unread=frozenset(("min", "max", "namespaces", "children")))
+    # (a misspelt field: what it says is unknown, not absent, a misspelt min not 0)
+    unread = {close for key in raw if key not in _QUOTA_FIELDS
+              for close in _close_to(key, _QUOTA_FIELDS)}
     children = raw.get("children") or []
     if not isinstance(children, list):
         found.append(ManifestError(f"{field}.children must be a list", f"{field}.children"))
         children = []
+        unread.add("children")
     namespaces = raw.get("namespaces") or []
     if not isinstance(namespaces, list):
         found.append(ManifestError(f"{field}.namespaces must be a list",
                                    f"{field}.namespaces"))
         namespaces = []
+        unread.add("namespaces")
     node_name = str(raw.get("name") or "")
     if node_name:
         errors.take(lambda: check_label_value(
@@ -1273,8 +1281,8 @@ def _quota_node(doc: Document, raw: Any, field: str, errors: Errors) -> QuotaSpe
             f"quota name (its jobs carry it as the value of label {QUOTA_LABEL})"), None)
     return QuotaSpec(
         name=node_name,
-        min=errors.take(lambda: parse_resources(raw.get("min"), f"{field}.min"), {}),
-        max=errors.take(lambda: parse_resources(raw.get("max"), f"{field}.max"), {}),
+        min=_quota_resources(raw.get("min"), field, "min", errors, unread),
+        max=_quota_resources(raw.get("max"), field, "max", errors, unread),
         namespaces=tuple(str(n) for n in namespaces),
         children=tuple(_quota_node(doc, c, f"{field}.children[{i}]", errors)
                        for i, c in enumerate(children)),
@@ -1284,7 +1292,28 @@ def _quota_node(doc: Document, raw: Any, field: str, errors: Errors) -> QuotaSpe
                     for section in ("min", "max") if isinstance(raw.get(section), dict)
                     for name in ("", *map(str, raw[section])))
         + tuple((f"namespaces.{ns}", doc.line_of(f"{field}.namespaces[{i}]"))
-                for i, ns in enumerate(namespaces)))
+                for i, ns in enumerate(namespaces)),
+        unread=frozenset(unread))
+
+
+def _quota_resources(raw: Any, field: str, section: str, errors: Errors,
+                     unread: set[str]) -> Resources:
+    """The ``section`` (min, max) of the quota at ``field``, each quantity that
+    can be read; each that cannot noted in ``unread`` (``min.cpu``, or ``min``
+    for all), for the tree's rules to leave out rather than take as 0."""
+    at = f"{field}.{section}"
+    if not isinstance(raw, dict):
+        read = errors.take(partial(parse_resources, raw, at), None)
+        if read is None:
+            unread.add(section)
+        return read or {}
+    out: Resources = {}
+    for name, value in raw.items():
+        one = errors.take(partial(parse_resources, {name: value}, at), None)
+        if one is None:
+            unread.add(f"{section}.{name}")
+        out.update(one or {})
+    return out
 
 
 def _label_selector(raw: Any, field: str) -> LabelSelector | None:

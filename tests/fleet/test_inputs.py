@@ -444,6 +444,104 @@ def test_quota_limits_that_do_not_add_up_are_told_at_the_entry_to_fix() -> None:
         "quota.yaml:18: quota root/a: min cpu 6 is more than max 4; min must be <= max"]
 
 
+def test_a_quota_tree_tells_the_rules_it_breaks_with_its_mistakes_of_form() -> None:
+    """A min above max was told only once a bad quantity elsewhere was fixed:
+    each fix of a quota brought up the next."""
+    text = quota_tree_yaml('{cpu: "8"}', """\
+    - name: a
+      namespaces: [default]
+      min:
+        cpu: lots
+    - name: b
+      namespaces: [other]
+      min:
+        cpu: "3"
+      max:
+        cpu: "2"
+""")
+    inputs = read({"quota.yaml": text, "jobs/j1.yaml": JOB}, {"quota.yaml": [QUOTA_TREE]})
+    assert told(inputs) == [
+        f"quota.yaml:13: spec.root.children[0].min.cpu: 'lots' is not a Kubernetes quantity "
+        f"({QUANTITY_FORM})",
+        "quota.yaml:19: quota root/b: min cpu 3 is more than max 2; min must be <= max"]
+    assert told(inputs, "warning") == [
+        f"quota.yaml:0: the fleet goes on with this file's last good version "
+        f"(blob {source('quota.yaml', QUOTA_TREE).blob[:12]}) until it is fixed"]
+    assert inputs.tree is not None and inputs.tree.nodes["root/a"].max == {"cpu": 8000}
+    fixed = read({"quota.yaml": text.replace("cpu: lots", 'cpu: "1"')})
+    assert told(fixed) == [
+        "quota.yaml:19: quota root/b: min cpu 3 is more than max 2; min must be <= max"]
+
+
+def test_a_rule_that_takes_a_quantity_not_read_is_left_out_for_that_resource() -> None:
+    """A sum of mins with one of them (or the parent's) unreadable is no sum to
+    tell: added up without it, or against a min of 0, it would be told wrongly;
+    the rules on what was read are told beside the bad quantity."""
+    text = quota_tree_yaml('{cpu: "8", memory: 8Gi}', """\
+    - name: a
+      min:
+        cpu: lots
+        memory: 6Gi
+      children:
+      - name: a1
+        namespaces: [default]
+        min:
+          cpu: "2"
+          memory: 7Gi
+    - name: b
+      namespaces: [other]
+      min:
+        cpu: "7"
+        memory: 4Gi
+      max:
+        cpu: "6"
+""")
+    assert told(read({"quota.yaml": text})) == [
+        "quota.yaml:7: quota root: children's min memory add up to 10Gi, more than its min "
+        "8Gi; lower the children's min or raise root's",
+        f"quota.yaml:12: spec.root.children[0].min.cpu: 'lots' is not a Kubernetes quantity "
+        f"({QUANTITY_FORM})",
+        "quota.yaml:13: quota root/a: children's min memory add up to 7Gi, more than its min "
+        "6Gi; lower the children's min or raise root/a's",
+        "quota.yaml:26: quota root/b: min cpu 7 is more than max 6; min must be <= max"]
+    # (a min not a mapping: none of its resources is read)
+    whole = text.replace("      min:\n        cpu: lots\n        memory: 6Gi\n",
+                         "      min: lots\n")
+    assert told(read({"quota.yaml": whole})) == [
+        "quota.yaml:11: spec.root.children[0].min must be a mapping of resource names to "
+        "quantities",
+        "quota.yaml:24: quota root/b: min cpu 7 is more than max 6; min must be <= max"]
+    # (a misspelt min is not a min of 0: the root's min not told as unlike its max)
+    misspelt = text.replace("cpu: lots", 'cpu: "4"').replace("    min: {", "    mni: {")
+    assert told(read({"quota.yaml": misspelt})) == [
+        "quota.yaml:7: spec.root.mni is not a field of ElasticQuotaTree: did you mean "
+        "spec.root.min?",
+        "quota.yaml:13: quota root/a: children's min memory add up to 7Gi, more than its min "
+        "6Gi; lower the children's min or raise root/a's",
+        "quota.yaml:26: quota root/b: min cpu 7 is more than max 6; min must be <= max"]
+
+
+def test_a_good_quota_tree_reads_as_before() -> None:
+    """A file with no mistake: nothing told, and its tree used as it was read."""
+    text = quota_tree_yaml('{cpu: "8", memory: 8Gi}', """\
+    - name: a
+      min: {cpu: "5", memory: 6Gi}
+      children:
+      - {name: a1, namespaces: [default], min: {cpu: "2", memory: 6Gi}, max: {cpu: "4"}}
+    - name: b
+      namespaces: [other]
+      min: {cpu: "3", memory: 2Gi}
+""")
+    inputs = read({"quota.yaml": text})
+    assert told(inputs) == [] and not inputs.broken_paths and inputs.tree is not None
+    gi = 1000 << 30  # (in thousandths, as every quantity)
+    assert {p: (n.min, n.max) for p, n in inputs.tree.nodes.items()} == {
+        "root": ({"cpu": 8000, "memory": 8 * gi}, {"cpu": 8000, "memory": 8 * gi}),
+        "root/a": ({"cpu": 5000, "memory": 6 * gi}, {}),
+        "root/a/a1": ({"cpu": 2000, "memory": 6 * gi}, {"cpu": 4000}),
+        "root/b": ({"cpu": 3000, "memory": 2 * gi}, {})}
+
+
 def test_a_misspelt_field_of_the_quota_tree_is_an_error_and_its_last_good_version_kept() -> None:
     """A quota's ``max`` misspelt left the quota with no limit, its
     ``children`` misspelt dropped the quotas under it, both unseen; a field
