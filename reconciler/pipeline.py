@@ -1187,6 +1187,7 @@ class _EarlierVersions:
         self._read = 0  # state commits read for them (or for ``trees``)
         self._further = False  # whether the state has commits before those
         self._last: str | None = None  # the last tree of them
+        self._asked = "a file"  # the path asked for last (named should the trees be missing)
 
     def _look(self) -> list[str]:
         if self.trees is None:
@@ -1196,7 +1197,8 @@ class _EarlierVersions:
             messages = out.split("\x1e")[1:]
             self.trees = [t for t in (trailers(m).get(TREE_TRAILER) for m in messages) if t]
             self._read, self._further = len(messages), len(messages) == LAST_GOOD_DEPTH
-            _check_not_shallow(repo, set(self.trees) - repo.have_objects(self.trees))
+            _check_not_shallow(repo, set(self.trees) - repo.have_objects(self.trees),
+                               self._asked)
             made_from = trailers(messages[0]).get(TRAILER) if messages else None
             self.since = made_from if made_from and repo.resolve(made_from) else None
             source = repo.resolve(self.source_rev) if self.source_rev else None
@@ -1279,12 +1281,14 @@ class _EarlierVersions:
         return True
 
     def blobs(self, path: str, /) -> Iterator[str | None]:
+        self._asked = path
         return self._each(path, self._all_trees())
 
     def version(self, path: str, blob: str, /) -> SourceFile:
         return SourceFile(path, blob, self.repo.read_blobs([blob])[blob])
 
     def __call__(self, path: str, blob: str, /) -> Iterator[SourceFile]:
+        self._asked = path
         seen = {blob}
         for got in itertools.chain(self._unreconciled(path), self._each(path)):
             if got is not None and got not in seen:
@@ -1292,13 +1296,13 @@ class _EarlierVersions:
                 yield SourceFile(path, got, self.repo.read_blobs([got])[got])
 
 
-def _check_not_shallow(repo: FleetRepo, missing: set[str]) -> None:
+def _check_not_shallow(repo: FleetRepo, missing: set[str], path: str) -> None:
     """Refuse to look for a broken file's last good version in a shallow clone
     that lacks the source trees the state was made from (a CI checkout of
     depth 1): found in none, the file would count as gone, and the fleet be
     decided without it (every job told there is no quota tree, say)."""
     if missing and is_shallow(repo):
-        raise GitError(f"a file is broken and its last good version is in the source commits "
+        raise GitError(f"{path} is broken and its last good version is in the source commits "
                        f"the state was made from, which this shallow clone lacks (tree "
                        f"{sorted(missing)[0][:12]}): fetch them ({FETCH_WHOLE}) and run again")
 

@@ -689,8 +689,10 @@ def test_a_shallow_clone_that_lacks_a_broken_files_last_good_version_says_so(
     shallow = tmp_path / "shallow"
     plan = fleetq("plan", "--repo", str(shallow), "--remote", "origin", "--now", NOW)
     assert plan.returncode == 2, plan.stdout + plan.stderr
-    assert "which this shallow clone lacks" in plan.stderr and "git fetch --unshallow" in \
-        plan.stderr, plan.stderr
+    named = str(tree_file.relative_to(ci))
+    assert f"fleetq: {named} is broken and its last good version is in the source commits " \
+           "the state was made from, which this shallow clone lacks" in plan.stderr and \
+        "git fetch --unshallow" in plan.stderr, plan.stderr
     git(shallow, "fetch", "-q", "--unshallow", "origin")
     plan = fleetq("plan", "--repo", str(shallow), "--remote", "origin", "--now", NOW,
                   "--exit-code")
