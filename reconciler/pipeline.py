@@ -2821,6 +2821,7 @@ def _rewound(repo: FleetRepo, remote: str, branch: str, head: str, local: str) -
     if pushed_there(repo, remote, branch, local) is False:
         count = int(repo.run("rev-list", "--count", local, f"^{head}").strip() or 0)
         commits = f"{count} state commit{'s' if count != 1 else ''}"
+        made_by = _made_without_remote(repo, local, head)
         if behind:
             made_from = trailers(repo.commit_info(local).message).get(TRAILER, "")
             publish = (f"or publish them as they are (git push {remote} {branch})"
@@ -2828,11 +2829,11 @@ def _rewound(repo: FleetRepo, remote: str, branch: str, head: str, local: str) -
                        f"they are made from {made_from[:12]}, which is on no branch of "
                        f"{remote}: pushed, they would be undone by the next reconcile there")
             return (f"the state branch {branch} on {remote} ({head[:12]}) lacks {commits} of "
-                    f"this clone's ({local[:12]}), never pushed there (made by a reconcile "
-                    f"without --remote): drop them ({take}), and the next reconcile decides "
-                    f"from {remote}'s; {publish}; then run again")
+                    f"this clone's ({local[:12]}), never pushed there ({made_by}): drop them "
+                    f"({take}), and the next reconcile decides from {remote}'s; {publish}; "
+                    f"then run again")
         return (f"this clone's {branch} ({local[:12]}) has {commits} never pushed to "
-                f"{remote} (made by a reconcile without --remote), and {remote}'s "
+                f"{remote} ({made_by}), and {remote}'s "
                 f"({head[:12]}) has gone on without them: the clusters run {remote}'s. Take "
                 f"it here ({take}) and run again")
     push_back = (f"git push --force-with-lease={branch}:{head[:12]} {remote} "
@@ -2848,6 +2849,17 @@ def _rewound(repo: FleetRepo, remote: str, branch: str, head: str, local: str) -
             f"another reconcile. The clusters run {remote}'s: take it here ({take}) and run "
             f"again (the source's jobs are decided anew from it); or, if {remote}'s should "
             f"not stand, push this clone's over it ({push_back})")
+
+
+def _made_without_remote(repo: FleetRepo, local: str, head: str) -> str:
+    """Which commands made the state commits of ``local`` that ``head`` lacks:
+    "made by fleetq reconcile without --remote" (or report, or both)."""
+    subjects = repo.run("log", "--format=%s", local, f"^{head}", "--").decode(
+        "utf-8", "replace").splitlines()
+    reports = sum(1 for s in subjects if s.startswith("Report "))
+    made = [name for name, count in (("reconcile", len(subjects) - reports),
+                                     ("report", reports)) if count]
+    return f"made by fleetq {' and '.join(made) or 'reconcile'} without --remote"
 
 
 def pushed_there(repo: FleetRepo, remote: str, branch: str, commit: str) -> bool | None:

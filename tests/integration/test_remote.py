@@ -772,6 +772,24 @@ def test_a_state_is_not_pushed_from_a_commit_the_remote_lacks(tmp_path: Path) ->
     assert rev(other, STATE) is not None and _trailer(other, STATE) != local
 
 
+def test_a_report_recorded_without_remote_is_named_as_such(tmp_path: Path) -> None:
+    """The README's ``kubectl get ... | fleetq report`` in a clone of a fleet
+    with no spec.remote: the next reconcile --remote refused its commit as one
+    "made by a reconcile without --remote"."""
+    _, clones = _origin_with_clones(tmp_path, ["ci"])
+    ci = clones["ci"]
+    assert fleetq("reconcile", "--repo", str(ci), "--remote", "origin",
+                  "--now", NOW).returncode == 0
+    proc = subprocess.run(
+        [sys.executable, "-m", "reconciler.cli", "report", "--cluster", "cf-hz-a", "--repo",
+         str(ci), "--remote", "", "--now", NOW], input="apiVersion: v1\nkind: List\nitems: []\n",
+        capture_output=True, text=True, cwd=REPO_ROOT, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    proc = fleetq("reconcile", "--repo", str(ci), "--remote", "origin", "--now", NOW)
+    assert proc.returncode == 2 and "never pushed there (made by fleetq report without " \
+        "--remote)" in proc.stderr, proc.stderr
+
+
 def test_a_local_state_never_pushed_is_told_to_be_dropped_not_forced_over_the_remote(
         tmp_path: Path) -> None:
     """A clone that reconciled without --remote holds state commits the
@@ -796,8 +814,8 @@ def test_a_local_state_never_pushed_is_told_to_be_dropped_not_forced_over_the_re
     local = rev(ci, STATE)
     behind = reconcile(ci)
     assert behind.returncode == 2
-    assert f"lacks 1 state commit of this clone's ({local[:12]}), never pushed" in \
-        behind.stderr, behind.stderr
+    assert f"lacks 1 state commit of this clone's ({local[:12]}), never pushed there (made by " \
+           f"fleetq reconcile without --remote)" in behind.stderr, behind.stderr
     assert f"git branch -f {STATE} origin/{STATE}" in behind.stderr
     assert f"git push origin {STATE})" in behind.stderr and "--force" not in behind.stderr
 
