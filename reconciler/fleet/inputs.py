@@ -1274,6 +1274,18 @@ def _quota_node(doc: Document, raw: Any, field: str, errors: Errors) -> QuotaSpe
                                    f"{field}.namespaces"))
         namespaces = []
         unread.add("namespaces")
+    named: list[tuple[int, str]] = []  # (index, namespace) of those it can take
+    for i, ns in enumerate(namespaces):
+        at = f"{field}.namespaces[{i}]"
+        if not isinstance(ns, str):
+            found.append(ManifestError(f"{at} must be a namespace name, not {ns!r}", at))
+            continue
+        try:
+            check_namespace(ns, at)
+        except ManifestError as exc:
+            found.extend(each_error(exc))
+            continue
+        named.append((i, ns))
     node_name = str(raw.get("name") or "")
     if node_name:
         errors.take(lambda: check_label_value(
@@ -1283,7 +1295,7 @@ def _quota_node(doc: Document, raw: Any, field: str, errors: Errors) -> QuotaSpe
         name=node_name,
         min=_quota_resources(raw.get("min"), field, "min", errors, unread),
         max=_quota_resources(raw.get("max"), field, "max", errors, unread),
-        namespaces=tuple(str(n) for n in namespaces),
+        namespaces=tuple(ns for _, ns in named),
         children=tuple(_quota_node(doc, c, f"{field}.children[{i}]", errors)
                        for i, c in enumerate(children)),
         line=doc.line_of(f"{field}.name"),
@@ -1292,7 +1304,7 @@ def _quota_node(doc: Document, raw: Any, field: str, errors: Errors) -> QuotaSpe
                     for section in ("min", "max") if isinstance(raw.get(section), dict)
                     for name in ("", *map(str, raw[section])))
         + tuple((f"namespaces.{ns}", doc.line_of(f"{field}.namespaces[{i}]"))
-                for i, ns in enumerate(namespaces)),
+                for i, ns in named),
         unread=frozenset(unread))
 
 

@@ -473,6 +473,28 @@ def test_a_quota_tree_tells_the_rules_it_breaks_with_its_mistakes_of_form() -> N
         "quota.yaml:19: quota root/b: min cpu 3 is more than max 2; min must be <= max"]
 
 
+def test_a_quota_namespace_that_is_no_namespace_name_is_an_error_at_its_line() -> None:
+    """A mapping was read as its text ("{'a': 'b'}"), a name Kubernetes
+    refuses as it was: no job could ever bind there, with no word."""
+    text = quota_tree_yaml('{cpu: "8"}', """\
+    - name: a
+      namespaces:
+      - {team: a}
+      - Team_A
+      - default
+""")
+    inputs = read({"quota.yaml": text, "jobs/j1.yaml": JOB}, {"quota.yaml": [QUOTA_TREE]})
+    assert told(inputs) == [
+        "quota.yaml:12: spec.root.children[0].namespaces[0] must be a namespace name, not "
+        "{'team': 'a'}",
+        "quota.yaml:13: spec.root.children[0].namespaces[1] 'Team_A' is not a valid namespace "
+        "name: at most 63 lower-case letters, digits and '-', starting and ending with a letter "
+        "or digit"]
+    fixed = read({"quota.yaml": text.replace("      - {team: a}\n      - Team_A\n", "")})
+    assert told(fixed) == [] and fixed.tree is not None
+    assert fixed.tree.nodes["root/a"].namespaces == ("default",)
+
+
 def test_a_rule_that_takes_a_quantity_not_read_is_left_out_for_that_resource() -> None:
     """A sum of mins with one of them (or the parent's) unreadable is no sum to
     tell: added up without it, or against a min of 0, it would be told wrongly;
