@@ -1859,6 +1859,8 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
                                     when=computed.now or when)
             if not publish(repo, remote, branch, sha, base, progress, "recomputing"):
                 continue
+            if cache is not None:  # (told again by a reconcile that finds it up to date)
+                cache.note_unchanged(sha, computed.source.tree, STATE_FORMAT, told)
             _save_cache(cache, computed, sha, later)
             return Outcome(computed, sha, attempt, source=computed.source, state=sha,
                            remote=remote)

@@ -187,9 +187,9 @@ class Cache:
 
     def unchanged(self, state: str, tree: str, form: str) -> list[Problem] | None:
         """What a reconcile told (its problems) when it decided source tree
-        ``tree`` from state commit ``state``, by state format ``form``, and the
-        state did not change (``note_unchanged``); ``None`` when none did, as far
-        as the cache knows."""
+        ``tree`` by state format ``form`` and left the state at commit
+        ``state``: from it, as it was, or committing it (``note_unchanged``);
+        ``None`` when none did, as far as the cache knows."""
         if self._unchanged is None:
             got = self._read(UNCHANGED)
             self._unchanged = {key: told for key, told in got.items()
@@ -200,9 +200,10 @@ class Cache:
         return list(told) if told is not None else None
 
     def note_unchanged(self, state: str, tree: str, form: str, told: list[Problem]) -> None:
-        """Keep that deciding source tree ``tree`` from state commit ``state``
-        by state format ``form`` left the state as it was, and told ``told``
-        (the latest ``UNCHANGED_KEPT`` such are kept)."""
+        """Keep that deciding source tree ``tree`` by state format ``form``
+        left the state at commit ``state`` (as it was, or committed), and told
+        ``told`` (the latest ``UNCHANGED_KEPT`` such are kept): a reconcile
+        that finds the state up to date with the tree tells it again."""
         self.unchanged(state, tree, form)  # (read what is there)
         assert self._unchanged is not None
         self._unchanged.pop((state, tree, form), None)

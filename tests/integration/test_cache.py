@@ -186,10 +186,18 @@ def test_a_push_that_changes_no_decision_is_decided_once(tmp_path: Path) -> None
     assert told[0][0].startswith("no change: ") and "up to date" not in told[0][0]
     assert told[1][0] == f"no change: {STATE} is up to date with {rev(path, 'HEAD')[:12]}"
     assert rev(path, STATE) == first.commit
-    # Another state commit (a new job admitted): that tree is decided from it anew.
+    # Another state commit (a new job admitted): that tree is decided from it anew,
+    # and a reconcile of it again tells what the one that committed told.
     write_files(path, {"jobs/j9.yaml": pytorchjob("j9")})
     commit_all(path, "one more job")
-    assert run_reconcile(path).commit is not None
+    told = []
+    for _ in range(2):
+        proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+        assert proc.returncode == 0, proc.stderr
+        told.append((proc.stdout.splitlines()[0], proc.stderr))
+    assert told[0][0].startswith("committed ") and "jobs/j8.json:" in told[0][1]
+    assert told[1] == (f"no change: {STATE} is up to date with {rev(path, 'HEAD')[:12]}",
+                       told[0][1])
     assert run_reconcile(path).computed is None
 
 
