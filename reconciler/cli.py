@@ -329,7 +329,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def _state_head(repo: FleetRepo, branch: str, *, needed: bool = False,
-                plan: bool = False) -> str | None:
+                plan: bool = False, source: str = "HEAD") -> str | None:
     """The state branch's head, for a command that reads it: the local branch
     (told on stderr when a remote's copy of it, as last fetched, is newer, as
     ``git status`` tells a branch behind its upstream), else, when one
@@ -338,10 +338,13 @@ def _state_head(repo: FleetRepo, branch: str, *, needed: bool = False,
     (``_elsewhere``), that is said, on stderr, or raised when it is
     ``needed``. ``plan``: for ``fleetq plan``, which reads a remote's state
     itself with ``--remote``. A head edited by hand (``edited_by_hand``) is
-    read as it is, with a warning."""
+    read as it is, with a warning; one fleetq did not write too, unless people
+    work on the branch (reconcile's refusal of it, for ``source``, is raised:
+    the fix of a state edited by hand would reset their work)."""
     sha = _state_head_found(repo, branch, needed=needed, plan=plan)
     ref = state_ref(branch)
     if sha is not None and not written_by_fleetq(repo, sha):
+        _refused(repo, branch, source)
         back = last_as_written(repo, sha, ref)
         fix = f"git update-ref {ref} {back[:12]}" if back is not None else \
             f"git update-ref {ref} <commit>, <commit> the last of git log {ref} that it wrote"
@@ -724,8 +727,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     args.remote = _remote(repo, args, args.source)
     branch = _branch(repo, args)
     check_source(repo, args.source)
-    base = repo.fetch(args.remote, branch) if args.remote else _state_head(repo, branch,
-                                                                           plan=True)
+    base = repo.fetch(args.remote, branch) if args.remote else _state_head(
+        repo, branch, plan=True, source=args.source)
     if args.remote and base is not None:
         check_remote_state(repo, args.remote, branch, base)
     # (nothing written: a plan reads, and may run where the repository is read-only)
@@ -1063,7 +1066,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
     branch = _branch(repo, args)
     check_source(repo, args.source)
-    base = _state_head(repo, branch)
+    base = _state_head(repo, branch, source=args.source)
     computed = _computed_on(repo, args, branch, state_base=base, now=args.now, write=False)
     wanted = args.job
     name = _job_name(wanted, args.namespace)

@@ -398,9 +398,20 @@ def test_a_first_reconcile_goes_on_with_a_broken_files_last_good_version(
            in checked.stdout, checked.stdout
     assert "clusters/gpu-hz-a.yaml:22: error: spec.nodes[0].allocatable.cpu: 'lots'" \
         in checked.stdout
+    # explain reads the state, which this clone did not fetch: it says so, rather than
+    # explain what a first reconcile would decide; with the state, it needs the history
+    # reconcile needs
     explained = fleetq("explain", "video-mae-pretrain", "--repo", str(shallow))
-    assert "clusters/gpu-hz-a.yaml: warning: this shallow clone's history of it ends at " \
+    fetch = "git fetch origin fleetq/state:refs/remotes/origin/fleetq/state"
+    assert explained.returncode == 2 and f"nor a copy of origin's, which has one " \
+        f"({rev(path, 'fleetq/state')[:12]}): fetch it ({fetch}), and run again" \
         in explained.stderr, explained.stderr
+    git(shallow, *fetch.split()[1:])
+    explained = fleetq("explain", "video-mae-pretrain", "--repo", str(shallow))
+    assert explained.returncode == 2 and "clusters/gpu-hz-a.yaml is broken and its last good " \
+        "version is in the source commits the state was made from, which this shallow clone " \
+        "lacks" in explained.stderr, explained.stderr
+    git(shallow, "update-ref", "-d", "refs/remotes/origin/fleetq/state")  # (as cloned)
     git(shallow, "fetch", "-q", "--unshallow", "origin")
     proc = fleetq("reconcile", "--repo", str(shallow), "--now", NOW)
     assert proc.returncode == 0 and told in proc.stderr, proc.stderr
