@@ -221,6 +221,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
               f"it): decided again from its new head, {outcome.attempts} attempts in all",
               file=sys.stderr)
     print(_outcome_line(outcome, branch, repo), file=_say(args.output))
+    if outcome.commit is None and args.source == "HEAD":  # (a "no change" to wonder at)
+        _tell_work_tree(repo, "reconcile", "reconciled")
     if args.output != "none":
         items, texts = (([decision_item(d) for d in outcome.decisions], {})
                         if outcome.computed else _state_items(repo, branch, cache))
@@ -812,6 +814,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             counts = {c: sum(1 for x, _ in files if x == c) for c in "+~-"}
             print(f"\nPlan: {len(computed.changes)} job change(s); {counts['+']} file(s) to "
                   f"add, {counts['~']} to change, {counts['-']} to remove.")
+    if args.source == "HEAD":
+        _tell_work_tree(repo, "plan", "planned")
     return EXIT_PROBLEMS if changed and args.exit_code else EXIT_OK
 
 
@@ -1049,17 +1053,21 @@ def _read_by_fleetq(path: str) -> bool:
         path.endswith("/") or path in ("fleet.yaml", "fleet.yml")
 
 
-def _tell_work_tree(repo: FleetRepo) -> None:
+def _tell_work_tree(repo: FleetRepo, command: str = "explain", done: str = "explained"
+                    ) -> None:
     """Say on stderr that the work tree holds changes not committed, which a
-    command that reads HEAD does not see (an edit made to try its advice)."""
+    ``command`` that reads HEAD does not see (an edit made to try its advice,
+    a new job not yet committed), and the first of them."""
     if repo.bare:
         return
-    changed = [line for line in repo.run("status", "--porcelain", check=False).decode(
+    changed = [line[3:].strip() for line in repo.run(
+        "status", "--porcelain", "--untracked-files=all", check=False).decode(
         errors="replace").splitlines() if _read_by_fleetq(line[3:].strip().strip('"'))]
     if changed:
-        print(f"fleetq: the work tree has {len(changed)} change(s) not committed; explain "
-              f"reads HEAD, without them (commit them to have them explained; fleetq "
-              f"validate checks them first)", file=sys.stderr)
+        more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
+        print(f"fleetq: the work tree has {len(changed)} change(s) not committed ({changed[0]}"
+              f"{more}); {command} reads HEAD, without them (commit them to have them "
+              f"{done}; fleetq validate checks them first)", file=sys.stderr)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -1086,6 +1094,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
                                      for d in computed.result.decisions))
         print(f"fleetq: no job named {wanted!r} in {computed.source.sha[:12]}{meant}"
               f"{_unread_naming(repo, computed, name.name)}", file=sys.stderr)
+        if args.source == "HEAD":
+            _tell_work_tree(repo)
         return EXIT_USAGE
     if len(matches) > 1:
         names = ", ".join(f"{d.key.kind}/{d.key.namespace}/{d.key.name}" for d in matches)

@@ -685,13 +685,37 @@ def test_explain_names_the_class_that_gives_the_priority_it_advises(tmp_path: Pa
     write_files(path, {"priorityclasses.yaml": classes.split("---\n# Set on the job itself")[0]})
     # (an edit not committed is not read: explain says so, lest it look tried)
     proc = fleetq("explain", "--repo", str(path), "text/tokenizer-ablation")
-    assert ("fleetq: the work tree has 1 change(s) not committed; explain reads HEAD, without "
-            "them") in proc.stderr, proc.stderr
+    assert ("fleetq: the work tree has 1 change(s) not committed (priorityclasses.yaml); "
+            "explain reads HEAD, without them") in proc.stderr, proc.stderr
     commit_all(path, "no class above high")
     assert advice() == "1 of them (no PriorityClass of the fleet has one: add one)"
     (path / "notes.txt").write_text("a file fleetq reads not\n")
     proc = fleetq("explain", "--repo", str(path), "text/tokenizer-ablation")
     assert "not committed" not in proc.stderr
+
+
+def test_a_job_not_yet_committed_is_told_by_reconcile_plan_and_explain(tmp_path: Path) -> None:
+    """A new job written and not committed: reconcile said the state was up to
+    date, plan that nothing changed, explain that no job has its name and that
+    a file had errors (another one): none said the work tree holds it."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    job = (path / "jobs/text/llm-sft-hotfix.yaml").read_text()
+    write_files(path, {"jobs/text/new-one.yaml": job.replace("llm-sft-hotfix", "new-one")})
+    told = ("fleetq: the work tree has 1 change(s) not committed (jobs/text/new-one.yaml); {} "
+            "reads HEAD, without them (commit them to have them {}; fleetq validate checks them "
+            "first)\n")
+    for command, done, code in (("reconcile", "reconciled", 0), ("plan", "planned", 0),
+                                ("explain", "explained", 2)):
+        args = [command, "--now", NOW] + (["new-one"] if command == "explain" else [])
+        proc = fleetq(*args, "--repo", str(path))
+        assert proc.returncode == code, (command, proc.stdout, proc.stderr)
+        assert proc.stderr.endswith(told.format(command, done)), (command, proc.stderr)
+    commit_all(path, "the new job")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and proc.stdout.startswith("committed "), proc.stdout
+    assert "not committed" not in proc.stderr, proc.stderr
 
 
 def test_init_creates_a_fleet_repo_that_validates_and_reconciles(tmp_path: Path) -> None:
