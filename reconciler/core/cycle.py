@@ -895,6 +895,8 @@ class _Cycle:
         priors = sorted((p for p in inp.prior.values() if p.phase is Phase.ADMITTED),
                         key=lambda p: (p.admitted_at or "", p.key))
         changed: list[_Pending] = []
+        moved: list[tuple[_Pending, ClusterState]] = []  # (its quota changed, nothing else)
+        lost: dict[JobKey, list[str]] = {}  # (``ClusterState.lost_nodes``)
         self._as_before = True
         ended = inp.ended
         for prior in priors:
@@ -917,15 +919,18 @@ class _Cycle:
                         f"{'=' + taint.value if taint.value else ''}:NoExecute, which its "
                         f"policy's clusterTolerations do not tolerate")
                     continue
-                if counted_as_decided(pending.job, prior):
-                    self._admit(pending, cluster, None, admitted_at=prior.admitted_at,
-                                force=True, copies=prior.copies, nodes=prior.nodes)
-                    if cluster.name not in self._candidate_set(pending):
-                        self._runs_off_its_candidates(
-                            key, cluster, self._refused(pending.job, pending.quota))
-                else:
+                gone = cluster.lost_nodes(pending.job.pod_sets, prior.nodes) \
+                    if prior.nodes and cluster.cluster.resource_reservation else []
+                if gone or not counted_as_decided(pending.job, prior):
                     self._as_before = False
                     changed.append(pending)
+                    if gone:
+                        lost[key] = gone
+                elif pending.quota != prior.quota:  # (checked once the others are back)
+                    self._as_before = False
+                    moved.append((pending, cluster))
+                else:
+                    self._put_back(pending, cluster)
                 continue
             bad_reason = None
             if key in invalid:
@@ -939,6 +944,16 @@ class _Cycle:
                 self._as_before = False
                 continue  # deleted from the source (or its cluster is gone): freed
             self._keep_last_good(prior, cluster, bad_reason)
+        for pending, cluster in moved:  # (where it runs, when its new quota has room)
+            was = pending.prior
+            assert was is not None
+            short = self._quota_shortfall(pending)
+            if short is None:
+                self._put_back(pending, cluster)
+            else:
+                self.requeue_notes[pending.job.key] = (
+                    f"its quota is {pending.quota} now, not {was.quota or 'none'}, and has no "
+                    f"room for it ({short})")
         for pending in changed:
             key = pending.job.key
             was = pending.prior
@@ -950,12 +965,28 @@ class _Cycle:
                 self._admit(pending, cluster, fit, admitted_at=was.admitted_at)
             else:
                 why = fit if isinstance(fit, str) else (short or "")
+                if key in lost:
+                    self.requeue_notes[key] = (
+                        f"its node(s) {', '.join(lost[key])} of {cluster.name} no longer hold "
+                        f"its pods (Kubernetes removes them), and it no longer fits there "
+                        f"({why})")
+                    continue
                 what = ("its requests changed" if was.blob != pending.job.blob else
                         # (the same manifest, counted anew: fleetq counts its pods as its
                         # operator starts them, ``pod_templates``)
                         "its pods are counted as its operator starts them now (before: "
                         f"{_pods_of(was.pod_sets)}; now: {_pods_of(pending.job.pod_sets)})")
                 self.requeue_notes[key] = f"{what} and no longer fit where it ran ({why})"
+
+    def _put_back(self, pending: _Pending, cluster: ClusterState) -> None:
+        """A job the previous state admitted, back where it runs, as it was."""
+        was = pending.prior
+        assert was is not None
+        self._admit(pending, cluster, None, admitted_at=was.admitted_at, force=True,
+                    copies=was.copies, nodes=was.nodes)
+        if cluster.name not in self._candidate_set(pending):
+            self._runs_off_its_candidates(
+                pending.job.key, cluster, self._refused(pending.job, pending.quota))
 
     def _runs_off_its_candidates(self, key: JobKey, cluster: ClusterState,
                                  refused: Sequence[tuple[str, str]] = ()) -> None:

@@ -462,6 +462,29 @@ class ClusterState:
         fit = self.fit_from_counts(pod_sets, total, counts)
         return fit if fit is not None and self.has_room_for(pod_sets, fit) else None
 
+    def lost_nodes(self, pod_sets: tuple[PodSet, ...],
+                   counts: tuple[tuple[str, str, int], ...]) -> list[str]:
+        """The nodes of a running job's recorded packing (``counts``) that hold
+        its pods no longer, each with why: gone from the cluster (Kubernetes
+        deletes the pods of a node that leaves), or tainted NoExecute where its
+        pods do not tolerate it (Kubernetes evicts them). A node whose room
+        shrank still runs them, and is not one."""
+        sets = {ps.name: ps for ps in pod_sets}
+        out = set()
+        for node, pod_set, _ in counts:
+            i = self.node_index.get(node)
+            if i is None:
+                out.add(f"{node} (gone)")
+                continue
+            ps = sets.get(pod_set)
+            evicting = tuple(t for t in self.node_taints[i] if t.effect == "NoExecute")
+            taint = untolerated(evicting, ps.tolerations) if ps is not None and evicting \
+                else None
+            if taint is not None:
+                shown = f"{taint.key}={taint.value}" if taint.value else taint.key
+                out.add(f"{node} (taint {shown}:NoExecute)")
+        return sorted(out)
+
     def fit_from_counts(self, pod_sets: tuple[PodSet, ...], total: ResourcesView,
                         counts: tuple[tuple[str, str, int], ...]) -> Fit | None:
         """The recorded packing of a job, if its nodes and pod sets still exist."""

@@ -17,6 +17,7 @@ from reconciler.core.model import (
     MemberCluster,
     Phase,
 )
+from reconciler.core.quota import QuotaTree
 from tests.builders import (
     BATCH_JOB,
     GPU,
@@ -36,6 +37,7 @@ from tests.builders import (
     prior_of,
     quota,
     simple_tree,
+    taint,
 )
 
 PRIORITIES = {"high": 1000, "normal": 100, "low": 10}
@@ -667,6 +669,81 @@ def test_a_job_whose_cluster_leaves_the_fleet_is_placed_again_and_says_why_once(
     assert "left the fleet" not in by_name(second)["a"].reason
     third = reconcile_cycle(replace(inp, prior={p.key: p for p in prior_of(second.decisions)}))
     assert third.decisions == second.decisions and third.moved == {}
+
+
+def test_a_running_job_moved_to_another_quota_runs_on_only_where_that_quota_has_room() -> None:
+    """Namespace ``c`` moved from leaf ``b`` to leaf ``a`` (at its max): ``c0``
+    was put back under ``a`` unchecked, 12 of its max 8; ``b``, now seen to
+    borrow, had its own job reclaimed. It waits in ``a``'s queue, and says
+    why once; with room in ``a`` it runs on where it runs."""
+    def leaves(c_in: str, a_max: str = "8") -> QuotaTree:
+        return simple_tree(
+            quota("a", min={"gpu": "8"}, max={"gpu": a_max}, ns=["a"] + (["c"] if c_in == "a"
+                                                                        else [])),
+            quota("b", min={"gpu": "8"}, max={"gpu": "8"}, ns=["b"] + (["c"] if c_in == "b"
+                                                                        else [])),
+            total={"cpu": "1000", "gpu": "16"})
+    clusters = (gpu_cluster("c1", 8, 8),)
+    jobs = [gpu_job("a0", 8, "a"), gpu_job("c0", 4, "c"), gpu_job("b0", 4, "b")]
+    first = reconcile_cycle(cycle_input(jobs=jobs, clusters=clusters, tree=leaves("b")))
+    assert phases(first) == {"a0": Phase.ADMITTED, "b0": Phase.ADMITTED, "c0": Phase.ADMITTED}
+    inp = cycle_input(jobs=jobs, clusters=clusters, tree=leaves("a"),
+                      prior=prior_of(first.decisions))
+    second = reconcile_cycle(inp)
+    assert phases(second) == {"a0": Phase.ADMITTED, "b0": Phase.ADMITTED, "c0": Phase.QUEUED}
+    assert second.quota_used["root/a"]["nvidia.com/gpu"] == 8000
+    assert second.moved == {gpu_job("c0", 4, "c").key(): (
+        "its quota is root/a now, not root/b, and has no room for it (quota root/a "
+        "nvidia.com/gpu: 8 used + 4 requested > max 8)")}
+    third = reconcile_cycle(replace(inp, prior={p.key: p for p in prior_of(second.decisions)}))
+    assert third.decisions == second.decisions and third.moved == {}
+    # (room in its new quota: it runs on, on the nodes it runs on)
+    roomy = reconcile_cycle(replace(inp, tree=leaves("a", a_max="16")))
+    c0 = by_name(roomy)["c0"]
+    assert (c0.phase, c0.quota, c0.nodes) == (Phase.ADMITTED, "root/a", by_name(first)["c0"].nodes)
+    assert c0.admitted_at == by_name(first)["c0"].admitted_at and roomy.moved == {}
+
+
+@pytest.mark.parametrize("change", ["node gone", "node tainted NoExecute"])
+def test_a_running_job_whose_node_goes_is_placed_again_or_waits(change: str) -> None:
+    """Its pods ran on a node that left its cluster, or took a NoExecute
+    taint they do not tolerate: Kubernetes removes them, but the job was put
+    back there (its nodes dropped from the state, or kept), counted on room
+    that is not there. It is packed again on its cluster's other nodes when
+    they hold it, else it waits, and why is said once."""
+    def two(gone: bool, *, room: bool) -> MemberCluster:
+        b = cluster("c1").node("n0", cpu="96", memory="768Gi", gpu="8")
+        if not gone:
+            b.node("n1", cpu="96", memory="768Gi", gpu="8",
+                   taints=[taint("maint", "x", "NoExecute")] if change != "node gone" else [])
+        if room:
+            b.node("n2", cpu="96", memory="768Gi", gpu="8")
+        return b.obj()
+    start = cluster("c1").node("n0", cpu="96", memory="768Gi", gpu="8").node(
+        "n1", cpu="96", memory="768Gi", gpu="8").obj()
+    jobs = [gpu_job("a", 8), gpu_job("b", 8)]
+    first = reconcile_cycle(cycle_input(jobs=jobs, clusters=[start]))
+    assert {d.key.name: d.nodes for d in first.decisions} == {
+        "a": (("n0", "worker", 1),), "b": (("n1", "worker", 1),)}
+    for room in (False, True):
+        inp = cycle_input(jobs=jobs, clusters=[two(change == "node gone", room=room)],
+                          prior=prior_of(first.decisions))
+        second = reconcile_cycle(inp)
+        a, b = by_name(second)["a"], by_name(second)["b"]
+        assert (a.phase, a.nodes) == (Phase.ADMITTED, (("n0", "worker", 1),))
+        why = "n1 (gone)" if change == "node gone" else "n1 (taint maint=x:NoExecute)"
+        if room:
+            assert (b.phase, b.nodes, second.moved) == (
+                Phase.ADMITTED, (("n2", "worker", 1),), {})
+            assert b.admitted_at == by_name(first)["b"].admitted_at
+        else:
+            assert b.phase is Phase.QUEUED
+            assert second.moved[b.key].startswith(
+                f"its node(s) {why} of c1 no longer hold its pods (Kubernetes removes them), "
+                f"and it no longer fits there (c1: "), second.moved
+        third = reconcile_cycle(replace(inp, prior={p.key: p for p in
+                                                    prior_of(second.decisions)}))
+        assert third.decisions == second.decisions and third.moved == {}
 
 
 def _gpu_cluster_tainted(name: str, effect: str) -> MemberCluster:
