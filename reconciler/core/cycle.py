@@ -794,7 +794,10 @@ class _Cycle:
             quota: str | None = None
             if self.tree is not None:
                 quota, why = self.tree.bind(key.namespace, job.quota_name)
-                if quota is None:
+                # (a job its policy places by capacity alone needs no quota: DESIGN
+                # "Policies"; a quota label of its that names none is a mistake still)
+                if quota is None and (job.quota_name is not None or policy is None
+                                      or policy.queued):
                     # (looked for only then: most jobs of 100,000 bind)
                     unset = job.line_of(NAMESPACE_UNSET_AT, 0)
                     if unset:

@@ -293,6 +293,25 @@ def test_capacity_only_jobs_need_no_quota_tree() -> None:
     assert result.quota_used == {}
 
 
+def test_capacity_only_jobs_need_no_quota_of_their_namespace() -> None:
+    """The template's gang policy serves namespace ``sandbox``, which no leaf
+    lists: its jobs, placed by capacity alone with no quota check, were
+    Invalid ("listed on no leaf quota"). A quota label naming no quota is a
+    mistake still, and a queued job of that namespace is Invalid as before."""
+    tree = simple_tree(quota("qa", ns=["team-a"]))
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("try-it", 4, "sandbox"), gpu_job("named", 1, "sandbox").quota("nosuch")],
+        tree=tree, policies=[policy("gang", ns="sandbox").capacity_only()]))
+    d = by_name(result)["try-it"]
+    assert (d.phase, d.cluster, d.quota) == (Phase.ADMITTED, "c1", None)
+    assert by_name(result)["named"].phase is Phase.INVALID
+    assert [p.message.split(" names no quota")[0] for p in result.problems] == [
+        "label quota.scheduling.alibabacloud.com/name='nosuch'"]
+    queued = reconcile_cycle(cycle_input(jobs=[gpu_job("try-it", 4, "sandbox")], tree=tree,
+                                         policies=[policy("queue")]))
+    assert "is listed on no leaf quota" in by_name(queued)["try-it"].reason
+
+
 def test_a_queueing_policy_without_a_quota_tree_makes_the_job_invalid() -> None:
     result = reconcile_cycle(cycle_input(jobs=[gpu_job("a", 1)], tree=None))
     d = by_name(result)["a"]
