@@ -1833,6 +1833,26 @@ class _Cycle:
                 d, preempted_by=str(by),
                 preemptions=prior.preemptions + 1, preemption_reason=why)
 
+    def _note_never_runs(self, key: JobKey, d: Decision) -> None:
+        """Said of a job admitted to a cluster that checks its free sum alone (no
+        resourceReservation) where no node could run some of its pods, even
+        empty (``ClusterState.never_runs``): in its reason, and as a warning."""
+        cluster = self.clusters.get(d.cluster or "")
+        p = self.pending.get(key)
+        if cluster is None or p is None or cluster.cluster.resource_reservation:
+            return
+        why = cluster.never_runs(p.job.pod_sets)
+        if why is None:
+            return
+        note = (f"but its pods may never run there: {why.removeprefix(f'{cluster.name}: ')}; "
+                f"{cluster.name} checks its free sum alone (no resourceReservation), so they "
+                f"would stay Pending; fix its pods' nodeSelector or tolerations, or the "
+                f"cluster's nodes")
+        self.decisions[key] = evolve(d, reason=f"{d.reason}; {note}")
+        self.problems.append(Problem(p.job.path, p.job.line, (
+            f"{key.kind} {key.namespace}/{key.name} is admitted to {cluster.name}, {note}"),
+            "warning"))
+
     def result(self) -> CycleResult:
         self._record_preemptions()
         # per queue: its entries (``_QueueEntry``); orders are unique. (Tuples:
@@ -1842,6 +1862,8 @@ class _Cycle:
         decided = sorted(self.decisions) if self.ahead_sorted is not None else None
         for key, d in self.decisions.items():
             if d.phase is not Phase.QUEUED:
+                if d.phase is Phase.ADMITTED:
+                    self._note_never_runs(key, d)
                 continue
             p = self.pending[key]
             why = self.blocked_by.get(key) or self._why_waiting(p)

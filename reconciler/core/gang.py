@@ -114,6 +114,7 @@ class ClusterState:
         self._rooms: dict[tuple[str, int], tuple[int, list[tuple[int, int]]]] = {}
         # (pod sets' shapes -> ``_larger_than_nodes``: what the nodes hold empty never changes)
         self._larger: dict[tuple[object, ...], str] = {}
+        self._never: dict[int, tuple[tuple[PodSet, ...], str | None]] = {}  # (never_runs)
         self.removals = 0  # a fit that failed stays failed until something leaves
         self.version = 0  # bumped on every change
 
@@ -189,6 +190,47 @@ class ClusterState:
                     return (f", and a {ps.name} pod needs {name} {format_quantity(name, value)} "
                             f"but no node has more than {format_quantity(name, most)} in all")
         return ""
+
+    def never_runs(self, pod_sets: tuple[PodSet, ...]) -> str | None:
+        """Why a pod of one of ``pod_sets`` could run on no node of this cluster,
+        even empty: none admits it (labels, taints), or none that does holds
+        it; ``None`` when each could. (On a cluster that leaves node placement
+        to its gang scheduler, no resourceReservation, the fit is its free sum
+        alone, DESIGN "Gang placement": such a job fits, and its pods would
+        stay Pending.) Kept by the pod sets' identity: a fleet's jobs of one
+        shape share theirs."""
+        got = self._never.get(id(pod_sets))
+        if got is None:
+            said = next(filter(None, map(self._never_holds, pod_sets)), None)
+            got = self._never[id(pod_sets)] = (pod_sets, said)  # (held: its id stays its)
+        return got[1]
+
+    def _never_holds(self, ps: PodSet) -> str | None:
+        """``_never_runs`` of one pod set."""
+        if ps.replicas <= 0:
+            return None
+        eligible = self._eligible(ps)
+        if not eligible:
+            return self._no_node_for(ps)
+        nodes = self.cluster.nodes
+        if any(first_excess(ps.per_pod, nodes[i].allocatable) is None for i in eligible):
+            return None
+        kept_off = [i for i in self._labelled_nodes(ps) if i not in eligible
+                    and first_excess(ps.per_pod, nodes[i].allocatable) is None]
+        if kept_off:  # (nodes that would hold it keep it off with their taints)
+            return (f"{self.name}: {NO_NODE_MATCHES}: the {ps.name} pods tolerate no taint of "
+                    f"the nodes that would hold them ({self._untolerated(kept_off, ps)})")
+        most: Resources = {}
+        for i in eligible:
+            for name, value in nodes[i].allocatable.items():
+                most[name] = max(most.get(name, 0), value)
+        short = first_excess(ps.per_pod, most)
+        if short is None:
+            return (f"{self.name}: no node holds a {ps.name} pod: none of those that admit it "
+                    f"has all it asks for at once")
+        return (f"{self.name}: no node holds a {ps.name} pod: it needs {short} "
+                f"{format_quantity(short, ps.per_pod[short])}, and no node that admits it has "
+                f"more than {format_quantity(short, most.get(short, 0))}")
 
     def _admitted_nowhere(self, pod_sets: tuple[PodSet, ...]) -> str | None:
         """Why no node admits the pods of one of ``pod_sets`` (``_no_node_for``),

@@ -109,6 +109,44 @@ def test_without_reservation_the_free_sum_must_still_cover_the_job() -> None:
     assert isinstance(why, str) and "nvidia.com/gpu" in why and "8" in why and "9" in why
 
 
+def test_without_reservation_a_pod_no_node_could_ever_run_is_warned_of() -> None:
+    """gpu-bj-b of the template: its GPU nodes are tainted, its other nodes have
+    no GPUs. A GPU job that does not tolerate the taint fits its free sum (the
+    fit without resourceReservation, DESIGN "Gang placement"), and was
+    admitted with no word, its pod Pending there for good. It is admitted as
+    before, and told in its reason and as a warning at its line; a job whose
+    pods some node could run is not."""
+    c = (cluster("c1").reservation(False)
+         .node("a100", cpu="128", gpu="8", taints=[taint("nvidia.com/gpu", "present")])
+         .node("general", cpu="64"))
+    state = ClusterState(c.obj())
+    j = gpu_job("a", 1).obj()
+    assert fits(c.obj(), j)
+    assert state.never_runs(j.pod_sets) == (
+        "c1: no node admits its pods: the worker pods tolerate no taint of the nodes that "
+        "would hold them (nvidia.com/gpu=present:NoSchedule)")
+    tolerating = (job("b").pod_set("worker", 1, cpu="1", gpu="1",
+                                   tolerations=[toleration("nvidia.com/gpu", operator="Exists")])
+                  .obj())
+    assert state.never_runs(tolerating.pod_sets) is None
+    assert state.never_runs(job("c").pod_set("worker", 1, cpu="200").obj().pod_sets) == (
+        "c1: no node holds a worker pod: it needs cpu 200, and no node that admits it has "
+        "more than 64")
+    assert state.never_runs(job("d").pod_set("worker", 2, cpu="60").obj().pod_sets) is None
+
+    result = reconcile_cycle(cycle_input(jobs=[j, tolerating], clusters=[c.obj()]))
+    a, b = by_name(result)["a"], by_name(result)["b"]
+    assert (a.phase, b.phase) == (Phase.ADMITTED, Phase.ADMITTED)
+    said = ("but its pods may never run there: no node admits its pods: the worker pods "
+            "tolerate no taint of the nodes that would hold them "
+            "(nvidia.com/gpu=present:NoSchedule); c1 checks its free sum alone (no "
+            "resourceReservation), so they would stay Pending; fix its pods' nodeSelector or "
+            "tolerations, or the cluster's nodes")
+    assert a.reason == f"admitted to c1 (worker 1); {said}" and "never run" not in b.reason
+    assert [(p.path, p.line, p.message, p.severity) for p in result.problems] == [
+        (j.path, j.line, f"PyTorchJob default/a is admitted to c1, {said}", "warning")]
+
+
 def test_with_reservation_pods_pack_node_by_node() -> None:
     """3 pods of 3 GPUs on two 5-GPU nodes: 10 free, but only one pod per node."""
     c = cluster("c1").node("n1", cpu="96", gpu="5").node("n2", cpu="96", gpu="5")
