@@ -38,6 +38,7 @@ from reconciler.core.resources import (
 
 DEFAULT_PODS_PER_NODE = 110 * 1000
 NO_NODE_MATCHES = "no node admits its pods"  # (a nodeSelector or taints: not its size)
+NO_NODE_LISTED = "it has no nodes"  # (a MemberCluster that declares none)
 
 
 def _labelled(ps: PodSet, labels: dict[str, str], name: str) -> bool:
@@ -151,6 +152,8 @@ class ClusterState:
             # freed there would not let it run)
             # (and a pod no node could hold even empty, with it: room freed there would
             # not let it run either)
+            if not self.node_names:
+                return f"{self.name}: {NO_NODE_LISTED} (its MemberCluster lists none)"
             return self._admitted_nowhere(pod_sets) or self._undeclared(short, total) or (
                 f"{self.name}: free {short} {format_quantity(short, self.free.get(short, 0))}"
                 f" < {format_quantity(short, total[short])} requested"

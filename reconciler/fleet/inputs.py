@@ -1818,6 +1818,11 @@ def _add_cluster(doc: Document, inputs: FleetInputs) -> None:
         return
     inputs.cluster_at[cluster.name] = (doc.path, doc.line)
     inputs.clusters.append(cluster)
+    if not cluster.nodes:  # (its jobs would wait, each told that no node admits them)
+        inputs.problems.append(Problem(doc.path, doc.line_of("spec"), (
+            f"MemberCluster {cluster.name} declares no nodes (spec.nodes and spec.nodeGroups "
+            f"give none): fleetq places no job on it; list its nodes, or node groups with "
+            f"their count"), "warning"))
     for i, cap in enumerate(cluster.capabilities or ()):
         if cap not in _CAPABILITIES:
             inputs.problems.append(Problem(doc.path, doc.line_of(f"spec.capabilities[{i}]"), (

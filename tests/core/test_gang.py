@@ -147,6 +147,15 @@ def test_without_reservation_a_pod_no_node_could_ever_run_is_warned_of() -> None
         (j.path, j.line, f"PyTorchJob default/a is admitted to c1, {said}", "warning")]
 
 
+def test_a_cluster_with_no_nodes_says_so() -> None:
+    """It was told "no node has the labels of the worker pods' ", a sentence
+    cut short that blamed the pods' labels."""
+    j = gpu_job("a", 1).obj()
+    assert fit(cluster("e").obj(), j) == "e: it has no nodes (its MemberCluster lists none)"
+    assert fit(cluster("e").reservation(False).obj(), j) == (
+        "e: it has no nodes (its MemberCluster lists none)")
+
+
 def test_with_reservation_pods_pack_node_by_node() -> None:
     """3 pods of 3 GPUs on two 5-GPU nodes: 10 free, but only one pod per node."""
     c = cluster("c1").node("n1", cpu="96", gpu="5").node("n2", cpu="96", gpu="5")

@@ -322,6 +322,20 @@ def test_a_capability_that_names_no_job_kind_is_a_warning_at_its_line() -> None:
         "ray.io/RayJob); no job can use it"]
 
 
+@pytest.mark.parametrize("nodes", ["", "  nodes: []\n", "  nodeGroups:\n  - {name: g, count: 0}\n"])
+def test_a_cluster_that_declares_no_nodes_is_a_warning(nodes: str) -> None:
+    """validate passed it, and a job pinned there waited, told that "no node
+    has the labels of the main pods' " (a sentence cut short)."""
+    text = CLUSTER.split("  nodes:")[0] + nodes
+    inputs = read({"clusters/c1.yaml": text})
+    assert told(inputs) == [] and [c.name for c in inputs.clusters] == ["c1"]
+    assert told(inputs, "warning") == [
+        "clusters/c1.yaml:4: MemberCluster c1 declares no nodes (spec.nodes and "
+        "spec.nodeGroups give none): fleetq places no job on it; list its nodes, or node "
+        "groups with their count"]
+    assert told(read({"clusters/c1.yaml": CLUSTER}), "warning") == []
+
+
 def test_a_file_that_defines_the_fleet_and_breaks_is_read_in_its_last_good_version() -> None:
     typo = CLUSTER.replace('cpu: "8"', 'cpu: "lots"', 1)
     unparsable = CLUSTER + "  - {name: n3\n"
