@@ -365,11 +365,17 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                         more = (f": it alone needs {_q(name, have + need)}, but "
                                 f"{_before_it(served, node.path)} are served first")
                     raised[(node.path, name)] = value
+                    # (room freed is taken by the jobs served first, as room raised is, but
+                    # for those only a raise lets in)
+                    freed = max(have + need, value - sum(
+                        x.requests.get(name, 0) for x in served.let_in
+                        if _under(x.quota, node.path)))
+                    least = "at least " if value > have + need and served.capped else ""
                     limit_lines.append(
                         f"quota {node.path} {name}: {_q(name, have)} used of max "
-                        f"{_q(name, limit)}; {_q(name, missing)} more must be freed, or max "
-                        f"raised to {'at least ' if value > have + need and served.capped else ''}"
-                        f"{_q(name, value)}{more}{whole}")
+                        f"{_q(name, limit)}; {least if freed > have + need else ''}"
+                        f"{_q(name, freed - limit)} more must be freed, or max raised to "
+                        f"{least}{_q(name, value)}{more}{whole}")
                     if node.path != d.quota:
                         users.extend(_users(node.path, name, admitted, d.quota))
         mins_told = _mins_needed(limits, req, served)

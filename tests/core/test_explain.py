@@ -78,7 +78,7 @@ def test_a_job_behind_its_quotas_job_limit_is_told_the_limit_the_holders_and_its
     assert lines[1] == ("Reason: waiting for quota: quota root/qa runs at most 2 job(s) at a "
                         "time (kube-queue/max-jobs)")
     assert lines[2:] == [
-        "- quota root/qa kube-queue/max-jobs: 2 used of max 2; 1 more must be freed, or max "
+        "- quota root/qa kube-queue/max-jobs: 2 used of max 2; 2 more must be freed, or max "
         "raised to 4 (3 is not enough: the 1 job(s) ahead of it in its queue would be served "
         "first and take the room)",
         "- jobs holding quota root/qa: team-a/a-mid (priority 100), team-a/a-high "
@@ -699,8 +699,10 @@ def test_a_job_is_told_what_the_jobs_ahead_of_it_would_take_of_the_limits_it_pas
     inp, result = decided(fleet(gpus, slots))
     lines = explained(inp, result, "t")
     slots_told, ahead, gpus_told = told
-    assert lines[2] == ("- quota root/qa kube-queue/max-jobs: 2 used of max 2; 1 more must be "
-                        f"freed, or max raised to {slots_told} ahead of it in its queue "
+    # (room freed goes to the jobs ahead first, as room raised does)
+    freed = int(slots_told.split()[0]) - 2
+    assert lines[2] == (f"- quota root/qa kube-queue/max-jobs: 2 used of max 2; {freed} more "
+                        f"must be freed, or max raised to {slots_told} ahead of it in its queue "
                         "would be served first and take the room)"), lines
     assert lines[3] == (f"- with the {ahead} ahead of it in its queue, served first, it would "
                         f"also need quota root/qa nvidia.com/gpu max raised to {gpus_told}: "
@@ -708,6 +710,13 @@ def test_a_job_is_told_what_the_jobs_ahead_of_it_would_take_of_the_limits_it_pas
     raised_gpus, raised_slots = gpus_told.split()[0], slots_told.split()[0]
     assert by_name(reconcile_cycle(fleet(raised_gpus, raised_slots)))["t"].phase is \
         Phase.ADMITTED
+    if case == "one ahead":  # (the slots freed as told, by jobs that end: it was told 1)
+        for ended, phase in ((["a1"], Phase.QUEUED), (["a1", "a2"], Phase.ADMITTED)):
+            assert len(ended) in (freed - 1, freed)
+            after = reconcile_cycle(replace(inp, jobs=tuple(
+                j for j in inp.jobs if j.key.name not in ended), prior={
+                p.key: p for p in prior_of(result.decisions)}))
+            assert by_name(after)["t"].phase is phase
     assert by_name(reconcile_cycle(fleet(str(int(raised_gpus) - 1), raised_slots)))["t"] \
         .phase is Phase.QUEUED
 
@@ -752,7 +761,7 @@ def test_a_job_ahead_that_another_limit_holds_back_stops_a_strict_fifo_queue() -
     inp, result = decided(fleet())
     assert by_name(result)["t"].reason.startswith("blocked behind PyTorchJob team-a/a1 ")
     lines = explained(inp, result, "t", strict_fifo=True)
-    assert ("- quota root/qa kube-queue/max-jobs: 2 used of max 2; 1 more must be freed, or "
+    assert ("- quota root/qa kube-queue/max-jobs: 2 used of max 2; 2 more must be freed, or "
             "max raised to 4 (3 is not enough: the 1 job(s) ahead of it in its queue would be "
             "served first and take the room)") in lines, lines
     assert ("- with the 1 job(s) ahead of it in its queue, served first, it would also need "
@@ -914,10 +923,11 @@ def test_a_job_short_at_its_parents_max_counts_the_jobs_of_sibling_queues_taken_
     lines = explained(inp, result, "t")
     told = 20 if counted else 16
     assert lines[2] == (
-        "- quota root/dept nvidia.com/gpu: 12 used of max 12; 4 more must be freed, or max "
-        "raised to " + ("20 (16 is not enough: the 1 job(s) of other queues under root/dept "
-                        "that the cycle takes before it (team-b/x) would be served first and "
-                        "take the room)" if counted else "16")
+        f"- quota root/dept nvidia.com/gpu: 12 used of max 12; {told - 12} more must be "
+        "freed, or max raised to " + (
+            "20 (16 is not enough: the 1 job(s) of other queues under root/dept that the cycle "
+            "takes before it (team-b/x) would be served first and take the room)" if counted
+            else "16")
     ), lines
     assert _next(inp, result, spec(told))["t"].phase is Phase.ADMITTED
     assert _next(inp, result, spec(told - 1))["t"].phase is Phase.QUEUED
@@ -987,7 +997,7 @@ def test_a_job_taken_first_that_would_get_in_by_preempting_is_counted() -> None:
     inp, result = _after(fleet, *running)
     lines = explained(inp, result, "t")
     assert lines[2] == (
-        "- quota root/dept nvidia.com/gpu: 8 used of max 8; 2 more must be freed, or max "
+        "- quota root/dept nvidia.com/gpu: 8 used of max 8; 4 more must be freed, or max "
         "raised to 12 (10 is not enough: the 1 job(s) of other queues under root/dept that "
         "the cycle takes before it (team-a/x) would be served first and take the room)"), lines
     assert _next(inp, result, spec(12))["t"].phase is Phase.ADMITTED
@@ -1090,7 +1100,7 @@ def test_jobs_served_first_reclaim_from_the_last_admitted_as_the_cycle_does() ->
                                       prior=prior_of(first.decisions)))
     lines = explained(inp, result, "t")
     assert lines[2] == (
-        "- quota root/dept kube-queue/max-jobs: 1 used of max 1; 1 more must be freed, or max "
+        "- quota root/dept kube-queue/max-jobs: 1 used of max 1; 3 more must be freed, or max "
         "raised to 4 (2 is not enough: the 2 job(s) of other queues under root/dept that the "
         "cycle takes before it (team-b/x, team-a/r) would be served first and take the room)"
     ), lines
@@ -1128,7 +1138,7 @@ def test_a_job_reclaimed_by_one_served_first_comes_back_in_its_turn() -> None:
                                       prior=prior_of(first.decisions)))
     lines = explained(inp, result, "t")
     assert lines[2] == (
-        "- quota root/dept/qa kube-queue/max-jobs: 1 used of max 1; 1 more must be freed, or "
+        "- quota root/dept/qa kube-queue/max-jobs: 1 used of max 1; 4 more must be freed, or "
         "max raised to 5 (2 is not enough: the 3 job(s) ahead of it in its queue would be "
         "served first and take the room)"), lines
     assert lines[3] == (
@@ -1172,7 +1182,7 @@ def test_a_job_behind_it_that_frees_room_for_one_ahead_is_told_to_make_its_place
                                       priority_classes=PRIORITIES, prior=prior_of(first.decisions)))
     lines = explained(inp, result, "t", policy=newer.preemption)
     assert lines[2] == (
-        "- quota root/dept kube-queue/max-jobs: 1 used of max 1; 1 more must be freed, or max "
+        "- quota root/dept kube-queue/max-jobs: 1 used of max 1; 2 more must be freed, or max "
         "raised to 3: it alone needs 2, but the 1 job(s) of other queues under root/dept that "
         "the cycle takes before it (team-b/b-gpu) are served first"), lines
     assert lines[3] == (
@@ -1224,7 +1234,7 @@ def test_a_job_that_reclaims_to_come_back_evicts_its_own_to_be_within_its_min() 
         "2")
     lines = explained(inp, result, "t")
     assert lines[2] == (
-        "- quota root/dept kube-queue/max-jobs: 3 used of max 3; 1 more must be freed, or max "
+        "- quota root/dept kube-queue/max-jobs: 3 used of max 3; 3 more must be freed, or max "
         "raised to 6: it alone needs 4, but the 1 job(s) ahead of it in its queue and the 1 "
         "job(s) of other queues under root/dept that the cycle takes before it (team-c/c2) are "
         "served first"), lines
@@ -1248,7 +1258,7 @@ def test_a_quota_back_at_its_min_is_not_reclaimed_from_further() -> None:
         [_cpu_job("c-run", "team-c", "2", "high", 3)], "1500m")
     lines = explained(inp, result, "t")
     assert lines[2] == (
-        "- quota root/dept kube-queue/max-jobs: 3 used of max 3; 1 more must be freed, or max "
+        "- quota root/dept kube-queue/max-jobs: 3 used of max 3; 2 more must be freed, or max "
         "raised to 5 (4 is not enough: the 1 job(s) ahead of it in its queue would be served "
         "first and take the room)"), lines
     assert not any("not sure" in line for line in lines), lines
@@ -1290,7 +1300,7 @@ def test_the_max_told_is_the_one_the_next_reconcile_admits_it_with() -> None:
     inp, result = _after(fleet, *running)
     lines = explained(inp, result, "x3")
     assert lines[2] == (
-        "- quota root/c cpu: 32 used of max 32; 8 more must be freed, or max raised to 44 (40 "
+        "- quota root/c cpu: 32 used of max 32; 12 more must be freed, or max raised to 44 (40 "
         "is not enough: the 1 job(s) ahead of it in its queue would be served first and take "
         "the room)"), lines
     assert _next(inp, result, spec(44))["x3"].phase is Phase.ADMITTED

@@ -70,8 +70,8 @@ def fleets(draw: st.DrawFn) -> Fleet:
 
 # The limits advice names, as it words them (explain.py): each a quota, a resource and
 # the value to raise its max (or min) to
-SHORT = re.compile(r"quota (\S+) (\S+): \S+ used of max \S+; \S+ more must be freed, or max "
-                   r"raised to (?:at least )?([^\s(:]+)")
+SHORT = re.compile(r"quota (\S+) (\S+): \S+ used of max \S+; (?:at least )?\S+ more must be "
+                   r"freed, or max raised to (?:at least )?([^\s(:]+)")
 ALSO = re.compile(r"quota (\S+) (\S+) max raised to (\S+) \(")
 HEAD = re.compile(r"waits for quota (\S+) (\S+): raise its (max|min) to (\S+) \(")
 ALONE = re.compile(r"quota (\S+) (\S+): the job alone needs \S+ but max is \S+: raise max to "
