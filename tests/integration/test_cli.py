@@ -6,10 +6,12 @@ import gc
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -1649,3 +1651,26 @@ def test_explain_names_a_cluster_with_room_its_policy_rules_out(tmp_path: Path,
     commit_all(path)
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
     assert placements(path)["default/wait"]["cluster"] == "c2"
+
+
+def test_an_installed_wheel_holds_the_fleet_template(tmp_path: Path) -> None:
+    """``pip install .`` (not -e) left the template out: fleetq init and fleetq
+    demo said it was not installed. The wheel holds every file of it, where
+    ``template_dir`` looks."""
+    source = tmp_path / "fleetq"  # (a copy: a build/ left in the checkout would be reused)
+    shutil.copytree(REPO_ROOT, source, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache"))
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
+                           str(tmp_path), str(source)], capture_output=True, text=True,
+                          check=False, timeout=600)
+    if proc.returncode != 0:
+        pytest.skip(f"no wheel could be built here (its build needs setuptools from the "
+                    f"package index): {proc.stderr.strip()[-300:]}")
+    [wheel] = tmp_path.glob("fleetq-*.whl")
+    template = REPO_ROOT / "fleet-repo-template"
+    wanted = {f"reconciler/fleet-repo-template/{p.relative_to(template).as_posix()}"
+              for p in template.rglob("*") if p.is_file()}
+    with zipfile.ZipFile(wheel) as whl:
+        held = set(whl.namelist())
+    assert len(wanted) > 10 and wanted <= held, sorted(wanted - held)
+    assert cli.template_dir().resolve() == template.resolve()
