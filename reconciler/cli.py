@@ -68,6 +68,7 @@ from reconciler.pipeline import (
     Outcome,
     ParsedJobs,
     Round,
+    ahead_of_its_branch,
     branch_in_use,
     branches_having,
     capacity_problems,
@@ -208,6 +209,9 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         repo.fetch(args.remote, args.source.removeprefix(f"{args.remote}/"))
     show = sys.stderr.isatty() and not args.quiet
     cache = _cache(repo, args)
+    ahead = ahead_of_its_branch(repo, _branch(repo, args), args.source)
+    if ahead is not None:
+        print(f"fleetq: warning: {ahead}", file=sys.stderr)
     outcome = reconcile(repo, source_rev=args.source, state_branch=args.state_branch,
                         remote=args.remote, now=parse_now(args.now),
                         progress=_progress(show), use_cache=cache is not None, cache=cache)

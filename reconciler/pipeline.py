@@ -2190,6 +2190,32 @@ def branches_having(repo: FleetRepo, commit: str) -> list[str]:
     return [ref for ref in having if not ref.endswith("/HEAD")]
 
 
+def ahead_of_its_branch(repo: FleetRepo, branch: str, source_rev: str) -> str | None:
+    """A warning when ``source_rev`` is a branch checked out that goes on from
+    the head of another branch, whose head the state was made from: a
+    pull request's branch reconciled where its base is the source (its
+    changes go to the clusters before they are merged); else ``None``."""
+    current = repo.current_branch()
+    state = repo.resolve(state_ref(branch))
+    if source_rev != "HEAD" or current is None or state is None:
+        return None
+    made_from = trailers(repo.commit_info(state).message).get(TRAILER)
+    head = repo.resolve("HEAD")
+    if not made_from or head is None or head == made_from or \
+            not repo.is_ancestor(made_from, head):
+        return None
+    bases = sorted(ref.removeprefix("refs/heads/") for ref, (sha, _) in repo.branches().items()
+                   if sha == made_from and ref != f"refs/heads/{current}"
+                   and ref != state_ref(branch))
+    if not bases:
+        return None
+    base = bases[0]
+    return (f"reconciling the branch {current!r}, while the state is made from the head of "
+            f"{base!r} ({made_from[:12]}), which lacks the commits of {current!r}: they go to "
+            f"the clusters before they are merged; to reconcile {base!r}, check it out or give "
+            f"--source {base}")
+
+
 def check_state_branch(repo: FleetRepo, branch: str, source_rev: str) -> None:
     """Refuse a state branch fleetq may not write: not a branch name, the
     source branch (its files would be replaced by the rendered state), a

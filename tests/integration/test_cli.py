@@ -720,6 +720,32 @@ def test_a_job_not_yet_committed_is_told_by_reconcile_plan_and_explain(tmp_path:
     assert "not committed" not in proc.stderr, proc.stderr
 
 
+def test_a_branch_reconciled_ahead_of_the_branch_the_state_is_made_from_is_warned_of(
+        tmp_path: Path) -> None:
+    """A pull request's branch checked out and reconciled (the source is the
+    branch checked out): its unreviewed quota change went to the clusters with
+    no word. It is reconciled, as the source branch may move, with a warning;
+    on the branch the state is made from, none."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    made_from = rev(path, "main")
+    git(path, "checkout", "-q", "-b", "raise-text")
+    write_files(path, {"NOTES.md": "a note\n"})
+    commit_all(path, "a change of the pull request")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q")
+    assert proc.returncode == 0 and proc.stderr == (
+        f"fleetq: warning: reconciling the branch 'raise-text', while the state is made from "
+        f"the head of 'main' ({made_from[:12]}), which lacks the commits of 'raise-text': they "
+        f"go to the clusters before they are merged; to reconcile 'main', check it out or give "
+        f"--source main\n"), proc.stderr
+    git(path, "checkout", "-q", "main")
+    git(path, "merge", "-q", "--ff-only", "raise-text")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
 def test_init_creates_a_fleet_repo_that_validates_and_reconciles(tmp_path: Path) -> None:
     target = tmp_path / "my-fleet"
     proc = fleetq("init", str(target))
