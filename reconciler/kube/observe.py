@@ -9,6 +9,7 @@ the jobs labelled ``fleetq.io/managed-by: fleetq``, as the API returns them;
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from reconciler.fleet.observed import MANAGED_LABEL
@@ -23,6 +24,15 @@ class ObserveError(Exception):
 
 def _plural(kind: str) -> str:
     return kind.lower() + "s"  # (pytorchjobs, rayjobs, mpijobs, jobs)
+
+
+def kubeconfig_read(kubeconfig: str | None) -> str:
+    """The kubeconfig file(s) a client reads: ``kubeconfig``, else those of
+    $KUBECONFIG, else ~/.kube/config (as kubectl reads them)."""
+    if kubeconfig:
+        return kubeconfig
+    listed = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    return ", ".join(listed) if listed else os.path.expanduser("~/.kube/config")
 
 
 def read_cluster(context: str, kubeconfig: str | None = None
@@ -40,7 +50,10 @@ def read_cluster(context: str, kubeconfig: str | None = None
             config_file=kubeconfig, context=context, client_configuration=settings)
     except Exception as exc:  # (ConfigException, OSError, a kubeconfig YAML cannot read)
         what = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ObserveError(f"no usable kubeconfig context {context!r}: {what}") from exc
+        raise ObserveError(
+            f"no usable kubeconfig context {context!r} in {kubeconfig_read(kubeconfig)}: "
+            f"{what.rstrip('.')}; give the file with --kubeconfig, or set the cluster's "
+            f"spec.kubeconfigContext to a context of it") from exc
     api = client.ApiClient(settings)
     objects: list[dict[str, Any]] = []
     notes: list[str] = []

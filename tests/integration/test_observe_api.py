@@ -727,8 +727,25 @@ def test_a_context_missing_from_the_kubeconfig_fails_that_cluster(
 
     assert code == 1
     for name in ("gpu-hz-a", "cpu-sh-c"):
-        assert f"fleetq: {name}: no usable kubeconfig context '{context(name)}'" in err
+        assert f"fleetq: {name}: no usable kubeconfig context '{context(name)}' in " \
+               f"{kubeconfig}: " in err, err
+    assert "give the file with --kubeconfig, or set the cluster's spec.kubeconfigContext to a " \
+        "context of it" in err
     assert "status/gpu-bj-b.yaml" in state_files(fleet)
+
+
+def test_no_kubeconfig_names_the_files_read(
+        tmp_path: Path, fleet: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """It said "Invalid kube-config file. No configuration found." of no file
+    named, and nothing of --kubeconfig."""
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    code, _, err = run(capsys, "observe", "--repo", str(fleet), "--now", OBSERVED)
+    assert code == 1
+    assert f"no usable kubeconfig context '{context('gpu-hz-a')}' in " \
+           f"{tmp_path}/.kube/config: " in err, err
+    assert "--kubeconfig" in err
 
 
 @pytest.mark.parametrize(("where", "said"), [("missing", "no such file"),
