@@ -944,10 +944,13 @@ def capacity_problems(repo: FleetRepo, entries: dict[str, str], inputs: FleetInp
         if nodes is None:
             continue
         cluster = clusters[path[len(INVENTORY_DIR):-5]]
+        # (told at the MemberCluster, the file to fix; the report is on the state branch)
+        where, line = inputs.cluster_at.get(cluster.name, (path, 0))
         for drift in capacity_drift(cluster, nodes):
-            out.append(Problem(path, 0, (
-                f"MemberCluster {cluster.name}: {drift} (observed at {observed_at}); fix its "
-                f"spec.nodes or spec.nodeGroups, or the cluster"), "warning"))
+            out.append(Problem(where, line, (
+                f"MemberCluster {cluster.name}: {drift} (observed at {observed_at}, as its "
+                f"report on the state branch, {path}, says); fix its spec.nodes or "
+                f"spec.nodeGroups, or the cluster"), "warning"))
     return out
 
 
