@@ -59,7 +59,7 @@ from reconciler.core.preemption import (
     may_reclaim,
     would_retake,
 )
-from reconciler.core.problems import Problem, listed, shown_path
+from reconciler.core.problems import Problem, did_you_mean, listed, shown_path
 from reconciler.core.quota import QuotaTree, QuotaUsage, max_changed, max_jobs_hint
 from reconciler.core.resources import MAX_JOBS, Resources, ResourcesView
 
@@ -763,7 +763,10 @@ class _Cycle:
         if f"{kind} {name}" in self.inp.defined_twice:
             return (f"{kind} {name!r} is defined more than once (see the errors of fleetq "
                     f"validate): none of them counts; remove or rename all but one")
-        return f"{kind} {name!r} does not exist; create it or fix {field}"
+        known = self.inp.priority_classes if kind == "PriorityClass" else \
+            self.inp.workload_priority_classes
+        return (f"{kind} {name!r} does not exist{did_you_mean(name, sorted(known))}; create it "
+                f"or fix {field}")
 
     def _resolve_jobs(self, jobs: list[Job]) -> None:
         """Step 1 for ``jobs`` (in key order)."""
@@ -801,7 +804,8 @@ class _Cycle:
                     # (looked for only then: most jobs of 100,000 bind)
                     unset = job.line_of(NAMESPACE_UNSET_AT, 0)
                     if unset:
-                        quota, why = self.tree.bind(key.namespace, job.quota_name, False)
+                        quota, why = self.tree.bind(key.namespace, job.quota_name, False,
+                                                    job.path)
                     problems.append((unset or job.line_of(QUOTA_AT), why))
             elif policy is not None and policy.queued:
                 problems.append((job.line, (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from reconciler.core.problems import Problem
+from reconciler.core.problems import Problem, did_you_mean
 from reconciler.core.resources import (
     MAX_JOBS,
     PODS,
@@ -108,21 +108,23 @@ class QuotaTree:
     def leaves(self) -> list[QuotaNode]:
         return [n for n in self.nodes.values() if n.is_leaf]
 
-    def bind(self, namespace: str, label: str | None, namespace_written: bool = True
-             ) -> tuple[str | None, str]:
+    def bind(self, namespace: str, label: str | None, namespace_written: bool = True,
+             file: str = "") -> tuple[str | None, str]:
         """The leaf quota a job belongs to, or ``None`` and why not.
 
         The quota label names a node by its name or by its path joined with
         ``-`` (with or without ``root``); without it the namespace decides
         (``namespace_written``: the job names it; else it is ``default``, and
-        the reason says the job names none).
+        the reason says the job names none; a folder of its ``file`` that a
+        leaf lists is the namespace the reason offers).
         """
         if label is not None:
             path = self.by_alias.get(label)
             if path is None:
+                meant = did_you_mean(label, sorted(self.by_alias))
                 return None, (
-                    f"label {QUOTA_LABEL}={label!r} names no quota of the ElasticQuotaTree; "
-                    f"use a quota name or its path joined with '-' "
+                    f"label {QUOTA_LABEL}={label!r} names no quota of the ElasticQuotaTree"
+                    f"{meant}; use a quota name or its path joined with '-' "
                     f"(e.g. {self._alias_example()})"
                 )
         else:
@@ -131,7 +133,7 @@ class QuotaTree:
                 return None, (
                     f"the job names no namespace, so it is in {namespace!r}, which is listed "
                     f"on no leaf quota; set its metadata.namespace to one a leaf lists "
-                    f"({self._namespace_example()}), add {namespace!r} to a leaf's namespaces "
+                    f"({self._namespace_example(file)}), add {namespace!r} to a leaf's namespaces "
                     f"in the ElasticQuotaTree or set label {QUOTA_LABEL}"
                 )
             if found is None:
@@ -147,9 +149,13 @@ class QuotaTree:
             )
         return path, ""
 
-    def _namespace_example(self) -> str:
+    def _namespace_example(self, path: str = "") -> str:
+        """A namespace a leaf lists: the folder of ``path`` that is one (the
+        template's ``jobs/<namespace>/``), else the first."""
         listed = sorted(self.by_namespace)
-        return f"e.g. {listed[0]}" if listed else "no leaf lists one yet"
+        folder = next((part for part in reversed(path.split("/")[:-1])
+                       if part in self.by_namespace), None)
+        return f"e.g. {folder or listed[0]}" if listed else "no leaf lists one yet"
 
     def _alias_example(self) -> str:
         leaves = sorted(n.path for n in self.leaves())

@@ -101,6 +101,18 @@ def test_a_missing_priority_class_makes_the_job_invalid(builder: JobBuilder,
     assert all(v == 0 for v in result.quota_used["root"].values())
 
 
+def test_a_misspelt_priority_class_names_the_one_meant() -> None:
+    result = reconcile_cycle(cycle_input(
+        jobs=[gpu_job("a", 1).priority_class("hihg"), gpu_job("b", 1).workload_priority_class(
+            "urgnet-wl")], priority_classes=PRIORITIES,
+        workload_priority_classes=WORKLOAD_PRIORITIES))
+    assert [p.message for p in result.problems] == [
+        "PriorityClass 'hihg' does not exist (did you mean high?); create it or fix "
+        "priorityClassName",
+        "WorkloadPriorityClass 'urgnet-wl' does not exist (did you mean urgent-wl?); create it "
+        "or fix label kueue.x-k8s.io/priority-class"]
+
+
 def test_each_binding_mistake_of_a_job_is_a_problem_at_its_field_line() -> None:
     """A missing PriorityClass, a missing WorkloadPriorityClass and a quota
     label naming no quota, each at the line the fleet layer measured

@@ -196,6 +196,19 @@ def test_a_job_that_names_no_namespace_is_told_so(teams: QuotaTree) -> None:
     assert t.bind("default", None, namespace_written=False) == ("root/d", "")
 
 
+def test_a_binding_mistake_names_what_was_meant(teams: QuotaTree) -> None:
+    """A misspelt quota label was told "(e.g. <the first leaf>)"; a job that
+    names no namespace, in jobs/<namespace>/, was offered the first namespace
+    a leaf lists, not its folder's."""
+    assert teams.bind("video", "vidoe")[1] == (
+        "label quota.scheduling.alibabacloud.com/name='vidoe' names no quota of the "
+        "ElasticQuotaTree (did you mean video?); use a quota name or its path joined with '-' "
+        "(e.g. text)")
+    assert "(e.g. nlp)" in teams.bind("default", None, False, "jobs/nlp/a.yaml")[1]
+    first = teams.bind("default", None, False, "jobs/elsewhere/a.yaml")[1]
+    assert f"(e.g. {sorted(teams.by_namespace)[0]})" in first
+
+
 def test_a_nodes_own_name_wins_over_a_dashed_path() -> None:
     t = tree(quota("root",
                    quota("algo", quota("video", ns=["v"])),

@@ -1494,13 +1494,13 @@ def test_each_binding_mistake_of_a_job_is_told_at_its_field_line_in_one_run(
     hotfix_text, ablation_text = (path / hotfix).read_text(), (path / ablation).read_text()
     expected = [
         f"{hotfix}:{line_of(hotfix_text, 'priority-class: urgnet')}: error: "
-        f"WorkloadPriorityClass 'urgnet' does not exist; create it or fix label "
-        f"kueue.x-k8s.io/priority-class",
+        f"WorkloadPriorityClass 'urgnet' does not exist (did you mean urgent?); create it or "
+        f"fix label kueue.x-k8s.io/priority-class",
         f"{hotfix}:{line_of(hotfix_text, 'name: nosuch')}: error: label "
         f"quota.scheduling.alibabacloud.com/name='nosuch' names no quota of the "
         f"ElasticQuotaTree",
         f"{ablation}:{line_of(ablation_text, 'priorityClassName: lwo')}: error: PriorityClass "
-        f"'lwo' does not exist; create it or fix priorityClassName",
+        f"'lwo' does not exist (did you mean low?); create it or fix priorityClassName",
     ]
     for _ in range(2):  # (the second from the cache)
         proc = fleetq("validate", "--repo", str(path))

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from reconciler.pipeline import STATE_FORMAT
+from reconciler.pipeline import STATE_FORMAT, TREE_NAMED_FROM
 
 from .conftest import (
     NOW,
@@ -434,9 +434,12 @@ def test_a_state_of_the_format_before_is_decided_and_rendered_again(tmp_path: Pa
     commit = subprocess.run(
         ["git", "commit-tree", tree, "-p", STATE], cwd=path, capture_output=True, text=True,
         check=True,
-        # (and without the Fleet-State-Tree trailer, which that fleetq did not write)
-        input=re.sub(r"\nFleet-State-Tree: \w+", "", message.replace(
-            f"\nFleet-Format: {now} ", f"\nFleet-Format: {int(now) - 1} ")),
+        # (naming its tree in the Fleet-State-Tree trailer as that fleetq did, from the
+        # format that added it on; without it, before)
+        input=re.sub(r"\nFleet-State-Tree: \w+",
+                     f"\nFleet-State-Tree: {tree}" if int(now) - 1 >= TREE_NAMED_FROM else "",
+                     message.replace(f"\nFleet-Format: {now} ",
+                                     f"\nFleet-Format: {int(now) - 1} ")),
         env=dict(os.environ, GIT_AUTHOR_NAME="fleetq", GIT_AUTHOR_EMAIL="fleetq@localhost",
                  GIT_COMMITTER_NAME="fleetq", GIT_COMMITTER_EMAIL="fleetq@localhost"),
     ).stdout.strip()
