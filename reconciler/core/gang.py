@@ -107,6 +107,8 @@ class ClusterState:
             self.node_taints.append(node.taints)
             add_into(capacity, alloc)
         sub_into(capacity, cluster.reserved)
+        # (whether a node is tainted NoExecute: see lost_nodes)
+        self._evicting = any(t.effect == "NoExecute" for n in cluster.nodes for t in n.taints)
         self.capacity: Resources = capacity
         self.free: Resources = dict(capacity)
         self.placed: dict[JobKey, Fit] = {}
@@ -514,6 +516,9 @@ class ClusterState:
         deletes the pods of a node that leaves), or tainted NoExecute where its
         pods do not tolerate it (Kubernetes evicts them). A node whose room
         shrank still runs them, and is not one."""
+        index = self.node_index
+        if not self._evicting and all(node in index for node, _, _ in counts):
+            return []  # (most clusters: no node tainted NoExecute, and its nodes all there)
         sets = {ps.name: ps for ps in pod_sets}
         out = set()
         for node, pod_set, _ in counts:
