@@ -255,6 +255,35 @@ def build_tree(spec: QuotaSpec, *, path: str) -> tuple[QuotaTree | None, list[Pr
     return tree, problems
 
 
+EVERY_POD_ASKS = ("cpu", "memory")  # (what a min that leaves it out loses for every job)
+
+
+def guarantees_lost(tree: QuotaTree) -> list[Problem]:
+    """A warning for each leaf whose min guarantees something but leaves out
+    cpu or memory where the tree limits it on the leaf's path: missing from a
+    min, a resource counts 0 there, so every job of the leaf (each asks for
+    some) is above its min from the first, and reclaims nothing others
+    borrow, with no word."""
+    out = []
+    for leaf in sorted(tree.leaves(), key=lambda n: n.path):
+        if not any(v > 0 for v in leaf.min.values()):
+            continue  # (no guarantee to lose)
+        path = tree.ancestry(leaf.path)
+        for name in EVERY_POD_ASKS:
+            if name in leaf.min:
+                continue
+            at = next((n.path for n in path if name in n.min or name in n.max), None)
+            if at is None:
+                continue
+            named = ", ".join(sorted(r for r, v in leaf.min.items() if v > 0))
+            out.append(Problem(tree.path, leaf.line_of("min", name), (
+                f"quota {leaf.path}: its min guarantees {named} but names no {name}, which "
+                f"quota {at} limits: left out, it is 0, so each of its jobs (every pod asks "
+                f"for {name}) is above its min, and reclaims nothing other quotas borrow; "
+                f"give its min the {name} it is guaranteed"), "warning"))
+    return out
+
+
 def _fmt(res: ResourcesView) -> str:
     return "{" + ", ".join(f"{k}: {format_quantity(k, v)}" for k, v in sorted(res.items())) + "}"
 

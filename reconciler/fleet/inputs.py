@@ -48,7 +48,13 @@ from reconciler.core.problems import (
     shown_path,
     yaml_type,
 )
-from reconciler.core.quota import QUOTA_LABEL, QuotaSpec, QuotaTree, build_tree
+from reconciler.core.quota import (
+    QUOTA_LABEL,
+    QuotaSpec,
+    QuotaTree,
+    build_tree,
+    guarantees_lost,
+)
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, format_quantity
 from reconciler.fleet.documents import Document, expand_lists, iter_mapping_docs, parse_documents
 from reconciler.fleet.jobs import (
@@ -1039,6 +1045,8 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
             inputs.broken_paths[doc.path] = str(form[0])
         else:
             inputs.tree = tree
+            if tree is not None:  # (told with the tree's rules, read as the fleet's)
+                inputs.problems.extend(guarantees_lost(tree))
             errors = [p for p in problems if p.severity == "error"]
             if errors:  # (a file that defines the fleet: read as it last was, if it can be)
                 inputs.broken_paths.setdefault(doc.path, errors[0].message)

@@ -509,6 +509,33 @@ def test_a_quota_namespace_that_is_no_namespace_name_is_an_error_at_its_line() -
     assert fixed.tree.nodes["root/a"].namespaces == ("default",)
 
 
+def test_a_min_that_leaves_out_cpu_or_memory_the_tree_limits_is_warned_of() -> None:
+    """Left out of a min, a resource is 0 there: every job of the quota (each
+    asks for memory) was above its min from the first, and never reclaimed
+    what another quota borrowed, with no word from validate or explain."""
+    text = quota_tree_yaml('{cpu: "16", memory: 64Gi}', """\
+    - name: a
+      namespaces: [a]
+      min: {cpu: "8"}
+      max: {cpu: "16"}
+    - name: b
+      namespaces: [b]
+      min: {cpu: "8", memory: 32Gi}
+    - name: c
+      namespaces: [c]
+      max: {cpu: "4"}
+""")
+    inputs = read({"quota.yaml": text})
+    assert told(inputs) == [] and inputs.tree is not None
+    assert told(inputs, "warning") == [
+        "quota.yaml:12: quota root/a: its min guarantees cpu but names no memory, which quota "
+        "root limits: left out, it is 0, so each of its jobs (every pod asks for memory) is "
+        "above its min, and reclaims nothing other quotas borrow; give its min the memory it "
+        "is guaranteed"]
+    named = read({"quota.yaml": text.replace('min: {cpu: "8"}', 'min: {cpu: "8", memory: 0}')})
+    assert told(named, "warning") == []  # (0 written: what it is guaranteed, said)
+
+
 def test_a_rule_that_takes_a_quantity_not_read_is_left_out_for_that_resource() -> None:
     """A sum of mins with one of them (or the parent's) unreadable is no sum to
     tell: added up without it, or against a min of 0, it would be told wrongly;
