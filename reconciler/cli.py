@@ -93,6 +93,7 @@ from reconciler.pipeline import (
     reconcile,
     record_reports,
     remote_copies,
+    remote_problems,
     rfc3339,
     said_anew,
     save_read,
@@ -638,7 +639,8 @@ def _validate(repo: FleetRepo, args: argparse.Namespace, work_tree: str | None) 
     if COMMIT_TEMPLATE in computed.inputs.templates:  # (its mistakes told now, not at a commit)
         commit_message(computed, Overlays(computed.inputs.templates))
     branch_problems = state_branch_problems(repo, computed.inputs, args.source)
-    problems = sorted(computed.problems + branch_problems)
+    problems = sorted(computed.problems + branch_problems
+                      + remote_problems(repo, computed.inputs))
     # the clusters' reported nodes, when the state branch has them: declared
     # capacity that is not there is a warning (see ``capacity_problems``)
     if branch_problems:

@@ -2295,6 +2295,19 @@ def state_branch_problems(repo: FleetRepo, inputs: FleetInputs, source_rev: str
     return [Problem(path, line, f"spec.stateBranch {in_use}")]
 
 
+def remote_problems(repo: FleetRepo, inputs: FleetInputs) -> list[Problem]:
+    """``fleetq validate``'s word on fleet.yaml's ``spec.remote``, at its line,
+    when this repository has no remote of that name (every reconcile stops)."""
+    remote = inputs.git.remote
+    if not remote or remote in repo.remotes():
+        return []
+    path, line = inputs.setting_at.get("spec.remote", (FLEET_FILES[0], 0))
+    return [Problem(path, line, (
+        f"spec.remote names {remote!r}, which is no remote of this repository: add it (git "
+        f"remote add {remote} URL), or remove spec.remote to keep the state in this clone (or "
+        f"give --remote '' to each command)"))]
+
+
 def state_source(repo: FleetRepo, state: str | None, source: str, remote: str | None = None
                  ) -> tuple[str, bool | None] | None:
     """The source commit the state ``state`` was made from, and whether the
@@ -2807,7 +2820,9 @@ def check_remote_name(repo: FleetRepo, remote: str, given: str) -> None:
         return
     known = f" (this repository has {', '.join(names)})" if names else ""
     raise GitError(f"{given} names {remote!r}, which is no remote of this repository{known}: "
-                   f"name one of `git remote -v`, or add it first (git remote add NAME URL)")
+                   f"name one of `git remote -v`, or add it first (git remote add NAME URL)"
+                   + (", or give --remote '' to keep the state in this clone"
+                      if given.startswith("fleet.yaml") else ""))
 
 
 def check_remote_state(repo: FleetRepo, remote: str, branch: str, head: str) -> None:

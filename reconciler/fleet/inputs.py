@@ -1954,6 +1954,7 @@ def _fleet(doc: Document, inputs: FleetInputs) -> None:
             f"spec.stateBranch {git.state_branch!r} is not a valid branch name "
             f"(git check-ref-format); use e.g. fleetq/state", "spec.stateBranch"))
     git.remote = spec.get("remote") or None
+    inputs.setting_at["spec.remote"] = (doc.path, doc.line_of("spec.remote"))
     committer = spec.get("committer") or {}
     git.committer_name = committer.get("name")
     git.committer_email = committer.get("email")

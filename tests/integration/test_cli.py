@@ -31,6 +31,7 @@ from .conftest import (
     commit_all,
     fleetq,
     git,
+    line_of,
     make_fleet_repo,
     member_cluster,
     one_leaf_tree,
@@ -744,6 +745,30 @@ def test_a_branch_reconciled_ahead_of_the_branch_the_state_is_made_from_is_warne
     git(path, "merge", "-q", "--ff-only", "raise-text")
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q")
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+def test_validate_tells_a_remote_fleet_yaml_names_that_the_repository_lacks(
+        tmp_path: Path) -> None:
+    """validate passed it, and every reconcile then stopped (exit 2)."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    text = (path / "fleet.yaml").read_text()
+    assert "  # remote: origin\n" in text
+    write_files(path, {"fleet.yaml": text.replace("  # remote: origin\n", "  remote: origin\n")})
+    commit_all(path, "push the state to origin")
+    line = line_of((path / "fleet.yaml").read_text(), "  remote: origin")
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 1 and (
+        f"fleet.yaml:{line}: error: spec.remote names 'origin', which is no remote of this "
+        f"repository: add it (git remote add origin URL), or remove spec.remote to keep the "
+        f"state in this clone (or give --remote '' to each command)") in proc.stdout, proc.stdout
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 2 and "or give --remote '' to keep the state in this clone" in \
+        proc.stderr, proc.stderr
+    git(tmp_path, "init", "-q", "--bare", str(tmp_path / "origin.git"))
+    git(path, "remote", "add", "origin", str(tmp_path / "origin.git"))
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 0 and "spec.remote" not in proc.stdout, proc.stdout
 
 
 def test_init_creates_a_fleet_repo_that_validates_and_reconciles(tmp_path: Path) -> None:
