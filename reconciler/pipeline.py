@@ -26,6 +26,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from reconciler import __version__
@@ -2275,8 +2276,12 @@ def branch_in_use(repo: FleetRepo, branch: str, source_rev: str,
     if ref not in known and repo.current_branch() == branch:
         where = str(repo.root)  # (unborn here: its first commit, people's, would go on it)
     if where:
+        # (the state branch of a fleet.yaml that names none: renaming it is no fix)
+        other = "" if branch == DEFAULT_STATE_BRANCH else f", or {STATE_BRANCH_FIX}"
+        away = ("" if Path(where) == repo.root else
+                f" (or remove that work tree: git worktree remove {where})")
         return (f"{branch!r} is checked out in {where}: fleetq writes it (people edit the "
-                f"source branch); check out another branch there, or {STATE_BRANCH_FIX}")
+                f"source branch); check out another branch there{away}{other}")
     return None
 
 

@@ -346,7 +346,11 @@ def test_a_branch_fleetq_did_not_write_or_a_state_commit_as_source_is_refused(
     assert proc.returncode == 2 and "is a state commit" in proc.stderr, proc.stderr
     git(path, "worktree", "add", "-q", str(tmp_path / "state"), STATE)
     proc = fleetq("reconcile", "--repo", str(path), "--source", "main")
-    assert proc.returncode == 2 and f"is checked out in {tmp_path / 'state'}" in proc.stderr
+    # (the fix is not to name another state branch, as fleetq/state is the one to keep)
+    assert proc.returncode == 2 and proc.stderr == (
+        f"fleetq: the state branch '{STATE}' is checked out in {tmp_path / 'state'}: fleetq "
+        f"writes it (people edit the source branch); check out another branch there (or "
+        f"remove that work tree: git worktree remove {tmp_path / 'state'})\n"), proc.stderr
     assert git(path, "for-each-ref").splitlines() == refs
 
 
