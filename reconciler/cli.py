@@ -538,7 +538,9 @@ def cmd_status(args: argparse.Namespace) -> int:
                 (str(i["job"]["kind"]), str(i["job"]["namespace"]), str(i["job"]["name"]))
                 for i in every)) if len(missing) == 1 else ""
             print(f"fleetq: no job named {', '.join(map(repr, missing))} on "
-                  f"{_branch(repo, args)}{meant}; `fleetq status` lists them", file=sys.stderr)
+                  f"{_branch(repo, args)}{meant}; `fleetq status` lists them"
+                  f"{_head_not_reconciled(repo, _branch(repo, args), missing[0])}",
+                  file=sys.stderr)
             return EXIT_USAGE
     _print_data(items, args.output, wide=args.wide, texts=texts,
                 none=_none_found(every, args.phase, args.namespace, args.quota, args.cluster))
@@ -557,6 +559,19 @@ def _on_cluster(item: Mapping[str, Any], cluster: str) -> bool:
     there, a copy of a Duplicated job, or a copy kept there by failover."""
     return item.get("cluster") == cluster or cluster in (item.get("copies") or ()) \
         or cluster in (item.get("keptOn") or ())
+
+
+def _head_not_reconciled(repo: FleetRepo, branch: str, wanted: str) -> str:
+    """The end of status's "no job named" when the state is not made from
+    HEAD's tree (a job just committed is there, not yet on the state branch):
+    what to run; "" when it is."""
+    state, head = repo.resolve(state_ref(branch)), repo.resolve("HEAD")
+    if state is None or head is None:
+        return ""
+    if trailers(repo.commit_info(state).message).get(TREE_TRAILER) == repo.commit_info(head).tree:
+        return ""
+    return (f"; HEAD ({head[:12]}) is not reconciled yet, and may have it: `fleetq reconcile` "
+            f"decides it, `fleetq explain {wanted}` tells what it would decide")
 
 
 def _none_found(every: list[dict[str, Any]], phase: str | None, namespace: str | None,

@@ -276,6 +276,23 @@ def test_status_of_named_jobs_lists_those_alone(seed_fleet: SeedFleet) -> None:
     assert proc.returncode == 2 and proc.stdout == ""  # (none found: nothing listed)
 
 
+def test_status_of_a_job_committed_and_not_reconciled_says_what_to_run(tmp_path: Path) -> None:
+    """It said only that the state branch has no such job, as of a typo."""
+    path = reconciled_template(tmp_path)
+    proc = fleetq("status", "--repo", str(path), "brand-new")
+    assert proc.returncode == 2 and proc.stderr.endswith("`fleetq status` lists them\n")
+    job = (path / "jobs/text/llm-sft-hotfix.yaml").read_text()
+    write_files(path, {"jobs/text/brand-new.yaml": job.replace("llm-sft-hotfix", "brand-new")})
+    head = commit_all(path, "a new job")
+    proc = fleetq("status", "--repo", str(path), "brand-new")
+    assert proc.returncode == 2 and proc.stderr.endswith(
+        f"`fleetq status` lists them; HEAD ({head[:12]}) is not reconciled yet, and may have "
+        f"it: `fleetq reconcile` decides it, `fleetq explain brand-new` tells what it would "
+        f"decide\n"), proc.stderr
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    assert fleetq("status", "--repo", str(path), "brand-new").returncode == 0
+
+
 def test_status_of_a_name_with_n_names_the_job_of_that_namespace(tmp_path: Path) -> None:
     """``status -n NS NAME`` is ``NS/NAME``, as ``kubectl get NAME -n NS`` and
     ``explain -n`` take it. A job of another namespace was looked for in every
