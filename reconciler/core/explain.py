@@ -46,6 +46,7 @@ from reconciler.core.quota import (
     QuotaTree,
     QuotaUsage,
     min_limited,
+    unguaranteed,
 )
 from reconciler.core.resources import MAX_JOBS, PODS, Resources, add_into, format_quantity
 
@@ -387,6 +388,13 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
     else:
         advice.extend(limit_lines)
     advice.extend(users)
+    unnamed = unguaranteed(tree, d.quota) if users and tree is not None and \
+        d.quota is not None and d.quota in tree.nodes else []
+    if unnamed:  # (as validate warns: its jobs are all above its min, and never reclaim)
+        lacking = " and ".join(name for name, _ in unnamed)
+        advice.append(f"none of them is taken back for it: its quota {d.quota}'s min names no "
+                      f"{lacking}, so it is 0 there and each of its jobs is above its min; "
+                      f"give its min the {lacking} it is guaranteed")
     brought = [x for x in served.let_in if x.quota == d.quota and verdict != ALONE]
     if strict_fifo and brought and not too_big:
         names = first_of([f"{x.key.namespace}/{x.key.name}" for x in brought], 3)

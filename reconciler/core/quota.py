@@ -258,6 +258,23 @@ def build_tree(spec: QuotaSpec, *, path: str) -> tuple[QuotaTree | None, list[Pr
 EVERY_POD_ASKS = ("cpu", "memory")  # (what a min that leaves it out loses for every job)
 
 
+def unguaranteed(tree: QuotaTree, leaf: str) -> list[tuple[str, str]]:
+    """(resource, the quota on its path that limits it) for each of cpu and
+    memory that ``leaf``'s min leaves out while it guarantees something else
+    (see ``guarantees_lost``)."""
+    node = tree.nodes[leaf]
+    if not any(v > 0 for v in node.min.values()):
+        return []  # (no guarantee to lose)
+    path = tree.ancestry(leaf)
+    out = []
+    for name in EVERY_POD_ASKS:
+        at = None if name in node.min else next(
+            (n.path for n in path if name in n.min or name in n.max), None)
+        if at is not None:
+            out.append((name, at))
+    return out
+
+
 def guarantees_lost(tree: QuotaTree) -> list[Problem]:
     """A warning for each leaf whose min guarantees something but leaves out
     cpu or memory where the tree limits it on the leaf's path: missing from a
@@ -266,15 +283,7 @@ def guarantees_lost(tree: QuotaTree) -> list[Problem]:
     borrow, with no word."""
     out = []
     for leaf in sorted(tree.leaves(), key=lambda n: n.path):
-        if not any(v > 0 for v in leaf.min.values()):
-            continue  # (no guarantee to lose)
-        path = tree.ancestry(leaf.path)
-        for name in EVERY_POD_ASKS:
-            if name in leaf.min:
-                continue
-            at = next((n.path for n in path if name in n.min or name in n.max), None)
-            if at is None:
-                continue
+        for name, at in unguaranteed(tree, leaf.path):
             named = ", ".join(sorted(r for r, v in leaf.min.items() if v > 0))
             out.append(Problem(tree.path, leaf.line_of("min", name), (
                 f"quota {leaf.path}: its min guarantees {named} but names no {name}, which "

@@ -1386,3 +1386,33 @@ def test_a_job_waiting_for_cluster_room_is_told_the_priority_that_preempts_for_i
                                         prior=prior_of(result.decisions)))
     assert (by_name(after)["g1"].phase, by_name(after)["f1"].phase) == (Phase.ADMITTED,
                                                                        Phase.QUEUED)
+
+
+def test_a_quota_whose_min_leaves_out_memory_is_told_it_takes_nothing_back() -> None:
+    """b's min names cpu alone, under a root that limits memory: its job, 1Gi
+    above b's memory min of 0, never reclaims, and explain listed a's jobs as
+    if they could be taken back for it."""
+    def fleet(b_min: dict[str, str]) -> CycleInput:
+        four = [job(f"a{i}", "a").pod_set("main", 1, cpu="4", memory="1Gi")
+                .created(f"2026-01-01T00:00:0{i}Z") for i in range(4)]
+        late = job("b0", "b").pod_set("main", 1, cpu="4", memory="1Gi").created(
+            "2026-01-01T00:00:09Z")
+        return cycle_input(
+            jobs=[*four, late],
+            clusters=[cluster("c1").node_group("n", 4, cpu="4", memory="16Gi").obj()],
+            tree=tree(quota("root", quota("a", ns=["a"], min={"cpu": "8"}, max={"cpu": "16"}),
+                            quota("b", ns=["b"], min=b_min, max={"cpu": "16"}),
+                            min={"cpu": "16", "memory": "64Gi"},
+                            max={"cpu": "16", "memory": "64Gi"})))
+
+    start = fleet({"cpu": "8"})
+    first = reconcile_cycle(replace(start, jobs=start.jobs[:4]))  # (a's four, borrowing 8)
+    inp = replace(start, prior={p.key: p for p in prior_of(first.decisions)})
+    result = reconcile_cycle(inp)
+    assert by_name(result)["b0"].phase is Phase.QUEUED
+    lines = explained(inp, result, "b0")
+    assert ("- none of them is taken back for it: its quota root/b's min names no memory, so "
+            "it is 0 there and each of its jobs is above its min; give its min the memory it "
+            "is guaranteed") in lines, lines
+    named = replace(fleet({"cpu": "8", "memory": "32Gi"}), prior=inp.prior)
+    assert by_name(reconcile_cycle(named))["b0"].phase is Phase.ADMITTED  # (as told)
