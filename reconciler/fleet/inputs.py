@@ -337,6 +337,20 @@ class History(Protocol):
 
 def read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None,
                last_good: LastGood | None = None) -> FleetInputs:
+    """``_read_fleet``, and the warnings of the quota tree it reads as the fleet's
+    (``guarantees_lost``), unless the file holding it is read in its last good
+    version: told at the lines of that version, they would speak of what the
+    file no longer says."""
+    inputs = _read_fleet(files, cache, last_good)
+    tree = inputs.tree
+    if tree is not None and not any(p.path == tree.path and p.message.startswith(GOES_ON_WITH)
+                                    for p in inputs.problems):
+        inputs.problems = sorted(set(inputs.problems + guarantees_lost(tree)))
+    return inputs
+
+
+def _read_fleet(files: Iterable[SourceFile], cache: JobCache | None = None,
+                last_good: LastGood | None = None) -> FleetInputs:
     """Classify and build every document of the commit.
 
     With a ``cache``, a jobs-only file whose blob was read before is not
@@ -1045,8 +1059,6 @@ def _finish(inputs: FleetInputs, trees: list[Document]) -> None:
             inputs.broken_paths[doc.path] = str(form[0])
         else:
             inputs.tree = tree
-            if tree is not None:  # (told with the tree's rules, read as the fleet's)
-                inputs.problems.extend(guarantees_lost(tree))
             errors = [p for p in problems if p.severity == "error"]
             if errors:  # (a file that defines the fleet: read as it last was, if it can be)
                 inputs.broken_paths.setdefault(doc.path, errors[0].message)

@@ -532,8 +532,16 @@ def test_a_min_that_leaves_out_cpu_or_memory_the_tree_limits_is_warned_of() -> N
         "root limits: left out, it is 0, so each of its jobs (every pod asks for memory) is "
         "above its min, and reclaims nothing other quotas borrow; give its min the memory it "
         "is guaranteed"]
-    named = read({"quota.yaml": text.replace('min: {cpu: "8"}', 'min: {cpu: "8", memory: 0}')})
+    fixed = text.replace('min: {cpu: "8"}', 'min: {cpu: "8", memory: 0}')
+    named = read({"quota.yaml": fixed})
     assert told(named, "warning") == []  # (0 written: what it is guaranteed, said)
+    # fixed, with a mistake elsewhere: the fleet goes on with the version before, whose
+    # warning, told at this version's line, would say the fix was not read
+    broken = read({"quota.yaml": fixed.replace('min: {cpu: "8", memory: 32Gi}',
+                                               'min: {cpu: "lots", memory: 32Gi}')},
+                  {"quota.yaml": [text]})
+    assert [w for w in told(broken, "warning") if "names no memory" in w] == []
+    assert any("'lots' is not a Kubernetes quantity" in e for e in told(broken))
 
 
 def test_a_rule_that_takes_a_quantity_not_read_is_left_out_for_that_resource() -> None:
