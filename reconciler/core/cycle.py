@@ -933,9 +933,12 @@ class _Cycle:
                     changed.append(pending)
                     if gone:
                         lost[key] = gone
-                elif pending.quota != prior.quota:  # (checked once the others are back)
+                elif pending.quota != prior.quota:
                     self._as_before = False
-                    moved.append((pending, cluster))
+                    if self.tree is not None and prior.quota in self.tree.nodes:
+                        moved.append((pending, cluster))  # (checked once the others are back)
+                    else:  # (its quota left the tree, renamed or reshaped: nobody moved it,
+                        self._put_back(pending, cluster)  # and it runs on, as under a max lowered)
                 else:
                     self._put_back(pending, cluster)
                 continue

@@ -728,6 +728,21 @@ def test_a_running_job_moved_to_another_quota_runs_on_only_where_that_quota_has_
         "nvidia.com/gpu: 8 used + 4 requested > max 8)")}
     third = reconcile_cycle(replace(inp, prior={p.key: p for p in prior_of(second.decisions)}))
     assert third.decisions == second.decisions and third.moved == {}
+    # (its quota renamed, over the max lowered before, as leaves of the same limits:
+    # nobody moved it, and it runs on, as the max lowered let it)
+    lowered = simple_tree(quota("a", min={"gpu": "4"}, max={"gpu": "4"}, ns=["a", "c"]),
+                          quota("b", min={"gpu": "8"}, max={"gpu": "8"}, ns=["b"]),
+                          total={"cpu": "1000", "gpu": "16"})
+    held = reconcile_cycle(replace(inp, tree=lowered, prior={
+        p.key: p for p in prior_of(second.decisions)}))
+    assert phases(held)["a0"] is Phase.ADMITTED  # (8 of max 4: a lowered max evicts none)
+    renamed = simple_tree(quota("team-a", min={"gpu": "4"}, max={"gpu": "4"}, ns=["a", "c"]),
+                          quota("b", min={"gpu": "8"}, max={"gpu": "8"}, ns=["b"]),
+                          total={"cpu": "1000", "gpu": "16"})
+    after = reconcile_cycle(replace(inp, tree=renamed, prior={
+        p.key: p for p in prior_of(held.decisions)}))
+    assert (by_name(after)["a0"].phase, by_name(after)["a0"].quota) == (
+        Phase.ADMITTED, "root/team-a") and after.moved == {}
     # (room in its new quota: it runs on, on the nodes it runs on)
     roomy = reconcile_cycle(replace(inp, tree=leaves("a", a_max="16")))
     c0 = by_name(roomy)["c0"]
