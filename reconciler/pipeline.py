@@ -2195,10 +2195,11 @@ def branches_having(repo: FleetRepo, commit: str) -> list[str]:
 
 
 def ahead_of_its_branch(repo: FleetRepo, branch: str, source_rev: str) -> str | None:
-    """A warning when ``source_rev`` is a branch checked out that goes on from
-    the head of another branch, whose head the state was made from: a
-    pull request's branch reconciled where its base is the source (its
-    changes go to the clusters before they are merged); else ``None``."""
+    """A warning when ``source_rev`` is a branch checked out that was made off
+    another branch (git's reflog says so) holding the commit the state was
+    made from, and that one lacks its commits: a pull request's branch
+    reconciled where its base is the source (its changes go to the clusters
+    before they are merged); else ``None``."""
     current = repo.current_branch()
     state = repo.resolve(state_ref(branch))
     if source_rev != "HEAD" or current is None or state is None:
@@ -2208,16 +2209,47 @@ def ahead_of_its_branch(repo: FleetRepo, branch: str, source_rev: str) -> str | 
     if not made_from or head is None or head == made_from or \
             not repo.is_ancestor(made_from, head):
         return None
-    bases = sorted(ref.removeprefix("refs/heads/") for ref, (sha, _) in repo.branches().items()
-                   if sha == made_from and ref != f"refs/heads/{current}"
-                   and ref != state_ref(branch))
+    mine = _branched(repo, f"refs/heads/{current}")
+    if mine is None:
+        return None  # (it was not made off another branch, as far as git's reflog says)
+    bases = []
+    for ref, (sha, _) in sorted(repo.branches().items()):
+        if ref in (f"refs/heads/{current}", state_ref(branch)) or \
+                not repo.is_ancestor(made_from, sha) or repo.is_ancestor(head, sha):
+            continue  # (it lacks the state's source, or has all of this branch: merged)
+        made = _first_entry(repo, ref)
+        if made is None:
+            continue
+        off = made[1].startswith("branch: Created from")
+        if not off or made[0] < mine:  # (there before this branch was made)
+            bases.append((off, ref.removeprefix("refs/heads/")))
     if not bases:
         return None
-    base = bases[0]
-    return (f"reconciling the branch {current!r}, while the state is made from the head of "
-            f"{base!r} ({made_from[:12]}), which lacks the commits of {current!r}: they go to "
-            f"the clusters before they are merged; to reconcile {base!r}, check it out or give "
-            f"--source {base}")
+    base = min(bases)[1]  # (one made off no other first: the first branch, a clone's)
+    return (f"reconciling the branch {current!r}, made off {base!r}, while the state is made "
+            f"from {made_from[:12]} of {base!r}, which lacks the commits of {current!r}: they "
+            f"go to the clusters before they are merged; to reconcile {base!r}, check it out "
+            f"or give --source {base}")
+
+
+def _branched(repo: FleetRepo, ref: str) -> int | None:
+    """When branch ``ref`` was made off another (``git checkout -b``, ``git
+    branch``: its reflog's first entry), in seconds; ``None`` when it was not
+    (its first commit, a clone) or its reflog does not say."""
+    first = _first_entry(repo, ref)
+    return first[0] if first is not None and first[1].startswith("branch: Created from") \
+        else None
+
+
+def _first_entry(repo: FleetRepo, ref: str) -> tuple[int, str] | None:
+    """(its time in seconds, what it says) of the first entry of ``ref``'s reflog."""
+    out = repo.run("log", "-g", "--date=unix", "--format=%gd %gs", ref, "--",
+                   check=False).decode("utf-8", "replace").strip().splitlines()
+    if not out:
+        return None
+    selector, _, said = out[-1].partition(" ")
+    at = selector.rpartition("@{")[2].rstrip("}")
+    return (int(at), said) if at.isdigit() else None
 
 
 def check_state_branch(repo: FleetRepo, branch: str, source_rev: str) -> None:

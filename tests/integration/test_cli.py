@@ -749,15 +749,21 @@ def test_a_branch_reconciled_ahead_of_the_branch_the_state_is_made_from_is_warne
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q")
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     made_from = rev(path, "main")
+    # (a branch made at main's head, which main goes on from: main is no pull request)
+    git(path, "branch", "wip-later")
+    write_files(path, {"NOTES.md": "a note on main\n"})
+    commit_all(path, "a change on main")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     git(path, "checkout", "-q", "-b", "raise-text")
     write_files(path, {"NOTES.md": "a note\n"})
     commit_all(path, "a change of the pull request")
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q")
     assert proc.returncode == 0 and proc.stderr == (
-        f"fleetq: warning: reconciling the branch 'raise-text', while the state is made from "
-        f"the head of 'main' ({made_from[:12]}), which lacks the commits of 'raise-text': they "
-        f"go to the clusters before they are merged; to reconcile 'main', check it out or give "
-        f"--source main\n"), proc.stderr
+        f"fleetq: warning: reconciling the branch 'raise-text', made off 'main', while the "
+        f"state is made from {made_from[:12]} of 'main', which lacks the commits of "
+        f"'raise-text': they go to the clusters before they are merged; to reconcile 'main', "
+        f"check it out or give --source main\n"), proc.stderr
     git(path, "checkout", "-q", "main")
     git(path, "merge", "-q", "--ff-only", "raise-text")
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q")
