@@ -52,7 +52,16 @@ from reconciler.core.problems import (
 from reconciler.core.resources import format_quantity
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.documents import parse_documents
-from reconciler.fleet.inputs import CUT_SHORT, GOES_ON_WITH, is_yaml
+from reconciler.fleet.inputs import (
+    CUT_SHORT,
+    FLEET_FILES,
+    GOES_ON_WITH,
+    FleetInputs,
+    SourceFile,
+    excluded,
+    is_yaml,
+    read_fleet_settings,
+)
 from reconciler.fleet.jobs import api_group
 from reconciler.fleet.observed import INVENTORY_DIR, ClusterReport, cluster_report
 from reconciler.fleet.state import decision_item, prior_from_decision
@@ -1074,6 +1083,20 @@ def _read_by_fleetq(path: str) -> bool:
         path.endswith("/") or path in ("fleet.yaml", "fleet.yml")
 
 
+def _work_tree_exclude(repo: FleetRepo) -> tuple[str, ...]:
+    """The paths the work tree's fleet.yaml says not to read (``spec.exclude``:
+    a change there is none fleetq would see); none when it does not read."""
+    for name in FLEET_FILES:
+        try:
+            data = (repo.root / name).read_bytes()
+        except OSError:
+            continue
+        read = FleetInputs()
+        read_fleet_settings({name: SourceFile(name, "", data)}, read)
+        return read.exclude
+    return ()
+
+
 def _tell_work_tree(repo: FleetRepo, command: str = "explain", done: str = "explained"
                     ) -> None:
     """Say on stderr that the work tree holds changes not committed, which a
@@ -1081,9 +1104,11 @@ def _tell_work_tree(repo: FleetRepo, command: str = "explain", done: str = "expl
     a new job not yet committed), and the first of them."""
     if repo.bare:
         return
+    exclude = _work_tree_exclude(repo)
     changed = [line[3:].strip() for line in repo.run(
         "status", "--porcelain", "--untracked-files=all", check=False).decode(
-        errors="replace").splitlines() if _read_by_fleetq(line[3:].strip().strip('"'))]
+        errors="replace").splitlines() if _read_by_fleetq(line[3:].strip().strip('"'))
+        and not excluded(line[3:].strip().strip('"').split(" -> ")[-1], exclude)]
     if changed:
         more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
         print(f"fleetq: the work tree has {len(changed)} change(s) not committed ({changed[0]}"

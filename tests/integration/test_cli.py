@@ -736,6 +736,12 @@ def test_a_job_not_yet_committed_is_told_by_reconcile_plan_and_explain(tmp_path:
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
     assert proc.returncode == 0 and proc.stdout.startswith("committed "), proc.stdout
     assert "not committed" not in proc.stderr, proc.stderr
+    # (a file fleet.yaml excludes, as the template's docs/ the README says to fill in)
+    with (path / "docs/flux.yaml").open("a") as docs:
+        docs.write("# filled in\n")
+    for command in ("reconcile", "plan"):
+        proc = fleetq(command, "--now", NOW, "--repo", str(path))
+        assert proc.returncode == 0 and "not committed" not in proc.stderr, proc.stderr
 
 
 def test_a_branch_reconciled_ahead_of_the_branch_the_state_is_made_from_is_warned_of(
