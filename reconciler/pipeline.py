@@ -2787,7 +2787,7 @@ def check_no_remote_state(repo: FleetRepo, remote: str, branch: str) -> None:
     forget = f"; git update-ref -d {seen_at}" if seen is not None else ""
     if local is not None and written_by_fleetq(repo, local):
         raise GitError(f"{remote} has no state branch {branch}, but this clone has fleetq's "
-                       f"state there ({local[:12]}): push it back (git push {remote} "
+                       f"state there ({local[:12]}): push it (git push {remote} "
                        f"{branch}) and run again; or, to start the state anew on purpose, "
                        f"delete it here too (git branch -D {branch}{forget})")
     if seen is not None and written_by_fleetq(repo, seen):

@@ -800,6 +800,34 @@ def test_validate_tells_a_remote_fleet_yaml_names_that_the_repository_lacks(
     assert proc.returncode == 0 and "spec.remote" not in proc.stdout, proc.stdout
 
 
+def test_the_template_readmes_deploy_steps_push_the_state(tmp_path: Path) -> None:
+    """Followed as written after a first reconcile here, step 1 ended in exit 2:
+    it did not say to push the state branch fleetq had made in this clone."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    readme = (path / "README.md").read_text()
+    assert "`git push origin fleetq/state` if you have reconciled here already" in readme
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(origin))
+    git(path, "remote", "add", "origin", str(origin))
+    git(path, "push", "-q", "-u", "origin", "main")
+    git(path, "push", "-q", "origin", "fleetq/state")
+    text = (path / "fleet.yaml").read_text()
+    write_files(path, {"fleet.yaml": text.replace("  # remote: origin\n", "  remote: origin\n")})
+    commit_all(path, "push the state to origin")
+    git(path, "push", "-q", "origin", "main")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    job = (path / "jobs/text/llm-sft-hotfix.yaml").read_text()
+    write_files(path, {"jobs/text/next.yaml": job.replace("llm-sft-hotfix", "next")})
+    commit_all(path, "a job")
+    git(path, "push", "-q", "origin", "main")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and "pushed it to origin" in proc.stdout, proc.stdout + proc.stderr
+    assert rev(origin, "fleetq/state") == rev(path, "fleetq/state")
+
+
 def test_init_creates_a_fleet_repo_that_validates_and_reconciles(tmp_path: Path) -> None:
     target = tmp_path / "my-fleet"
     proc = fleetq("init", str(target))
