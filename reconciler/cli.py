@@ -71,6 +71,7 @@ from reconciler.pipeline import (
     DEFAULT_IDENTITY,
     DUE_TRAILER,
     OBSERVED_TRAILER,
+    STATE_BRANCH_FIX,
     TRAILER,
     TREE_TRAILER,
     Computed,
@@ -362,8 +363,11 @@ def _state_head(repo: FleetRepo, branch: str, *, needed: bool = False,
     if sha is not None and not written_by_fleetq(repo, sha):
         _refused(repo, branch, source)
         back = last_as_written(repo, sha, ref)
-        fix = f"git update-ref {ref} {back[:12]}" if back is not None else \
-            f"git update-ref {ref} <commit>, <commit> the last of git log {ref} that it wrote"
+        if back is None:  # (no state of fleetq's at all: no commit to put back)
+            raise GitError(f"the branch {branch!r} holds no state of fleetq's (its head "
+                           f"{sha[:12]} has no {TRAILER} trailer, nor has a commit before it): "
+                           f"{STATE_BRANCH_FIX}")
+        fix = f"git update-ref {ref} {back[:12]}"
         print(f"fleetq: warning: reading the state branch {branch} at {sha[:12]}, which fleetq "
               f"did not write (it has no {TRAILER} trailer): its files may not be fleetq's "
               f"decisions (a job admitted there by hand would run past its quota), and "

@@ -645,6 +645,14 @@ def test_a_commit_of_peoples_on_the_state_branch_is_read_with_a_warning(
     git(path, "update-ref", "refs/heads/fleetq/state", good)
     proc = fleetq("status", "--repo", str(path))
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    # (a branch of people's named as the state: no commit of fleetq's to put it back at,
+    # and no update-ref that would reset their work)
+    git(path, "branch", "feature", "main")
+    for command in (["status"], ["queue"], ["explain", queued.split("/")[1], "--now", NOW]):
+        proc = fleetq(*command, "--state-branch", "feature", "--repo", str(path))
+        assert proc.returncode == 2 and proc.stderr.startswith(
+            "fleetq: the branch 'feature' holds no state of fleetq's (its head "), proc.stderr
+        assert "update-ref" not in proc.stderr and "e.g. fleetq/state" in proc.stderr
 
 
 def _cluster_files(path: Path) -> str:
