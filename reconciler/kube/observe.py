@@ -31,8 +31,10 @@ def kubeconfig_read(kubeconfig: str | None) -> str:
     $KUBECONFIG, else ~/.kube/config (as kubectl reads them)."""
     if kubeconfig:
         return kubeconfig
-    listed = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
-    return ", ".join(listed) if listed else os.path.expanduser("~/.kube/config")
+    if "KUBECONFIG" not in os.environ:
+        return os.path.expanduser("~/.kube/config")
+    listed = [p for p in os.environ["KUBECONFIG"].split(os.pathsep) if p]
+    return ", ".join(listed) if listed else "no file ($KUBECONFIG is set, and empty)"
 
 
 def read_cluster(context: str, kubeconfig: str | None = None
@@ -50,10 +52,11 @@ def read_cluster(context: str, kubeconfig: str | None = None
             config_file=kubeconfig, context=context, client_configuration=settings)
     except Exception as exc:  # (ConfigException, OSError, a kubeconfig YAML cannot read)
         what = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        other = "" if kubeconfig else "give the file with --kubeconfig, or "
         raise ObserveError(
             f"no usable kubeconfig context {context!r} in {kubeconfig_read(kubeconfig)}: "
-            f"{what.rstrip('.')}; give the file with --kubeconfig, or set the cluster's "
-            f"spec.kubeconfigContext to a context of it") from exc
+            f"{what.rstrip('.')}; {other}set the cluster's spec.kubeconfigContext to a "
+            f"context of it") from exc
     api = client.ApiClient(settings)
     objects: list[dict[str, Any]] = []
     notes: list[str] = []

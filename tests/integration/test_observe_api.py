@@ -729,8 +729,8 @@ def test_a_context_missing_from_the_kubeconfig_fails_that_cluster(
     for name in ("gpu-hz-a", "cpu-sh-c"):
         assert f"fleetq: {name}: no usable kubeconfig context '{context(name)}' in " \
                f"{kubeconfig}: " in err, err
-    assert "give the file with --kubeconfig, or set the cluster's spec.kubeconfigContext to a " \
-        "context of it" in err
+    assert "; set the cluster's spec.kubeconfigContext to a context of it" in err
+    assert "give the file with --kubeconfig" not in err  # (it was given)
     assert "status/gpu-bj-b.yaml" in state_files(fleet)
 
 
@@ -745,7 +745,10 @@ def test_no_kubeconfig_names_the_files_read(
     assert code == 1
     assert f"no usable kubeconfig context '{context('gpu-hz-a')}' in " \
            f"{tmp_path}/.kube/config: " in err, err
-    assert "--kubeconfig" in err
+    assert "give the file with --kubeconfig, or set the cluster's" in err
+    monkeypatch.setenv("KUBECONFIG", "")  # (the client reads no file then)
+    code, _, err = run(capsys, "observe", "--repo", str(fleet), "--now", OBSERVED)
+    assert code == 1 and "in no file ($KUBECONFIG is set, and empty): " in err, err
 
 
 @pytest.mark.parametrize(("where", "said"), [("missing", "no such file"),
