@@ -1650,6 +1650,10 @@ def describe_changes(prior: dict[JobKey, PriorPlacement], decisions: list[Decisi
                     lines.append(f"change the quota of {d.key.kind} {d.key.namespace}/"
                                  f"{d.key.name}: {before.quota} -> {d.quota}"
                                  + (f" (on {d.cluster})" if d.phase is Phase.ADMITTED else ""))
+                elif d.phase is Phase.ADMITTED and (why := (moved or {}).get(d.key)):
+                    # (placed again on the same cluster: its node went)
+                    lines.append(f"place {d.key.kind} {d.key.namespace}/{d.key.name} again on "
+                                 f"{d.cluster}: {why}")
                 continue
         name = f"{d.key.kind} {d.key.namespace}/{d.key.name}"
         if before is not None and before.kept_on and not d.kept_on:

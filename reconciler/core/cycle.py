@@ -973,6 +973,10 @@ class _Cycle:
             short = self._quota_shortfall(pending)
             if isinstance(fit, Fit) and short is None:
                 self._admit(pending, cluster, fit, admitted_at=was.admitted_at)
+                if key in lost:  # (said in the commit message: its pods run elsewhere there)
+                    self.requeue_notes[key] = (
+                        f"its node(s) {', '.join(lost[key])} of {cluster.name} no longer hold "
+                        f"its pods (Kubernetes removes them): packed again on its other nodes")
             else:
                 why = fit if isinstance(fit, str) else (short or "")
                 if key in lost:

@@ -525,6 +525,11 @@ def test_the_commit_line_of_a_running_job_placed_again_elsewhere_says_it_moved()
         "move Job a/a1 from c1 -> c3 (main 1): preempted on c1 by Job b/b1"]
     fresh = replace(before, phase=Phase.QUEUED, cluster=None, admitted_at=None)
     assert describe_changes({key: fresh}, [before]) == ["admit Job a/a1 -> c1 (main 1)"]
+    # (placed again on its cluster, its node gone: it said nothing)
+    again = replace(before, nodes=(("n3", "main", 1),))
+    assert describe_changes({key: before}, [again], moved={key: "its node went"}) == [
+        "place Job a/a1 again on c1: its node went"]
+    assert describe_changes({key: before}, [again]) == []
 
 
 def test_each_old_copy_goes_by_its_own_failover_time() -> None:
