@@ -1855,10 +1855,12 @@ class _Cycle:
         why = cluster.never_runs(p.job.pod_sets)
         if why is None:
             return
+        fix = ("lower its pods' requests, or keep it off the cluster (its policy's "
+               "clusterAffinity)" if NO_NODE_MATCHES not in why else
+               "fix its pods' nodeSelector or tolerations, or the cluster's nodes")
         note = (f"but its pods may never run there: {why.removeprefix(f'{cluster.name}: ')}; "
                 f"{cluster.name} checks its free sum alone (no resourceReservation), so they "
-                f"would stay Pending; fix its pods' nodeSelector or tolerations, or the "
-                f"cluster's nodes")
+                f"would stay Pending; {fix}")
         self.decisions[key] = evolve(d, reason=f"{d.reason}; {note}")
         self.problems.append(Problem(p.job.path, p.job.line, (
             f"{key.kind} {key.namespace}/{key.name} is admitted to {cluster.name}, {note}"),

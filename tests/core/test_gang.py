@@ -145,6 +145,14 @@ def test_without_reservation_a_pod_no_node_could_ever_run_is_warned_of() -> None
     assert a.reason == f"admitted to c1 (worker 1); {said}" and "never run" not in b.reason
     assert [(p.path, p.line, p.message, p.severity) for p in result.problems] == [
         (j.path, j.line, f"PyTorchJob default/a is admitted to c1, {said}", "warning")]
+    # (too big for its nodes: the fix is its size, or another cluster)
+    big = job("big").pod_set("worker", 1, cpu="200").obj()
+    result = reconcile_cycle(cycle_input(jobs=[big], clusters=[c.node("more", cpu="64").obj()]))
+    assert by_name(result)["big"].reason.endswith(
+        "no node holds a worker pod: it needs cpu 200, and no node that admits it has more "
+        "than 64; c1 checks its free sum alone (no resourceReservation), so they would stay "
+        "Pending; lower its pods' requests, or keep it off the cluster (its policy's "
+        "clusterAffinity)"), by_name(result)["big"].reason
 
 
 def test_a_cluster_with_no_nodes_says_so() -> None:
