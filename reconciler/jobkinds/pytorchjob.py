@@ -74,11 +74,23 @@ class PyTorchJobKind:
 
     def growth(self, obj: Manifest) -> list[ManifestError]:
         """Under an elastic policy with metrics, the training operator scales
-        the workers (a HorizontalPodAutoscaler) up to its maxReplicas."""
+        the workers (a HorizontalPodAutoscaler) up to its maxReplicas; and
+        workers that start fewer than its minReplicas wait for more (torchrun's
+        --nnodes=min:max), which only that autoscaler adds."""
         elastic = mapping_at(obj, "spec", "elasticPolicy") or {}
-        most = elastic.get("maxReplicas")
+        most, least = elastic.get("maxReplicas"), elastic.get("minReplicas")
         worker = mapping_at(obj, "spec", "pytorchReplicaSpecs", "Worker") or {}
         now = worker.get("replicas", 1)
+        low, start, high = _whole(least), _whole(now), _whole(most)
+        if mapping_at(obj, "spec", "elasticPolicy") is not None and low is not None and \
+                start is not None and start < low and (high is None or low <= high):
+            at = "spec.pytorchReplicaSpecs.Worker.replicas"
+            return [ManifestError(
+                f"{at} is {now}, below spec.elasticPolicy.minReplicas {least}: torchrun waits "
+                f"for {least} workers to join before it trains; fleetq reserves the {now} the "
+                f"job starts with, and more come only from the training operator's autoscaler "
+                f"(under metrics), beyond them; set the workers' replicas to minReplicas at "
+                f"least", at)]
         if not elastic.get("metrics") or not isinstance(most, int) or isinstance(most, bool) \
                 or not isinstance(now, int) or most <= now:
             return []
@@ -148,3 +160,8 @@ def _elastic_rules(elastic: Manifest, spec: Manifest) -> list[ManifestError]:
             f"{at} and spec.nprocPerNode are both set: the training operator's webhook "
             f"refuses the old field beside the new one; keep spec.nprocPerNode alone", at))
     return found
+
+
+def _whole(value: object) -> int | None:
+    """``value`` when it is a whole number (not a boolean), else ``None``."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -2080,6 +2080,24 @@ def test_an_elastic_policy_the_training_operator_or_torchrun_refuses_is_an_error
     assert len(got.jobs) == (0 if said else 1)
 
 
+@pytest.mark.parametrize(("policy", "said"), [
+    ("    minReplicas: 4\n    maxReplicas: 4\n",
+     "jobs/p1.yaml:16: spec.pytorchReplicaSpecs.Worker.replicas is 2, below "
+     "spec.elasticPolicy.minReplicas 4: torchrun waits for 4 workers to join before it "
+     "trains; fleetq reserves the 2 the job starts with, and more come only from the training "
+     "operator's autoscaler (under metrics), beyond them; set the workers' replicas to "
+     "minReplicas at least"),
+    ("    minReplicas: 2\n    maxReplicas: 4\n", None),
+])
+def test_elastic_workers_that_start_below_the_min_are_warned_of(policy: str,
+                                                                said: str | None) -> None:
+    text = PYTORCHJOB.replace("spec:\n  pytorchReplicaSpecs:",
+                              "spec:\n  elasticPolicy:\n" + policy + "  pytorchReplicaSpecs:", 1)
+    got = read({"jobs/p1.yaml": text})
+    assert told(got) == [] and len(got.jobs) == 1
+    assert told(got, "warning") == ([said] if said else [])
+
+
 @pytest.mark.parametrize(("policies", "said"), [
     ("  cleanPodPolicy: All\n  runPolicy: {cleanPodPolicy: None}\n",
      "jobs/p1.yaml:5: spec.cleanPodPolicy is 'All' and spec.runPolicy.cleanPodPolicy is 'None': "
