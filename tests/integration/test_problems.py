@@ -558,17 +558,10 @@ def test_a_state_commit_that_does_not_read_back_stops_every_command_and_loses_no
     assert placements(path)["text/later"]["phase"] == "Queued"
 
 
-@pytest.mark.parametrize("how", ["amended", "message copied", "trailer dropped"])
-def test_a_state_commit_edited_by_hand_with_fleetqs_trailers_is_refused(
-        tmp_path: Path, how: str) -> None:
-    """A queued job marked Admitted by hand in placements.yaml, the commit
-    amended (or committed with fleetq's message copied: ``git commit -C``; or
-    amended with the trailer that names its tree taken out), so that it keeps
-    fleetq's trailers: read as the state, the job would be rendered to its
-    cluster past its quota, and kept there. Every reconcile stops (exit 2),
-    naming fleetq's last commit to put back (the one amended, from the
-    branch's reflog); the commands that read the state warn; nothing is
-    written."""
+def _admitted_by_hand(tmp_path: Path) -> tuple[Path, str, str, Path]:
+    """The template fleet reconciled, and its state branch checked out in a work
+    tree with a queued job marked Admitted in placements.yaml, not committed:
+    the fleet, fleetq's state commit, the job and the work tree."""
     path = tmp_path / "fleet"
     assert fleetq("init", str(path)).returncode == 0
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
@@ -580,6 +573,21 @@ def test_a_state_commit_edited_by_hand_with_fleetqs_trailers_is_refused(
     at = text.index(f"name: {queued.split('/')[1]}}}")
     (worktree / "placements.yaml").write_text(
         text[:at] + text[at:].replace("phase: Queued", "phase: Admitted", 1))
+    return path, good, queued, worktree
+
+
+@pytest.mark.parametrize("how", ["amended", "message copied", "trailer dropped"])
+def test_a_state_commit_edited_by_hand_with_fleetqs_trailers_is_refused(
+        tmp_path: Path, how: str) -> None:
+    """A queued job marked Admitted by hand in placements.yaml, the commit
+    amended (or committed with fleetq's message copied: ``git commit -C``; or
+    amended with the trailer that names its tree taken out), so that it keeps
+    fleetq's trailers: read as the state, the job would be rendered to its
+    cluster past its quota, and kept there. Every reconcile stops (exit 2),
+    naming fleetq's last commit to put back (the one amended, from the
+    branch's reflog); the commands that read the state warn; nothing is
+    written."""
+    path, good, queued, worktree = _admitted_by_hand(tmp_path)
     if how == "amended":
         git(worktree, "commit", "-q", "--amend", "-a", "--no-edit")
     elif how == "message copied":
@@ -615,17 +623,7 @@ def test_a_commit_of_peoples_on_the_state_branch_is_read_with_a_warning(
     """A queued job marked Admitted by hand, committed with a message of its
     own (no trailer of fleetq's): reconcile refuses the branch, while status,
     queue, explain and plan read it as fleetq's decisions, with no word."""
-    path = tmp_path / "fleet"
-    assert fleetq("init", str(path)).returncode == 0
-    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
-    good = git(path, "rev-parse", "fleetq/state").strip()
-    queued = next(key for key, item in placements(path).items() if item["phase"] == "Queued")
-    worktree = tmp_path / "state"
-    git(path, "worktree", "add", "-q", str(worktree), "fleetq/state")
-    text = (worktree / "placements.yaml").read_text()
-    at = text.index(f"name: {queued.split('/')[1]}}}")
-    (worktree / "placements.yaml").write_text(
-        text[:at] + text[at:].replace("phase: Queued", "phase: Admitted", 1))
+    path, good, queued, worktree = _admitted_by_hand(tmp_path)
     git(worktree, "commit", "-q", "-a", "-m", "let it run")
     git(path, "worktree", "remove", "--force", str(worktree))
     by_hand = git(path, "rev-parse", "fleetq/state").strip()
