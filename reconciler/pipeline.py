@@ -2314,7 +2314,7 @@ def branch_in_use(repo: FleetRepo, branch: str, source_rev: str,
     if where:
         # (the state branch of a fleet.yaml that names none: renaming it is no fix)
         other = "" if branch == DEFAULT_STATE_BRANCH else f", or {STATE_BRANCH_FIX}"
-        away = ("" if Path(where) == repo.root else
+        away = ("" if Path(where).resolve() == Path(repo.root).resolve() else
                 f" (or remove that work tree: git worktree remove {where})")
         return (f"{branch!r} is checked out in {where}: fleetq writes it (people edit the "
                 f"source branch); check out another branch there{away}{other}")
