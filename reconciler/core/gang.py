@@ -211,7 +211,7 @@ class ClusterState:
         return got[1]
 
     def _never_holds(self, ps: PodSet) -> str | None:
-        """``_never_runs`` of one pod set."""
+        """``never_runs`` of one pod set."""
         if ps.replicas <= 0:
             return None
         eligible = self._eligible(ps)
@@ -522,7 +522,7 @@ class ClusterState:
         sets = {ps.name: ps for ps in pod_sets}
         out = set()
         for node, pod_set, _ in counts:
-            i = self.node_index.get(node)
+            i = index.get(node)
             if i is None:
                 out.add(f"{node} (gone)")
                 continue
