@@ -303,7 +303,9 @@ def no_revision(repo: FleetRepo, rev: str) -> str:
         return (f"source revision {rev!r} does not exist here: {remote} has no branch {name!r} "
                 f"(as git last fetched it): push it (git push -u {remote} {name}), or name "
                 f"another with --source")
-    meant = did_you_mean(rev, [ref.removeprefix("refs/heads/") for ref in repo.branches()])
+    # (not the name itself: made meanwhile, a watch would tell the same error anew)
+    meant = did_you_mean(rev, [name for ref in repo.branches()
+                               if (name := ref.removeprefix("refs/heads/")) != rev])
     return (f"source revision {rev!r} does not exist here{meant}: no branch, tag or commit of "
             f"that name (git branch -a lists the branches; a remote's is origin/<branch>, "
             f"fetched first)")

@@ -27,7 +27,7 @@ import reconciler.pipeline as pipeline
 from reconciler.fleet.cache import Cache
 from reconciler.gitops.repo import FleetRepo
 from reconciler.gitops.watch import RefWatcher
-from reconciler.pipeline import Round, reconcile, watch
+from reconciler.pipeline import Round, no_revision, reconcile, watch
 
 from .conftest import (
     NOW,
@@ -831,3 +831,18 @@ def test_watch_purges_an_old_copy_when_its_grace_period_ends_with_no_new_commit(
     assert "gracePeriodSeconds (2 s) passed" in git(path, "log", "-1", "--format=%B", STATE)
     w.quiet(3.0)
     w.close()
+
+
+def test_a_revision_made_as_it_is_told_missing_is_not_offered_as_meant(tmp_path: Path) -> None:
+    """A watch of a branch about to be made read it missing, then, as it was
+    made, told "does not exist (did you mean release?)": an error of other
+    words, reported as a round of its own, and the test that made the branch
+    then saw that round rather than the commit (now and then)."""
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    repo = FleetRepo(path)
+    before = no_revision(repo, "release")
+    git(path, "branch", "release", "main")
+    git(path, "branch", "releases", "main")
+    assert no_revision(repo, "release") == before.replace(
+        " here:", " here (did you mean releases?):"), no_revision(repo, "release")
+    assert "did you mean release?" not in no_revision(repo, "release")
