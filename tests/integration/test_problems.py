@@ -17,7 +17,7 @@ from reconciler.core.model import Decision, Phase
 from reconciler.fleet.inputs import FleetInputs
 from reconciler.fleet.jobs import JobSource
 from reconciler.pipeline import queue_jumps
-from tests.builders import job, policy
+from tests.builders import job, policy, quota_tree_yaml
 
 from .conftest import (
     NOW,
@@ -1309,19 +1309,10 @@ value: 100000
 globalDefault: true
 """, "PriorityClass team is globalDefault, as PriorityClass normal at priorityclasses.yaml:"),
     # (a fleet has one quota tree, whatever its name: a second took the fleet over)
-    "quota tree": ("quota/aaa.yaml", """\
-apiVersion: scheduling.sigs.k8s.io/v1beta1
-kind: ElasticQuotaTree
-metadata: {name: elasticquotatree, namespace: kube-system}
-spec:
-  root:
-    name: root
-    max: {cpu: 10, memory: 10Gi}
-    min: {cpu: 10, memory: 10Gi}
-    children:
+    "quota tree": ("quota/aaa.yaml", quota_tree_yaml("{cpu: 10, memory: 10Gi}", """\
     - {name: all, max: {cpu: 10, memory: 10Gi}, min: {cpu: 10, memory: 10Gi},
        namespaces: [platform, text, video, interns]}
-""", "ElasticQuotaTree elasticquotatree is a second ElasticQuotaTree, beside "
+"""), "ElasticQuotaTree elasticquotatree is a second ElasticQuotaTree, beside "
          "ElasticQuotaTree elasticquotatree at quota/elasticquotatree.yaml:"),
 }
 
