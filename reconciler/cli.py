@@ -515,7 +515,8 @@ def _branch(repo: FleetRepo, args: argparse.Namespace) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     repo = FleetRepo(args.repo)
-    items, texts = _state_items(repo, _branch(repo, args), _cache(repo, args))
+    cache = _cache(repo, args)
+    items, texts = _state_items(repo, _branch(repo, args), cache)
     every = items
     if args.phase:
         items = [i for i in items if i.get("phase", "").lower() == args.phase.lower()]
@@ -552,7 +553,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                 for i in every)) if len(missing) == 1 else ""
             print(f"fleetq: no job named {', '.join(map(repr, missing))} on "
                   f"{_branch(repo, args)}{meant}; `fleetq status` lists them"
-                  f"{_head_not_reconciled(repo, _branch(repo, args), missing[0])}",
+                  f"{_head_not_reconciled(repo, _branch(repo, args), missing[0], cache)}",
                   file=sys.stderr)
             return EXIT_USAGE
     _print_data(items, args.output, wide=args.wide, texts=texts,
@@ -574,14 +575,13 @@ def _on_cluster(item: Mapping[str, Any], cluster: str) -> bool:
         or cluster in (item.get("keptOn") or ())
 
 
-def _head_not_reconciled(repo: FleetRepo, branch: str, wanted: str) -> str:
-    """The end of status's "no job named" when the state is not made from
-    HEAD's tree (a job just committed is there, not yet on the state branch):
-    what to run; "" when it is."""
+def _head_not_reconciled(repo: FleetRepo, branch: str, wanted: str,
+                         cache: Cache | None) -> str:
+    """The end of status's "no job named" when the state is not up to date
+    with HEAD (``up_to_date``: a job just committed is there, not yet on the
+    state branch): what to run; "" when it is."""
     state, head = repo.resolve(state_ref(branch)), repo.resolve("HEAD")
-    if state is None or head is None:
-        return ""
-    if trailers(repo.commit_info(state).message).get(TREE_TRAILER) == repo.commit_info(head).tree:
+    if state is None or head is None or up_to_date(repo, "HEAD", state, cache=cache):
         return ""
     return (f"; HEAD ({head[:12]}) is not reconciled yet, and may have it: `fleetq reconcile` "
             f"decides it, `fleetq explain {wanted}` tells what it would decide")

@@ -291,6 +291,12 @@ def test_status_of_a_job_committed_and_not_reconciled_says_what_to_run(tmp_path:
         f"decide\n"), proc.stderr
     assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
     assert fleetq("status", "--repo", str(path), "brand-new").returncode == 0
+    # (a commit decided with no change to the state: HEAD is reconciled, the name a typo)
+    write_files(path, {"NOTES.md": "a note\n"})
+    commit_all(path, "a note")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    proc = fleetq("status", "--repo", str(path), "brand-nwe")
+    assert proc.returncode == 2 and "not reconciled yet" not in proc.stderr, proc.stderr
 
 
 def test_status_of_a_name_with_n_names_the_job_of_that_namespace(tmp_path: Path) -> None:
