@@ -2206,9 +2206,9 @@ def ahead_of_its_branch(repo: FleetRepo, branch: str, source_rev: str) -> str | 
     made from, and that one lacks its commits: a pull request's branch
     reconciled where its base is the source (its changes go to the clusters
     before they are merged); else ``None``."""
-    current = repo.current_branch()
-    state = repo.resolve(state_ref(branch))
-    if source_rev != "HEAD" or current is None or state is None:
+    current = repo.current_branch() if source_rev == "HEAD" else None
+    state = repo.resolve(state_ref(branch)) if current is not None else None
+    if current is None or state is None:  # (a CI checkout: a detached HEAD)
         return None
     made_from = trailers(repo.commit_info(state).message).get(TRAILER)
     head = repo.resolve("HEAD")

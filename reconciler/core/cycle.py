@@ -1849,10 +1849,10 @@ class _Cycle:
         resourceReservation) where no node could run some of its pods, even
         empty (``ClusterState.never_runs``): in its reason, and as a warning."""
         cluster = self.clusters.get(d.cluster or "")
+        if cluster is None or cluster.cluster.resource_reservation:
+            return  # (most: each pod packed onto a node that holds it)
         p = self.pending.get(key)
-        if cluster is None or p is None or cluster.cluster.resource_reservation:
-            return
-        why = cluster.never_runs(p.job.pod_sets)
+        why = cluster.never_runs(p.job.pod_sets) if p is not None else None
         if why is None:
             return
         fix = ("lower its pods' requests, or keep it off the cluster (its policy's "
