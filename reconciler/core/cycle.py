@@ -1853,7 +1853,7 @@ class _Cycle:
             return  # (most: each pod packed onto a node that holds it)
         p = self.pending.get(key)
         why = cluster.never_runs(p.job.pod_sets) if p is not None else None
-        if why is None:
+        if p is None or why is None:
             return
         fix = ("lower its pods' requests, or keep it off the cluster (its policy's "
                "clusterAffinity)" if NO_NODE_MATCHES not in why else
