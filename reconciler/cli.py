@@ -305,8 +305,11 @@ def cmd_watch(args: argparse.Namespace) -> int:
     show = sys.stderr.isatty() and not args.quiet
     stop = threading.Event()
 
+    interrupted = threading.Event()
+
     def interrupt(*_: object) -> None:
         stop.set()  # so that it stops even when the interrupt is lost: raised in a __del__
+        interrupted.set()
         raise KeyboardInterrupt
 
     def unraisable(info: Any) -> None:  # (that one, said by Python as it is lost)
@@ -342,7 +345,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGINT, previous_int)
         sys.unraisablehook = previous_hook
     print("stopped watching", file=sys.stderr)
-    return EXIT_OK
+    # (stopped by SIGTERM, as a service manager stops it: 0; by Ctrl-C, 130, as
+    # a shell's commands are, so that a script running it sees it cut short)
+    return EXIT_INTERRUPTED if interrupted.is_set() else EXIT_OK
 
 
 def _state_head(repo: FleetRepo, branch: str, *, needed: bool = False,
