@@ -375,6 +375,13 @@ def _container_requests(container: Mapping[str, Any], field: str) -> Resources:
     return requests
 
 
+def container_requests(resources: object, field: str) -> Resources:
+    """What a container of ``resources`` (a ResourceRequirements, at ``field``)
+    requests, checked as the API server checks it: for a container an operator
+    adds to a pod from resources written elsewhere in the job."""
+    return _container_requests({"resources": resources}, field.removesuffix(".resources"))
+
+
 # the resources a container may ask for by a name without a domain (Kubernetes'
 # IsStandardContainerResourceName), but for hugepages-<size>
 CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})

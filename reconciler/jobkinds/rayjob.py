@@ -5,7 +5,8 @@ sets of its own (warned of when its policy does not pin it to one cluster:
 ``pipeline.on_existing_ray_clusters``). The submitter pod KubeRay starts once
 the cluster is up (``submissionMode: K8sJobMode``) is not a pod set: it is no
 part of the gang (a PodGroup waiting for it would never start), and the job's
-requests are those of its head and worker groups.
+requests are those of its head and worker groups (the head's with the Ray
+autoscaler's container, under ``enableInTreeAutoscaling``).
 Kueue (from v0.10) counts it, a pod set of the workload it admits: on a kueue
 cluster it takes one of the workload's pod sets (``refused_by``), and its
 ClusterQueue needs room for it beside the quota. Under ``submissionMode:
@@ -21,7 +22,7 @@ from typing import Any
 
 from reconciler.core.outcomes import ObservedPhase
 from reconciler.core.problems import as_written
-from reconciler.core.resources import Resources
+from reconciler.core.resources import Resources, add_into
 from reconciler.jobkinds.base import (
     DNS_1035_LABEL,
     DNS_1035_RULE,
@@ -32,6 +33,7 @@ from reconciler.jobkinds.base import (
     ManifestError,
     Observed,
     PodTemplateRef,
+    container_requests,
     mapping_at,
     parse_resources,
     replicas_of,
@@ -50,11 +52,38 @@ SIDECAR_MODE = "SidecarMode"
 SIDECAR_SUBMITTER = {"cpu": "500m", "memory": "200Mi"}
 
 
+# KubeRay's autoscaler container (``BuildAutoscalerContainer``), which it adds to
+# the head pod under enableInTreeAutoscaling, unless autoscalerOptions.resources
+# replaces its resources
+AUTOSCALER = {"cpu": "500m", "memory": "512Mi"}
+
+
 @functools.cache
 def sidecar_submitter() -> Resources:
     """What the submitter container adds to the head pod of a RayJob of
     SidecarMode: a head placed without it would not fit where it was placed."""
     return parse_resources(SIDECAR_SUBMITTER, "SIDECAR_SUBMITTER")
+
+
+def head_added(spec: Mapping[str, Any], cluster: Mapping[str, Any]) -> Resources | None:
+    """What KubeRay adds to the head pod beside its template's containers: the
+    submitter container under SidecarMode, and the Ray autoscaler's under
+    ``enableInTreeAutoscaling`` (``autoscalerOptions.resources``, which replace
+    its own, 500m cpu and 512Mi, whole: as a container's, limits without
+    requests request the limits)."""
+    added: Resources = {}
+    if spec.get("submissionMode") == SIDECAR_MODE:
+        add_into(added, sidecar_submitter())
+    if cluster.get("enableInTreeAutoscaling") is True:
+        options = cluster.get("autoscalerOptions")
+        where = "spec.rayClusterSpec.autoscalerOptions"
+        if options is not None and not isinstance(options, Mapping):
+            raise ManifestError(f"{where} must be a mapping", where)
+        if options is not None and options.get("resources") is not None:
+            add_into(added, container_requests(options["resources"], f"{where}.resources"))
+        else:
+            add_into(added, parse_resources(AUTOSCALER, "AUTOSCALER"))
+    return added or None
 
 
 def submits_from_a_job(obj: Manifest) -> bool:
@@ -145,8 +174,7 @@ class RayJobKind:
                                 "spec.rayClusterSpec.headGroupSpec")
         spec = mapping_at(obj, "spec") or {}
         out = [PodTemplateRef("head", 1, head, "spec.rayClusterSpec.headGroupSpec.template",
-                              sidecar_submitter() if spec.get("submissionMode") == SIDECAR_MODE
-                              else None)]
+                              head_added(spec, cluster))]
         groups = cluster.get("workerGroupSpecs") or []
         if not isinstance(groups, list):
             raise ManifestError("spec.rayClusterSpec.workerGroupSpecs must be a list",

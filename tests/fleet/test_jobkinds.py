@@ -74,6 +74,61 @@ def test_a_sidecar_mode_rayjob_s_head_counts_the_submitter_container_kuberay_add
         "spec": {"containers": [container]}}  # (sent as written: KubeRay adds it)
 
 
+GIB = 2**30 * 1000  # (memory in thousandths of a byte, as fleetq counts it)
+
+
+@pytest.mark.parametrize(("cluster", "mode", "head"), [
+    ({}, None, {"cpu": 1000, "memory": GIB}),
+    ({"enableInTreeAutoscaling": False}, None, {"cpu": 1000, "memory": GIB}),
+    # KubeRay's autoscaler container in the head pod: 500m cpu and 512Mi
+    ({"enableInTreeAutoscaling": True}, None, {"cpu": 1500, "memory": GIB * 3 // 2}),
+    ({"enableInTreeAutoscaling": True, "autoscalerOptions": {"idleTimeoutSeconds": 60}},
+     None, {"cpu": 1500, "memory": GIB * 3 // 2}),
+    # its autoscalerOptions.resources replace those whole
+    ({"enableInTreeAutoscaling": True, "autoscalerOptions": {"resources": {
+        "requests": {"cpu": "4", "memory": "4Gi"}, "limits": {"cpu": "4", "memory": "4Gi"}}}},
+     None, {"cpu": 5000, "memory": GIB * 5}),
+    ({"enableInTreeAutoscaling": True, "autoscalerOptions": {"resources": {
+        "limits": {"cpu": "2", "memory": "1Gi"}}}},  # (limits alone request the limits)
+     None, {"cpu": 3000, "memory": GIB * 2}),
+    ({"enableInTreeAutoscaling": True, "autoscalerOptions": {"resources": {}}},
+     None, {"cpu": 1000, "memory": GIB}),
+    ({"autoscalerOptions": {"resources": {"requests": {"cpu": "4"}}}},  # (no autoscaler)
+     None, {"cpu": 1000, "memory": GIB}),
+    # and the submitter's beside it under SidecarMode
+    ({"enableInTreeAutoscaling": True}, "SidecarMode",
+     {"cpu": 2000, "memory": GIB * 3 // 2 + 200 * 2**20 * 1000}),
+])
+def test_an_autoscaling_rayjob_s_head_counts_the_autoscaler_container_kuberay_adds(
+        cluster: dict[str, Any], mode: str | None, head: dict[str, int]) -> None:
+    """Under enableInTreeAutoscaling KubeRay adds the Ray autoscaler to the head
+    pod, a container of 500m cpu and 512Mi (or of autoscalerOptions.resources):
+    a head placed on a node with room for its template alone stays Pending,
+    and its quota was charged less than it runs with."""
+    from reconciler.jobkinds.base import pod_set_requests
+
+    ray = kind_for("ray.io/v1", "RayJob")
+    assert ray is not None
+    obj = rayjob(replicas=2)
+    obj["spec"]["rayClusterSpec"].update(cluster)
+    obj["spec"]["rayClusterSpec"]["headGroupSpec"]["template"] = {"spec": {"containers": [
+        {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}
+    if mode is not None:
+        obj["spec"]["submissionMode"] = mode
+    assert pod_set_requests(ray.pod_templates(obj)[0]) == head
+
+
+def test_autoscaler_resources_that_do_not_read_are_told_at_their_field() -> None:
+    ray = kind_for("ray.io/v1", "RayJob")
+    assert ray is not None
+    obj = rayjob(replicas=1)
+    obj["spec"]["rayClusterSpec"].update({"enableInTreeAutoscaling": True, "autoscalerOptions": {
+        "resources": {"requests": {"cpu": "lots"}}}})
+    with pytest.raises(ManifestError) as told:
+        ray.pod_templates(obj)
+    assert "spec.rayClusterSpec.autoscalerOptions.resources.requests.cpu" in str(told.value)
+
+
 SUBMITTER_POD_SET = ("spec.rayClusterSpec.workerGroupSpecs holds 7 groups, more than 6 (its "
                      "Kueue workload holds 8 pod sets at most: the head's, the submitter Job's "
                      "under submissionMode K8sJobMode, the default, and one a group)")
