@@ -32,8 +32,8 @@ class PyTorchJobKind:
         """What the training operator's webhook refuses of a PyTorchJob: a name
         that is no DNS-1035 label, a replica type other than Master and
         Worker, a replica with no container named pytorch (the one it runs
-        torch in), a Master of more than one replica, an elastic policy with
-        no Worker."""
+        torch in), a Master of other than one replica (or that does not say
+        how many), an elastic policy with no Worker."""
         found = []
         if not DNS_1035_LABEL.fullmatch(name):
             found.append(ManifestError(
@@ -57,7 +57,12 @@ class PyTorchJobKind:
                     f"the container of that name, and its webhook refuses a replica without "
                     f"one", at))
             replicas = replica.get("replicas") if isinstance(replica, dict) else None
-            if role == "Master" and replicas is not None and replicas != 1:
+            if role == "Master" and isinstance(replica, dict) and replicas is None:
+                found.append(ManifestError(
+                    f"{where}.replicas is not set: write replicas: 1 (a PyTorchJob has one "
+                    f"master, and the training operator's webhook refuses a Master that does "
+                    f"not say so)", where))
+            elif role == "Master" and replicas is not None and replicas != 1:
                 found.append(ManifestError(
                     f"{where}.replicas must be 1, not {replicas}: a PyTorchJob has one master "
                     f"(the training operator's webhook refuses any other number)",

@@ -660,6 +660,7 @@ metadata: {name: p1, namespace: default}
 spec:
   pytorchReplicaSpecs:
     Master:
+      replicas: 1
       template:
         spec:
           containers:
@@ -688,18 +689,18 @@ def test_every_bad_quantity_of_a_job_is_told_at_its_line() -> None:
     master = "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].resources.requests"
     worker = "spec.pytorchReplicaSpecs.Worker.template.spec.containers"
     assert told(inputs) == [
-        f"jobs/p1.yaml:11: {master}.cpu: 'lots' {form} (and 3 more mistake(s) of it, each "
+        f"jobs/p1.yaml:12: {master}.cpu: 'lots' {form} (and 3 more mistake(s) of it, each "
         f"told at its line)",
-        f"jobs/p1.yaml:11: {master}.memory: '1Gb' {form}",
-        f"jobs/p1.yaml:18: {worker}[0].resources.requests.nvidia.com/gpu: 1500m is not a "
+        f"jobs/p1.yaml:12: {master}.memory: '1Gb' {form}",
+        f"jobs/p1.yaml:19: {worker}[0].resources.requests.nvidia.com/gpu: 1500m is not a "
         f"whole number: Kubernetes takes no fraction of an extended resource such as "
         f"nvidia.com/gpu; fix the manifest",
-        f"jobs/p1.yaml:20: {worker}[1].resources.requests.cpu: '1x' {form}"]
+        f"jobs/p1.yaml:21: {worker}[1].resources.requests.cpu: '1x' {form}"]
     bad, = inputs.invalid
-    assert bad.line == 11 and len(bad.more) == 3
+    assert bad.line == 12 and len(bad.more) == 3
     fraction = PYTORCHJOB.replace("aliyun.com/gpu-mem: 8", "aliyun.com/gpu-mem: 0.5")
     assert told(read({"jobs/p1.yaml": fraction})) == [
-        "jobs/p1.yaml:11: spec.pytorchReplicaSpecs.Master.template.spec.containers[0]."
+        "jobs/p1.yaml:12: spec.pytorchReplicaSpecs.Master.template.spec.containers[0]."
         "resources.limits.aliyun.com/gpu-mem: 500m is not a whole number: Kubernetes takes no "
         "fraction of an extended resource such as aliyun.com/gpu-mem; fix the manifest"]
 
@@ -894,6 +895,14 @@ def test_a_pytorchjob_the_training_operator_refuses_is_an_error_at_each_of_its_l
     assert [p.message.split(":")[0] for p in started.problems] == ["metadata.name '7b-sft' is "
                                                                    "not a name the training "
                                                                    "operator takes"]
+    # a Master that does not say how many (1, as the CRD describes, but not defaulted:
+    # the webhook, which no defaulting step comes before, refuses it)
+    unsaid = read({"jobs/p.yaml": fixed.replace("      replicas: 1\n", "", 1)})
+    assert told(unsaid) == [
+        "jobs/p.yaml:7: spec.pytorchReplicaSpecs.Master.replicas is not set: write replicas: 1 "
+        "(a PyTorchJob has one master, and the training operator's webhook refuses a Master "
+        "that does not say so); fix the manifest"]
+    assert not unsaid.jobs and [bad.key.name for bad in unsaid.invalid] == ["llama-v2"]
 
 
 MPIJOB = """\
@@ -957,8 +966,9 @@ def test_an_mpijob_the_mpi_operator_refuses_is_an_error_at_each_of_its_lines() -
      "jobs/j.yaml:7: spec.template.spec.containers[0].volumeMounts[0].name ['a'] names no "
      "volume of the pod (its spec.volumes): the API server refuses the pod; add the volume, or "
      "name one it has"),
-    ("jobs/p.yaml", REFUSED_PYTORCHJOB.replace("llama.v2", "llama").replace("replicas: 2", "")
-     .replace("Launcher:", "Worker:").replace("[{name: trainer, image: x}]", "1"),
+    ("jobs/p.yaml", REFUSED_PYTORCHJOB.replace("llama.v2", "llama")
+     .replace("replicas: 2", "replicas: 1").replace("Launcher:", "Worker:")
+     .replace("[{name: trainer, image: x}]", "1"),
      "jobs/p.yaml:11: spec.pytorchReplicaSpecs.Master.template.spec.containers must be a list "
      "of containers, not a number: write each as an item (- name: ...)"),
 ])
@@ -2082,7 +2092,7 @@ def test_an_elastic_policy_the_training_operator_or_torchrun_refuses_is_an_error
 
 @pytest.mark.parametrize(("policy", "said"), [
     ("    minReplicas: 4\n    maxReplicas: 4\n",
-     "jobs/p1.yaml:16: spec.pytorchReplicaSpecs.Worker.replicas is 2, below "
+     "jobs/p1.yaml:17: spec.pytorchReplicaSpecs.Worker.replicas is 2, below "
      "spec.elasticPolicy.minReplicas 4: torchrun waits for 4 workers to join before it "
      "trains; fleetq reserves the 2 the job starts with, and more come only from the training "
      "operator's autoscaler (under metrics), beyond them; set the workers' replicas to "
