@@ -778,8 +778,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     files = diff_trees(repo, base, computed.files)
     changed = bool(files)
     made_from = state_source(repo, base, computed.source.sha, args.remote)
+    # (the state is made from a later commit: a reconcile of this one makes no change)
+    rolls_back = newer_source(repo, None, computed.source.sha, base) is not None
     if args.output in ("json", "yaml"):
         _print_value({"source": computed.source.sha, "stateBase": base, "changed": changed,
+                      "rollsBack": rolls_back,
                       "stateSource": None if made_from is None else {
                           "commit": made_from[0], "contained": made_from[1]},
                       "changes": computed.changes, "jobChanges": _job_changes(computed),
@@ -790,7 +793,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     else:
         print(f"fleetq plan: {computed.source.sha[:12]} onto {branch} "
               f"({(base or 'empty')[:12]})")
-        if newer_source(repo, None, computed.source.sha, base) is not None:
+        if rolls_back:
             assert made_from is not None
             print(f"\nNote: the state is made from {made_from[0][:12]}, a later commit than "
                   f"{computed.source.sha[:12]}: fleetq reconcile of it makes no change (it "
@@ -855,7 +858,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                   f"add, {counts['~']} to change, {counts['-']} to remove.")
     if args.source == "HEAD":
         _tell_work_tree(repo, "plan", "planned")
-    return EXIT_PROBLEMS if changed and args.exit_code else EXIT_OK
+    # (--exit-code: whether a reconcile of the source would change the state)
+    return EXIT_PROBLEMS if changed and not rolls_back and args.exit_code else EXIT_OK
 
 
 # the phases of a job that does not run, whose reason says why (plan tells it, of
@@ -1632,7 +1636,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--remote", default=None, help="compare with the state branch of this "
                    "remote (default: fleet.yaml's spec.remote; '' for none)")
     p.add_argument("--now", default=None, help="fix the clock (RFC 3339)")
-    p.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes")
+    p.add_argument("--exit-code", action="store_true",
+                   help="exit 1 when a reconcile of the source would change the state")
     no_cache(p)
     p.set_defaults(func=cmd_plan)
 

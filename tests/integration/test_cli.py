@@ -605,9 +605,18 @@ def test_a_state_made_from_another_branch_says_how_to_reconcile_the_source_again
     assert proc.returncode == 0, proc.stderr
     assert "of the branch 'feature', not of 'main'" in proc.stdout + proc.stderr
     assert "git commit --allow-empty" in proc.stdout + proc.stderr
-    proc = fleetq("plan", "--repo", str(path), "--now", NOW)
+    proc = fleetq("plan", "--repo", str(path), "--now", NOW, "--exit-code")
     assert "fleetq reconcile of it makes no change" in proc.stdout, proc.stdout
+    assert "delete PyTorchJob interns/unmerged" in proc.stdout  # (what it would change)
+    # (--exit-code gates on what a reconcile would do: nothing here)
+    assert proc.returncode == 0, proc.stdout
+    got = json.loads(fleetq("plan", "--repo", str(path), "--now", NOW, "-o", "json").stdout)
+    assert (got["changed"], got["rollsBack"]) == (True, True), got
     git(path, "commit", "-q", "--allow-empty", "-m", "main again")
+    proc = fleetq("plan", "--repo", str(path), "--now", NOW, "--exit-code")
+    assert proc.returncode == 1 and "makes no change" not in proc.stdout, proc.stdout
+    assert json.loads(fleetq("plan", "--repo", str(path), "--now", NOW, "-o",
+                             "json").stdout)["rollsBack"] is False
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
     assert proc.returncode == 0 and "committed" in proc.stdout + proc.stderr
     assert "unmerged" not in {i["job"]["name"] for i in placements(path).values()}
