@@ -813,8 +813,11 @@ class _Cycle:
                     f"tree" if inp.tree_unused is not None else
                     "no ElasticQuotaTree in the fleet, but its policy "
                     f"{policy.ref} queues jobs; add an ElasticQuotaTree")))
-            if problems:
-                quota = None  # (an Invalid job holds no quota)
+            if problems:  # (an Invalid job holds no quota; one that waited shows the
+                # quota and priority it waited with, as one whose file breaks: _decide_invalid)
+                waited = prior is not None and prior.phase in _WAITED and prior.quota is not None
+                quota = prior.quota if waited and prior is not None else None
+                priority = prior.priority if waited and prior is not None else priority
             base = Decision(key=key, api_version=job.api_version, path=job.path,
                             blob=job.blob, phase=Phase.INVALID, reason="",
                             enqueued_at=enqueued, quota=quota, priority=priority,

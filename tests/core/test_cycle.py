@@ -473,6 +473,33 @@ def test_an_invalid_job_that_waited_keeps_its_quota_and_priority_as_they_were() 
     assert w.reason == f"{waits.path}:9: replicas must be a whole number"
 
 
+def test_a_waiting_job_whose_priority_class_is_gone_shows_what_it_waited_with() -> None:
+    """A job that reads but cannot be resolved (its PriorityClass does not exist
+    now) showed no quota and the default's priority: it keeps the quota and
+    priority it waited with, as an invalid one does; and, fixed, it is back in
+    its place. One that never waited shows none."""
+    runs = gpu_job("a", 8, "team-a").priority_class("high").obj()
+    waits = gpu_job("w", 8, "team-a").priority_class("low")
+    tree = simple_tree(quota("qa", ns=["team-a"]))
+    before = reconcile_cycle(cycle_input(jobs=[runs, waits.obj()], tree=tree,
+                                         priority_classes=PRIORITIES))
+    first = by_name(before)["w"]
+    assert (first.phase, first.quota, first.priority) == (Phase.QUEUED, "root/qa", 10)
+    gone = reconcile_cycle(cycle_input(
+        jobs=[runs, waits.priority_class("lwo").obj(), gpu_job("n", 8, "team-a")
+              .priority_class("lwo").obj()], tree=tree, priority_classes=PRIORITIES,
+        prior=prior_of(before.decisions), source_time="2027-01-01T00:00:00Z"))
+    w, n = by_name(gone)["w"], by_name(gone)["n"]
+    assert (w.phase, w.quota, w.priority, w.enqueued_at) == (
+        Phase.INVALID, "root/qa", 10, first.enqueued_at)
+    assert (n.phase, n.quota) == (Phase.INVALID, None)
+    assert gone.quota_used["root/qa"] == before.quota_used["root/qa"]  # (it holds none)
+    again = reconcile_cycle(cycle_input(
+        jobs=[runs, waits.priority_class("low").obj()], tree=tree, priority_classes=PRIORITIES,
+        prior=prior_of(gone.decisions), source_time="2027-01-02T00:00:00Z"))
+    assert by_name(again)["w"] == first
+
+
 def test_a_job_whose_requests_grew_beyond_its_cluster_is_placed_again() -> None:
     before = gpu_job("a", 4).obj()
     after = gpu_job("a", 8).obj()
