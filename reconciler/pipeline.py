@@ -154,7 +154,8 @@ STATE_TREE_TRAILER = "Fleet-State-Tree"
 STATE_FORMAT = f"17 fleetq/{__version__}"  # a state made by another format is recomputed (17: a
 # RayJob's head requests the Ray autoscaler's container, a PyTorchJob's Master that does not say
 # replicas: 1 is invalid, a waiting job that cannot be resolved shows the quota and priority it
-# waited with; 16: a running job whose quota changed, or whose node went, is checked again, a job
+# waited with, pods no node could ever hold on a cluster that packs them onto nodes told what keeps
+# them off; 16: a running job whose quota changed, or whose node went, is checked again, a job
 # placed by capacity alone needs no quota, an elastic PyTorchJob's min above its max is invalid; 15:
 # a state commit names its tree, Fleet-State-Tree, and one of this format or later that does not was
 # edited by hand; a job defined twice, or sharing its name, is told at its name's line; an invalid

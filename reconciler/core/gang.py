@@ -166,8 +166,9 @@ class ClusterState:
         if isinstance(got, Fit):
             return got
         ps, placed = got
+        # (pods no node could ever hold, taints or size, told so, with what keeps them off)
         return self._pack_failure(pod_sets) or (
-            self._no_node_for(ps) if placed is None else
+            self._no_node_for(ps) if placed is None else self.never_runs(pod_sets) or
             f"{self.name}: only {placed} of {ps.replicas} {ps.name} pods fit on its nodes")
 
     def _larger_than_nodes(self, pod_sets: tuple[PodSet, ...]) -> str:

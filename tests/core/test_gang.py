@@ -155,6 +155,33 @@ def test_without_reservation_a_pod_no_node_could_ever_run_is_warned_of() -> None
         "clusterAffinity)"), by_name(result)["big"].reason
 
 
+def test_with_reservation_pods_no_node_could_ever_hold_say_what_keeps_them_off() -> None:
+    """A GPU job that does not tolerate the GPU nodes' taint, on a cluster that
+    packs pods onto nodes: it was told "only 0 of 1 worker pods fit on its
+    nodes", and so "lower its requests or add capacity", neither of which
+    would let it run. It is told the taint, and given the fix of tolerations;
+    pods that fit no node for want of free room are told as before."""
+    c = (cluster("c1")
+         .node("a100", cpu="128", gpu="8", taints=[taint("nvidia.com/gpu", "present")])
+         .node("general", cpu="64"))
+    j = gpu_job("a", 1).obj()
+    assert fit(c.obj(), j) == (
+        "c1: no node admits its pods: the worker pods tolerate no taint of the nodes that "
+        "would hold them (nvidia.com/gpu=present:NoSchedule)")
+    result = reconcile_cycle(cycle_input(jobs=[j], clusters=[c.obj()]))
+    a = by_name(result)["a"]
+    assert a.phase is Phase.INADMISSIBLE and a.reason.endswith(
+        "(nvidia.com/gpu=present:NoSchedule); fix its pods' tolerations, or the nodes' labels "
+        "or taints"), a.reason
+    busy = cluster("c2").node("n1", cpu="8").node("n2", cpu="8")
+    state = ClusterState(busy.obj())
+    two = job("two").pod_set("worker", 2, cpu="6").obj()
+    state.force_place(job("x").obj().key, job("x").pod_set("w", 1, cpu="4").obj().pod_sets,
+                      {"cpu": 4000})
+    assert state.fit(two.key, two.pod_sets, {"cpu": 12000, "pods": 2000}) == (
+        "c2: only 1 of 2 worker pods fit on its nodes")
+
+
 def test_a_cluster_with_no_nodes_says_so() -> None:
     """It was told "no node has the labels of the worker pods' ", a sentence
     cut short that blamed the pods' labels."""
