@@ -1191,7 +1191,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
                                  d.quota).strategy is QueueStrategy.STRICT_FIFO,
                              settings=inputs.settings, admits=_admits(computed, d),
                              classes=(inputs.priority_classes,
-                                      inputs.workload_priority_classes),
+                                      inputs.workload_priority_classes,
+                                      source is not None and
+                                      source.job.workload_priority_class is not None),
                              ruled_out=_ruled_out(computed, d, source.job, job_policy)
                              if source is not None and job_policy is not None else None)
     if source is not None:

@@ -58,8 +58,10 @@ Fits = Callable[[Collection[Decision] | None], Mapping[str, str]]
 # ((quota, resource) -> value) raised so (``admits_next``)
 Admits = Callable[[Mapping[tuple[str, str], int]], Decision | None]
 # The fleet's PriorityClasses and WorkloadPriorityClasses, name -> value: the
-# classes a priority it advises comes from (``_class_above``)
-Classes = tuple[Mapping[str, int], Mapping[str, int]]
+# classes a priority it advises comes from (``_class_above``); and whether the
+# job's label kueue.x-k8s.io/priority-class decides its priority (then a
+# PriorityClass its pods name does not)
+Classes = tuple[Mapping[str, int], Mapping[str, int], bool]
 
 
 def admits_next(inp: CycleInput, prior: Mapping[JobKey, PriorPlacement], key: JobKey
@@ -1430,14 +1432,26 @@ def _higher_priority(d: Decision, shortfalls: Mapping[str, int], holders: Collec
 
 def _class_above(least: int, classes: Classes) -> str:
     """`` (PriorityClass x has N)``: the lowest class above ``least`` (else a
-    WorkloadPriorityClass, by its label), or that the fleet has none."""
-    for kind, named, how in (("PriorityClass", classes[0], ""),
-                             ("WorkloadPriorityClass", classes[1],
-                              ", by the job's label kueue.x-k8s.io/priority-class")):
+    WorkloadPriorityClass, by its label), or that the fleet has none. For a
+    job whose label names its WorkloadPriorityClass, which decides its
+    priority whatever PriorityClass its pods name, a WorkloadPriorityClass
+    only, or a PriorityClass once the label is taken off."""
+    label = "kueue.x-k8s.io/priority-class"
+    kinds = (("PriorityClass", classes[0], ""),
+             ("WorkloadPriorityClass", classes[1], f", by the job's label {label}"))
+    if classes[2]:
+        kinds = (("WorkloadPriorityClass", classes[1], f", named by the job's label {label}"),
+                 ("PriorityClass", classes[0], f": name it in its pods, and take off the "
+                                               f"job's label {label}, which decides its "
+                                               f"priority now"))
+    for kind, named, how in kinds:
         above = min(((value, name) for name, value in named.items() if value > least),
                     default=None)
         if above is not None:
             return f" ({kind} {above[1]} has {above[0]}{how})"
+    if classes[2]:
+        return (f" (no WorkloadPriorityClass nor PriorityClass of the fleet has one: add a "
+                f"WorkloadPriorityClass, and name it by the job's label {label})")
     return " (no PriorityClass of the fleet has one: add one)"
 
 

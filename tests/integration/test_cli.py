@@ -717,6 +717,28 @@ def test_explain_names_the_class_that_gives_the_priority_it_advises(tmp_path: Pa
         "value: 1500\n")})
     commit_all(path, "a class above high")
     assert advice() == "1 of them (PriorityClass top has 1500)"
+    # (a job whose label names its WorkloadPriorityClass: that decides its priority,
+    # whatever PriorityClass its pods name)
+    job = path / "jobs/text/tokenizer-ablation.yaml"
+    unlabelled = job.read_text()
+    job.write_text(unlabelled.replace("  labels:\n", "  labels:\n    kueue.x-k8s.io/priority-"
+                                                   "class: backfill\n", 1))
+    write_files(path, {"priorityclasses.yaml": (path / "priorityclasses.yaml").read_text() + (
+        "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: WorkloadPriorityClass\nmetadata: "
+        "{name: backfill}\nvalue: 10\n")})
+    commit_all(path, "the job's priority by its label")
+    assert advice() == ("1 of them (WorkloadPriorityClass urgent has 2000, named by the job's "
+                        "label kueue.x-k8s.io/priority-class)")
+    write_files(path, {"priorityclasses.yaml": classes.replace("name: urgent", "name: backfill")
+                       .replace("value: 2000", "value: 10") + (
+        "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: top}\n"
+        "value: 1500\n")})
+    commit_all(path, "no WorkloadPriorityClass above it")
+    assert advice() == ("1 of them (PriorityClass top has 1500: name it in its pods, and take "
+                        "off the job's label kueue.x-k8s.io/priority-class, which decides its "
+                        "priority now)")
+    job.write_text(unlabelled)
+    commit_all(path, "its priority by its pods' class again")
     write_files(path, {"priorityclasses.yaml": classes.split("---\n# Set on the job itself")[0]})
     # (an edit not committed is not read: explain says so, lest it look tried)
     proc = fleetq("explain", "--repo", str(path), "text/tokenizer-ablation")
