@@ -40,7 +40,13 @@ from reconciler.core.model import (
     PreemptionPolicy,
     QueueStrategy,
 )
-from reconciler.core.policy import candidate_groups, narrowed, ruled_out, with_queue_refusal
+from reconciler.core.policy import (
+    candidate_groups,
+    narrowed,
+    ruled_out,
+    with_no_queue_refusal,
+    with_queue_refusal,
+)
 from reconciler.core.problems import (
     Problem,
     did_you_mean,
@@ -1166,9 +1172,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
     source = inputs.jobs.get(d.key)
     # the clusters its policy selects for it, but those it failed on and those that refuse it
     job_policy = next((p for p in inputs.policies if p.ref == d.policy), None)
-    refused = () if source is None else with_queue_refusal(
-        source.job.refused, inputs.tree.nodes[d.quota].name
-        if inputs.tree is not None and d.quota in inputs.tree.nodes else None)
+    refused = () if source is None else with_no_queue_refusal(source.job.refused) \
+        if d.quota is None else with_queue_refusal(
+            source.job.refused, inputs.tree.nodes[d.quota].name
+            if inputs.tree is not None and d.quota in inputs.tree.nodes else None)
     candidates = None if job_policy is None else [n for group in narrowed(
         *candidate_groups(job_policy, d.key.kind_ref, inputs.clusters), d.failed_on,
         refused, inputs.clusters)[0] for n in group]

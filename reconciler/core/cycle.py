@@ -43,6 +43,7 @@ from reconciler.core.policy import (
     default_policy,
     narrowed,
     select_policy,
+    with_no_queue_refusal,
     with_queue_refusal,
 )
 from reconciler.core.preemption import (
@@ -867,7 +868,9 @@ class _Cycle:
 
     def _refused(self, job: Job, quota: str | None) -> Sequence[tuple[str, str]]:
         """The gang dialects whose clusters would refuse ``job`` (see ``narrowed``)."""
-        bad = self._bad_queues.get(quota) if quota is not None else None
+        if quota is None:  # (placed by capacity alone, with no quota)
+            return with_no_queue_refusal(job.refused)
+        bad = self._bad_queues.get(quota)
         return job.refused if bad is None else with_queue_refusal(job.refused, bad)
 
     def _candidate_set(self, p: _Pending) -> frozenset[str]:

@@ -191,6 +191,21 @@ def with_queue_refusal(refused: Sequence[tuple[str, str]], queue: str | None
     return tuple(sorted(said.items()))
 
 
+# Why a kueue cluster refuses a job with no quota (one its policy places by capacity
+# alone, whose namespace no quota lists): it would name no LocalQueue, and Kueue
+# runs such a job unmanaged, its pods started one by one, or never admits it
+NO_LOCAL_QUEUE = ("it has no quota, so no LocalQueue to run under there, and Kueue would "
+                  "not start its pods as a gang: list its namespace on a quota of the tree, "
+                  "or keep it off kueue clusters (its policy's clusterAffinity)")
+
+
+def with_no_queue_refusal(refused: Sequence[tuple[str, str]]) -> Sequence[tuple[str, str]]:
+    """``Job.refused`` of a job that has no quota, with Kueue's (``NO_LOCAL_QUEUE``)."""
+    said = dict(refused)
+    said["kueue"] = f"{said['kueue']}; {NO_LOCAL_QUEUE}" if "kueue" in said else NO_LOCAL_QUEUE
+    return tuple(sorted(said.items()))
+
+
 def narrowed(groups: list[list[str]], notes: list[str], failed_on: Sequence[str],
              refused: Sequence[tuple[str, str]], clusters: Sequence[MemberCluster]
              ) -> tuple[list[list[str]], list[str], tuple[str, ...], tuple[str, ...]]:

@@ -284,6 +284,33 @@ def test_a_job_whose_quota_no_kueue_local_queue_can_be_named_after_goes_to_no_ku
         by_name(result)["r"].reason
 
 
+def test_a_job_with_no_quota_goes_to_no_kueue_cluster() -> None:
+    """Placed by capacity alone, its namespace on no quota: sent to a kueue
+    cluster it named no LocalQueue, and ran there unmanaged (its pods started
+    one by one, no gang) or never, with no word. It goes to the other cluster,
+    or with none waits and says why; a job of a quota goes there as before."""
+    from dataclasses import replace
+
+    tree = simple_tree(quota("qa", ns=["team-a"]))
+    kueue = replace(gpu_cluster("a-kueue", 8), gang_dialect="kueue")
+    jobs = [gpu_job("free", 1, "sandbox").obj(), gpu_job("held", 1, "team-a").obj()]
+    gang = policy("gang").capacity_only()
+    result = reconcile_cycle(cycle_input(jobs=jobs, tree=tree, policies=[gang],
+                                         clusters=[kueue, gpu_cluster("b-ack", 1)]))
+    d = by_name(result)
+    assert (d["free"].cluster, d["free"].quota) == ("b-ack", None)
+    assert (d["held"].cluster, d["held"].quota) == ("a-kueue", "root/qa")
+    for fleet in (tree, None):
+        result = reconcile_cycle(cycle_input(jobs=jobs[:1], tree=fleet, policies=[gang],
+                                             clusters=[kueue]))
+        d = by_name(result)
+        assert d["free"].phase is Phase.INADMISSIBLE and d["free"].reason.endswith(
+            "a-kueue (gangDialect: kueue) would refuse it: it has no quota, so no LocalQueue to "
+            "run under there, and Kueue would not start its pods as a gang: list its namespace "
+            "on a quota of the tree, or keep it off kueue clusters (its policy's "
+            "clusterAffinity)"), d["free"].reason
+
+
 def test_a_running_job_its_cluster_would_refuse_as_written_now_is_told_so() -> None:
     """Running on a kueue cluster, it is edited into what Kueue refuses (or
     was placed there before fleetq knew): it was told its policy no longer
