@@ -354,8 +354,9 @@ def explain(decision: Decision, *, tree: QuotaTree | None, quota_used: Mapping[s
                     # (slots shared with other quotas: another quota's may look reclaimable)
                     short_of_slots = short_of_slots or (name == MAX_JOBS and
                                                         node.path != d.quota)
-                    whole = (" (the root's max is the fleet's: raise it with the clusters' "
-                             "capacity)" if node.parent is None else "")
+                    whole = (" (the root's min and max, equal, are the fleet's total: raise "
+                             "both, with the clusters' capacity)" if node.parent is None
+                             else "")
                     value = have + need
                     more = ""
                     if first > have and verdict == SERVED:  # (the next reconcile said so)

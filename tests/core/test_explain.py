@@ -67,6 +67,19 @@ def in_order(*jobs: tuple[str, int, str]) -> list[JobBuilder]:
             in enumerate(jobs, start=1)]
 
 
+def test_a_job_short_at_the_root_is_told_to_raise_its_min_with_its_max() -> None:
+    """Told "max raised to 12", a root whose max alone is raised fails the
+    tree's rule (root min = root max, the fleet's total): both are named."""
+    inp, result = decided(cycle_input(
+        jobs=in_order(("a-1", 8, "mid"), ("a-2", 8, "mid")),
+        tree=simple_tree(quota("qa", ns=["team-a"]), total={"cpu": "1000", "gpu": "12"}),
+        clusters=[gpu_cluster("c1", 32)], priority_classes=PRIORITIES))
+    assert [line for line in explained(inp, result, "a-2") if "more must be freed" in line] \
+        == ["- quota root nvidia.com/gpu: 8 used of max 12; 4 more must be freed, or max raised "
+            "to 16 (the root's min and max, equal, are the fleet's total: raise both, with the "
+            "clusters' capacity)"]
+
+
 def test_a_job_behind_its_quotas_job_limit_is_told_the_limit_the_holders_and_its_place() -> None:
     inp, result = decided(cycle_input(
         jobs=in_order(("a-high", 1, "high"), ("a-mid", 1, "mid"), ("a-low1", 1, "low"),
