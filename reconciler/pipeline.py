@@ -77,6 +77,7 @@ from reconciler.fleet.inputs import (
     SourceFile,
     branch_name_ok,
     excluded,
+    identity_mistake,
     invalid_copies,
     is_json,
     is_yaml,
@@ -1712,6 +1713,10 @@ def identity(inputs: FleetInputs | GitSettings) -> Identity:
     git = inputs.git if isinstance(inputs, FleetInputs) else inputs
     name = os.environ.get("GIT_COMMITTER_NAME") or git.committer_name
     email = os.environ.get("GIT_COMMITTER_EMAIL") or git.committer_email
+    for variable, value in (("GIT_COMMITTER_NAME", name), ("GIT_COMMITTER_EMAIL", email)):
+        why = identity_mistake(value) if value else None
+        if why is not None:  # (fleet.yaml's are checked as it is read: the variable's)
+            raise GitError(f"{variable} {why}, or unset it")
     return Identity(name or DEFAULT_IDENTITY.name, email or DEFAULT_IDENTITY.email)
 
 

@@ -1948,6 +1948,19 @@ def _namespace(doc: Document, inputs: FleetInputs) -> None:
     inputs.namespaces[str(meta["name"])] = doc.value
 
 
+def identity_mistake(value: object) -> str | None:
+    """Why ``value`` cannot be the name or email of a commit's committer, or
+    None: git writes ``name <email> time``, so an angle bracket or a control
+    character (a newline) in either makes a commit git cannot read."""
+    if not isinstance(value, str) or not value.strip():
+        return f"must be a non-empty string, not {yaml_type(value) if value != '' else 'empty'}"
+    bad = next((c for c in value if c in "<>" or ord(c) < 32 or ord(c) == 127), None)
+    if bad is not None:
+        return (f"{value!r} holds {bad!r}, which git cannot write in a commit's committer "
+                f"(its line is: name <email> time); take it out")
+    return None
+
+
 def _fleet(doc: Document, inputs: FleetInputs) -> None:
     spec = doc.value.get("spec") or {}
     if not isinstance(spec, dict):
@@ -1968,6 +1981,18 @@ def _fleet(doc: Document, inputs: FleetInputs) -> None:
     git.remote = spec.get("remote") or None
     inputs.setting_at["spec.remote"] = (doc.path, doc.line_of("spec.remote"))
     committer = spec.get("committer") or {}
+    if not isinstance(committer, dict):
+        errors.found.append(ManifestError(
+            f"spec.committer must be a mapping of name and email, not {yaml_type(committer)}",
+            "spec.committer"))
+        committer = {}
+    for part in ("name", "email"):
+        value = committer.get(part)
+        why = identity_mistake(value) if value is not None else None
+        if why is not None:
+            errors.found.append(ManifestError(f"spec.committer.{part} {why}",
+                                              f"spec.committer.{part}"))
+            committer = {}
     git.committer_name = committer.get("name")
     git.committer_email = committer.get("email")
     exclude = spec.get("exclude") or []

@@ -209,6 +209,13 @@ class FleetRepo:
             return got
         out = self.run("show", "-s", "--format=%T%x00%ct%x00%B", sha).decode()
         tree, ts, message = out.split("\0", 2)
+        if not ts.isdigit():  # (a committer line git cannot read: written by hand, or
+            # by a tool that let an angle bracket or a newline into a name)
+            raise GitError(
+                f"commit {sha[:12]} is malformed: git reads no committer date in it (git "
+                f"fsck {sha[:12]} tells what is wrong); if it is the head of a branch fleetq "
+                f"reads, put the branch back on the commit before it (git update-ref "
+                f"refs/heads/BRANCH {sha[:12]}^)")
         when = dt.datetime.fromtimestamp(int(ts), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         info = CommitInfo(sha=sha, tree=tree, committed_at=when, message=message)
         if len(sha) == 40 and all(c in "0123456789abcdef" for c in sha):

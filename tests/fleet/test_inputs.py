@@ -1134,6 +1134,27 @@ def test_a_misspelt_setting_of_a_quota_in_fleet_yaml_is_an_error() -> None:
         "spec.quotas.root/a.weight?"]
 
 
+@pytest.mark.parametrize(("committer", "said"), [
+    ("bob", "fleet.yaml:5: spec.committer must be a mapping of name and email, not a string"),
+    ("{name: '<bob>', email: b@c}", "fleet.yaml:5: spec.committer.name '<bob>' holds '<', "
+     "which git cannot write in a commit's committer (its line is: name <email> time); take "
+     "it out"),
+    ("{name: bob, email: 'a>b'}", "fleet.yaml:5: spec.committer.email 'a>b' holds '>', which "
+     "git cannot write in a commit's committer (its line is: name <email> time); take it out"),
+    ("{name: [bob], email: b@c}", "fleet.yaml:5: spec.committer.name must be a non-empty "
+     "string, not a list"),
+])
+def test_a_committer_git_cannot_write_is_an_error_at_its_line(committer: str, said: str
+                                                              ) -> None:
+    """``committer: bob`` was told as a Python error ('str' object has no
+    attribute 'get'); an angle bracket in a name was written into the state
+    commit, which git could then not read."""
+    text = FLEET.replace("spec:\n", f"spec:\n  committer: {committer}\n")
+    inputs = read({"fleet.yaml": text, "policy.yaml": POLICY})
+    assert told(inputs) == [said]
+    assert (inputs.git.committer_name, inputs.git.committer_email) == (None, None)
+
+
 def test_settings_of_a_quota_the_tree_does_not_have_are_an_error_with_the_closest_quota(
         ) -> None:
     """A misspelt quota path leaves its quota with the default settings: told,

@@ -126,6 +126,54 @@ def test_fleet_yaml_committer_is_used(tmp_path: Path) -> None:
         "Fleet Robot <robot@fleet.example>"
 
 
+def test_a_committer_git_cannot_write_is_refused_and_the_state_stays_readable(
+        tmp_path: Path) -> None:
+    """A name with a newline or an angle bracket (fleet.yaml's, or a
+    GIT_COMMITTER_* variable's) was written into the state commit as it was:
+    a commit git cannot read, on which every later command stopped with a
+    Python traceback. fleet.yaml's is an error at its line (its last good
+    version is used); a variable's stops the command, nothing written; and a
+    malformed commit already there is told, with the fix, not a traceback."""
+    files = seed_fleet_files()
+    fleet = ("apiVersion: fleetq.io/v1alpha1\nkind: Fleet\nmetadata: {name: fleet}\n"
+             "spec:\n  committer:\n    name: Fleet Robot\n    email: robot@fleet.example\n")
+    files["fleet.yaml"] = fleet
+    path = make_fleet_repo(tmp_path / "fleet", files)
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    write_files(path, {"fleet.yaml": fleet.replace("name: Fleet Robot", 'name: "bob\\nx"'),
+                       "jobs/default/b.yaml": pytorchjob("b")})
+    commit_all(path, "a committer with a newline, and a job")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert "fleet.yaml:6: error: spec.committer.name 'bob\\nx' holds '\\n', which git cannot " \
+        "write in a commit's committer (its line is: name <email> time); take it out" \
+        in proc.stderr, proc.stderr
+    assert git(path, "log", "-1", "--format=%cn <%ce>", STATE).strip() == \
+        "Fleet Robot <robot@fleet.example>"  # (fleet.yaml's last good version)
+    git(path, "fsck", "--no-dangling")  # (check=True: fails on a malformed commit)
+    head = rev(path, STATE)
+    write_files(path, {"jobs/default/c.yaml": pytorchjob("c")})
+    commit_all(path, "another job")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW,
+                  env={"GIT_COMMITTER_NAME": "Eve <eve@example.org>"})
+    assert proc.returncode == 2 and rev(path, STATE) == head, proc.stderr
+    assert "fleetq: GIT_COMMITTER_NAME 'Eve <eve@example.org>' holds '<'" in proc.stderr
+    # (a commit git cannot read, made by another tool, at the head of the state branch)
+    tree = git(path, "rev-parse", f"{STATE}^{{tree}}").strip()
+    bad = subprocess.run(
+        ["git", "hash-object", "-t", "commit", "-w", "--literally", "--stdin"], cwd=path,
+        input=f"tree {tree}\nparent {head}\nauthor bob\nx <b@c> 1 +0000\ncommitter bob\nx "
+              f"<b@c> 1 +0000\n\nby hand\n", capture_output=True, text=True, check=True
+    ).stdout.strip()
+    git(path, "update-ref", f"refs/heads/{STATE}", bad)
+    for command in ("status", "reconcile"):
+        proc = fleetq(command, "--repo", str(path), "--now", NOW) if command == "reconcile" \
+            else fleetq(command, "--repo", str(path))
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert f"commit {bad[:12]} is malformed" in proc.stderr, proc.stderr
+        assert f"git update-ref refs/heads/BRANCH {bad[:12]}^" in proc.stderr
+
+
 def test_enqueue_and_admission_times_are_kept(seed_fleet: SeedFleet) -> None:
     path = seed_fleet.path  # pytorch-test committed at 10:00
     seed_fleet.reconcile("2026-11-29T11:00:00Z")
