@@ -1342,10 +1342,32 @@ def _quota_resources(raw: Any, field: str, section: str, errors: Errors,
     out: Resources = {}
     for name, value in raw.items():
         one = errors.take(partial(parse_resources, {name: value}, at), None)
+        why = _no_resource(str(name))
+        if why is not None:
+            errors.found.append(ManifestError(f"{at}.{name}: {why}", f"{at}.{name}"))
+            one = None
         if one is None:
             unread.add(f"{section}.{name}")
         out.update(one or {})
     return out
+
+
+# the resources a quota may limit by a name without a domain: what a pod asks
+# for (``jobkinds.base.CONTAINER_RESOURCES``, hugepages-<size>) and its count
+QUOTA_PLAIN_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", "pods"})
+
+
+def _no_resource(name: str) -> str | None:
+    """Why a quota's ``name`` is no resource a job asks for (one without its
+    domain, ``gpu`` for ``nvidia.com/gpu``): no request counts against it, and
+    the quota is unlimited in what it meant; else None."""
+    if "/" in name or name in QUOTA_PLAIN_RESOURCES or name.startswith("hugepages-"):
+        return None
+    meant = " (nvidia.com/gpu?)" if name.lower() == "gpu" else ""
+    return (f"{name!r} is no resource a job asks for{meant}: no request counts against it, so "
+            f"the quota would not limit what it means to; name it as pods request it: cpu, "
+            f"memory, ephemeral-storage, pods, hugepages-<size>, or with its domain, such as "
+            f"nvidia.com/gpu or kube-queue/max-jobs")
 
 
 def _label_selector(raw: Any, field: str) -> LabelSelector | None:
