@@ -282,6 +282,60 @@ def excluded(path: str, patterns: Iterable[str]) -> bool:
     return False
 
 
+# A document that defines the fleet (``kind:`` at the start of a line, a block
+# mapping's): a file of one is read whatever spec.exclude says (``_excluded_fleet_file``)
+FLEET_KIND = re.compile(rb"^kind:[ \t]*[\"']?(MemberCluster|ElasticQuotaTree|PropagationPolicy|"
+                        rb"ClusterPropagationPolicy|PriorityClass|WorkloadPriorityClass)"
+                        rb"[\"']?[ \t]*(?:#.*)?\r?$", re.MULTILINE)
+
+
+# A document of a job kind fleetq schedules (see ``FLEET_KIND``)
+JOB_KIND = re.compile(rb"^kind:[ \t]*[\"']?(PyTorchJob|RayJob|MPIJob|Job)[\"']?[ \t]*(?:#.*)?"
+                      rb"\r?$", re.MULTILINE)
+
+
+def _excluded_fleet_file(path: str, src: SourceFile, inputs: FleetInputs,
+                         kept: dict[tuple[bool, str], list[str]]) -> bool:
+    """Whether ``path``, which fleet.yaml's ``spec.exclude`` leaves out, defines
+    the fleet (a member cluster, the quota tree, a policy, a priority class):
+    then it is read all the same, and kept in ``kept`` under the pattern, to be
+    warned of (``_excluded_kept``). Left out, its clusters, quotas or policies
+    would be gone, and with them every job they ran (Argo CD or Flux would
+    prune them): a typo evicts nothing. A file is taken out of the fleet by
+    deleting it. A file of jobs is left out, and kept to be warned of too."""
+    if not is_yaml(path):
+        return False
+    pattern = next(p for p in inputs.exclude if excluded(path, (p,)))
+    if src.jobs is not None or JOB_KIND.search(src.data) is not None:  # (left out: told)
+        kept.setdefault((True, pattern), []).append(path)
+        return False
+    if FLEET_KIND.search(src.data) is None:
+        return False
+    kept.setdefault((False, pattern), []).append(path)
+    return True
+
+
+def _excluded_kept(inputs: FleetInputs, kept: dict[tuple[bool, str], list[str]]) -> None:
+    """A warning at each pattern of ``spec.exclude`` that left out files that
+    define the fleet, read all the same, and at each that left out files of
+    jobs (``_excluded_fleet_file``)."""
+    for (jobs, pattern), paths in kept.items():
+        where, line = inputs.setting_at.get(f"spec.exclude={pattern}", ("fleet.yaml", 0))
+        named = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        if jobs:
+            inputs.problems.append(Problem(where, line, (
+                f"spec.exclude's {pattern!r} leaves out {len(paths)} file(s) of jobs ({named}): "
+                f"their jobs are not read, and those that run are deleted from their clusters; "
+                f"narrow the pattern if they are the fleet's"), "warning"))
+            continue
+        inputs.problems.append(Problem(where, line, (
+            f"spec.exclude's {pattern!r} leaves out {len(paths)} file(s) that define the fleet "
+            f"(its member clusters, quota tree, policies or priority classes: {named}): they "
+            f"are read all the same, lest the jobs they run go; delete a file to take it out "
+            f"of the fleet, or narrow the pattern to files that are not the fleet's"),
+            "warning"))
+
+
 def read_fleet_settings(files: Mapping[str, SourceFile], inputs: FleetInputs) -> None:
     """``fleet.yaml`` first: it says which other files to read."""
     for name in FLEET_FILES:
@@ -609,6 +663,8 @@ def _read_all(by_path: dict[str, SourceFile], cache: JobCache | None,
     inputs = FleetInputs()
     read_fleet_settings(by_path, inputs)
     trees: list[Document] = []
+    # (whether of jobs, an exclude pattern) -> the files of the fleet it matched
+    kept: dict[tuple[bool, str], list[str]] = {}
     paths = sorted(by_path)  # (also the names a JSON file's rename must not take)
     for path in paths:
         src = by_path.pop(path)
@@ -623,7 +679,8 @@ def _read_all(by_path: dict[str, SourceFile], cache: JobCache | None,
         if path in FLEET_FILES:
             inputs.other_files[path] = src.blob  # (read first, by read_fleet_settings)
             continue
-        if excluded(path, inputs.exclude):
+        if excluded(path, inputs.exclude) and not _excluded_fleet_file(path, src, inputs,
+                                                                       kept):
             continue
         if not is_yaml(path):
             if misnamed_yaml(path):
@@ -658,6 +715,7 @@ def _read_all(by_path: dict[str, SourceFile], cache: JobCache | None,
             inputs.other_files[path] = src.blob
             if read is not None:
                 read[path] = src
+    _excluded_kept(inputs, kept)
     _finish(inputs, trees)
     return inputs
 
@@ -2024,6 +2082,7 @@ def _fleet(doc: Document, inputs: FleetInputs) -> None:
         exclude = []
     for i, pattern in enumerate(exclude):
         at = f"spec.exclude[{i}]"
+        inputs.setting_at.setdefault(f"spec.exclude={pattern}", (doc.path, doc.line_of(at)))
         if not isinstance(pattern, str) or not pattern:
             errors.found.append(ManifestError(
                 f"{at} must be a path pattern (a string such as \"docs/**\"), not "

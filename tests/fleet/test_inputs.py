@@ -1233,6 +1233,33 @@ def test_an_exclude_pattern_that_is_not_a_string_is_an_error_at_its_line() -> No
         "not empty"]
 
 
+def test_an_exclude_pattern_reads_the_files_that_define_the_fleet_all_the_same() -> None:
+    """``exclude: ["*"]`` (or ``clusters/*``) left out the member clusters, the
+    quota tree and the policies: validate said 0 errors, and a reconcile
+    deleted every cluster's jobs. Files that define the fleet are read all the
+    same, and the pattern warned of at its line; files of jobs are left out,
+    and warned of; other files (docs) are left out with no word."""
+    text = FLEET.replace("spec:\n", "spec:\n  exclude:\n  - 'docs/**'\n  - 'c*/*'\n"
+                                     "  - 'jobs/old-*'\n")
+    docs = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: x}\n"
+    inputs = read({"fleet.yaml": text, "policy.yaml": POLICY, "clusters/c1.yaml": CLUSTER,
+                   "clusters/c2.yaml": CLUSTER.replace("name: c1", "name: c2"),
+                   "docs/flux.yaml": docs, "jobs/j.yaml": JOB,
+                   "jobs/old-j.yaml": JOB.replace("name: j1", "name: j2")})
+    assert [c.name for c in inputs.clusters] == ["c1", "c2"]
+    assert [k.name for k in inputs.jobs] == ["j1"]
+    assert told(inputs) == []
+    assert told(inputs, "warning") == [
+        "fleet.yaml:7: spec.exclude's 'c*/*' leaves out 2 file(s) that define the fleet (its "
+        "member clusters, quota tree, policies or priority classes: clusters/c1.yaml, "
+        "clusters/c2.yaml): they are read all the same, lest the jobs they run go; delete a "
+        "file to take it out of the fleet, or narrow the pattern to files that are not the "
+        "fleet's",
+        "fleet.yaml:8: spec.exclude's 'jobs/old-*' leaves out 1 file(s) of jobs "
+        "(jobs/old-j.yaml): their jobs are not read, and those that run are deleted from their "
+        "clusters; narrow the pattern if they are the fleet's"]
+
+
 @pytest.mark.parametrize(("application", "error"), [
     ("{purgeMode: Immediate}",
      "policy.yaml:8: spec.failover.application.purgeMode 'Immediate' is not one of "

@@ -842,3 +842,25 @@ def test_reconciles_run_at_once_in_one_clone_share_its_cache_safely(
     assert [{f"{k.namespace}/{k.name}" for k in s} for s in seen] == [queued]
     assert rev(path, f"{STATE}^{{tree}}") == reconciled_from_scratch(
         path, tmp_path / "full-last", base)
+
+
+def test_a_file_of_the_fleet_an_exclude_pattern_matches_is_read_by_a_reconcile_from_the_cache(
+        tmp_path: Path) -> None:
+    """A MemberCluster added under a pattern of spec.exclude is read all the
+    same (see ``inputs._excluded_fleet_file``): a reconcile that reads from
+    the cache only the files that changed read it too, as a full read does."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    fleet = path / "fleet.yaml"
+    fleet.write_text(fleet.read_text().replace('  - "docs/**"\n',
+                                               '  - "docs/**"\n  - "clusters/extra*"\n', 1))
+    commit_all(path, "exclude extra clusters")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    write_files(path, {"clusters/extra-a.yaml": (path / "clusters/gpu-hz-a.yaml").read_text()
+                       .replace("name: gpu-hz-a", "name: extra-a")})
+    commit_all(path, "a cluster under the pattern")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and "committed" in proc.stdout, proc.stdout + proc.stderr
+    assert "leaves out 1 file(s) that define the fleet" in proc.stderr, proc.stderr
+    assert "clusters/extra-a/kustomization.yaml" in git(path, "ls-tree", "-r", "--name-only",
+                                                        STATE)
