@@ -9,11 +9,12 @@ stops the others from being read.
 from __future__ import annotations
 
 import bisect
+import copy
 import difflib
 import fnmatch
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -352,7 +353,7 @@ def read_fleet_settings(files: Mapping[str, SourceFile], inputs: FleetInputs) ->
                     "fleet.yaml holds the Fleet settings (apiVersion fleetq.io/v1alpha1, "
                     f"kind Fleet), not a {doc.value['kind']}")))
                 continue
-            _guard(inputs, doc, lambda d: _fleet(d, inputs))
+            _guard(inputs, doc, _fleet)
         return
 
 
@@ -882,20 +883,20 @@ def read_file(src: SourceFile, inputs: FleetInputs, trees: list[Document],
             trees.append(doc)
         elif kind in ("PropagationPolicy", "ClusterPropagationPolicy") and (
                 api_version in POLICY_API_VERSIONS):
-            _guard(inputs, doc, lambda d: _add_policy(d, inputs))
+            _guard(inputs, doc, _add_policy)
         elif (api_version, kind) == ("scheduling.k8s.io/v1", "PriorityClass"):
-            _guard(inputs, doc, lambda d: _priority_class(d, inputs))
+            _guard(inputs, doc, _priority_class)
         elif (api_version, kind) == ("kueue.x-k8s.io/v1beta1", "WorkloadPriorityClass"):
-            _guard(inputs, doc, lambda d: _workload_priority_class(d, inputs))
+            _guard(inputs, doc, _workload_priority_class)
         elif (api_version, kind) == ("fleetq.io/v1alpha1", "MemberCluster"):
-            _guard(inputs, doc, lambda d: _add_cluster(d, inputs))
+            _guard(inputs, doc, _add_cluster)
         elif (api_version, kind) == ("fleetq.io/v1alpha1", "Fleet"):
             inputs.problems.append(Problem(path, doc.line, (
                 "a Fleet belongs in fleet.yaml at the top of the repo; move it there")))
         elif api_version == "v1" and kind in DEPENDENCY_KINDS:
-            _guard(inputs, doc, lambda d: _dependency(d, inputs))
+            _guard(inputs, doc, _dependency)
         elif (api_version, kind) == ("v1", "Namespace"):
-            _guard(inputs, doc, lambda d: _namespace(d, inputs))
+            _guard(inputs, doc, _namespace)
         elif (meant := _meant(str(api_version), str(kind))) is not None:
             # a typo, most likely: what the file held (a policy, a job, ...) would go,
             # and the jobs it placed with it; the file counts as broken meanwhile
@@ -1058,9 +1059,114 @@ class Errors:
         raise_all(self.found)
 
 
-def _guard(inputs: FleetInputs, doc: Document, action: Callable[[Document], object]) -> None:
+# The fields of the kinds that define the fleet whose values have one YAML type
+# (``[]``: each item of a list), checked before each is built: read with ``or {}``
+# and the like, a wrong type that is empty (``suspension: []``, ``gangDialect: ""``,
+# ``globalDefault: "false"``) was taken for the field unset, and changed what the
+# fleet decides, with no word.
+_POLICY_TYPES: dict[str, type] = {
+    "metadata.namespace": str, "metadata.annotations": dict, "spec.placement": dict,
+    "spec.placement.replicaScheduling": dict, "spec.placement.clusterAffinity": dict,
+    "spec.placement.clusterAffinity.clusterNames": list,
+    "spec.placement.clusterAffinity.exclude": list,
+    "spec.placement.clusterAffinities": list, "spec.placement.clusterAffinities[]": dict,
+    "spec.placement.clusterTolerations": list, "spec.suspension": dict,
+    "spec.failover": dict, "spec.failover.application": dict}
+_NODE_TYPES: dict[str, type] = {
+    "": dict, ".name": str, ".allocatable": dict, ".labels": dict, ".taints": list}
+_TYPES: dict[str, dict[str, type]] = {
+    "PropagationPolicy": _POLICY_TYPES,
+    "ClusterPropagationPolicy": _POLICY_TYPES,
+    "MemberCluster": {
+        "metadata.labels": dict, "spec.gangDialect": str, "spec.kubeconfigContext": str,
+        "spec.reserved": dict,
+        "spec.taints": list, "spec.taints[]": dict, "spec.taints[].key": str,
+        "spec.taints[].effect": str, "spec.nodes": list, "spec.nodeGroups": list,
+        **{f"spec.nodes[]{k}": t for k, t in _NODE_TYPES.items()},
+        **{f"spec.nodeGroups[]{k}": t for k, t in _NODE_TYPES.items()}},
+    "PriorityClass": {"globalDefault": bool, "preemptionPolicy": str},
+    "Fleet": {"spec.quotas": dict, "spec.placementStrategy": str, "spec.remote": str}}
+_TYPE_NAMES: dict[type, str] = {dict: "a mapping", list: "a list", str: "a string",
+                                 bool: "true or false"}
+
+
+def _wrong_types(doc: Document) -> list[ManifestError]:
+    """A ``ManifestError`` for each field of ``_TYPES`` (the document's kind's)
+    whose value is not of its type; a null is taken as unset."""
+    found: list[ManifestError] = []
+    for field_path, kind in _TYPES.get(str(doc.value.get("kind")), {}).items():
+        for where, value in _values_at(doc.value, field_path):
+            if value is not None and (not isinstance(value, kind)
+                                      or (kind is not bool and isinstance(value, bool))):
+                found.append(ManifestError(
+                    f"{where} must be {_TYPE_NAMES[kind]}, not {yaml_type(value)} "
+                    f"{as_written(value)}", where))
+    return found
+
+
+def _without(value: Any, fields: Iterable[str]) -> Any:
+    """A copy of ``value`` (a document's) without ``fields`` (``a.b``,
+    ``a[2].b``): those of the wrong type, for the rest to be checked as if
+    they were unset."""
+    out = copy.deepcopy(value)
+    for where in fields:
+        parts = re.findall(r"[^.\[\]]+|\[\d+\]", where)
+        node = out
+        for part in parts[:-1]:
+            node = node[int(part[1:-1])] if part.startswith("[") else node[part]
+        last = parts[-1]
+        if last.startswith("["):  # (an item of a list: all those of ``_TYPES`` are mappings)
+            node[int(last[1:-1])] = {}
+        else:
+            node.pop(last, None)
+    return out
+
+
+def _values_at(value: Any, field_path: str, at: str = "") -> Iterator[tuple[str, Any]]:
+    """(field, value) of each value at ``field_path`` (``a.b``, ``a[].b``) in
+    ``value``, where the mappings and lists on the way are there."""
+    head, dot, rest = field_path.partition(".")
+    each = head.endswith("[]")
+    name = head[:-2] if each else head
+    if not isinstance(value, dict) or name not in value:
+        return
+    here = f"{at}.{name}" if at else name
+    found = value[name]
+    if not each:
+        if dot:
+            yield from _values_at(found, rest, here)
+        else:
+            yield here, found
+        return
+    if not isinstance(found, list):
+        return  # (the list itself is checked)
+    for i, item in enumerate(found):
+        if dot:
+            yield from _values_at(item, rest, f"{here}[{i}]")
+        else:
+            yield f"{here}[{i}]", item
+
+
+def _guard(inputs: FleetInputs, doc: Document,
+           build: Callable[[Document, FleetInputs], object]) -> None:
+    """``build`` the document into ``inputs``; each of its mistakes told. One
+    with fields of the wrong type (``_wrong_types``) is not built: it is
+    built, as if they were unset, into a fleet of its own, for its other
+    mistakes to be told with them."""
     try:
-        action(doc)
+        wrong = _wrong_types(doc)
+        if wrong:
+            others: list[ManifestError] = []
+            try:
+                build(replace(doc, value=_without(doc.value, (w.field for w in wrong))),
+                      FleetInputs())
+            except ManifestError as exc:
+                told = {w.field for w in wrong}
+                others = [one for one in each_error(exc) if one.field not in told]
+            except (TypeError, ValueError, AttributeError, KeyError, ArithmeticError):
+                pass  # (the mistakes of type say enough)
+            raise_all(sorted(wrong + others, key=lambda e: doc.line_of(e.field)))
+        build(doc, inputs)
     except ManifestError as exc:
         for one in each_error(exc):
             inputs.problems.append(Problem(doc.path, doc.line_of(one.field), str(one)))
@@ -1872,7 +1978,8 @@ def _cluster(doc: Document) -> MemberCluster:
         base = str(g.get("name") or f"group-{i}")
         nodes.extend(Node(name=f"{base}-{k}", allocatable=alloc, labels=labels, taints=taints)
                      for k in range(count))
-    dialect = str(spec.get("gangDialect") or "ack")
+    dialect = spec.get("gangDialect")
+    dialect = "ack" if dialect is None else str(dialect)  # (an empty one is no dialect)
     if dialect not in GANG_DIALECTS:
         errors.found.append(ManifestError(
             f"spec.gangDialect {dialect!r} is not one of {', '.join(GANG_DIALECTS)}",

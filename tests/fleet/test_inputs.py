@@ -95,6 +95,56 @@ def test_every_mistake_of_a_member_cluster_is_told_at_its_line() -> None:
     ]
 
 
+PRIORITY_CLASS = """\
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: normal}
+value: 100
+globalDefault: true
+"""
+
+
+@pytest.mark.parametrize(("path", "text", "said"), [
+    ("policy.yaml", POLICY + "  suspension: []\n",
+     ["policy.yaml:7: spec.suspension must be a mapping, not a list []"]),
+    ("policy.yaml", POLICY.replace("placement: {", "placement: []\n  x: {"),
+     ["policy.yaml:6: spec.placement must be a mapping, not a list []",
+      "policy.yaml:7: spec.x is not a field of ClusterPropagationPolicy"]),
+    ("policy.yaml", POLICY.replace("kind: ClusterPropagationPolicy", "kind: PropagationPolicy")
+     .replace("{name: everything}", "{name: everything, namespace: []}"),
+     ["policy.yaml:3: metadata.namespace must be a string, not a list []"]),
+    ("clusters/c1.yaml", CLUSTER.replace("gangDialect: ack", 'gangDialect: ""'),
+     ["clusters/c1.yaml:5: spec.gangDialect '' is not one of ack, scheduler-plugins, volcano, "
+      "kueue"]),
+    ("clusters/c1.yaml", CLUSTER.replace("gangDialect: ack", "gangDialect: {}"),
+     ["clusters/c1.yaml:5: spec.gangDialect must be a string, not a mapping {}"]),
+    ("clusters/c1.yaml", CLUSTER.replace("  nodes:\n", "  nodes: 5\n  x:\n"),
+     ["clusters/c1.yaml:6: spec.nodes must be a list, not a number 5",
+      "clusters/c1.yaml:7: spec.x is not a field of MemberCluster"]),
+    # (each mistake told at once: a wrong type beside the builder's own)
+    ("clusters/c1.yaml", CLUSTER.replace("gangDialect: ack", "gangDialect: slurm")
+     .replace('  - {name: n2, allocatable: {cpu: "8", memory: 32Gi}}', "  - 5"),
+     ["clusters/c1.yaml:5: spec.gangDialect 'slurm' is not one of ack, scheduler-plugins, "
+      "volcano, kueue",
+      "clusters/c1.yaml:8: spec.nodes[1] must be a mapping, not a number 5"]),
+    ("priorityclasses.yaml", PRIORITY_CLASS.replace("globalDefault: true",
+                                                    "globalDefault: 'false'"),
+     ["priorityclasses.yaml:5: globalDefault must be true or false, not a string 'false'"]),
+    ("fleet.yaml", FLEET.replace("placementStrategy: binpack", "placementStrategy: []"),
+     ["fleet.yaml:5: spec.placementStrategy must be a string, not a list []"]),
+])
+def test_a_field_of_the_wrong_type_is_an_error_not_taken_for_unset(
+        path: str, text: str, said: list[str]) -> None:
+    """``suspension: []`` took the policy's jobs out of their queues,
+    ``gangDialect: ""`` rendered a volcano cluster's jobs for ack, ``namespace:
+    []`` moved a policy to default, ``globalDefault: "false"`` dropped the
+    jobs of the default class to priority 0: each read as if unset, with no
+    word. ``nodes: 5`` was told as a Python error."""
+    files = {"policy.yaml": POLICY, path: text}
+    got = [t.split(": did you mean")[0].split(" (the fields of")[0] for t in told(read(files))]
+    assert got == said
+
+
 def test_a_misspelt_placement_strategy_is_told_with_the_one_meant() -> None:
     got = told(read({"fleet.yaml": FLEET.replace("binpack", "binpak"), "policy.yaml": POLICY}))
     assert got == ["fleet.yaml:5: spec.placementStrategy: placement strategy 'binpak' is not "
