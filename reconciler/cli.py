@@ -100,6 +100,7 @@ from reconciler.pipeline import (
     diff_trees,
     earlier_versions,
     edited_by_hand,
+    fleet_git,
     last_as_written,
     made_off_branch,
     newer_source,
@@ -114,7 +115,6 @@ from reconciler.pipeline import (
     said_anew,
     save_read,
     settings_branch,
-    settings_remote,
     state_branch_problems,
     state_branches,
     state_items,
@@ -210,8 +210,14 @@ def _summary(outcome: Outcome) -> str:
 
 
 def _remote(repo: FleetRepo, args: argparse.Namespace, source: str) -> str | None:
-    """``--remote``, else the one fleet.yaml names; ``--remote ''`` for none."""
-    remote = args.remote if args.remote is not None else settings_remote(repo, source)
+    """``--remote``, else the one fleet.yaml names; ``--remote ''`` for none.
+    When fleet.yaml does not build, that it is read from its last version that
+    does is said first: what it names may be what the errors of the file now
+    are about (a remote or a state branch that a later commit fixed)."""
+    git = fleet_git(repo, source) if repo.resolve(source) is not None else None
+    if git is not None and git.read_from is not None:
+        print(f"fleetq: {git.read_from}", file=sys.stderr)
+    remote = args.remote if args.remote is not None else git.remote if git else None
     if remote:
         check_remote_name(repo, remote, "--remote" if args.remote else "fleet.yaml's spec.remote")
     return remote or None

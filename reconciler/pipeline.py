@@ -3030,11 +3030,6 @@ def settings_branch(repo: FleetRepo, source_rev: str) -> str:
     return fleet_git(repo, source_rev).state_branch or DEFAULT_STATE_BRANCH
 
 
-def settings_remote(repo: FleetRepo, source_rev: str) -> str | None:
-    """The remote ``fleet.yaml`` names for the state branch (``spec.remote``)."""
-    return fleet_git(repo, source_rev).remote
-
-
 FLEET_YAML_DEPTH = 50  # commits of fleet.yaml searched for a version that builds
 
 
@@ -3050,10 +3045,15 @@ def fleet_git(repo: FleetRepo, source_rev: str) -> GitSettings:
         if not data:
             continue
         first: Problem | None = None
-        for version in _versions_of(repo, source_rev, path, data):
+        for commit, version in _versions_of(repo, source_rev, path, data):
             read = FleetInputs()
             read_fleet_settings({path: SourceFile(path, "", version)}, read)
             if not read.broken_paths and not read.unbuilt:
+                if first is not None:
+                    read.git.read_from = (
+                        f"{shown_path(path)} at {source_rev} does not build ({first}): its "
+                        f"state branch and remote are read from its version of commit "
+                        f"{(commit or '')[:12]}, the last that does")
                 return read.git
             first = first or next(p for p in read.problems if p.severity == "error")
         raise GitError(f"{first}; and no earlier version of {shown_path(path)} parses and "
@@ -3062,12 +3062,14 @@ def fleet_git(repo: FleetRepo, source_rev: str) -> GitSettings:
     return GitSettings()
 
 
-def _versions_of(repo: FleetRepo, source_rev: str, path: str, data: bytes) -> Iterator[bytes]:
-    """``data`` (the file ``path`` at ``source_rev``), then its earlier versions
-    in that revision's history, newest first (read as they are asked for)."""
-    yield data
+def _versions_of(repo: FleetRepo, source_rev: str, path: str, data: bytes
+                 ) -> Iterator[tuple[str | None, bytes]]:
+    """``data`` (the file ``path`` at ``source_rev``: no commit), then its
+    earlier versions in that revision's history, newest first, each with the
+    commit that made it (read as they are asked for)."""
+    yield None, data
     for commit in repo.run("log", f"--max-count={FLEET_YAML_DEPTH}", "--format=%H",
                            source_rev, "--", path, check=False).decode().split():
         earlier = repo.read_file(commit, path)
         if earlier and earlier != data:
-            yield earlier
+            yield commit, earlier

@@ -129,6 +129,9 @@ class GitSettings:
     remote: str | None = None
     committer_name: str | None = None
     committer_email: str | None = None
+    # read from an earlier version of fleet.yaml, as the source's does not build:
+    # which, and why (``pipeline.fleet_git``)
+    read_from: str | None = None
 
 
 @dataclass

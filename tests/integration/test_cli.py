@@ -837,6 +837,33 @@ def test_validate_tells_a_remote_fleet_yaml_names_that_the_repository_lacks(
     assert proc.returncode == 0 and "spec.remote" not in proc.stdout, proc.stdout
 
 
+def test_a_remote_read_from_fleet_yamls_last_version_that_builds_is_said_so(
+        tmp_path: Path) -> None:
+    """fleet.yaml names a remote the clone lacks; the next commit takes it out
+    and misspells the placement strategy: reconcile stopped on the remote,
+    which the file no longer names, and said nothing of the version it read it
+    from, nor of the mistake to fix."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    text = (path / "fleet.yaml").read_text()
+    write_files(path, {"fleet.yaml": text.replace("  # remote: origin\n", "  remote: nosuch\n")})
+    named = commit_all(path, "a remote")
+    write_files(path, {"fleet.yaml": text.replace("binpack\n", "packbin\n", 1)})
+    commit_all(path, "no remote, and a typo")
+    line = line_of((path / "fleet.yaml").read_text(), "packbin")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(
+        f"fleetq: fleet.yaml at HEAD does not build (fleet.yaml:{line}: error: "
+        f"spec.placementStrategy: placement strategy 'packbin' is not binpack or spread): its "
+        f"state branch and remote are read from its version of commit {named[:12]}, the last "
+        f"that does\nfleetq: fleet.yaml's spec.remote names 'nosuch'"), proc.stderr
+    write_files(path, {"fleet.yaml": text})
+    commit_all(path, "fixed")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and "does not build" not in proc.stderr, proc.stderr
+
+
 def test_the_template_readmes_deploy_steps_push_the_state(tmp_path: Path) -> None:
     """Followed as written after a first reconcile here, step 1 ended in exit 2:
     it did not say to push the state branch fleetq had made in this clone."""
