@@ -1442,11 +1442,14 @@ def _quota_node(doc: Document, raw: Any, field: str, errors: Errors) -> QuotaSpe
     ``errors`` (with them, what it returns stands for what could be read, and
     ``QuotaSpec.unread`` says what could not)."""
     found = errors.found
-    if not isinstance(raw, dict) or not raw.get("name"):
+    if not isinstance(raw, dict):
+        found.append(ManifestError(
+            f"{field} must be a mapping (a quota: name, namespaces, min, max, children), not "
+            f"{yaml_type(raw)} {as_written(raw)}", field))
+        return QuotaSpec(name="", min={}, max={},
+                         unread=frozenset(("min", "max", "namespaces", "children")))
+    if not raw.get("name"):
         found.append(ManifestError(f"{field} needs a name", field))
-        if not isinstance(raw, dict):
-            return QuotaSpec(name="", min={}, max={},
-                             unread=frozenset(("min", "max", "namespaces", "children")))
     # (a misspelt field: what it says is unknown, not absent, a misspelt min not 0)
     unread = {close for key in raw if key not in _QUOTA_FIELDS
               for close in _close_to(key, _QUOTA_FIELDS)}

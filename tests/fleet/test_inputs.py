@@ -2130,6 +2130,7 @@ spec:
       min: [1]
     - max: {cpu: 4}
       mni: {cpu: 1}
+    - hello
 """
     got = told(read({"quota.yaml": tree}))
     assert [line.split(": ", 2)[:2] for line in got] == [
@@ -2140,7 +2141,10 @@ spec:
         ["quota.yaml:13", "spec.root.children[0].min must be a mapping of resource names to "
                           "quantities"],
         ["quota.yaml:14", "spec.root.children[1] needs a name"],
-        ["quota.yaml:15", "spec.root.children[1].mni is not a field of ElasticQuotaTree"]], got
+        ["quota.yaml:15", "spec.root.children[1].mni is not a field of ElasticQuotaTree"],
+        ["quota.yaml:16", "spec.root.children[2] must be a mapping (a quota"]], got
+    assert got[-1].endswith("(a quota: name, namespaces, min, max, children), not a string "
+                            "'hello'"), got
 
 
 @pytest.mark.parametrize(("spec", "said"), [
