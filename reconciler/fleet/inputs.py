@@ -1088,7 +1088,9 @@ _TYPES: dict[str, dict[str, type]] = {
         **{f"spec.nodes[]{k}": t for k, t in _NODE_TYPES.items()},
         **{f"spec.nodeGroups[]{k}": t for k, t in _NODE_TYPES.items()}},
     "PriorityClass": {"globalDefault": bool, "preemptionPolicy": str},
-    "Fleet": {"spec.quotas": dict, "spec.placementStrategy": str, "spec.remote": str}}
+    "Fleet": {"spec.quotas": dict, "spec.quotas.*": dict, "spec.quotas.*.queueStrategy": str,
+              "spec.quotas.*.preemption": str, "spec.placementStrategy": str,
+              "spec.remote": str}}
 _TYPE_NAMES: dict[type, str] = {dict: "a mapping", list: "a list", str: "a string",
                                  bool: "true or false"}
 
@@ -1115,20 +1117,32 @@ def _without(value: Any, fields: Iterable[str]) -> Any:
     for where in fields:
         parts = re.findall(r"[^.\[\]]+|\[\d+\]", where)
         node = out
-        for part in parts[:-1]:
-            node = node[int(part[1:-1])] if part.startswith("[") else node[part]
-        last = parts[-1]
-        if last.startswith("["):  # (an item of a list: all those of ``_TYPES`` are mappings)
-            node[int(last[1:-1])] = {}
-        else:
-            node.pop(last, None)
+        try:
+            for part in parts[:-1]:
+                node = node[int(part[1:-1])] if part.startswith("[") else node[part]
+            last = parts[-1]
+            if last.startswith("["):  # (an item of a list: all those of _TYPES are mappings)
+                node[int(last[1:-1])] = {}
+            else:
+                node.pop(last, None)
+        except (KeyError, IndexError, TypeError, AttributeError):
+            continue  # (a key with a '.' of its own: left, the build then tells it too)
     return out
 
 
 def _values_at(value: Any, field_path: str, at: str = "") -> Iterator[tuple[str, Any]]:
-    """(field, value) of each value at ``field_path`` (``a.b``, ``a[].b``) in
-    ``value``, where the mappings and lists on the way are there."""
+    """(field, value) of each value at ``field_path`` (``a.b``, ``a[].b``; ``*``:
+    each key of a mapping) in ``value``, where the mappings and lists on the
+    way are there."""
     head, dot, rest = field_path.partition(".")
+    if head == "*":
+        for key, found in value.items() if isinstance(value, dict) else ():
+            here = f"{at}.{key}" if at else str(key)
+            if dot:
+                yield from _values_at(found, rest, here)
+            else:
+                yield here, found
+        return
     each = head.endswith("[]")
     name = head[:-2] if each else head
     if not isinstance(value, dict) or name not in value:
@@ -2162,10 +2176,12 @@ def _fleet(doc: Document, inputs: FleetInputs) -> None:
     _fields_not_in(doc, doc.value, {"": _TOP_FIELDS, "spec": _FLEET_FIELDS,
                                     "spec.committer": ("name", "email")}, errors)
     git = inputs.git
-    if not isinstance(spec.get("stateBranch") or "", str):
+    branch = spec.get("stateBranch")
+    if branch is not None and not isinstance(branch, str):  # ([] is no branch, not unset)
         errors.found.append(ManifestError("spec.stateBranch must be a branch name (a string)",
                                           "spec.stateBranch"))
-    git.state_branch = str(spec.get("stateBranch") or git.state_branch)
+        branch = None
+    git.state_branch = git.state_branch if branch is None else branch
     inputs.setting_at["spec.stateBranch"] = (doc.path, doc.line_of("spec.stateBranch"))
     if not branch_name_ok(git.state_branch):
         errors.found.append(ManifestError(

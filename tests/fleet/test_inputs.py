@@ -132,6 +132,10 @@ globalDefault: true
      ["priorityclasses.yaml:5: globalDefault must be true or false, not a string 'false'"]),
     ("fleet.yaml", FLEET.replace("placementStrategy: binpack", "placementStrategy: []"),
      ["fleet.yaml:5: spec.placementStrategy must be a string, not a list []"]),
+    ("fleet.yaml", FLEET.replace("placementStrategy: binpack", "stateBranch: []")
+     .replace("preemption: Never", "preemption: []"),
+     ["fleet.yaml:5: spec.stateBranch must be a branch name (a string)",
+      "fleet.yaml:8: spec.quotas.root/a.preemption must be a string, not a list []"]),
 ])
 def test_a_field_of_the_wrong_type_is_an_error_not_taken_for_unset(
         path: str, text: str, said: list[str]) -> None:
