@@ -68,8 +68,8 @@ from reconciler.core.resources import format_quantity
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.inputs import (
     CUT_SHORT,
+    EXCLUDES_ALL,
     FLEET_FILES,
-    FLEET_KIND,
     TEMPLATES_DIR,
     FleetInputs,
     GitSettings,
@@ -158,26 +158,25 @@ STATE_FORMAT = f"17 fleetq/{__version__}"  # a state made by another format is r
 # replicas: 1 is invalid, a waiting job that cannot be resolved shows the quota and priority it
 # waited with, pods no node could ever hold on a cluster that packs them onto nodes told what keeps
 # them off, a job with no quota sent to no kueue cluster, a quota tree that limits a resource named
-# without its domain broken, the files of the fleet an exclude pattern matches read, fields of the
-# fleet's kinds of the wrong type refused; 16: a running job whose quota changed, or whose node
-# went, is checked again, a job placed by capacity alone needs no quota, an elastic PyTorchJob's min
-# above its max is invalid; 15: a state commit names its tree, Fleet-State-Tree, and one of this
-# format or later that does not was edited by hand; a job defined twice, or sharing its name, is
-# told at its name's line; an invalid job's reason counts the mistakes a wrong count or a missing
-# field hid; 14: a RayJob whose spec KubeRay refuses is invalid; 13: a job whose pods mount a volume
-# they do not have, or ask for a resource named without its domain, is invalid; 12: a job whose
-# pods, name or replicas the API server or its operator refuses is invalid; 11: a running batch Job
-# counted with what it keeps as sent; 10: a batch Job running on a kueue cluster keeps its
-# annotation job-completions-equal-parallelism, and its parallelism when it was sent with
-# job-min-parallelism, as it was sent with them; 9: a SidecarMode RayJob's head requests its
-# submitter container; 8: a RayJob's worker group names checked, for Kueue's pod sets too; 7: a
-# batch Job running on a cluster keeps the fields of its spec the API server refuses to change as it
-# was sent with them; 6: a job running on a kueue cluster keeps the WorkloadPriorityClass and
-# maximum run time labels it was sent with; 5: no run policy left empty on a kueue cluster, a
-# RayJob's submitter Job counted in its Kueue pod sets; 4: no suspend sent to a kueue cluster, a
-# Volcano PodGroup's priority, YAML tags of no JSON form refused; 3: a RayJob's workers as KubeRay
-# starts them, an MPI launcher made later out of the gang, timestamps read as strings; 2: the items
-# of a v1 List are read as documents)
+# without its domain broken, fields of the fleet's kinds of the wrong type refused; 16: a running
+# job whose quota changed, or whose node went, is checked again, a job placed by capacity alone
+# needs no quota, an elastic PyTorchJob's min above its max is invalid; 15: a state commit names its
+# tree, Fleet-State-Tree, and one of this format or later that does not was edited by hand; a job
+# defined twice, or sharing its name, is told at its name's line; an invalid job's reason counts the
+# mistakes a wrong count or a missing field hid; 14: a RayJob whose spec KubeRay refuses is invalid;
+# 13: a job whose pods mount a volume they do not have, or ask for a resource named without its
+# domain, is invalid; 12: a job whose pods, name or replicas the API server or its operator refuses
+# is invalid; 11: a running batch Job counted with what it keeps as sent; 10: a batch Job running on
+# a kueue cluster keeps its annotation job-completions-equal-parallelism, and its parallelism when
+# it was sent with job-min-parallelism, as it was sent with them; 9: a SidecarMode RayJob's head
+# requests its submitter container; 8: a RayJob's worker group names checked, for Kueue's pod sets
+# too; 7: a batch Job running on a cluster keeps the fields of its spec the API server refuses to
+# change as it was sent with them; 6: a job running on a kueue cluster keeps the
+# WorkloadPriorityClass and maximum run time labels it was sent with; 5: no run policy left empty on
+# a kueue cluster, a RayJob's submitter Job counted in its Kueue pod sets; 4: no suspend sent to a
+# kueue cluster, a Volcano PodGroup's priority, YAML tags of no JSON form refused; 3: a RayJob's
+# workers as KubeRay starts them, an MPI launcher made later out of the gang, timestamps read as
+# strings; 2: the items of a v1 List are read as documents)
 DEFAULT_IDENTITY = Identity("fleetq", "fleetq@localhost")
 CARRIED_OVER = ("inventory/", "status/")
 DEFAULT_STATE_BRANCH = "fleetq/state"  # when fleet.yaml names none
@@ -1049,6 +1048,12 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
     except GitError:
         return None
     changes: list[tuple[str, str, JobEntry | None, str, JobEntry | None]] = []
+    # (whether spec.exclude leaves the fleet without a cluster, a quota tree or a policy
+    # depends on the files it leaves out, and, when those define some, on the others:
+    # a change of either is read with all the files, as that is told)
+    exclude_matters = bool(before.left_out) or any(p.message.startswith(EXCLUDES_ALL)
+                                          for p in before.problems) or not (
+        before.clusters and before.tree is not None and before.policies)
     parse: dict[str, str] = {}  # path -> new blob, not in the cache
     others = dict(before.other_files)  # those of new_tree, once the changes are made
     again = False  # other files changed: all of them are read again
@@ -1060,11 +1065,9 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
             again = True
             continue
         if excluded(path, before.exclude):
-            # (not read, unless it defines the fleet: read_fleet reads it all the same)
-            if is_yaml(path) and (path in before.other_files or (
-                    new != NO_BLOB and FLEET_KIND.search(repo.read_blobs([new])[new]))):
+            if exclude_matters:
                 return None
-            continue
+            continue  # not read
         if not is_yaml(path):
             if misnamed_yaml(path) or is_json(path):
                 _moved(others, path, new)  # (not read, but told: with the other files)
@@ -1098,6 +1101,8 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
     if not again:
         patched = patch_fleet(before, out)
         return (patched, PATCHED) if patched is not None else None
+    if exclude_matters:  # (the others read alone would not tell what spec.exclude leaves out)
+        return None
     blobs.update(repo.read_blobs({blob for blob in others.values() if blob not in blobs}))
     read = read_fleet([SourceFile(path, blob, blobs[blob]) for path, blob in others.items()],
                       last_good=last_good)

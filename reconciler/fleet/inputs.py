@@ -158,6 +158,9 @@ class FleetInputs:
     empty_paths: set[str] = field(default_factory=set)
     cluster_at: dict[str, tuple[str, int]] = field(default_factory=dict)  # name -> path, line
     setting_at: dict[str, tuple[str, int]] = field(default_factory=dict)  # fleet.yaml field
+    # what the files spec.exclude leaves out define (member cluster, quota tree, policy):
+    # a fleet left without one of them is told so (``_excluded_all``)
+    left_out: frozenset[str] = frozenset()
     # files holding a document (not a job) that does not build: see read_fleet's last_good
     unbuilt: set[str] = field(default_factory=set)
     with_last_good: bool = False  # read with read_fleet's last_good (whole: no history cut)
@@ -286,58 +289,52 @@ def excluded(path: str, patterns: Iterable[str]) -> bool:
     return False
 
 
-# A document that defines the fleet (``kind:`` at the start of a line, a block
-# mapping's): a file of one is read whatever spec.exclude says (``_excluded_fleet_file``)
-FLEET_KIND = re.compile(rb"^kind:[ \t]*[\"']?(MemberCluster|ElasticQuotaTree|PropagationPolicy|"
-                        rb"ClusterPropagationPolicy|PriorityClass|WorkloadPriorityClass)"
-                        rb"[\"']?[ \t]*(?:#.*)?\r?$", re.MULTILINE)
+# What a pattern of spec.exclude leaves a fleet without, told (``_excluded_all``):
+# the kinds of the files it leaves out that the fleet has none of besides, by what
+# the fleet loses with them
+_LOST_WITH = {b"MemberCluster": "member cluster", b"ElasticQuotaTree": "quota tree",
+              b"PropagationPolicy": "policy", b"ClusterPropagationPolicy": "policy"}
+_LOST_MEANS = {
+    "member cluster": "every job that runs would be deleted from its cluster",
+    "quota tree": "no job that queues would be admitted",
+    "policy": "no job would be placed (but by fleet.yaml's defaultPolicy)"}
+EXCLUDES_ALL = "spec.exclude's "  # (how those warnings begin)
 
 
-# A document of a job kind fleetq schedules (see ``FLEET_KIND``)
-JOB_KIND = re.compile(rb"^kind:[ \t]*[\"']?(PyTorchJob|RayJob|MPIJob|Job)[\"']?[ \t]*(?:#.*)?"
-                      rb"\r?$", re.MULTILINE)
+def _left_out(path: str, src: SourceFile, left_out: dict[str, list[str]]) -> None:
+    """Note in ``left_out`` (what, of ``_LOST_WITH``, -> paths) what the YAML
+    file ``path``, which spec.exclude leaves out, defines, by its ``kind:``
+    lines (its bytes are not parsed)."""
+    if src.jobs is not None or not is_yaml(path):
+        return  # (a file of jobs alone, or one fleetq does not read)
+    for what in {_LOST_WITH.get(kind) for kind in _KIND_LINE.findall(src.data)} - {None}:
+        left_out.setdefault(str(what), []).append(path)
 
 
-def _excluded_fleet_file(path: str, src: SourceFile, inputs: FleetInputs,
-                         kept: dict[tuple[bool, str], list[str]]) -> bool:
-    """Whether ``path``, which fleet.yaml's ``spec.exclude`` leaves out, defines
-    the fleet (a member cluster, the quota tree, a policy, a priority class):
-    then it is read all the same, and kept in ``kept`` under the pattern, to be
-    warned of (``_excluded_kept``). Left out, its clusters, quotas or policies
-    would be gone, and with them every job they ran (Argo CD or Flux would
-    prune them): a typo evicts nothing. A file is taken out of the fleet by
-    deleting it. A file of jobs is left out, and kept to be warned of too."""
-    if not is_yaml(path):
-        return False
-    pattern = next(p for p in inputs.exclude if excluded(path, (p,)))
-    if src.jobs is not None or JOB_KIND.search(src.data) is not None:  # (left out: told)
-        kept.setdefault((True, pattern), []).append(path)
-        return False
-    if FLEET_KIND.search(src.data) is None:
-        return False
-    kept.setdefault((False, pattern), []).append(path)
-    return True
-
-
-def _excluded_kept(inputs: FleetInputs, kept: dict[tuple[bool, str], list[str]]) -> None:
-    """A warning at each pattern of ``spec.exclude`` that left out files that
-    define the fleet, read all the same, and at each that left out files of
-    jobs (``_excluded_fleet_file``)."""
-    for (jobs, pattern), paths in kept.items():
-        where, line = inputs.setting_at.get(f"spec.exclude={pattern}", ("fleet.yaml", 0))
-        named = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-        if jobs:
-            inputs.problems.append(Problem(where, line, (
-                f"spec.exclude's {pattern!r} leaves out {len(paths)} file(s) of jobs ({named}): "
-                f"their jobs are not read, and those that run are deleted from their clusters; "
-                f"narrow the pattern if they are the fleet's"), "warning"))
+def _excluded_all(inputs: FleetInputs, left_out: dict[str, list[str]]) -> None:
+    """A warning at the pattern of spec.exclude that leaves the fleet with no
+    member cluster, no quota tree or no policy, while the files it leaves out
+    define some (``exclude: ["*"]``, ``clusters/*``): read as it is, the fleet
+    has none, and a reconcile deletes or holds every job. (Files left out
+    beside those the fleet reads, examples in docs/ say, are no matter.)"""
+    has = {"member cluster": bool(inputs.clusters), "quota tree": inputs.tree is not None,
+           "policy": bool(inputs.policies)}
+    for what, paths in sorted(left_out.items()):
+        if has[what]:
             continue
+        by: dict[str, list[str]] = {}  # pattern -> the files it leaves out, of ``paths``
+        for path in paths:
+            by.setdefault(next(p for p in inputs.exclude if excluded(path, (p,))), []).append(path)
+        most = max(by, key=lambda pattern: len(by[pattern]))  # (told at its line)
+        where, line = inputs.setting_at.get(f"spec.exclude={most}", ("fleet.yaml", 0))
+        named = "; ".join(
+            f"{pattern!r} leaves out " + ", ".join(files[:3])
+            + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+            for pattern, files in sorted(by.items(), key=lambda item: item[0] != most))
         inputs.problems.append(Problem(where, line, (
-            f"spec.exclude's {pattern!r} leaves out {len(paths)} file(s) that define the fleet "
-            f"(its member clusters, quota tree, policies or priority classes: {named}): they "
-            f"are read all the same, lest the jobs they run go; delete a file to take it out "
-            f"of the fleet, or narrow the pattern to files that are not the fleet's"),
-            "warning"))
+            f"{EXCLUDES_ALL}patterns leave the fleet with no {what}, and {_LOST_MEANS[what]}: "
+            f"{named}; narrow them to files that are not the fleet's, or delete the files to "
+            f"take them out of the fleet"), "warning"))
 
 
 def read_fleet_settings(files: Mapping[str, SourceFile], inputs: FleetInputs) -> None:
@@ -667,8 +664,7 @@ def _read_all(by_path: dict[str, SourceFile], cache: JobCache | None,
     inputs = FleetInputs()
     read_fleet_settings(by_path, inputs)
     trees: list[Document] = []
-    # (whether of jobs, an exclude pattern) -> the files of the fleet it matched
-    kept: dict[tuple[bool, str], list[str]] = {}
+    left_out: dict[str, list[str]] = {}  # what the files spec.exclude leaves out define
     paths = sorted(by_path)  # (also the names a JSON file's rename must not take)
     for path in paths:
         src = by_path.pop(path)
@@ -683,8 +679,8 @@ def _read_all(by_path: dict[str, SourceFile], cache: JobCache | None,
         if path in FLEET_FILES:
             inputs.other_files[path] = src.blob  # (read first, by read_fleet_settings)
             continue
-        if excluded(path, inputs.exclude) and not _excluded_fleet_file(path, src, inputs,
-                                                                       kept):
+        if excluded(path, inputs.exclude):
+            _left_out(path, src, left_out)
             continue
         if not is_yaml(path):
             if misnamed_yaml(path):
@@ -719,8 +715,9 @@ def _read_all(by_path: dict[str, SourceFile], cache: JobCache | None,
             inputs.other_files[path] = src.blob
             if read is not None:
                 read[path] = src
-    _excluded_kept(inputs, kept)
     _finish(inputs, trees)
+    inputs.left_out = frozenset(left_out)
+    _excluded_all(inputs, left_out)
     return inputs
 
 

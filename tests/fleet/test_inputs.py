@@ -1287,31 +1287,35 @@ def test_an_exclude_pattern_that_is_not_a_string_is_an_error_at_its_line() -> No
         "not empty"]
 
 
-def test_an_exclude_pattern_reads_the_files_that_define_the_fleet_all_the_same() -> None:
+def test_an_exclude_pattern_that_leaves_the_fleet_without_its_clusters_is_told() -> None:
     """``exclude: ["*"]`` (or ``clusters/*``) left out the member clusters, the
     quota tree and the policies: validate said 0 errors, and a reconcile
-    deleted every cluster's jobs. Files that define the fleet are read all the
-    same, and the pattern warned of at its line; files of jobs are left out,
-    and warned of; other files (docs) are left out with no word."""
-    text = FLEET.replace("spec:\n", "spec:\n  exclude:\n  - 'docs/**'\n  - 'c*/*'\n"
-                                     "  - 'jobs/old-*'\n")
+    deleted every cluster's jobs. A pattern that leaves the fleet with none of
+    them, where the files it leaves out define some, is warned of at its line;
+    files left out beside those the fleet reads (examples in docs/) are not."""
+    text = FLEET.replace("spec:\n", "spec:\n  exclude:\n  - 'docs/**'\n  - 'c*/*'\n")
     docs = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: x}\n"
-    inputs = read({"fleet.yaml": text, "policy.yaml": POLICY, "clusters/c1.yaml": CLUSTER,
-                   "clusters/c2.yaml": CLUSTER.replace("name: c1", "name: c2"),
-                   "docs/flux.yaml": docs, "jobs/j.yaml": JOB,
-                   "jobs/old-j.yaml": JOB.replace("name: j1", "name: j2")})
-    assert [c.name for c in inputs.clusters] == ["c1", "c2"]
-    assert [k.name for k in inputs.jobs] == ["j1"]
+    files = {"fleet.yaml": text, "policy.yaml": POLICY, "clusters/c1.yaml": CLUSTER,
+             "clusters/c2.yaml": CLUSTER.replace("name: c1", "name: c2"),
+             "docs/flux.yaml": docs, "docs/example.yaml": "---\n" + CLUSTER.replace(
+                 "name: c1", "name: example"), "jobs/j.yaml": JOB}
+    inputs = read(files)
+    assert (inputs.clusters, [k.name for k in inputs.jobs]) == ([], ["j1"])
     assert told(inputs) == []
     assert told(inputs, "warning") == [
-        "fleet.yaml:7: spec.exclude's 'c*/*' leaves out 2 file(s) that define the fleet (its "
-        "member clusters, quota tree, policies or priority classes: clusters/c1.yaml, "
-        "clusters/c2.yaml): they are read all the same, lest the jobs they run go; delete a "
-        "file to take it out of the fleet, or narrow the pattern to files that are not the "
-        "fleet's",
-        "fleet.yaml:8: spec.exclude's 'jobs/old-*' leaves out 1 file(s) of jobs "
-        "(jobs/old-j.yaml): their jobs are not read, and those that run are deleted from their "
-        "clusters; narrow the pattern if they are the fleet's"]
+        "fleet.yaml:7: spec.exclude's patterns leave the fleet with no member cluster, and "
+        "every job that runs would be deleted from its cluster: 'c*/*' leaves out "
+        "clusters/c1.yaml, clusters/c2.yaml; 'docs/**' leaves out docs/example.yaml; narrow "
+        "them to files that are not the fleet's, or delete the files to take them out of the "
+        "fleet"]
+    files["fleet.yaml"] = text.replace("'c*/*'", "'clusters/old-*'")
+    inputs = read(files)
+    assert [c.name for c in inputs.clusters] == ["c1", "c2"]  # (the example: left out)
+    assert told(inputs, "warning") == []
+    files["fleet.yaml"] = text.replace("'c*/*'", "'*'")
+    assert [w.split(", and ")[0] for w in told(read(files), "warning")] == [
+        "fleet.yaml:7: spec.exclude's patterns leave the fleet with no member cluster",
+        "fleet.yaml:7: spec.exclude's patterns leave the fleet with no policy"]
 
 
 @pytest.mark.parametrize(("application", "error"), [

@@ -844,23 +844,34 @@ def test_reconciles_run_at_once_in_one_clone_share_its_cache_safely(
         path, tmp_path / "full-last", base)
 
 
-def test_a_file_of_the_fleet_an_exclude_pattern_matches_is_read_by_a_reconcile_from_the_cache(
+def test_an_exclude_pattern_leaving_the_fleet_without_clusters_is_told_from_the_cache_too(
         tmp_path: Path) -> None:
-    """A MemberCluster added under a pattern of spec.exclude is read all the
-    same (see ``inputs._excluded_fleet_file``): a reconcile that reads from
-    the cache only the files that changed read it too, as a full read does."""
+    """A pattern of spec.exclude that leaves the fleet with no member cluster
+    is warned of (see ``inputs._excluded_all``), and files left out beside
+    those the fleet reads (an example cluster in docs/) are not: the
+    reconciles that read from the cache only the files that changed tell it
+    as a full read does, when the cluster files go, and when a file left out
+    changes."""
     path = tmp_path / "fleet"
     assert fleetq("init", str(path)).returncode == 0
-    fleet = path / "fleet.yaml"
-    fleet.write_text(fleet.read_text().replace('  - "docs/**"\n',
-                                               '  - "docs/**"\n  - "clusters/extra*"\n', 1))
-    commit_all(path, "exclude extra clusters")
-    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
-    write_files(path, {"clusters/extra-a.yaml": (path / "clusters/gpu-hz-a.yaml").read_text()
-                       .replace("name: gpu-hz-a", "name: extra-a")})
-    commit_all(path, "a cluster under the pattern")
-    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
-    assert proc.returncode == 0 and "committed" in proc.stdout, proc.stdout + proc.stderr
-    assert "leaves out 1 file(s) that define the fleet" in proc.stderr, proc.stderr
-    assert "clusters/extra-a/kustomization.yaml" in git(path, "ls-tree", "-r", "--name-only",
-                                                        STATE)
+    example = (path / "clusters/gpu-hz-a.yaml").read_text().replace("name: gpu-hz-a",
+                                                                     "name: example")
+    write_files(path, {"docs/example-cluster.yaml": example})
+    commit_all(path, "an example cluster in docs/, which fleet.yaml excludes")
+
+    def told() -> str:
+        proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+        assert proc.returncode == 0, proc.stderr
+        full = fleetq("validate", "--repo", str(path), "--no-cache")
+        said = [x for x in proc.stderr.splitlines() if "spec.exclude's" in x]
+        assert said == [x for x in full.stdout.splitlines() if "spec.exclude's" in x], said
+        return "\n".join(said)
+
+    assert told() == ""
+    git(path, "rm", "-q", "clusters/cpu-sh-c.yaml", "clusters/gpu-bj-b.yaml",
+        "clusters/gpu-hz-a.yaml")
+    commit_all(path, "the clusters leave the fleet")
+    assert "patterns leave the fleet with no member cluster" in told()
+    write_files(path, {"docs/example-b.yaml": example.replace("name: example", "name: b")})
+    commit_all(path, "another example")
+    assert "'docs/**' leaves out docs/example-b.yaml, docs/example-cluster.yaml;" in told()
