@@ -102,8 +102,8 @@ from reconciler.pipeline import (
     edited_by_hand,
     fleet_git,
     last_as_written,
+    later_than_source,
     made_off_branch,
-    newer_source,
     no_revision,
     parse_now,
     read_inputs,
@@ -790,8 +790,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     files = diff_trees(repo, base, computed.files)
     changed = bool(files)
     made_from = state_source(repo, base, computed.source.sha, args.remote)
-    # (the state is made from a later commit: a reconcile of this one makes no change)
-    rolls_back = newer_source(repo, None, computed.source.sha, base) is not None
+    # (the state is made from a later commit, or the source is an older commit of a
+    # branch that went on past it and past the state's source: a reconcile of it makes
+    # no change, as it would undo what came after)
+    newer, moved_on = later_than_source(repo, None, computed.source.sha, base)
+    rolls_back = newer is not None or moved_on is not None
     if args.output in ("json", "yaml"):
         _print_value({"source": computed.source.sha, "stateBase": base, "changed": changed,
                       "rollsBack": rolls_back,
@@ -805,11 +808,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
     else:
         print(f"fleetq plan: {computed.source.sha[:12]} onto {branch} "
               f"({(base or 'empty')[:12]})")
-        if rolls_back:
-            assert made_from is not None
-            print(f"\nNote: the state is made from {made_from[0][:12]}, a later commit than "
+        if newer is not None:
+            print(f"\nNote: the state is made from {newer[:12]}, a later commit than "
                   f"{computed.source.sha[:12]}: fleetq reconcile of it makes no change (it "
                   f"would roll the state back); below is what it would change if it did.")
+        elif moved_on is not None:
+            print(f"\nNote: {computed.source.sha[:12]} is an older commit of {moved_on[0]!r}, "
+                  f"which went on past it to {moved_on[1][:12]}: fleetq reconcile of it makes "
+                  f"no change (it would undo the later commits); below is what it would "
+                  f"change if it did.")
         elif made_from is not None and made_from[1] is None:
             fetch = (f"git fetch {args.remote or '<remote>'} {made_from[0][:12]}"
                      if repo.resolve(made_from[0]) is None else

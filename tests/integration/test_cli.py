@@ -622,6 +622,31 @@ def test_a_state_made_from_another_branch_says_how_to_reconcile_the_source_again
     assert "unmerged" not in {i["job"]["name"] for i in placements(path).values()}
 
 
+def test_plan_of_an_older_commit_of_a_branch_that_went_on_says_a_reconcile_changes_nothing(
+        tmp_path: Path) -> None:
+    """B adds a job, C after it changes nothing (no state commit): the state is
+    made from A. A reconcile of B makes no change (main went on past it), but
+    plan --exit-code of B exited 1, with no word of that."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    intern = (path / "jobs/interns/intern-mnist.yaml").read_text()
+    write_files(path, {"jobs/interns/b.yaml": intern.replace("name: intern-mnist", "name: b")})
+    b = commit_all(path, "B: a job")
+    git(path, "commit", "-q", "--allow-empty", "-m", "C: nothing")
+    proc = fleetq("reconcile", "--repo", str(path), "--source", b, "--now", NOW)
+    assert proc.returncode == 0 and proc.stdout.startswith("no change: "), proc.stdout
+    proc = fleetq("plan", "--repo", str(path), "--source", b, "--now", NOW, "--exit-code")
+    assert proc.returncode == 0, proc.stdout
+    assert (f"Note: {b[:12]} is an older commit of 'main', which went on past it to "
+            f"{rev(path, 'main')[:12]}: fleetq reconcile of it makes no change") in proc.stdout
+    got = json.loads(fleetq("plan", "--repo", str(path), "--source", b, "--now", NOW,
+                            "-o", "json").stdout)
+    assert (got["changed"], got["rollsBack"]) == (True, True), got
+    proc = fleetq("plan", "--repo", str(path), "--now", NOW, "--exit-code")  # (C: B's job)
+    assert proc.returncode == 1 and "Note:" not in proc.stdout, proc.stdout
+
+
 def test_queue_lists_waiting_jobs_in_order(seed_fleet: SeedFleet) -> None:
     """The template README's `fleetq queue`: what is waiting, in order."""
     _queued_seed(seed_fleet)
