@@ -214,7 +214,12 @@ def _remote(repo: FleetRepo, args: argparse.Namespace, source: str) -> str | Non
     When fleet.yaml does not build, that it is read from its last version that
     does is said first: what it names may be what the errors of the file now
     are about (a remote or a state branch that a later commit fixed)."""
-    git = fleet_git(repo, source) if repo.resolve(source) is not None else None
+    try:
+        git = fleet_git(repo, source) if repo.resolve(source) is not None else None
+    except GitError:  # (no version of fleet.yaml builds: --remote needs none of it)
+        if args.remote is None:
+            raise
+        git = None
     if git is not None and git.read_from is not None:
         print(f"fleetq: {git.read_from}", file=sys.stderr)
     remote = args.remote if args.remote is not None else git.remote if git else None

@@ -807,6 +807,10 @@ def test_a_fleet_yaml_that_breaks_keeps_the_state_on_its_branch(tmp_path: Path) 
     bad = make_fleet_repo(tmp_path / "bad", {"fleet.yaml": "spec: [\n"})
     proc = fleetq("reconcile", "--repo", str(bad), "--now", NOW)
     assert proc.returncode == 2 and "no earlier version of fleet.yaml parses" in proc.stderr
+    # (given on the command line, where the state goes needs none of it)
+    proc = fleetq("reconcile", "--repo", str(bad), "--now", NOW, "--remote", "",
+                  "--state-branch", "ops/state")
+    assert proc.returncode == 0 and rev(bad, "ops/state") is not None, proc.stderr
 
 
 def test_a_new_file_defining_a_running_job_again_takes_nothing_over(tmp_path: Path) -> None:
