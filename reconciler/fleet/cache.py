@@ -63,9 +63,9 @@ from reconciler.fleet.jobs import JobSource
 from reconciler.fleet.state import Written
 
 CACHE_FORMAT = 66  # (66: a RayJob's head requests the Ray autoscaler's container, a PyTorchJob's
-# Master that does not say replicas: 1 refused, a quota's resource named without its domain refused,
-# a fleet spec.exclude leaves without its clusters, quota tree or policies warned of, fields of the
-# fleet's kinds of the wrong type refused; 65: an elastic PyTorchJob's min above its max, its
+# Master that does not say replicas: 1 refused, a quota's resource named without its domain warned
+# of, a fleet spec.exclude leaves without its clusters, quota tree or policies warned of, fields of
+# the fleet's kinds of the wrong type refused; 65: an elastic PyTorchJob's min above its max, its
 # workers below its min, its two nproc per node, an old cleanPodPolicy that does not hold, a YAML
 # escape named and a tab on a last line told there, a quota tree's rules told with its mistakes of
 # form, its namespaces checked, a cluster that declares no nodes warned of, a min that leaves out

@@ -1427,6 +1427,12 @@ def _quota_tree_fields(doc: Document) -> list[Problem]:
         if not isinstance(raw, dict):
             return  # (``_quota_spec`` says what it must be)
         check(raw, _QUOTA_FIELDS, where)
+        for section in ("min", "max"):
+            for name in raw.get(section) or () if isinstance(raw.get(section), dict) else ():
+                why = _no_resource(str(name))
+                if why is not None:
+                    at = f"{where}.{section}.{name}"
+                    found.append(Problem(doc.path, doc.line_of(at), f"{at}: {why}", "warning"))
         for key, children in raw.items():  # (and those of a misspelt children: all told)
             if key == "children" or (key not in _QUOTA_FIELDS
                                      and _close_to(key, _QUOTA_FIELDS) == ["children"]):
@@ -1523,10 +1529,6 @@ def _quota_resources(raw: Any, field: str, section: str, errors: Errors,
     out: Resources = {}
     for name, value in raw.items():
         one = errors.take(partial(parse_resources, {name: value}, at), None)
-        why = _no_resource(str(name))
-        if why is not None:
-            errors.found.append(ManifestError(f"{at}.{name}: {why}", f"{at}.{name}"))
-            one = None
         if one is None:
             unread.add(f"{section}.{name}")
         out.update(one or {})
@@ -1546,9 +1548,9 @@ def _no_resource(name: str) -> str | None:
         return None
     meant = " (nvidia.com/gpu?)" if name.lower() == "gpu" else ""
     return (f"{name!r} is no resource a job asks for{meant}: no request counts against it, so "
-            f"the quota would not limit what it means to; name it as pods request it: cpu, "
-            f"memory, ephemeral-storage, pods, hugepages-<size>, or with its domain, such as "
-            f"nvidia.com/gpu or kube-queue/max-jobs")
+            f"it limits nothing; name it as pods request it: cpu, memory, ephemeral-storage, "
+            f"pods, hugepages-<size>, or with its domain, such as nvidia.com/gpu or "
+            f"kube-queue/max-jobs")
 
 
 def _label_selector(raw: Any, field: str) -> LabelSelector | None:

@@ -487,29 +487,29 @@ def test_a_quota_name_that_cannot_be_a_label_value_is_an_error(name: str) -> Non
     assert told(fine) == [] and fine.tree is not None
 
 
-def test_a_quota_resource_named_without_its_domain_is_an_error() -> None:
+def test_a_quota_resource_named_without_its_domain_is_warned_of() -> None:
     """``gpu: 24`` for ``nvidia.com/gpu``: no job requests ``gpu``, so the max
-    limited nothing, with no word; the tree is broken, and fleetq goes on with
-    its last good version. The names pods request, and names with a domain,
-    are taken."""
+    limited nothing, with no word. It is warned of at its line (an error would
+    break a tree that worked, and with no earlier version, hold every job).
+    The names pods request, and names with a domain, are not."""
     text = quota_tree_yaml('{cpu: "8", nvidia.com/gpu: "8"}', """\
     - name: a
       namespaces: [default]
       max: {cpu: "8", gpu: "4"}
 """)
     inputs = read({"quota.yaml": text, "jobs/j.yaml": JOB})
-    assert told(inputs) == [
+    assert told(inputs) == [] and told(inputs, "warning") == [
         "quota.yaml:12: spec.root.children[0].max.gpu: 'gpu' is no resource a job asks for "
-        "(nvidia.com/gpu?): no request counts against it, so the quota would not limit what it "
-        "means to; name it as pods request it: cpu, memory, ephemeral-storage, pods, "
-        "hugepages-<size>, or with its domain, such as nvidia.com/gpu or kube-queue/max-jobs"]
-    assert inputs.tree is None and "quota.yaml" in inputs.broken_paths
+        "(nvidia.com/gpu?): no request counts against it, so it limits nothing; name it as "
+        "pods request it: cpu, memory, ephemeral-storage, pods, hugepages-<size>, or with its "
+        "domain, such as nvidia.com/gpu or kube-queue/max-jobs"]
+    assert inputs.tree is not None and not inputs.broken_paths
     fine = read({"quota.yaml": text.replace('gpu: "4"}', 'nvidia.com/gpu: "4", pods: "9", '
                                                          'hugepages-2Mi: 1Gi, '
                                                          'ephemeral-storage: 1Ti, '
                                                          'memory: 1Ti, kube-queue/max-jobs: '
                                                          '"3"}')})
-    assert told(fine) == [] and fine.tree is not None
+    assert told(fine) == told(fine, "warning") == [] and fine.tree is not None
 
 
 def test_quota_limits_that_do_not_add_up_are_told_at_the_entry_to_fix() -> None:
