@@ -814,11 +814,15 @@ class _Cycle:
                     f"tree" if inp.tree_unused is not None else
                     "no ElasticQuotaTree in the fleet, but its policy "
                     f"{policy.ref} queues jobs; add an ElasticQuotaTree")))
-            if problems:  # (an Invalid job holds no quota; one that waited shows the
-                # quota and priority it waited with, as one whose file breaks: _decide_invalid)
+            if problems:  # (an Invalid job holds no quota; one that waited shows the quota
+                # and priority it waited with, as one whose file breaks: _decide_invalid;
+                # the quota it binds to now, when it binds, and none its tree no longer has)
                 waited = prior is not None and prior.phase in _WAITED and prior.quota is not None
-                quota = prior.quota if waited and prior is not None else None
-                priority = prior.priority if waited and prior is not None else priority
+                binds, quota = quota, None
+                if waited and prior is not None:
+                    priority = prior.priority
+                    quota = binds or (prior.quota if self.tree is None
+                                      or prior.quota in self.tree.nodes else None)
             base = Decision(key=key, api_version=job.api_version, path=job.path,
                             blob=job.blob, phase=Phase.INVALID, reason="",
                             enqueued_at=enqueued, quota=quota, priority=priority,

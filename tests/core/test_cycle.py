@@ -494,6 +494,18 @@ def test_a_waiting_job_whose_priority_class_is_gone_shows_what_it_waited_with() 
         Phase.INVALID, "root/qa", 10, first.enqueued_at)
     assert (n.phase, n.quota) == (Phase.INVALID, None)
     assert gone.quota_used["root/qa"] == before.quota_used["root/qa"]  # (it holds none)
+    # (moved to another quota as well: the one it binds to now; its quota renamed: none)
+    two = simple_tree(quota("qa", ns=["team-a"]), quota("qb", ns=["team-b"]))
+    elsewhere = gpu_job("w", 8, "team-a").priority_class("lwo").quota("qb").obj()
+    moved = reconcile_cycle(cycle_input(
+        jobs=[runs, elsewhere], tree=two, priority_classes=PRIORITIES,
+        prior=prior_of(before.decisions), source_time="2027-01-01T00:00:00Z"))
+    assert by_name(moved)["w"].quota == "root/qb"
+    renamed = reconcile_cycle(cycle_input(
+        jobs=[runs, elsewhere], tree=simple_tree(quota("qz", ns=["team-a"])),
+        priority_classes=PRIORITIES, prior=prior_of(before.decisions),
+        source_time="2027-01-01T00:00:00Z"))
+    assert (by_name(renamed)["w"].phase, by_name(renamed)["w"].quota) == (Phase.INVALID, None)
     again = reconcile_cycle(cycle_input(
         jobs=[runs, waits.priority_class("low").obj()], tree=tree, priority_classes=PRIORITIES,
         prior=prior_of(gone.decisions), source_time="2027-01-02T00:00:00Z"))
