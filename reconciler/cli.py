@@ -1,8 +1,8 @@
 """``fleetq`` command line: argument parsing and wiring only.
 
 Exit codes: 0 ok; 1 problems found (``validate``); 2 usage or environment error;
-130 and 143 stopped by Ctrl-C and SIGTERM (what it wrote, it wrote whole); ``watch``,
-which stops at the end of a round, then exits 0.
+130 and 143 stopped by Ctrl-C and SIGTERM (what it wrote, it wrote whole); ``watch``
+exits 130 on Ctrl-C, and 0 on SIGTERM, which stops it at the end of a round.
 """
 
 from __future__ import annotations

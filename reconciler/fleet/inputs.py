@@ -2158,8 +2158,10 @@ def identity_mistake(value: object) -> str | None:
     """Why ``value`` cannot be the name or email of a commit's committer, or
     None: git writes ``name <email> time``, so an angle bracket or a control
     character (a newline) in either makes a commit git cannot read."""
-    if not isinstance(value, str) or not value.strip():
-        return f"must be a non-empty string, not {yaml_type(value) if value != '' else 'empty'}"
+    if not isinstance(value, str):
+        return f"must be a string, not {yaml_type(value)}"
+    if not value.strip():
+        return "must not be blank"
     bad = next((c for c in value if c in "<>" or ord(c) < 32 or ord(c) == 127), None)
     if bad is not None:
         return (f"{value!r} holds {bad!r}, which git cannot write in a commit's committer "

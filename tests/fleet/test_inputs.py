@@ -1220,8 +1220,9 @@ def test_a_misspelt_setting_of_a_quota_in_fleet_yaml_is_an_error() -> None:
      "it out"),
     ("{name: bob, email: 'a>b'}", "fleet.yaml:5: spec.committer.email 'a>b' holds '>', which "
      "git cannot write in a commit's committer (its line is: name <email> time); take it out"),
-    ("{name: [bob], email: b@c}", "fleet.yaml:5: spec.committer.name must be a non-empty "
-     "string, not a list"),
+    ("{name: [bob], email: b@c}", "fleet.yaml:5: spec.committer.name must be a string, not a "
+     "list"),
+    ("{name: '  ', email: b@c}", "fleet.yaml:5: spec.committer.name must not be blank"),
 ])
 def test_a_committer_git_cannot_write_is_an_error_at_its_line(committer: str, said: str
                                                               ) -> None:
