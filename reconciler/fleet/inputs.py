@@ -1064,7 +1064,7 @@ class Errors:
 # and the like, a wrong type that is empty (``suspension: []``, ``gangDialect: ""``,
 # ``globalDefault: "false"``) was taken for the field unset, and changed what the
 # fleet decides, with no word.
-_POLICY_TYPES: dict[str, type] = {
+_POLICY_TYPES: dict[str, type | tuple[type, ...]] = {
     "metadata.namespace": str, "metadata.annotations": dict, "spec.placement": dict,
     "spec.placement.replicaScheduling": dict, "spec.placement.clusterAffinity": dict,
     "spec.placement.clusterAffinity.clusterNames": list,
@@ -1072,9 +1072,9 @@ _POLICY_TYPES: dict[str, type] = {
     "spec.placement.clusterAffinities": list, "spec.placement.clusterAffinities[]": dict,
     "spec.placement.clusterTolerations": list, "spec.suspension": dict,
     "spec.failover": dict, "spec.failover.application": dict}
-_NODE_TYPES: dict[str, type] = {
-    "": dict, ".name": str, ".allocatable": dict, ".labels": dict, ".taints": list}
-_TYPES: dict[str, dict[str, type]] = {
+_NODE_TYPES: dict[str, type | tuple[type, ...]] = {
+    "": dict, ".name": (str, int), ".allocatable": dict, ".labels": dict, ".taints": list}
+_TYPES: dict[str, dict[str, type | tuple[type, ...]]] = {
     "PropagationPolicy": _POLICY_TYPES,
     "ClusterPropagationPolicy": _POLICY_TYPES,
     "MemberCluster": {
@@ -1088,8 +1088,9 @@ _TYPES: dict[str, dict[str, type]] = {
     "Fleet": {"spec.quotas": dict, "spec.quotas.*": dict, "spec.quotas.*.queueStrategy": str,
               "spec.quotas.*.preemption": str, "spec.placementStrategy": str,
               "spec.remote": str}}
-_TYPE_NAMES: dict[type, str] = {dict: "a mapping", list: "a list", str: "a string",
-                                 bool: "true or false"}
+_TYPE_NAMES: dict[type | tuple[type, ...], str] = {
+    dict: "a mapping", list: "a list", str: "a string", bool: "true or false",
+    (str, int): "a name"}
 
 
 def _wrong_types(doc: Document) -> list[ManifestError]:

@@ -149,6 +149,13 @@ def test_a_field_of_the_wrong_type_is_an_error_not_taken_for_unset(
     assert got == said
 
 
+def test_a_node_named_by_a_number_is_taken_and_one_named_true_is_not() -> None:
+    numbered = read({"clusters/c1.yaml": CLUSTER.replace("{name: n1,", "{name: 10,")})
+    assert told(numbered) == [] and numbered.clusters[0].nodes[0].name == "10"
+    assert told(read({"clusters/c1.yaml": CLUSTER.replace("{name: n1,", "{name: true,")})) == [
+        "clusters/c1.yaml:7: spec.nodes[0].name must be a name, not a boolean true"]
+
+
 def test_a_misspelt_placement_strategy_is_told_with_the_one_meant() -> None:
     got = told(read({"fleet.yaml": FLEET.replace("binpack", "binpak"), "policy.yaml": POLICY}))
     assert got == ["fleet.yaml:5: spec.placementStrategy: placement strategy 'binpak' is not "
