@@ -1051,8 +1051,10 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
     # depends on the files it leaves out, and, when those define some, on the others:
     # a change of either is read with all the files, as that is told)
     exclude_matters = bool(before.left_out) or any(p.message.startswith(EXCLUDES_ALL)
-                                          for p in before.problems) or not (
-        before.clusters and before.tree is not None and before.policies)
+                                                   for p in before.problems)
+    # (and a file left out may define what the fleet has none of)
+    excluded_matter = exclude_matters or not (before.clusters and before.tree is not None
+                                              and before.policies)
     parse: dict[str, str] = {}  # path -> new blob, not in the cache
     others = dict(before.other_files)  # those of new_tree, once the changes are made
     again = False  # other files changed: all of them are read again
@@ -1064,7 +1066,7 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
             again = True
             continue
         if excluded(path, before.exclude):
-            if exclude_matters:
+            if excluded_matter:
                 return None
             continue  # not read
         if not is_yaml(path):
