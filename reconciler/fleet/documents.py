@@ -525,7 +525,8 @@ def _unreadable(path: str, data: bytes | str, exc: yaml.reader.ReaderError) -> P
                                f"remove it")
 
 
-_LINK = re.compile(r"[^\s:]*/[^\s:]*|[^\s:/]+\.ya?ml")  # a path, as a link's blob holds
+# a path, as a link's blob holds (one word: a link to a file of no folder, or dangling)
+_LINK = re.compile(r"[^\s:#'\"\[\]{}]+")
 
 
 _LFS_POINTER = "version https://git-lfs.github.com/spec/v1 "  # (its lines, read as one)

@@ -1278,6 +1278,11 @@ def test_a_symbolic_link_is_told_as_one(tmp_path: Path) -> None:
     assert ("jobs/text/linked.yaml:1: error: it holds only the path "
             "'../video/video-mae-pretrain.yaml': is it a symbolic link? fleetq reads what git "
             "stores for a link, the path it points to, not the file there") in proc.stdout
+    (path / "jobs/text/dangling.yaml").symlink_to("nowhere")  # (told as "a string" before)
+    commit_all(path, "a link to nothing")
+    proc = fleetq("validate", "--repo", str(path))
+    assert "jobs/text/dangling.yaml:1: error: it holds only the path 'nowhere': is it a " \
+        "symbolic link?" in proc.stdout, proc.stdout
 
 
 INTRUDERS = {  # a new file, sorting first, that defines again what the fleet has
