@@ -1050,11 +1050,11 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
     # (whether spec.exclude leaves the fleet without a cluster, a quota tree or a policy
     # depends on the files it leaves out, and, when those define some, on the others:
     # a change of either is read with all the files, as that is told)
-    exclude_matters = bool(before.left_out) or any(p.message.startswith(EXCLUDES_ALL)
-                                                   for p in before.problems)
+    exclude_told = bool(before.left_out) or any(p.message.startswith(EXCLUDES_ALL)
+                                                for p in before.problems)
     # (and a file left out may define what the fleet has none of)
-    excluded_matter = exclude_matters or not (before.clusters and before.tree is not None
-                                              and before.policies)
+    left_out_may_tell = exclude_told or not (before.clusters and before.tree is not None
+                                             and before.policies)
     parse: dict[str, str] = {}  # path -> new blob, not in the cache
     others = dict(before.other_files)  # those of new_tree, once the changes are made
     again = False  # other files changed: all of them are read again
@@ -1066,7 +1066,7 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
             again = True
             continue
         if excluded(path, before.exclude):
-            if excluded_matter:
+            if left_out_may_tell:
                 return None
             continue  # not read
         if not is_yaml(path):
@@ -1102,7 +1102,7 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
     if not again:
         patched = patch_fleet(before, out)
         return (patched, PATCHED) if patched is not None else None
-    if exclude_matters:  # (the others read alone would not tell what spec.exclude leaves out)
+    if exclude_told:  # (the others read alone would not tell what spec.exclude leaves out)
         return None
     blobs.update(repo.read_blobs({blob for blob in others.values() if blob not in blobs}))
     read = read_fleet([SourceFile(path, blob, blobs[blob]) for path, blob in others.items()],

@@ -65,6 +65,12 @@ def sidecar_submitter() -> Resources:
     return parse_resources(SIDECAR_SUBMITTER, "SIDECAR_SUBMITTER")
 
 
+@functools.cache
+def autoscaler() -> Resources:
+    """What the Ray autoscaler's container adds to the head pod, by default."""
+    return parse_resources(AUTOSCALER, "AUTOSCALER")
+
+
 def head_added(spec: Mapping[str, Any], cluster: Mapping[str, Any]) -> Resources | None:
     """What KubeRay adds to the head pod beside its template's containers: the
     submitter container under SidecarMode, and the Ray autoscaler's under
@@ -82,7 +88,7 @@ def head_added(spec: Mapping[str, Any], cluster: Mapping[str, Any]) -> Resources
         if options is not None and options.get("resources") is not None:
             add_into(added, container_requests(options["resources"], f"{where}.resources"))
         else:
-            add_into(added, parse_resources(AUTOSCALER, "AUTOSCALER"))
+            add_into(added, autoscaler())
     return added or None
 
 
