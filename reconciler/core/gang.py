@@ -118,7 +118,6 @@ class ClusterState:
         # (pod sets' shapes -> ``_larger_than_nodes``: what the nodes hold empty never changes)
         self._larger: dict[tuple[object, ...], str] = {}
         self._never: dict[int, tuple[tuple[PodSet, ...], str | None]] = {}  # (never_runs)
-        self._never_shapes: dict[tuple[object, ...], str | None] = {}  # (_never_of_shape)
         self.removals = 0  # a fit that failed stays failed until something leaves
         self.version = 0  # bumped on every change
 
@@ -169,18 +168,8 @@ class ClusterState:
         ps, placed = got
         # (pods no node could ever hold, taints or size, told so, with what keeps them off)
         return self._pack_failure(pod_sets) or (
-            self._no_node_for(ps) if placed is None else self._never_of_shape(pod_sets) or
+            self._no_node_for(ps) if placed is None else self.never_runs(pod_sets) or
             f"{self.name}: only {placed} of {ps.replicas} {ps.name} pods fit on its nodes")
-
-    def _never_of_shape(self, pod_sets: tuple[PodSet, ...]) -> str | None:
-        """``never_runs``, kept by the pod sets' shape (what the nodes hold empty
-        never changes): asked for the reason of every job that waits for room,
-        which the jobs alike share."""
-        ck = tuple((ps.name, ps.replicas > 0, tuple(sorted(ps.per_pod.items())),
-                    ps.node_selector, ps.tolerations, ps.node_affinity) for ps in pod_sets)
-        if ck not in self._never_shapes:
-            self._never_shapes[ck] = next(filter(None, map(self._never_holds, pod_sets)), None)
-        return self._never_shapes[ck]
 
     def _larger_than_nodes(self, pod_sets: tuple[PodSet, ...]) -> str:
         """``, and a worker pod needs cpu 20 but no node has more than 16 in
@@ -214,8 +203,9 @@ class ClusterState:
         it; ``None`` when each could. (On a cluster that leaves node placement
         to its gang scheduler, no resourceReservation, the fit is its free sum
         alone, DESIGN "Gang placement": such a job fits, and its pods would
-        stay Pending.) Kept by the pod sets' identity: a fleet's jobs of one
-        shape share theirs."""
+        stay Pending; on one that packs pods onto nodes, why a pack failed for
+        good, told in place of the pods that fit.) Kept by the pod sets'
+        identity: a fleet's jobs of one shape share theirs."""
         got = self._never.get(id(pod_sets))
         if got is None:
             said = next(filter(None, map(self._never_holds, pod_sets)), None)
