@@ -184,8 +184,13 @@ def with_queue_refusal(refused: Sequence[tuple[str, str]], queue: str | None
     LocalQueue can have: Kueue's webhook refuses such a queue label."""
     if queue is None or LOCAL_QUEUE_NAME.fullmatch(queue):
         return refused
-    why = (f"its quota's name {queue!r} names its Kueue LocalQueue there, and no LocalQueue "
-           f"can have it ({LOCAL_QUEUE_RULE}): rename the quota")
+    return _kueue_refuses(refused, (
+        f"its quota's name {queue!r} names its Kueue LocalQueue there, and no LocalQueue can "
+        f"have it ({LOCAL_QUEUE_RULE}): rename the quota"))
+
+
+def _kueue_refuses(refused: Sequence[tuple[str, str]], why: str) -> Sequence[tuple[str, str]]:
+    """``refused`` with ``why`` a kueue cluster refuses the job too."""
     said = dict(refused)
     said["kueue"] = f"{said['kueue']}; {why}" if "kueue" in said else why
     return tuple(sorted(said.items()))
@@ -201,9 +206,7 @@ NO_LOCAL_QUEUE = ("it has no quota, so no LocalQueue to run under there, and Kue
 
 def with_no_queue_refusal(refused: Sequence[tuple[str, str]]) -> Sequence[tuple[str, str]]:
     """``Job.refused`` of a job that has no quota, with Kueue's (``NO_LOCAL_QUEUE``)."""
-    said = dict(refused)
-    said["kueue"] = f"{said['kueue']}; {NO_LOCAL_QUEUE}" if "kueue" in said else NO_LOCAL_QUEUE
-    return tuple(sorted(said.items()))
+    return _kueue_refuses(refused, NO_LOCAL_QUEUE)
 
 
 def narrowed(groups: list[list[str]], notes: list[str], failed_on: Sequence[str],
