@@ -68,7 +68,6 @@ from reconciler.core.resources import format_quantity
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.inputs import (
     CUT_SHORT,
-    EXCLUDES_ALL,
     FLEET_FILES,
     TEMPLATES_DIR,
     FleetInputs,
@@ -1050,8 +1049,7 @@ def _patched_inputs(repo: FleetRepo, cache: Cache, tree: str, before: FleetInput
     # (whether spec.exclude leaves the fleet without a cluster, a quota tree or a policy
     # depends on the files it leaves out, and, when those define some, on the others:
     # a change of either is read with all the files, as that is told)
-    exclude_told = bool(before.left_out) or any(p.message.startswith(EXCLUDES_ALL)
-                                                for p in before.problems)
+    exclude_told = bool(before.left_out)  # (a warning needs files left out that define some)
     # (and a file left out may define what the fleet has none of)
     left_out_may_tell = exclude_told or not (before.clusters and before.tree is not None
                                              and before.policies)

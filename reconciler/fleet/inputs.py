@@ -298,7 +298,6 @@ _LOST_MEANS = {
     "member cluster": "every job that runs would be deleted from its cluster",
     "quota tree": "no job that queues would be admitted",
     "policy": "no job would be placed (but by fleet.yaml's defaultPolicy)"}
-EXCLUDES_ALL = "spec.exclude's "  # (how those warnings begin)
 
 
 def _left_out(path: str, src: SourceFile, left_out: dict[str, list[str]]) -> None:
@@ -332,7 +331,7 @@ def _excluded_all(inputs: FleetInputs, left_out: dict[str, list[str]]) -> None:
             + (f" and {len(files) - 3} more" if len(files) > 3 else "")
             for pattern, files in sorted(by.items(), key=lambda item: item[0] != most))
         inputs.problems.append(Problem(where, line, (
-            f"{EXCLUDES_ALL}patterns leave the fleet with no {what}, and {_LOST_MEANS[what]}: "
+            f"spec.exclude's patterns leave the fleet with no {what}, and {_LOST_MEANS[what]}: "
             f"{named}; narrow them to files that are not the fleet's, or delete the files to "
             f"take them out of the fleet"), "warning"))
 
