@@ -118,6 +118,7 @@ class ClusterState:
         # (pod sets' shapes -> ``_larger_than_nodes``: what the nodes hold empty never changes)
         self._larger: dict[tuple[object, ...], str] = {}
         self._never: dict[int, tuple[tuple[PodSet, ...], str | None]] = {}  # (never_runs)
+        self._never_shapes: dict[tuple[object, ...], str | None] = {}  # (never_runs)
         self.removals = 0  # a fit that failed stays failed until something leaves
         self.version = 0  # bumped on every change
 
@@ -205,11 +206,17 @@ class ClusterState:
         alone, DESIGN "Gang placement": such a job fits, and its pods would
         stay Pending; on one that packs pods onto nodes, why a pack failed for
         good, told in place of the pods that fit.) Kept by the pod sets'
-        identity: a fleet's jobs of one shape share theirs."""
+        identity, and by their shape: jobs of one shape parsed together share
+        their pod sets, those read back from the cache do not."""
         got = self._never.get(id(pod_sets))
-        if got is None:
-            said = next(filter(None, map(self._never_holds, pod_sets)), None)
-            got = self._never[id(pod_sets)] = (pod_sets, said)  # (held: its id stays its)
+        if got is None:  # (and by their shape: jobs read back from the cache share none)
+            ck = tuple((ps.name, ps.replicas > 0, tuple(sorted(ps.per_pod.items())),
+                        ps.node_selector, ps.tolerations, ps.node_affinity) for ps in pod_sets)
+            if ck not in self._never_shapes:
+                self._never_shapes[ck] = next(filter(None, map(self._never_holds, pod_sets)),
+                                              None)
+            # (pod_sets held with it: its id stays its own)
+            got = self._never[id(pod_sets)] = (pod_sets, self._never_shapes[ck])
         return got[1]
 
     def _never_holds(self, ps: PodSet) -> str | None:
