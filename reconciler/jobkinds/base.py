@@ -15,9 +15,9 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
-from functools import lru_cache
+from functools import cache, lru_cache
 from types import ModuleType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from reconciler.core.outcomes import ObservedPhase
 from reconciler.core.problems import as_written, capped, quote_it, yaml_type
@@ -170,35 +170,52 @@ class JobWithOldFields(Protocol):
         ...
 
 
+def implements(kind: JobKind, protocol: type) -> bool:
+    """Whether ``kind`` has the methods of ``protocol``, one of the optional
+    protocols above: ``isinstance`` answers that anew from its attributes on
+    each call, which a fleet's thousands of files would pay for again and again;
+    a kind's class answers it once."""
+    return _implements(type(kind), protocol)
+
+
+@cache
+def _implements(cls: type, protocol: type) -> bool:
+    return issubclass(cls, protocol)
+
+
 def old_fields(kind: JobKind, obj: Manifest) -> list[ManifestError]:
     """``JobWithOldFields.old_fields`` of ``obj``; none for a kind that has none."""
-    return kind.old_fields(obj) if isinstance(kind, JobWithOldFields) else []
+    return cast(JobWithOldFields, kind).old_fields(obj) \
+        if implements(kind, JobWithOldFields) else []
 
 
 def growth(kind: JobKind, obj: Manifest) -> list[ManifestError]:
     """``JobThatGrows.growth`` of ``obj``; none for a kind that cannot grow."""
-    return kind.growth(obj) if isinstance(kind, JobThatGrows) else []
+    return cast(JobThatGrows, kind).growth(obj) if implements(kind, JobThatGrows) else []
 
 
 def broken_rules(kind: JobKind, obj: Manifest, name: str) -> list[ManifestError]:
     """``JobWithOwnRules.broken_rules`` of ``obj``; none for a kind that has none."""
-    return kind.broken_rules(obj, name) if isinstance(kind, JobWithOwnRules) else []
+    return cast(JobWithOwnRules, kind).broken_rules(obj, name) \
+        if implements(kind, JobWithOwnRules) else []
 
 
 def refused_by(kind: JobKind, obj: Manifest) -> tuple[tuple[str, str], ...]:
     """``JobSomeDialectsRefuse.refused_by`` of ``obj``, in dialect order."""
-    return tuple(sorted(kind.refused_by(obj).items())) \
-        if isinstance(kind, JobSomeDialectsRefuse) else ()
+    return tuple(sorted(cast(JobSomeDialectsRefuse, kind).refused_by(obj).items())) \
+        if implements(kind, JobSomeDialectsRefuse) else ()
 
 
 def later_pods(kind: JobKind, obj: Manifest) -> int:
     """``JobWithLaterPods.later_pods`` of ``obj``; 0 for a kind that has none."""
-    return kind.later_pods(obj) if isinstance(kind, JobWithLaterPods) else 0
+    return cast(JobWithLaterPods, kind).later_pods(obj) \
+        if implements(kind, JobWithLaterPods) else 0
 
 
 def other_pod_templates(kind: JobKind, obj: Manifest) -> list[PodTemplateRef]:
     """The pod templates of ``obj`` that are no pod set (``JobWithOtherPods``)."""
-    return kind.other_pod_templates(obj) if isinstance(kind, JobWithOtherPods) else []
+    return cast(JobWithOtherPods, kind).other_pod_templates(obj) \
+        if implements(kind, JobWithOtherPods) else []
 
 
 def every_pod_template(kind: JobKind, obj: Manifest) -> list[PodTemplateRef]:

@@ -13,7 +13,7 @@ import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -44,6 +44,7 @@ from reconciler.jobkinds.base import (
     ManifestError,
     every_pod_template,
     gang_minimum,
+    implements,
     later_pods,
     volcano_queue,
 )
@@ -155,8 +156,8 @@ def render_job(manifest: Manifest, decision: Decision, cluster: MemberCluster,
     # admission lifts that: a suspend written here, Argo CD's self-heal would
     # set back against Kueue)
     kind.set_suspended(obj, None if cluster.gang_dialect == "kueue" else False)
-    if isinstance(kind, JobWithMovedFields):
-        kind.move_old_fields(obj)
+    if implements(kind, JobWithMovedFields):
+        cast(JobWithMovedFields, kind).move_old_fields(obj)
     pods = sum(p.replicas for p in decision.pod_sets)
     total = gang_minimum(obj, pods, later_pods(kind, obj))
     volcano = cluster.gang_dialect == "volcano"
