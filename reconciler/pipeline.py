@@ -152,7 +152,8 @@ DUE_TRAILER = "Fleet-Due"
 # (``TREE_NAMED_FROM``), was edited by hand (amended, its message copied, or the trailer
 # taken out), though it keeps fleetq's other trailers
 STATE_TREE_TRAILER = "Fleet-State-Tree"
-STATE_FORMAT = f"17 fleetq/{__version__}"  # a state made by another format is recomputed (17: a
+STATE_FORMAT = f"18 fleetq/{__version__}"  # a state made by another format is recomputed (18: a job
+# labelled non-preemptible while it runs above its min stays preemptible until it runs again; 17: a
 # RayJob's head requests the Ray autoscaler's container, a PyTorchJob's Master that does not say
 # replicas: 1 is invalid, a waiting job that cannot be resolved shows the quota and priority it
 # waited with, pods no node could ever hold on a cluster that packs them onto nodes told what keeps
