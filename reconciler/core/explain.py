@@ -33,6 +33,7 @@ from reconciler.core.model import (
 )
 from reconciler.core.preemption import (
     RECLAIMING,
+    borrows_lent,
     may_evict,
     quota_share,
     within_min_after,
@@ -695,16 +696,6 @@ def _under(quota: str | None, path: str) -> bool:
     return quota is not None and (quota == path or quota.startswith(path + "/"))
 
 
-def _shared(a: str | None, b: str | None) -> int:
-    """How many quotas the paths of quotas ``a`` and ``b`` share, from the root."""
-    n = 0
-    for x, y in zip((a or "").split("/"), (b or "").split("/"), strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 @dataclass
 class _Fleet:
     """What ``_Turns`` reads of the fleet besides the quotas' usage: the
@@ -1032,9 +1023,10 @@ class _Turns:
     def plan(self, x: Decision) -> list[Decision] | None:
         """The running jobs ``x``, held back, would evict to get in, if it
         would: as ``find_victims`` takes them, in rank order (those of other
-        quotas first, the nearest first, then the lowest priority, then the
-        last admitted), each under a limit it is still short of; then given
-        back, the last first, each it can do without; one alone, if one does."""
+        quotas first, those that borrow up to the quota they share with it
+        first, then the lowest priority, then the last admitted), each under a
+        limit it is still short of; then given back, the last first, each it can
+        do without; one alone, if one does."""
         key = self._alike(x, "plan")
         if key not in self._plans:
             self._plans[key] = self._plan(x)
@@ -1048,7 +1040,9 @@ class _Turns:
             tuple(v.key)), reverse=True)  # (the last admitted first, ``d`` once it runs,
         # then those run here, admitted by the cycle that runs them, at its time, then
         # the last by key: ``most_recent_first``)
-        out.sort(key=lambda v: (v.quota == x.quota, -_shared(x.quota, v.quota), v.priority))
+        wanted = [r for r, n in x.requests.items() if n > 0]
+        out.sort(key=lambda v: (v.quota == x.quota, v.quota != x.quota and borrows_lent(
+            usage, x.quota or "", v.quota or "", wanted)[0], v.priority))
         taken: list[Decision] = []
 
         def take(v: Decision) -> None:

@@ -5,7 +5,8 @@ fit, on its quota *and* on one member cluster:
 
 * **reclaim**: if its quota would stay within its min after admission, it
   may evict jobs of other quotas that use more than their min (borrowers),
-  until each victim's quota is back at its min; not when it lacks only what
+  until each victim's quota is back at its min (those whose quotas up to
+  the one they share with it all borrow first: ``reclaimable``); not when it lacks only what
   its min does not guarantee (a job slot); never the job whose reclaim
   sent it back to its queue, nor one whose reclaim sent back a job of its
   quota that waits and could evict it in turn (by priority) and take that
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import heapq
 import operator
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -271,8 +272,9 @@ class PreemptionContext:
     # bumped by a change of what may be reclaimed: a job of a quota above its
     # min added or removed, a quota going above or back to its min, ``evicted``
     changes: int = 0
-    _reclaimable: dict[str, tuple[int, list[str], Ranked]] = field(
-        default_factory=dict)  # quota+resources -> (changes, borrowers, ranked victims)
+    # quota+resources -> (changes, borrowers, ranked victims, (branch, its usage's version))
+    _reclaimable: dict[str, tuple[int, list[str], Ranked, tuple[tuple[str, int], ...]]] = \
+        field(default_factory=dict)
     # leaf -> bumped when its possible victims change; its victims by rank
     _leaf_version: dict[str, int] = field(default_factory=dict)
     _segments: dict[str, _Run] = field(default_factory=dict)
@@ -342,30 +344,39 @@ class PreemptionContext:
         """The quotas a job of ``quota`` may reclaim from (other quotas above
         their min in a resource it requests) and their victims, ranked. The
         same for every job of the quota that needs the same resources until
-        what may be reclaimed changes (``changes``)."""
+        what may be reclaimed changes (``changes``), or the usage of a quota
+        looked at to rank them."""
         assert self.usage is not None
         usage = self.usage
         wanted = frozenset(r for r, v in request.items() if v > 0)
         ck = f"{quota}\0{','.join(sorted(wanted))}"
         known = self._reclaimable.get(ck)
-        if known is not None and known[0] == self.changes:
+        if known is not None and known[0] == self.changes and all(
+                usage.version(branch) == version for branch, version in known[3]):
             return known[1], known[2]
         if known is None or len(self._reclaimable) > 1:  # drop the stale: they hold much
             self._reclaimable = {k: v for k, v in self._reclaimable.items()
                                  if v[0] == self.changes}
         borrowers: list[str] = []
-        by_depth: dict[int, list[_Run]] = {}
+        # The borrowers whose quotas up to their branch (``_branch``) are all above
+        # their min first, as Kueue's hierarchical reclaim takes them; then those
+        # that borrow within a branch's min, lent by its other quotas (Kueue takes
+        # none of them), each group in its leaves' own order.
+        by_branch: tuple[list[_Run], list[_Run]] = ([], [])  # (borrows, lent to)
+        branches: list[tuple[str, int]] = []  # (a quota looked at, its usage's version)
         for leaf in sorted(self.by_quota):
             if leaf == quota or not self.by_quota[leaf]:
                 continue
             if not any(r in wanted for r in usage.above_min(leaf)):
                 continue
             borrowers.append(leaf)
-            by_depth.setdefault(_common_depth(quota, leaf), []).append(self._segment(leaf))
-        # The rank of ``_rank`` (category 0): the nearest quotas first, then each
-        # leaf's own order (merged when asked for: see Ranked).
-        groups = [by_depth[depth] for depth in sorted(by_depth, reverse=True)]
-        self._reclaimable[ck] = (self.changes, borrowers, Ranked(None, groups))
+            lent, looked_at = borrows_lent(usage, quota, leaf, wanted)
+            branches.extend((path, usage.version(path)) for path in looked_at)
+            by_branch[lent].append(self._segment(leaf))
+        # (the rank of ``_rank``'s category 0; merged when asked for: see Ranked)
+        groups = [group for group in by_branch if group]
+        self._reclaimable[ck] = (self.changes, borrowers, Ranked(None, groups),
+                                 tuple(branches))
         return borrowers, self._reclaimable[ck][2]
 
     def reclaim_bound(self, quota: str, borrowers: list[str]) -> dict[str, Resources]:
@@ -453,7 +464,7 @@ class PreemptionContext:
         if known is not None and known[0] == version:
             return known[1]
         evicted = self.evicted
-        mine = sorted(((_rank(1, quota, victim), victim, _LOWER if victim.priority < priority
+        mine = sorted(((_rank(1, victim), victim, _LOWER if victim.priority < priority
                         else _SAME_LATER)
                        for victim in self.by_quota.get(quota, {}).values()
                        if victim.can_be_victim and victim.key not in evicted
@@ -737,26 +748,50 @@ def could_reclaim_back(ctx: PreemptionContext, usage: QuotaUsage, victim: Admitt
     return within_min_after(usage, victim.quota, victim.requests, released)
 
 
+def borrows_lent(usage: QuotaUsage, quota: str, leaf: str, wanted: Collection[str]
+                 ) -> tuple[bool, list[str]]:
+    """Whether ``leaf``, above its min in a ``wanted`` resource, borrows what
+    a quota of its own branch (``_branch``) lends it, within that branch's
+    min: some quota of its path up to its branch is within its min in every
+    ``wanted`` resource. (A job of ``quota`` reclaims from such a leaf last.)
+    Also the quotas looked at, whose usage decides it."""
+    top = _branch(quota, leaf).count("/")
+    looked_at = []
+    lent = False
+    for node in usage.path_nodes(leaf)[1:]:  # (its quotas above it, up to its branch)
+        if node.path.count("/") < top:
+            break
+        looked_at.append(node.path)
+        lent = lent or not any(r in wanted for r in usage.above_min(node.path))
+    return lent, looked_at
+
+
 @lru_cache(maxsize=1 << 16)
-def _common_depth(a: str, b: str) -> int:
+def _branch(quota: str, leaf: str) -> str:
+    """The quota of ``leaf``'s path just below the nearest quota it shares
+    with ``quota``: ``leaf`` itself for a sibling, an ancestor of it for a
+    cousin. Above its min, ``leaf`` borrows from the others under the quota
+    they share (``quota``'s among them); within it, what ``leaf`` borrows is
+    lent by quotas of its own branch, within that branch's guarantee."""
+    mine, theirs = quota.split("/"), leaf.split("/")
     n = 0
-    for x, y in zip(a.split("/"), b.split("/"), strict=False):
+    for x, y in zip(mine, theirs, strict=False):
         if x != y:
             break
         n += 1
-    return n
+    return "/".join(theirs[:n + 1])
 
 
-def _rank(category: int, quota: str, victim: Admitted) -> tuple[int, int, int, bytes]:
+def _rank(category: int, victim: Admitted) -> tuple[int, int, bytes]:
     """Victim preference (first = evicted first)::
 
         (reclaim from other quotas before same-quota priority preemption,
-         nearest quota first: a sibling before a cousin (deepest common ancestor),
          lowest priority first,
          most recently admitted first, then the last by key: most_recent_first)
+
+    Reclaiming, the quotas whose branch borrows come first (``reclaimable``).
     """
-    assert victim.quota is not None
-    return (category, -_common_depth(quota, victim.quota), victim.priority, victim.recency)
+    return (category, victim.priority, victim.recency)
 
 
 def _any_held(res: ResourcesView | None) -> bool:
