@@ -1253,9 +1253,10 @@ def _tell_fleet_read(computed: Computed) -> None:
 def _counted_as_it_runs(d: Decision, job: Job) -> list[str]:
     """explain's line for a job admitted with other requests than its source
     asks for now: a running batch Job keeps the pod template (or, on a kueue
-    cluster, the parallelism) it was sent with, and is counted as it runs
-    (``pipeline.running_forms``), which its user, having lowered a request,
-    would not see in its reason."""
+    cluster, the parallelism) it was sent with, and the running pods of a
+    job of another kind the requests they started with, and it is counted as
+    it runs (``pipeline.running_forms``), which its user, having lowered a
+    request, would not see in its reason."""
     if d.phase is not Phase.ADMITTED or d.requests == job.requests:
         return []
     names = [name for name in sorted({*d.requests, *job.requests})

@@ -18,6 +18,7 @@ import gc
 import hashlib
 import heapq
 import itertools
+import json
 import operator
 import os
 import re
@@ -64,7 +65,14 @@ from reconciler.core.outcomes import (
 from reconciler.core.policy import candidate_groups, default_policy, select_policy
 from reconciler.core.problems import Problem, did_you_mean, first_of, listed, shown_path
 from reconciler.core.quota import QuotaTree, max_changed
-from reconciler.core.resources import format_quantity
+from reconciler.core.resources import (
+    MAX_JOBS,
+    PODS,
+    Resources,
+    add_into,
+    format_quantity,
+    pointwise_max,
+)
 from reconciler.fleet.cache import Cache
 from reconciler.fleet.inputs import (
     CUT_SHORT,
@@ -130,6 +138,7 @@ from reconciler.render.manifests import (
     labels_sent,
     metadata_labels,
     name_of_quota,
+    pods_started_with,
     queue_sent,
     quoted,
     render_state,
@@ -137,6 +146,7 @@ from reconciler.render.manifests import (
     sent_with,
     spec_kept,
     spec_sent,
+    started_text,
 )
 from reconciler.render.overlays import Overlays
 
@@ -491,7 +501,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     observations = read_observations(repo, reports, problems)
     problems.extend(capacity_problems(repo, reports, inputs))
     sent_read: SentRead = {}  # (the state's job files the cycle and the render both read)
-    running = running_forms(repo, inputs, prior, lambda: previous_entries, sent_read)
+    started: dict[JobKey, str] = {}  # (``STARTED_WITH`` of jobs whose pods hold more)
+    running = running_forms(repo, inputs, prior, lambda: previous_entries, sent_read, started)
     cycle_input = _cycle_input(inputs, prior, info, now, settled, problems, running)
     problems.extend(named_by_order(inputs))
     problems.extend(invalid_copies(inputs))
@@ -529,6 +540,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
                                 reuse, overlays, sent_read).items():
         sent[path] = dataclasses.replace(sent.get(path, Sent()), spec=was.spec,
                                          kueue_job=was.kueue_job)
+    for path, text in pods_held(result.decisions, prior, started, inputs, problems).items():
+        sent[path] = dataclasses.replace(sent.get(path, Sent()), started=text)
     rendered = render_state(result.decisions, inputs, _manifest_of, previous_entries,
                             overlays, reuse, as_it_was(repo, result.decisions, inputs,
                                                        previous_entries), sent)
@@ -978,7 +991,7 @@ def prepare_next(repo: FleetRepo, cache: Cache, state: str, source: CommitInfo,
         return False
     priors = cache.priors(written)
     running = running_forms(repo, kept[1], priors, lambda: {
-        e.path: e.sha for e in repo.list_tree(state) if e.type == "blob"})
+        e.path: e.sha for e in repo.list_tree(state) if e.type == "blob"}, started={})
     ahead = prepare(_cycle_input(kept[1], priors, source, now, frozenset(), None, running))
     if ahead is None:
         return False
@@ -1580,8 +1593,8 @@ def read_sent(repo: FleetRepo, wanted: Iterable[tuple[str, bool]], read: SentRea
 
 
 def running_forms(repo: FleetRepo, inputs: FleetInputs, prior: Mapping[JobKey, PriorPlacement],
-                  entries: Callable[[], Mapping[str, str]], read: SentRead | None = None
-                  ) -> dict[JobKey, Job]:
+                  entries: Callable[[], Mapping[str, str]], read: SentRead | None = None,
+                  started: dict[JobKey, str] | None = None) -> dict[JobKey, Job]:
     """Each batch Job the state admitted whose source now counts other pods
     or requests than it was decided with, where what it was sent with and
     keeps while it runs (``keep_spec``: its pod template, its completions;
@@ -1592,12 +1605,21 @@ def running_forms(repo: FleetRepo, inputs: FleetInputs, prior: Mapping[JobKey, P
     its source asks for and the cluster will not take until it runs anew.
     Read from its job file on the cluster the state placed it on
     (``entries``: the state's paths and blob ids, asked for only when some
-    job may run otherwise), kept in ``read`` for the render (``sent_specs``)."""
+    job may run otherwise), kept in ``read`` for the render (``sent_specs``).
+
+    So is each job of another kind the state admitted whose source asks its
+    pods for other requests than those it runs with: its operator makes no
+    pod anew when its pod templates change, so its running pods hold what
+    they started with, and the pods it makes anew (more replicas, a pod that
+    failed) what its source asks for now. It is counted with, for each pod,
+    the larger of the two (``running_anew``), and ``started`` gets the text
+    of what it is counted with, for the render to send in ``STARTED_WITH``.
+    """
     clusters = {c.name: c for c in inputs.clusters}
     wanted: dict[JobKey, tuple[str, JobSource, bool]] = {}  # (its file, its source, kueue)
+    others: dict[JobKey, tuple[str, JobSource]] = {}  # (the same, of other kinds)
     for key, was in prior.items():
-        if key.kind != BatchJobKind.kind or was.api_version != BatchJobKind.api_version \
-                or was.phase is not Phase.ADMITTED:
+        if was.phase is not Phase.ADMITTED:
             continue
         source = inputs.jobs.get(key)
         cluster = clusters.get(was.cluster or "")
@@ -1605,14 +1627,24 @@ def running_forms(repo: FleetRepo, inputs: FleetInputs, prior: Mapping[JobKey, P
             continue
         if counted_as_decided(source.job, was):
             continue  # (what it keeps counts alike)
+        if key.kind != BatchJobKind.kind or was.api_version != BatchJobKind.api_version:
+            if started is not None and {p.name for p in was.pod_sets} == {
+                    p.name for p in source.job.pod_sets}:
+                others[key] = (job_file(key, cluster.name), source)
+            continue
         wanted[key] = (job_file(key, cluster.name), source, cluster.gang_dialect == "kueue")
-    if not wanted:
+    if not wanted and not others:
         return {}
     files = entries()
+    out: dict[JobKey, Job] = {}
+    if others and started is not None:
+        out.update(running_anew(repo, {key: (files[path], source) for key, (path, source)
+                                       in sorted(others.items()) if path in files}, started))
+    if not wanted:
+        return out
     found = {key: ((files[path], kueue), source) for key, (path, source, kueue)
              in sorted(wanted.items()) if path in files}
     read = read_sent(repo, (file for file, _ in found.values()), {} if read is None else read)
-    out: dict[JobKey, Job] = {}
     for key, (file, source) in found.items():
         sent = read[file]
         if sent is None or sent.spec is None:  # (not fleetq's rendering: as its source says)
@@ -1629,6 +1661,72 @@ def running_forms(repo: FleetRepo, inputs: FleetInputs, prior: Mapping[JobKey, P
             continue  # (what it was sent with does not read now: counted as its source says)
         if runs.pod_sets != job.pod_sets or runs.requests != job.requests:
             out[key] = dataclasses.replace(job, pod_sets=runs.pod_sets, requests=runs.requests)
+    return out
+
+
+def pods_held(decisions: Iterable[Decision], prior: Mapping[JobKey, PriorPlacement],
+              started: Mapping[JobKey, str], inputs: FleetInputs,
+              problems: list[Problem]) -> dict[str, str]:
+    """Job file -> ``STARTED_WITH`` of each job counted with what its running
+    pods hold (``running_anew``) that runs on where it ran, as it was admitted
+    (placed anew, its pods are made anew); a warning for each, at its source's
+    requests."""
+    out: dict[str, str] = {}
+    for d in decisions:
+        text = started.get(d.key)
+        was = prior.get(d.key)
+        if text is None or was is None or d.phase is not Phase.ADMITTED \
+                or (d.cluster, d.admitted_at) != (was.cluster, was.admitted_at) \
+                or d.cluster is None:
+            continue
+        out[job_file(d.key, d.cluster)] = text
+        source = inputs.jobs.get(d.key)
+        if source is not None:
+            job = source.job
+            problems.append(Problem(job.path, job.line_of(NAME_AT), (
+                f"{d.key.kind} {d.key.namespace}/{d.key.name} runs on {d.cluster} with pods "
+                f"that hold more than its source asks for now: its operator makes no pod "
+                f"anew when its pod templates change, so they keep what they started with "
+                f"until they are made anew. fleetq counts each pod as the larger of the two "
+                f"({started_counts(text)}) while it runs there; to free the room now, delete "
+                f"the job and push it again"), "warning"))
+    return out
+
+
+def started_counts(text: str) -> str:
+    """``STARTED_WITH``'s text as a warning says it: pod set: requests each."""
+    try:
+        sets = json.loads(text)
+        return "; ".join(f"{name}: " + ", ".join(f"{r} {q}" for r, q in per_pod.items())
+                         for name, per_pod in sets.items())
+    except (ValueError, AttributeError):
+        return text
+
+
+def running_anew(repo: FleetRepo, files: Mapping[JobKey, tuple[str, JobSource]],
+                 started: dict[JobKey, str]) -> dict[JobKey, Job]:
+    """Of jobs of kinds other than a batch Job, each with the blob id of its
+    job file on the cluster it runs on and its source: each whose pods hold,
+    there, more of some request than its source asks for now, counted with
+    the larger of each (see ``running_forms``), and its ``started`` text."""
+    blobs = repo.read_blobs({blob for blob, _ in files.values()})
+    out: dict[JobKey, Job] = {}
+    for key, (blob, source) in files.items():
+        held = pods_started_with(blobs.get(blob, b""))
+        if held is None:
+            continue  # (not fleetq's rendering: counted as its source says)
+        job = source.job
+        pod_sets = tuple(dataclasses.replace(p, per_pod=pointwise_max(
+            p.per_pod, held.get(p.name, {}))) for p in job.pod_sets)
+        if all(a.per_pod == b.per_pod for a, b in zip(pod_sets, job.pod_sets, strict=True)):
+            continue  # (it asks for as much as they hold, or more: counted so)
+        requests: Resources = {}
+        for p in pod_sets:
+            add_into(requests, p.per_pod, p.replicas)
+        requests.update({r: v for r, v in job.requests.items() if r in (PODS, MAX_JOBS)})
+        out[key] = dataclasses.replace(job, pod_sets=pod_sets, requests={
+            r: v for r, v in sorted(requests.items()) if v})
+        started[key] = started_text({p.name: p.per_pod for p in pod_sets})
     return out
 
 

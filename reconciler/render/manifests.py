@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from reconciler.core.model import (
 )
 from reconciler.core.problems import Problem, shown_path
 from reconciler.core.quota import QUOTA_LABEL, QuotaTree
+from reconciler.core.resources import Resources, ResourcesView, format_quantity
 from reconciler.fleet.inputs import Dependency, FleetInputs
 from reconciler.fleet.jobs import (
     MAX_EXEC_TIME_LABEL,
@@ -46,6 +48,8 @@ from reconciler.jobkinds.base import (
     gang_minimum,
     implements,
     later_pods,
+    parse_quantity_milli,
+    pod_set_requests,
     volcano_queue,
 )
 from reconciler.jobkinds.batchjob import (
@@ -66,6 +70,11 @@ ACK_MIN = "pod-group.scheduling.sigs.k8s.io/min-available"
 SP_GROUP = "scheduling.x-k8s.io/pod-group"
 VOLCANO_GROUP = "scheduling.k8s.io/group-name"
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
+# On a job of a kind whose operator makes no pod anew when its pod templates change
+# (all but a batch Job, whose template the API server keeps as sent): the requests each
+# pod of its running pods holds, by pod set, where they are more than its source asks
+# for now (``pods_started_with``). Read back, it says what the cluster holds for it.
+STARTED_WITH = "fleetq.io/pods-started-with"
 # The labels of a job that Kueue's webhook refuses to change while the job runs
 # (its jobframework's ValidateJobOnUpdate), beside its queue: its
 # WorkloadPriorityClass (any change before Kueue 0.12, any on a job not
@@ -493,10 +502,12 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
     kept = dict(was_sent.labels) if was_sent is not None else {}
     spec_then = was_sent.spec if was_sent is not None else None
     kueue_then = was_sent.kueue_job if was_sent is not None else None
+    started = was_sent.started if was_sent is not None else None
     kueue = cluster.gang_dialect == "kueue"
-    # (and whether fields of its spec went as sent, the labels Kueue refuses to change
-    # it goes with, and its queue label, last: see spec_kept, labels_sent and queue_sent)
-    made_from = (rendered_from(d, cluster, quota_name, overlays), "",
+    # (and whether fields of its spec went as sent, or what its pods started with, the
+    # labels Kueue refuses to change it goes with, and its queue label, last: see
+    # spec_kept, labels_sent and queue_sent)
+    made_from = (rendered_from(d, cluster, quota_name, overlays), started or "",
                  _kept_text(sent_labels(source.job.label_map, kept)) if kueue else "",
                  (queue or quota_name or "") if kueue else "")
     made_of = "\0".join(made_from)
@@ -516,6 +527,9 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
             return
         obj, groups = render_job(manifest, d, cluster, inputs.tree, queue, kept)
         obj = overlays.apply(obj, d, cluster, out.problems, out.refused, out.unknown)
+        if started is not None:
+            meta = obj.setdefault("metadata", {})
+            meta["annotations"] = {**(meta.get("annotations") or {}), STARTED_WITH: started}
         # (what Kueue keeps first: the spec is then checked as the Job goes, its
         # parallelism kept)
         by_kueue = keep_for_kueue(obj, kueue_then) if kueue_then is not None else []
@@ -610,6 +624,9 @@ class Sent:
     # and, on a kueue cluster, what Kueue's Job webhook refuses to change of it, read
     # with them (``keep_for_kueue``)
     kueue_job: KueueJobSent | None = None
+    # a job of another kind: its ``STARTED_WITH`` annotation (``started_text``), sent
+    # while its running pods hold more than its source asks for
+    started: str | None = None
 
 
 @dataclass(frozen=True)
@@ -661,6 +678,35 @@ def spec_kept(made_of: str) -> bool:
     inputs say (the third from the last)."""
     fields = made_of.rsplit("\0", 3)
     return len(fields) == 4 and fields[-3] == SPEC_KEPT
+
+
+def pods_started_with(rendered: bytes) -> dict[str, Resources] | None:
+    """The requests each pod of a rendered job of a kind other than a batch Job
+    holds, by pod set, as the cluster has its running pods: its
+    ``STARTED_WITH`` annotation where it has one, else its pod templates'
+    (its operator made them so); None when it is no job of fleetq's rendering."""
+    try:
+        obj = yaml.load(rendered, Loader=yaml.CSafeLoader)
+        kind = kind_for(str(obj["apiVersion"]), str(obj["kind"])) \
+            if isinstance(obj, dict) else None
+        if kind is None or kind.kind == BatchJobKind.kind:
+            return None
+        said = ((obj.get("metadata") or {}).get("annotations") or {}).get(STARTED_WITH)
+        if said is not None:
+            sets = json.loads(said)
+            return {str(name): {str(r): parse_quantity_milli(q, f"{name}.{r}")
+                                for r, q in per_pod.items()} for name, per_pod in sets.items()}
+        return {ref.name: pod_set_requests(ref) for ref in kind.pod_templates(obj)}
+    except (yaml.YAMLError, ManifestError, KeyError, TypeError, AttributeError,
+            ValueError):
+        return None  # (counted as its source says)
+
+
+def started_text(sets: Mapping[str, ResourcesView]) -> str:
+    """``STARTED_WITH``'s value: pod set -> resource -> quantity, as JSON."""
+    return json.dumps({name: {r: format_quantity(r, v) for r, v in sorted(per_pod.items())}
+                       for name, per_pod in sorted(sets.items())},
+                      separators=(",", ":"))
 
 
 def spec_sent(rendered: bytes, kueue: bool = False) -> Sent | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -34,6 +35,7 @@ from .conftest import (
     rev,
     seed_fleet_files,
     state_show,
+    state_yaml,
     when,
     write_files,
 )
@@ -720,6 +722,61 @@ def test_a_batch_job_running_on_a_cluster_keeps_the_spec_it_was_made_with(
     assert proc.returncode == 0, proc.stderr
     assert "takes effect when" not in proc.stderr, proc.stderr
     assert _job_spec(path, running)["template"] == template
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_a_running_pytorchjob_whose_requests_are_lowered_is_counted_as_its_pods_hold_them(
+        tmp_path: Path, cache: bool) -> None:
+    """The training operator makes no pod anew when a PyTorchJob's pod templates
+    change: lowered in git, its running pods keep the requests they started
+    with, and the room the source frees is not there. fleetq counts each pod
+    as the larger of the two while it runs where it was admitted, sends that
+    in an annotation (read back: the state sent later says the new requests),
+    and warns; raised back above, the job counts as its source asks."""
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("16", "256Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/m-a.yaml": member_cluster("m-a", cpu="8"),
+        "jobs/run.yaml": pytorchjob("run", workers=2, cpu="2")})
+    no_cache = () if cache else ("--no-cache",)
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q", *no_cache
+                  ).returncode == 0
+    running = "clusters/m-a/default/pytorchjob-run.yaml"
+    lowered = pytorchjob("run", workers=2, cpu="1")
+    write_files(path, {"jobs/run.yaml": lowered, "jobs/wait.yaml": pytorchjob("wait", cpu="2")})
+    commit_all(path, "less cpu, and another job")
+    told = (f"jobs/run.yaml:{line_of(lowered, 'name: run')}: warning: PyTorchJob default/run "
+            f"runs on m-a with pods that hold more than its source asks for now")
+    for now in ("2026-11-29T12:00:00Z", "2026-11-29T12:05:00Z"):  # (and again: it stays)
+        proc = fleetq("reconcile", "--repo", str(path), "--now", now, *no_cache)
+        assert proc.returncode == 0, proc.stderr
+        said = proc.stderr
+        if "no change" in proc.stdout:  # (the state was made from this source: told then)
+            said = fleetq("plan", "--repo", str(path), "--now", now, *no_cache).stdout
+        assert told in said, said
+        run, wait = placements(path)["default/run"], placements(path)["default/wait"]
+        # (6 cpu its three pods hold, not the 3 its source asks for: the 8 cpu node
+        # has no room for the other job's 4)
+        assert run["phase"] == "Admitted" and run["requests"]["cpu"] == "6", run
+        assert wait["phase"] == "Queued", wait
+        sent = state_yaml(path, running)
+        assert json.loads(sent["metadata"]["annotations"]["fleetq.io/pods-started-with"]) == {
+            "master": {"cpu": "2", "memory": "1Gi"}, "worker": {"cpu": "2", "memory": "1Gi"}}
+        worker = sent["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
+        assert worker["containers"][0]["resources"]["requests"]["cpu"] == "1"  # (as edited)
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:10:00Z",
+                  *no_cache)
+    assert proc.returncode == 0 and "no change" in proc.stdout, proc.stdout
+    # raised above what its pods hold: counted as its source asks, no annotation
+    write_files(path, {"jobs/run.yaml": pytorchjob("run", workers=2, cpu="2500m")})
+    commit_all(path, "more cpu")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:15:00Z",
+                  *no_cache)
+    assert proc.returncode == 0, proc.stderr
+    assert "hold more than its source" not in proc.stderr, proc.stderr
+    run = placements(path)["default/run"]
+    assert run["phase"] == "Admitted" and run["requests"]["cpu"] == "7500m", run
+    sent = state_yaml(path, running)
+    assert "fleetq.io/pods-started-with" not in (sent["metadata"].get("annotations") or {})
 
 
 @pytest.mark.parametrize(("dialect", "cache"), [("volcano", True), ("volcano", False),
