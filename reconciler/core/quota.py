@@ -288,8 +288,10 @@ def guarantees_lost(tree: QuotaTree) -> list[Problem]:
             out.append(Problem(tree.path, leaf.line_of("min", name), (
                 f"quota {leaf.path}: its min guarantees {named} but names no {name}, which "
                 f"quota {at} limits: left out, it is 0, so each of its jobs (every pod asks "
-                f"for {name}) is above its min, and reclaims nothing other quotas borrow; "
-                f"give its min the {name} it is guaranteed"), "warning"))
+                f"for {name}) is above its min, reclaims nothing other quotas borrow, and "
+                f"its queue goes after those of quotas within their mins (its share, "
+                f"used/min, is above 1); give its min the {name} it is guaranteed"),
+                "warning"))
     return out
 
 

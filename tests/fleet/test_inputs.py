@@ -616,8 +616,9 @@ def test_a_min_that_leaves_out_cpu_or_memory_the_tree_limits_is_warned_of() -> N
     assert told(inputs, "warning") == [
         "quota.yaml:12: quota root/a: its min guarantees cpu but names no memory, which quota "
         "root limits: left out, it is 0, so each of its jobs (every pod asks for memory) is "
-        "above its min, and reclaims nothing other quotas borrow; give its min the memory it "
-        "is guaranteed"]
+        "above its min, reclaims nothing other quotas borrow, and its queue goes after those "
+        "of quotas within their mins (its share, used/min, is above 1); give its min the "
+        "memory it is guaranteed"]
     fixed = text.replace('min: {cpu: "8"}', 'min: {cpu: "8", memory: 0}')
     named = read({"quota.yaml": fixed})
     assert told(named, "warning") == []  # (0 written: what it is guaranteed, said)
