@@ -45,6 +45,7 @@ from reconciler.core.problems import (
     as_written,
     did_you_mean,
     first_of,
+    listed,
     quote_it,
     shown_path,
     yaml_type,
@@ -2350,6 +2351,16 @@ def resolve_quota_settings(inputs: FleetInputs) -> None:
                 f"spec.quotas names {name!r}, which is no quota of the ElasticQuotaTree "
                 f"(its settings apply to no quota): {fix}")))
             continue
+        node = tree.nodes[path]
+        if not node.is_leaf:
+            where, line = inputs.setting_at.get(f"spec.quotas.{name}", ("fleet.yaml", 0))
+            leaves = sorted(n.path for n in tree.leaves() if n.path.startswith(path + "/"))
+            shown = listed(leaves, " and ") if len(leaves) <= 4 else \
+                f"{', '.join(leaves[:3])} and {len(leaves) - 3} more"
+            inputs.problems.append(Problem(where, line, (
+                f"spec.quotas names {name!r}, quota {path}, which has quotas under it: a "
+                f"queue is a leaf quota's, so its settings apply to no queue; set them on "
+                f"its leaves ({shown})"), "warning"))
         resolved[path] = settings
     inputs.settings = FleetSettings(quotas=resolved,
                                     default_policy=inputs.settings.default_policy,

@@ -1260,6 +1260,27 @@ def test_settings_of_a_quota_the_tree_does_not_have_are_an_error_with_the_closes
     assert inputs.settings.quotas == {}
 
 
+def test_settings_of_a_quota_with_quotas_under_it_are_warned_of_with_its_leaves() -> None:
+    """A queue is a leaf's: settings of the root (or of any quota with children)
+    applied to no queue, with no word, though a misspelt path is an error."""
+    tree = quota_tree_yaml('{cpu: "8"}', """\
+    - name: a
+      namespaces: [default]
+      max: {cpu: "8"}
+    - name: b
+      namespaces: [team-b]
+""")
+    text = FLEET.replace("root/a:", "root:")
+    inputs = read({"fleet.yaml": text, "policy.yaml": POLICY, "quota/tree.yaml": tree})
+    assert told(inputs) == []
+    assert told(inputs, "warning") == [
+        "fleet.yaml:8: spec.quotas names 'root', quota root, which has quotas under it: a "
+        "queue is a leaf quota's, so its settings apply to no queue; set them on its leaves "
+        "(root/a and root/b)"]
+    on_leaf = read({"fleet.yaml": FLEET, "policy.yaml": POLICY, "quota/tree.yaml": tree})
+    assert told(on_leaf, "warning") == []
+
+
 def test_a_state_branch_that_is_not_a_string_is_an_error() -> None:
     text = FLEET.replace("spec:\n", "spec:\n  stateBranch: 5\n")
     assert told(read({"fleet.yaml": text, "policy.yaml": POLICY})) == [
