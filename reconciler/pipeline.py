@@ -562,6 +562,21 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     return computed
 
 
+def kept_moving(repo: FleetRepo) -> str:
+    """Why a command that writes the state gave up: the branch moved before
+    each of its writes; when the remote refused the pushes with a lock
+    (``FleetRepo.last_refusal``), what it said last, which names a lock file
+    left there if no other writer holds it."""
+    said = f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts"
+    refusal = repo.last_refusal
+    if refusal is None:
+        return said
+    return (f"{said}, the last of them refused by the remote: {refusal.strip()}; if no "
+            f"other reconcile, report or watch writes the state branch now, a lock file "
+            f"left on the remote (named above, by a push that was killed) stops every push: "
+            f"remove it there")
+
+
 def no_clusters(inputs: FleetInputs) -> list[Problem]:
     """A warning when the fleet has jobs and no MemberCluster (none added yet,
     the folder moved or excluded): every job is Inadmissible, and a check
@@ -1997,7 +2012,7 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             _save_cache(cache, computed, sha, later)
             return Outcome(computed, sha, attempt, source=computed.source, state=sha,
                            remote=remote)
-    raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
+    raise GitError(kept_moving(repo))
 
 
 _COMMIT_ID = re.compile(r"\b[0-9a-f]{40}\b")
@@ -2103,7 +2118,7 @@ def record_reports(repo: FleetRepo, reports: Sequence[ClusterReport], *,
         if not publish(repo, remote, branch, sha, base, progress, "trying again"):
             continue
         return branch, sha, replaced, older
-    raise GitError(f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts")
+    raise GitError(kept_moving(repo))
 
 
 CLOCK_SKEW = dt.timedelta(minutes=5)  # a report or state dated further ahead: a wrong clock

@@ -120,8 +120,16 @@ class FleetRepo:
         repo.close()
         self._behind: list[threading.Thread] = []  # large blobs being written (see settle)
         self._behind_failed: list[tuple[str, BaseException]] = []
-        objects = self.run("rev-parse", "--git-path", "objects").decode().strip()
+        form, objects = self.run("rev-parse", "--show-object-format", "--git-path",
+                                 "objects").decode().strip().split("\n")
+        if form != "sha1":  # (fleetq names and writes objects by their SHA-1 ids)
+            raise GitError(f"{self.root} is a repository of {form} object ids, which fleetq "
+                           f"does not read or write (it works with git's default, sha1): "
+                           f"keep the fleet in a sha1 repository (git init "
+                           f"--object-format=sha1, then push its history there with git "
+                           f"fast-export | git fast-import)")
         self.objects = Path(objects) if os.path.isabs(objects) else self.root / objects
+        self.last_refusal: str | None = None  # what the remote said to the last push raced
         self._written: set[str] = set()
         self._batch: list[tuple[int, bytes, str]] | None = None  # objects for one pack
         # the files of the last tree written, and of the commit made of it: a watch
@@ -638,6 +646,7 @@ class FleetRepo:
     def push_with_lease(self, remote: str, branch: str, new: str, old: str | None) -> bool:
         """Push ``new`` to ``remote``'s ``branch`` only if it is still at ``old``."""
         lease = f"--force-with-lease=refs/heads/{branch}:{old or ''}"
+        self.last_refusal = None
         self.settle()
         proc = subprocess.run(["git", "push", "--quiet", "--porcelain", lease, remote,
                                f"{new}:refs/heads/{branch}"], cwd=self.root,
@@ -653,6 +662,7 @@ class FleetRepo:
             # two pushes at once: the remote failed to lock or update the ref (a race);
             # else its hook, a protected branch's rules, its limits: no race
             if any(sign in text for sign in _RACED):
+                self.last_refusal = text.strip()
                 return False
             raise GitError(f"{remote} refused the push of the state branch {branch}: "
                            f"{text.strip()}; let the account fleetq pushes with push to "

@@ -386,6 +386,51 @@ def test_a_remote_that_refuses_the_push_for_its_limits_is_told_not_retried_as_a_
     assert rev(origin, STATE) == rev(clones["ci"], STATE)
 
 
+def test_a_lock_file_left_on_the_remote_is_told_with_the_remotes_words_and_the_fix(
+        tmp_path: Path) -> None:
+    """A push killed on the remote leaves its lock file there: every later
+    push is refused as if another writer held the branch, and fleetq gave up
+    saying only that the state branch "kept moving", which it never did.
+    The remote's last answer, naming the file, is told with the fix."""
+    origin, clones = _origin_with_clones(tmp_path, ["ci"])
+    assert fleetq("reconcile", "--repo", str(clones["ci"]), "--remote", "origin",
+                  "--now", NOW, "-q").returncode == 0
+    state = rev(origin, STATE)
+    lock = origin / "refs" / "heads" / "fleetq" / "state.lock"
+    lock.write_text("")
+    seed = clones["ci"]
+    write_files(seed, {"jobs/late.yaml": pytorchjob("late")})
+    commit_all(seed, "a later job")
+    git(seed, "push", "-q", "origin", "HEAD:main")
+    proc = fleetq("reconcile", "--repo", str(seed), "--remote", "origin", "--now", NOW)
+    assert proc.returncode == 2, proc.stderr
+    assert "gave up after 8 attempts, the last of them refused by the remote:" in proc.stderr
+    assert "state.lock" in proc.stderr, proc.stderr
+    assert ("a lock file left on the remote (named above, by a push that was killed) stops "
+            "every push: remove it there") in proc.stderr, proc.stderr
+    assert rev(origin, STATE) == state
+    lock.unlink()
+    proc = fleetq("reconcile", "--repo", str(seed), "--remote", "origin", "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert rev(origin, STATE) != state
+
+
+def test_a_sha256_repository_is_told_it_is_not_one_fleetq_reads(tmp_path: Path) -> None:
+    """git ls-tree failed with "Not a valid object name": fleetq names its
+    objects by SHA-1 ids."""
+    path = tmp_path / "fleet"
+    path.mkdir()
+    git(path, "init", "-q", "--object-format=sha256", "-b", "main")
+    write_files(path, {"jobs/a.yaml": pytorchjob("a")})
+    commit_all(path, "a job")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(
+        f"fleetq: {path} is a repository of sha256 object ids, which fleetq does not read or "
+        f"write"), proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_a_fetch_that_meets_another_fetchs_lock_waits_for_it(tmp_path: Path) -> None:
     """Two reconciles of one clone at once fetch the same branch: one of them
     found the remote's copy locked by the other ("cannot lock ref"), and
