@@ -314,7 +314,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         # does; one not there yet, a remote branch not fetched, is waited for)
         check_state_branch(repo, args.state_branch or settings_branch(repo, source), source)
         if args.state_branch is None:  # (as reconcile does: at once, not each round)
-            check_no_other_state(repo, settings_branch(repo, source), source)
+            check_no_other_state(repo, settings_branch(repo, source), source, args.remote)
     elif not args.remote and repo.resolve("HEAD") is not None:
         # (with no remote to bring it, a name that is no revision here is a typo: a
         # repository with no commit yet, or a remote's branch, is waited for)

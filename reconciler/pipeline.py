@@ -1970,7 +1970,7 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             elif base is None:
                 check_no_local_state(repo, branch)
             if base is None and state_branch is None:  # (fleet.yaml's: an edit renames it)
-                check_no_other_state(repo, branch, source_rev)
+                check_no_other_state(repo, branch, source_rev, remote)
             source = up_to_date(repo, source_rev, base, when, cache)
             newer, moved_on = (None, None) if source is not None else \
                 later_than_source(repo, remote, source_rev, base)
@@ -2885,19 +2885,22 @@ def check_no_local_state(repo: FleetRepo, branch: str) -> None:
                            f"take it here first (git branch {branch} {name})")
 
 
-def check_no_other_state(repo: FleetRepo, branch: str, source: str) -> None:
+def check_no_other_state(repo: FleetRepo, branch: str, source: str,
+                         wanted: str | None = None) -> None:
     """Refuse a first reconcile onto ``branch`` while another branch holds this
     fleet's state (made from a commit of ``source``'s history): fleet.yaml's
     ``spec.stateBranch`` renamed, say. It would start the state over,
     forgetting what it knows of the jobs (enqueue times, the clusters they
     failed on, those that finished: sent, and run, again) and the clusters'
     reports. (A branch named with ``--state-branch`` is not checked: it is
-    asked for.)"""
+    asked for.) ``wanted``: the remote the command writes to, whose copy of
+    the state is the one to move."""
     if repo.resolve(state_ref(branch)) is not None or remote_copies(repo, branch):
         return
     sha = repo.resolve(source)
     if sha is None:
         return  # (said by reconcile)
+    found: dict[str, list[tuple[str | None, str, str]]] = {}  # name -> (remote, head, from)
     for name, remote in state_branches(repo):
         head = repo.resolve(state_ref(name) if remote is None
                             else f"refs/remotes/{remote}/{name}")
@@ -2905,15 +2908,47 @@ def check_no_other_state(repo: FleetRepo, branch: str, source: str) -> None:
             continue
         made_from = trailers(repo.commit_info(head).message).get(TRAILER)
         if made_from and repo.resolve(made_from) and repo.is_ancestor(made_from, sha):
-            where = name if remote is None else f"{remote}/{name}"
-            raise GitError(
-                f"no state branch {branch!r} yet, but {where} holds this fleet's state (made "
-                f"from {made_from[:12]}, in the history of {source}): a first reconcile on "
-                f"{branch} would start over, forgetting what the state knows (enqueue times, "
-                f"the clusters jobs failed on, the jobs that finished, which would run again, "
-                f"the clusters' reports). To move the state there, rename the branch (git "
-                f"branch -m {name} {branch}; with a remote, push it); to start a new state "
-                f"all the same, name it: fleetq reconcile --state-branch {branch}")
+            found.setdefault(name, []).append((remote, head, made_from))
+    if not found:
+        return
+    name, copies = min(found.items())
+    if wanted is not None and any(remote == wanted for remote, _, _ in copies):
+        # (the remote's copy as it is now: another clone may have gone on with it)
+        with contextlib.suppress(GitError):
+            now = repo.fetch(wanted, name)
+            kept = [copy for copy in copies if copy[0] != wanted]
+            made = trailers(repo.commit_info(now).message).get(TRAILER) if now else None
+            if now is not None and made:
+                kept.append((wanted, now, made))
+            copies = kept
+    if not copies:
+        return
+    local = next((head for remote, head, _ in copies if remote is None), None)
+    # (a remote's copy, the only one or not behind this clone's: the one to move, or a
+    # rename of this clone's would go on from an older state, dropping what came after)
+    theirs = next(((remote, head, made_from) for remote, head, made_from in copies
+                   if remote is not None and (wanted is None or remote == wanted)), None)
+    if theirs is not None and theirs[0] is not None and (
+            local is None or not repo.is_ancestor(theirs[1], local)):
+        other, _, made_from = theirs
+        where = f"{other}/{name}"
+        move = (f"push {other}'s copy of it under the new name (git fetch {other} && git "
+                f"push {other} refs/remotes/{other}/{name}:refs/heads/{branch})"
+                + (f"; this clone's {name} is not {other}'s, so do not rename it" if local
+                   else ""))
+    else:
+        made_from = next(m for remote, _, m in copies if remote is None)
+        where = name
+        push = wanted or (theirs[0] if theirs is not None else None)
+        move = (f"rename the branch (git branch -m {name} {branch}"
+                + (f" && git push {push} {branch}" if push else "") + ")")
+    raise GitError(
+        f"no state branch {branch!r} yet, but {where} holds this fleet's state (made "
+        f"from {made_from[:12]}, in the history of {source}): a first reconcile on "
+        f"{branch} would start over, forgetting what the state knows (enqueue times, "
+        f"the clusters jobs failed on, the jobs that finished, which would run again, "
+        f"the clusters' reports). To move the state there, {move}; to start a new state "
+        f"all the same, name it: fleetq reconcile --state-branch {branch}")
 
 
 def check_no_remote_state(repo: FleetRepo, remote: str, branch: str) -> None:

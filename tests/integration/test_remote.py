@@ -415,6 +415,45 @@ def test_a_lock_file_left_on_the_remote_is_told_with_the_remotes_words_and_the_f
     assert rev(origin, STATE) != state
 
 
+def test_a_state_branch_renamed_is_moved_from_the_remotes_copy_when_this_clones_is_behind(
+        tmp_path: Path) -> None:
+    """fleet.yaml's stateBranch renamed in a clone whose own copy of the state
+    is behind the remote's (another clone reconciled since): renaming this
+    clone's branch, as fleetq advised, went on from the older state, and
+    what came after (jobs that finished, reports) was lost with no word. The
+    advice names the remote's copy, and followed, the state goes on from it."""
+    origin, clones = _origin_with_clones(tmp_path, ["a", "b"])
+    a, b = clones["a"], clones["b"]
+    assert fleetq("reconcile", "--repo", str(a), "--remote", "origin", "--now", NOW,
+                  "-q").returncode == 0
+    write_files(b, {"jobs/late.yaml": pytorchjob("late")})
+    commit_all(b, "a later job")
+    git(b, "push", "-q", "origin", "HEAD:main")
+    assert fleetq("reconcile", "--repo", str(b), "--remote", "origin", "--now", NOW,
+                  "-q").returncode == 0
+    newer = rev(origin, STATE)
+    git(a, "pull", "-q", "origin", "main")
+    assert rev(a, STATE) != newer  # (this clone's own copy is behind)
+    write_files(a, {"fleet.yaml": "apiVersion: fleetq.io/v1alpha1\nkind: Fleet\n"
+                                  "metadata: {name: fleet}\nspec:\n  stateBranch: fleetq/moved\n"})
+    commit_all(a, "another state branch")
+    git(a, "push", "-q", "origin", "HEAD:main")
+    proc = fleetq("reconcile", "--repo", str(a), "--remote", "origin", "--now", NOW)
+    assert proc.returncode == 2, proc.stdout
+    assert f"but origin/{STATE} holds this fleet's state" in proc.stderr, proc.stderr
+    move = (f"git fetch origin && git push origin refs/remotes/origin/{STATE}:"
+            f"refs/heads/fleetq/moved")
+    assert move in proc.stderr, proc.stderr
+    assert f"this clone's {STATE} is not origin's, so do not rename it" in proc.stderr
+    git(a, "fetch", "-q", "origin")
+    git(a, "push", "-q", "origin", f"refs/remotes/origin/{STATE}:refs/heads/fleetq/moved")
+    proc = fleetq("reconcile", "--repo", str(a), "--remote", "origin", "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    moved = rev(origin, "fleetq/moved")
+    assert moved is not None and newer is not None
+    assert git(origin, "merge-base", newer, moved).strip() == newer  # (carried on from it)
+
+
 def test_a_sha256_repository_is_told_it_is_not_one_fleetq_reads(tmp_path: Path) -> None:
     """git ls-tree failed with "Not a valid object name": fleetq names its
     objects by SHA-1 ids."""
