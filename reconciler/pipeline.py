@@ -1971,6 +1971,8 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
                 check_no_local_state(repo, branch)
             if base is None and state_branch is None:  # (fleet.yaml's: an edit renames it)
                 check_no_other_state(repo, branch, source_rev, remote)
+            if base is not None:
+                check_not_newer(repo, branch, base)
             source = up_to_date(repo, source_rev, base, when, cache)
             newer, moved_on = (None, None) if source is not None else \
                 later_than_source(repo, remote, source_rev, base)
@@ -2575,6 +2577,20 @@ def _written_as(repo: FleetRepo, found: Mapping[str, str], tree: str) -> bool:
 
 
 TREE_NAMED_FROM = 15  # the first state format whose commits name their tree
+
+
+def check_not_newer(repo: FleetRepo, branch: str, state: str) -> None:
+    """Refuse to decide from a state a later fleetq made (a state format of a
+    higher number: a runner not upgraded yet, while others are): this one
+    would decide it by its older rules and undo what the later one decided,
+    on every reconcile in turn."""
+    form = trailers(repo.commit_info(state).message).get(FORMAT_TRAILER)
+    if _format_number(form) > _format_number(STATE_FORMAT):
+        raise GitError(
+            f"the state branch {branch} is at {state[:12]}, made by a later fleetq (state "
+            f"format {form}) than this one ({STATE_FORMAT}): deciding it by this one's older "
+            f"rules would undo what that one decided; run that fleetq here (upgrade it: pip "
+            f"install -U fleetq, or the version your other runners use)")
 
 
 def _format_number(form: str | None) -> int:

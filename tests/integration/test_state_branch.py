@@ -508,6 +508,33 @@ def test_a_state_of_the_format_before_is_decided_and_rendered_again(tmp_path: Pa
     assert "no change" in again.stdout, again.stdout
 
 
+def test_a_state_a_later_fleetq_made_is_not_decided_by_this_one(tmp_path: Path) -> None:
+    """Runners upgraded one by one: a fleetq of an older state format decided a
+    later one's state by its older rules, undoing what that one decided (and
+    the later one undid that in turn). It stops, with nothing written."""
+    path = reconciled_template(tmp_path)
+    now = STATE_FORMAT.split()[0]
+    message = git(path, "log", "-1", "--format=%B", STATE)
+    later = message.replace(f"\nFleet-Format: {now} fleetq/",
+                            f"\nFleet-Format: {int(now) + 1} fleetq/")
+    assert later != message
+    commit = subprocess.run(
+        ["git", "commit-tree", f"{STATE}^{{tree}}", "-p", STATE], cwd=path, input=later,
+        capture_output=True, text=True, check=True,
+        env=dict(os.environ, GIT_AUTHOR_NAME="fleetq", GIT_AUTHOR_EMAIL="fleetq@localhost",
+                 GIT_COMMITTER_NAME="fleetq", GIT_COMMITTER_EMAIL="fleetq@localhost"),
+    ).stdout.strip()
+    git(path, "update-ref", f"refs/heads/{STATE}", commit)
+    push_template_job(path, "late")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 2, proc.stdout
+    assert proc.stderr.startswith(
+        f"fleetq: the state branch {STATE} is at {commit[:12]}, made by a later fleetq (state "
+        f"format {int(now) + 1} fleetq/"), proc.stderr
+    assert "run that fleetq here" in proc.stderr
+    assert rev(path, STATE) == commit
+
+
 @pytest.mark.parametrize("cache", [True, False])
 def test_a_job_running_on_a_kueue_cluster_keeps_its_queue_when_its_quota_is_renamed(
         tmp_path: Path, cache: bool) -> None:
