@@ -1908,8 +1908,11 @@ class _Cycle:
             p = self.pending[key]
             why = self.blocked_by.get(key) or self._why_waiting(p)
             if d.preempted_by is not None and d.preemption_reason is not None:
-                why = (f"preempted by {d.preempted_by} ({d.preemption_reason}); back in its "
-                       f"queue keeping its place; {why}" if d.preemptions else
+                # (its policy now places it by capacity alone: no queue to be back in)
+                back = "back in its queue keeping its place" if p.policy.queued else \
+                    "placed by capacity alone now, in no queue"
+                why = (f"preempted by {d.preempted_by} ({d.preemption_reason}); {back}; "
+                       f"{why}" if d.preemptions else
                        f"its place was reclaimed by {d.preempted_by} before it ran "
                        f"({d.preemption_reason}); {why}")
             self.decisions[key] = evolve(d, reason=why)

@@ -325,6 +325,31 @@ def test_capacity_only_jobs_are_placed_with_no_quota_check() -> None:
     assert by_name(queued)["capacity"].phase is Phase.INADMISSIBLE
 
 
+def test_a_preempted_job_whose_policy_now_places_it_by_capacity_is_not_told_of_a_queue(
+        ) -> None:
+    """Preempted in its queue, then its policy lost suspension.scheduling: it is
+    in no queue now (explain says so), and its reason said it was "back in its
+    queue keeping its place"."""
+    low = gpu_job("low", 8, "team-a").obj()
+    high = gpu_job("high", 8, "team-a").priority_class("high").created(t(5)).obj()
+    one = [gpu_cluster("c1", 8)]
+    first = reconcile_cycle(cycle_input(jobs=[low], clusters=one, priority_classes=PRIORITIES))
+    second = reconcile_cycle(cycle_input(jobs=[low, high], clusters=one,
+                                         priority_classes=PRIORITIES,
+                                         prior=prior_of(first.decisions)))
+    d = by_name(second)["low"]
+    assert d.phase is Phase.QUEUED and "back in its queue keeping its place" in d.reason
+    third = reconcile_cycle(cycle_input(jobs=[low, high], clusters=one,
+                                        priority_classes=PRIORITIES,
+                                        policies=[policy("no-queue").capacity_only()],
+                                        prior=prior_of(second.decisions)))
+    d = by_name(third)["low"]
+    assert d.phase is Phase.QUEUED and d.preempted_by == str(high.key)
+    assert d.reason.startswith(f"preempted by {high.key} (")
+    assert "placed by capacity alone now, in no queue; " in d.reason, d.reason
+    assert "back in its queue" not in d.reason
+
+
 def test_capacity_only_jobs_need_no_quota_tree() -> None:
     result = reconcile_cycle(cycle_input(
         jobs=[gpu_job("a", 4), gpu_job("b", 4), gpu_job("c", 4)], tree=None,
