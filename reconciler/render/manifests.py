@@ -20,6 +20,7 @@ import yaml
 
 from reconciler.core.model import (
     COMPLETIONS_EQUAL_PARALLELISM_AT,
+    NAME_AT,
     Decision,
     Job,
     JobKey,
@@ -833,7 +834,16 @@ def _kept_in_spec(source: JobSource, name: str, cluster: str, template: Any = No
     that ack's label gives its pods (``ACK_MIN``) is told as that: the Job's
     size changed, not its template."""
     job = source.job
-    size = _size_label(template, (sent or {}).get("template")) if name == "template" else None
+    then = (sent or {}).get("template")
+    size = _size_label(template, then) if name == "template" else None
+    if name == "template" and size is None and _gang_keys_alone(template, then):
+        return Problem(job.path, job.line_of(NAME_AT), (
+            f"Job {job.key.namespace}/{job.key.name} runs on {cluster} with the gang labels "
+            f"of the dialect it was sent with, not those of the cluster's gangDialect now: "
+            f"the API server refuses to change a Job's pod template once it is made, so "
+            f"the pods it makes until it runs again (under a new name, or placed anew) are "
+            f"grouped as before, which the cluster's gang scheduler may not do; to run it "
+            f"under the new dialect now, delete it and push it again"), "warning")
     if size is not None:
         return Problem(job.path, job.line_of("spec.parallelism"), (
             f"the gang of Job {job.key.namespace}/{job.key.name} is now of {size[0]} pod(s): "
@@ -845,6 +855,33 @@ def _kept_in_spec(source: JobSource, name: str, cluster: str, template: Any = No
         f"runs again (under a new name, or placed anew): the API server refuses to "
         f"change it once the Job is made, so on {cluster} it keeps the one it was sent "
         f"with"), "warning")
+
+
+def _gang_keys_alone(now: Any, then: Any) -> bool:
+    """Whether pod templates ``now`` and ``then`` differ only in the keys of the
+    gang dialects (``GANG_LABELS``, ``GANG_ANNOTATIONS``, Volcano's
+    ``schedulerName``): a cluster's gangDialect changed, not the template."""
+    def bare(template: Any) -> Any:
+        if not isinstance(template, dict):
+            return template
+        out = copy.deepcopy(template)
+        meta = out.get("metadata")
+        if isinstance(meta, dict):
+            for field, keys in (("labels", GANG_LABELS), ("annotations", GANG_ANNOTATIONS)):
+                values = meta.get(field)
+                if isinstance(values, dict):
+                    for key in (k for ks in keys.values() for k in ks):
+                        values.pop(key, None)
+                    if not values:
+                        del meta[field]
+            if not meta:
+                del out["metadata"]
+        spec = out.get("spec")
+        if isinstance(spec, dict) and spec.get("schedulerName") == "volcano":
+            del spec["schedulerName"]
+        return out
+
+    return bool(now != then and bare(now) == bare(then))
 
 
 def _size_label(now: Any, then: Any) -> tuple[str, str] | None:

@@ -751,6 +751,30 @@ def test_a_batch_job_running_on_a_cluster_keeps_the_spec_it_was_made_with(
     assert _job_spec(path, running)["template"] == template
 
 
+def test_a_running_batch_job_whose_clusters_dialect_changed_is_told_so_not_as_an_edit(
+        tmp_path: Path) -> None:
+    """The cluster's gangDialect changed while a batch Job runs there: its pod
+    template keeps the old dialect's gang labels (the API server refuses the
+    change), and the warning said "spec.template changed" at the template's
+    line of a job file nobody edited."""
+    job = batchjob("run", parallelism=2)
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("8", "256Gi"), "policy.yaml": QUEUED_CLUSTER_POLICY,
+        "clusters/m-a.yaml": member_cluster("m-a", dialect="ack"), "jobs/run.yaml": job})
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    running = "clusters/m-a/default/job-run.yaml"
+    template = _job_spec(path, running)["template"]
+    write_files(path, {"clusters/m-a.yaml": member_cluster("m-a", dialect="volcano")})
+    commit_all(path, "volcano now")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:00:00Z")
+    assert proc.returncode == 0, proc.stderr
+    assert (f"jobs/run.yaml:{line_of(job, 'name: run')}: warning: Job default/run runs on m-a "
+            f"with the gang labels of the dialect it was sent with, not those of the "
+            f"cluster's gangDialect now") in proc.stderr, proc.stderr
+    assert "spec.template changed" not in proc.stderr, proc.stderr
+    assert _job_spec(path, running)["template"] == template
+
+
 @pytest.mark.parametrize("cache", [True, False])
 def test_a_running_pytorchjob_whose_requests_are_lowered_is_counted_as_its_pods_hold_them(
         tmp_path: Path, cache: bool) -> None:
