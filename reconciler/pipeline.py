@@ -1173,10 +1173,93 @@ def _source_blobs(repo: FleetRepo, rev: str, path: str,
                   commits: list[str] | None = None) -> Iterator[str]:
     """The blobs of ``path`` in the commits on ``rev``'s first parents that
     changed it, newest first (at most ``LAST_GOOD_DEPTH``), followed back across
-    renames (``git log --follow``); each commit is added to ``commits``. Not
-    across a copy, which ``--follow`` follows too: a file made as a copy of
-    another that stays (a new cluster's file from an old one's) has no version
-    before it, and the other file's is no last good version of it."""
+    renames; each commit is added to ``commits``. Not across a copy: a file
+    made as a copy of another that stays (a new cluster's file from an old
+    one's) has no version before it, and the other file's is no last good
+    version of it.
+
+    Read from the changes of every file, listed once for all the files asked
+    of ``rev`` (``_changes``), where its history is no longer than
+    ``CHANGES_LISTED``: a fleet with many files that never build (patches, a
+    folder of broken files) walked its whole history once for each of them."""
+    index = _changes(repo, rev)
+    if index is None:
+        yield from _followed_blobs(repo, rev, path, commits)
+        return
+    name, older_than, found = path, -1, 0
+    while found < LAST_GOOD_DEPTH:
+        renamed = None
+        for at, commit, old in index.get(name, ()):
+            if at <= older_than:
+                continue
+            found += 1
+            if commits is not None:
+                commits.append(commit)
+            got = repo.blob_of(commit, name)
+            if got is not None:
+                yield got
+            if old is not None:  # (renamed from ``old`` in that commit: on with it)
+                renamed = (old, at)
+                break
+            if found >= LAST_GOOD_DEPTH:
+                return
+        if renamed is None:
+            return
+        name, older_than = renamed
+
+
+CHANGES_LISTED = 20_000  # commits whose changes are listed at once (see _source_blobs)
+# (repository, commit) -> its first parents' changes (``_changes``): the last listed
+_LISTED: list[tuple[tuple[str, str], dict[str, list[tuple[int, str, str | None]]] | None]] = []
+
+
+def _changes(repo: FleetRepo, rev: str) -> dict[str, list[tuple[int, str, str | None]]] | None:
+    """Path -> (its place, newest 0; the commit; the name it was renamed from
+    there, or None) of each commit on ``rev``'s first parents that changed it,
+    newest first, as ``git log -M`` finds the renames; None when the history
+    is longer than ``CHANGES_LISTED`` commits (each path's is walked alone)."""
+    sha = repo.resolve(rev)
+    if sha is None:
+        return None
+    key = (str(repo.git_dir), sha)
+    for listed_for, index in _LISTED:
+        if listed_for == key:
+            return index
+    out = repo.run("log", "--first-parent", "--diff-merges=first-parent", "-M", "-z",
+                   "--name-status", "--format=%x1e%H",
+                   f"--max-count={CHANGES_LISTED + 1}", sha, "--", check=False
+                   ).decode("utf-8", "surrogateescape")
+    chunks = out.split("\x1e")[1:]
+    got: dict[str, list[tuple[int, str, str | None]]] | None = None
+    if len(chunks) <= CHANGES_LISTED:
+        got = {}
+        for at, chunk in enumerate(chunks):
+            fields = chunk.split("\0")
+            commit = fields[0].strip()
+            i = 1
+            while i < len(fields):
+                status = fields[i].strip()
+                if not status:
+                    i += 1
+                    continue
+                if status[0] in "RC":
+                    old, new = fields[i + 1], fields[i + 2]
+                    got.setdefault(new, []).append((at, commit, old if status[0] == "R"
+                                                    else None))
+                    if status[0] == "R":
+                        got.setdefault(old, []).append((at, commit, None))
+                    i += 3
+                else:
+                    got.setdefault(fields[i + 1], []).append((at, commit, None))
+                    i += 2
+    _LISTED[:] = [(key, got)]
+    return got
+
+
+def _followed_blobs(repo: FleetRepo, rev: str, path: str,
+                    commits: list[str] | None = None) -> Iterator[str]:
+    """``_source_blobs`` of one path, walked alone (``git log --follow``),
+    where the history is too long to list at once."""
     # (-z: each name as it is; without it, git quotes a name that is not UTF-8)
     out = repo.run("log", "--first-parent", "--follow", "-z",
                    f"--max-count={LAST_GOOD_DEPTH}", "--format=%x1e%H", "--name-only",

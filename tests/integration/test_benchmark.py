@@ -4,10 +4,16 @@ reconcile`` did."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks.generate import add_job, generate_fleet
+from benchmarks.history import ROOT, timed
+from benchmarks.history import main as history_main
 from benchmarks.run import run, table
 
 
@@ -166,3 +172,24 @@ def committed_again(repo: Path, root: Path) -> str:
                     "--now", "2026-01-02T00:00:00Z", "-q", "--no-cache"], check=True, cwd=root)
     return subprocess.run(["git", "-C", str(copy), "rev-parse", STATE], capture_output=True,
                           text=True, check=True).stdout.strip()
+
+
+def test_the_history_benchmark_builds_its_fleet_and_every_patch_is_told(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The fleet it times has the history it says (its commits, a move) and
+    the patch files, each an error fleetq tells; the table names the
+    checkout, with the same problems as itself."""
+    repo = tmp_path / "fleet"
+    assert history_main([str(repo), "--commits", "30", "--broken", "5", "--moved", "40",
+                         "--repeat", "1"]) == 0
+    log = subprocess.run(["git", "-C", str(repo), "log", "--oneline"], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert len(log) == 1 + 30 + 1 + 1
+    _, out = timed(repo, ROOT)
+    told = json.loads(out)
+    assert sorted(p["path"] for p in told if p["path"].startswith("patches/")) == [
+        f"patches/p{i:04d}.yaml" for i in range(5)]
+    assert all(p["severity"] == "error" for p in told if p["path"].startswith("patches/"))
+    table = capsys.readouterr().out
+    assert "30 commits, 40 files moved, 5 patch files" in table
+    assert f"| {ROOT} | " in table and table.rstrip().endswith("| 1.00 | yes |")

@@ -785,6 +785,35 @@ def test_a_file_renamed_and_broken_at_once_is_read_as_it_last_was(tmp_path: Path
     assert any(v.get("cluster") == "gpu-bj-b" for v in after.values())
 
 
+def test_a_fleet_with_no_state_finds_a_broken_files_last_good_version_across_renames(
+        tmp_path: Path) -> None:
+    """No state yet (a first reconcile, a check): a broken file's versions are
+    read from the source's history, listed once for every file, and followed
+    back across a rename (git mv, then broken) and another commit before it;
+    a file that never built has none, and costs no more."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    git(path, "mv", "clusters/gpu-bj-b.yaml", "clusters/bj.yaml")
+    commit_all(path, "renamed")
+    write_files(path, {"README.md": "another commit\n"})
+    commit_all(path, "a commit of no fleet file")
+    text = (path / "clusters/bj.yaml").read_text()
+    write_files(path, {"clusters/bj.yaml": text.replace("resourceReservation: false",
+                                                        "resourceReservation: [false", 1),
+                       "patches/p.yaml": "- op: replace\n  path: /spec/replicas\n  value: 2\n"})
+    commit_all(path, "broken, and a patch")
+    proc = fleetq("validate", "--repo", str(path))
+    assert proc.returncode == 1, proc.stdout
+    said = proc.stdout + proc.stderr
+    assert "clusters/bj.yaml: warning: the fleet goes on with this file's last good version" \
+        in said, said
+    assert "patches/p.yaml:1: error:" in said, said
+    assert "patches/p.yaml: warning: the fleet goes on" not in said
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert any(v.get("cluster") == "gpu-bj-b" for v in placements(path).values())
+
+
 def test_a_fleet_yaml_that_breaks_keeps_the_state_on_its_branch(tmp_path: Path) -> None:
     """spec.stateBranch is read from the newest version of fleet.yaml that
     parses: a typo started a new state on the default branch, while Argo CD
