@@ -874,7 +874,7 @@ def read_file(src: SourceFile, inputs: FleetInputs, trees: list[Document],
         api_version, kind = value["apiVersion"], value["kind"]
         job_kind = kind_for(api_version, kind)
         if job_kind is not None:
-            outcome = _read_job(doc, job_kind, src.blob)
+            outcome = _read_job(doc, job_kind, src.blob, len(src.data) > OBJECT_MOST)
             if record is not None:
                 record.append(outcome)
             _take_job(inputs, outcome)
@@ -969,8 +969,13 @@ _OWN_NAMES = {"ElasticQuotaTree", "PropagationPolicy", "ClusterPropagationPolicy
               *(k.kind for k in KINDS if k.kind != "Job")}
 
 
-def _read_job(doc: Document, job_kind: Any, blob: str) -> JobSource | InvalidJob:
+def _read_job(doc: Document, job_kind: Any, blob: str, large: bool = False
+              ) -> JobSource | InvalidJob:
+    """``large``: its file holds more than ``OBJECT_MOST`` bytes (only then can
+    the job, and so its size is looked at)."""
     try:
+        if large:
+            _not_too_large(doc.value)
         return build_job(doc.value, job_kind, path=doc.path, index=doc.seat, line=doc.line,
                          blob=blob, line_of=doc.line_of)
     except ManifestError as exc:
@@ -990,6 +995,23 @@ def _read_job(doc: Document, job_kind: Any, blob: str) -> JobSource | InvalidJob
                                      for e in rest),
                           warnings=tuple((doc.line_of(e.field), str(e)) for e in exc.unknown),
                           name_line=_name_line(doc))
+
+
+OBJECT_MOST = 3 << 19  # the bytes of an object etcd stores (1.5 MiB): the API server's limit
+
+
+def _not_too_large(value: Mapping[str, Any]) -> None:
+    """Refuse a job larger, as the API server stores it (JSON), than etcd takes
+    of an object: sent, it is refused ("request is too large"), and runs
+    nowhere while it holds its quota."""
+    size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False,
+                          default=str).encode())
+    if size > OBJECT_MOST:
+        raise ManifestError(
+            f"the job is {size:,} bytes as the API server stores it (JSON), more than the "
+            f"{OBJECT_MOST:,} (1.5 MiB) etcd takes of an object: the API server would refuse "
+            f"it (request is too large); move what makes it large (long env values, files "
+            f"written into it) into a ConfigMap or a volume", "")
 
 
 def _name_line(doc: Document) -> int:

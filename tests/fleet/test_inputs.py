@@ -2295,3 +2295,22 @@ def test_a_list_where_a_container_image_goes_is_not_told_to_be_quoted() -> None:
     assert told(read({"jobs/j.yaml": text})) == [
         "jobs/j.yaml:7: spec.template.spec.containers[0].image must be a string, not "
         "['busybox']; write one string in place of a list; fix the manifest"]
+
+
+def test_a_job_larger_than_etcd_stores_is_invalid_and_one_just_under_is_not() -> None:
+    """A Job of 21 MB (an env of 200,000 values) was admitted, rendered and
+    sent: the API server refuses an object etcd cannot store (1.5 MiB as
+    JSON), and the job held its quota, running nowhere."""
+    def with_env(size: int) -> str:
+        return JOB.replace('resources: {requests: {cpu: "1"}}}]',
+                           'resources: {requests: {cpu: "1"}}, '
+                           f'env: [{{name: BIG, value: "{"x" * size}"}}]}}]')
+
+    big = read({"jobs/big.yaml": with_env(3 << 19)})
+    assert [bad.key.name for bad in big.invalid] == ["j1"] and not big.jobs
+    message = big.invalid[0].message
+    assert message.startswith("the job is 1,573,") and "bytes as the API server stores it " \
+        "(JSON), more than the 1,572,864 (1.5 MiB) etcd takes of an object" in message
+    assert big.invalid[0].line == 1
+    under = read({"jobs/big.yaml": with_env((3 << 19) - 1000)})
+    assert not under.invalid and [key.name for key in under.jobs] == ["j1"]
