@@ -553,7 +553,9 @@ def iter_mapping_docs(docs: list[Document], problems: list[Problem],
         elif not isinstance(value, dict):
             problem = Problem(doc.path, doc.line, (
                 f"{doc.place} is {yaml_type(value)}, not a Kubernetes "
-                f"object; every document needs apiVersion, kind and metadata"))
+                f"object; every document needs apiVersion, kind and metadata, or, if the file "
+                f"is not a Kubernetes manifest (a kustomize patch, a values file), exclude it "
+                f"in fleet.yaml (spec.exclude: [{_exclude_pattern(doc.path)!r}])"))
         elif not isinstance(value.get("apiVersion"), str) or \
                 not isinstance(value.get("kind"), str):
             problem = Problem(doc.path, doc.line, (

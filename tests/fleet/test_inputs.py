@@ -2314,3 +2314,16 @@ def test_a_job_larger_than_etcd_stores_is_invalid_and_one_just_under_is_not() ->
     assert big.invalid[0].line == 1
     under = read({"jobs/big.yaml": with_env((3 << 19) - 1000)})
     assert not under.invalid and [key.name for key in under.jobs] == ["j1"]
+
+
+def test_a_document_that_is_a_list_is_told_with_how_to_leave_its_file_out() -> None:
+    """A kustomize patch (a JSON6902 list) in the fleet repo: told as no
+    Kubernetes object, with the exclude pattern that leaves it out, as a
+    document with no kind is."""
+    inputs = read({"patches/replicas.yaml": "- op: replace\n  path: /spec/replicas\n"
+                                            "  value: 2\n"})
+    assert told(inputs) == [
+        "patches/replicas.yaml:1: document 1 is a list, not a Kubernetes object; every "
+        "document needs apiVersion, kind and metadata, or, if the file is not a Kubernetes "
+        "manifest (a kustomize patch, a values file), exclude it in fleet.yaml (spec.exclude: "
+        "['patches/replicas.yaml'])"]
