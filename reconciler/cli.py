@@ -163,7 +163,11 @@ def _progress(enabled: bool) -> Any:
         return lambda _msg: None
 
     def report(msg: str) -> None:
-        print(f"\r\033[K{msg}", end="", file=sys.stderr, flush=True)
+        # (one screen line at most: \r and erasing the line take back that line alone, so
+        # a longer one, wrapped, would leave its first part above the next)
+        width = shutil.get_terminal_size((80, 24)).columns - 1
+        shown = msg if len(msg) <= width else msg[:max(width - 1, 0)] + "…"
+        print(f"\r\033[K{shown}", end="", file=sys.stderr, flush=True)
 
     return report
 

@@ -1147,7 +1147,7 @@ def test_progress_goes_to_a_terminal_only(seed_fleet: SeedFleet) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "reconciler.cli", "reconcile", "--repo", str(seed_fleet.path),
          "--now", NOW], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=follower, timeout=60,
-        check=False)
+        check=False, env=dict(os.environ, COLUMNS="24"))
     os.close(follower)
     shown = b""
     while True:
@@ -1164,6 +1164,10 @@ def test_progress_goes_to_a_terminal_only(seed_fleet: SeedFleet) -> None:
     for step in ("reading source commit", "scheduling", "rendering", "writing the state tree"):
         assert step in text, text
     assert text.endswith("\r\x1b[K")  # the last line is cleared: the terminal is left clean
+    # (each line within the terminal's 24 columns: wrapped, its first part would stay)
+    lines = [line.removeprefix("\x1b[K") for line in text.split("\r")]
+    assert max(len(line) for line in lines) <= 23, lines
+    assert any(line.endswith("…") for line in lines), lines
     assert "admitted" in proc.stdout.decode()  # the summary still goes to stdout
 
 
