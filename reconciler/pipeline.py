@@ -548,6 +548,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     out.update(rendered.files)
     out.update(reports)
     problems.extend(unsent_dependencies(result.decisions, inputs))
+    problems.extend(refused_dependencies(result.decisions, inputs))
     problems.extend(no_clusters(inputs))
     problems = sorted(set(problems + inputs.problems + inputs.unknown + result.problems
                           + rendered.problems + cache_problems(cache)))
@@ -901,6 +902,33 @@ def unsent_dependencies(decisions: Iterable[Decision], inputs: FleetInputs) -> l
             f"{ref}: {min(uses)}{more}, which the fleet defines and this policy does not "
             f"send, so the cluster must have them already; to send them with the jobs, "
             f"set spec.propagateDeps: true"), "warning"))
+    return out
+
+
+def refused_dependencies(decisions: Iterable[Decision], inputs: FleetInputs) -> list[Problem]:
+    """A warning on each admitted job whose pods use a ConfigMap, Secret,
+    claim or service account its policy sends, whose document in the fleet
+    does not build (and no last good version defines): it is not sent, so
+    the pods will not start unless the cluster has it already."""
+    refused = inputs.refused_deps
+    if not refused:
+        return []
+    sending = {p.ref for p in inputs.policies if p.propagate_deps}
+    out = []
+    for d in decisions:
+        source = inputs.jobs.get(d.key) if d.phase is Phase.ADMITTED else None
+        if source is None or d.policy not in sending:
+            continue
+        for kind, name in source.deps:
+            key = (kind, d.key.namespace, name)
+            where = refused.get(key)
+            if where is None or key in inputs.dependencies:
+                continue
+            job = source.job
+            out.append(Problem(job.path, job.line_of(NAME_AT), (
+                f"{d.key} is admitted to {d.cluster}, but the {kind} {name} its pods use does "
+                f"not build ({shown_path(where[0])}:{where[1]}), so it is not sent: its pods "
+                f"will not start there unless the cluster has it already; fix it"), "warning"))
     return out
 
 

@@ -166,6 +166,10 @@ class FleetInputs:
     unbuilt: set[str] = field(default_factory=set)
     with_last_good: bool = False  # read with read_fleet's last_good (whole: no history cut)
     dependencies: dict[tuple[str, str, str], Dependency] = field(default_factory=dict)
+    # (kind, namespace, name) of each ConfigMap, Secret, ... whose document does not
+    # build -> where its first mistake is (path, line): not sent, unless its file's last
+    # good version defines it (``dependencies`` then has it)
+    refused_deps: dict[tuple[str, str, str], tuple[str, int]] = field(default_factory=dict)
     namespaces: dict[str, dict[str, Any]] = field(default_factory=dict)
     templates: dict[str, str] = field(default_factory=dict)
     unknown: list[Problem] = field(default_factory=list)
@@ -894,7 +898,15 @@ def read_file(src: SourceFile, inputs: FleetInputs, trees: list[Document],
             inputs.problems.append(Problem(path, doc.line, (
                 "a Fleet belongs in fleet.yaml at the top of the repo; move it there")))
         elif api_version == "v1" and kind in DEPENDENCY_KINDS:
+            told = len(inputs.problems)
             _guard(inputs, doc, _dependency)
+            meta = value.get("metadata")
+            if len(inputs.problems) > told and isinstance(meta, dict) \
+                    and isinstance(meta.get("name"), str):
+                first = inputs.problems[told]
+                inputs.refused_deps.setdefault(
+                    (kind, str(meta.get("namespace") or "default"), meta["name"]),
+                    (first.path, first.line))
         elif (api_version, kind) == ("v1", "Namespace"):
             _guard(inputs, doc, _namespace)
         elif (meant := _meant(str(api_version), str(kind))) is not None:

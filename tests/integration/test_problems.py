@@ -814,6 +814,38 @@ def test_a_fleet_with_no_state_finds_a_broken_files_last_good_version_across_ren
     assert any(v.get("cluster") == "gpu-bj-b" for v in placements(path).values())
 
 
+def test_an_admitted_job_whose_configmap_does_not_build_is_warned_of(tmp_path: Path) -> None:
+    """A new job with its ConfigMap, which the API server would refuse: the
+    ConfigMap is an error and is not sent, and the job was admitted, its
+    reason "admitted to ...", its pods never to start for the missing
+    volume. It is warned of at the job, naming the ConfigMap's error; once
+    fixed, nothing is."""
+    path = tmp_path / "fleet"
+    assert fleetq("init", str(path)).returncode == 0
+    text = (path / "jobs/video/video-frame-stats.yaml").read_text()
+    two = (text.replace("generateName: video-frame-stats-", "generateName: frames-two-")
+           .replace("video-frame-stats-code", "frames-two-code"))
+    broken = two.replace("data:\n  frame_stats.py: |", "data:\n  retries: 3\n  frame_stats.py: |")
+    assert broken != two
+    write_files(path, {"jobs/video/frames-two.yaml": broken})
+    commit_all(path, "another job, its ConfigMap broken")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    error = line_of(broken, "retries: 3")
+    item = next(v for k, v in placements(path).items() if k.startswith("video/frames-two-"))
+    assert item["phase"] == "Admitted", item
+    said = (f"jobs/video/frames-two.yaml:{line_of(broken, 'generateName: ')}: warning: RayJob "
+            f"video/{item['job']['name']} is admitted to {item['cluster']}, but the ConfigMap "
+            f"frames-two-code its pods use does not build (jobs/video/frames-two.yaml:{error}), "
+            f"so it is not sent")
+    assert said in proc.stderr, proc.stderr
+    write_files(path, {"jobs/video/frames-two.yaml": two})
+    commit_all(path, "fixed")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert "does not build" not in proc.stderr, proc.stderr
+
+
 def test_a_fleet_yaml_that_breaks_keeps_the_state_on_its_branch(tmp_path: Path) -> None:
     """spec.stateBranch is read from the newest version of fleet.yaml that
     parses: a typo started a new state on the default branch, while Argo CD
