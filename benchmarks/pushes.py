@@ -33,6 +33,7 @@ from benchmarks.generate import add_job
 ROOT = Path(__file__).resolve().parent.parent
 NOW = "2026-01-02T00:00:00Z"
 STATE = "refs/heads/fleetq/state"
+WRITTEN = "refs/fleetq/written/fleetq/state"  # the state fleetq last wrote (``written_ref``)
 
 # The long-lived reconciler of --kept: one line in per push, one line out.
 # Between pushes it does what ``pipeline.watch`` does while it waits: it drops the
@@ -151,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.reset:
         _git(args.fleet, "update-ref", "refs/heads/main", args.reset[0])
         _git(args.fleet, "update-ref", STATE, args.reset[1])
+        _git(args.fleet, "update-ref", WRITTEN, args.reset[1])  # (see set_back_here)
     fleetq = args.fleetq.resolve()
     mode = "one kept Cache" if args.kept else "a new process each"
     print(f"{args.count} pushes to {args.fleet}, fleetq of {fleetq}, {mode}")

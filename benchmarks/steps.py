@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.pushes import NOW, STATE, fleetq_env
+from benchmarks.pushes import NOW, STATE, WRITTEN, fleetq_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -160,8 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     checkouts = [c.resolve() for c in args.fleetq or [ROOT]]
     cache = repo / ".git" / "fleetq"
     if args.cold:
-        subprocess.run(["git", "-C", str(repo), "update-ref", "-d", STATE],
-                       check=False, capture_output=True)
+        for ref in (STATE, WRITTEN):
+            subprocess.run(["git", "-C", str(repo), "update-ref", "-d", ref],
+                           check=False, capture_output=True)
         shutil.rmtree(cache, ignore_errors=True)
     state = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", STATE],
                            capture_output=True, text=True, check=False).stdout.strip()
@@ -176,9 +177,10 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(cache, ignore_errors=True)
                 if kept.exists():
                     shutil.copytree(kept, cache)
-                subprocess.run(["git", "-C", str(repo), "update-ref",
-                                *([STATE, state] if state else ["-d", STATE])],
-                               check=False, capture_output=True)
+                for ref in (STATE, WRITTEN):  # (as the clone that wrote it: see set_back_here)
+                    subprocess.run(["git", "-C", str(repo), "update-ref",
+                                    *([ref, state] if state else ["-d", ref])],
+                                   check=False, capture_output=True)
                 name = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short",
                                        "HEAD"], capture_output=True, text=True,
                                       check=False).stdout.strip() or checkout.name

@@ -2103,6 +2103,8 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             told = list(computed.problems)  # (what deciding this source tells, at any time)
             computed.problems.extend(source_lost(repo, remote, branch, base, computed.source))
             computed.problems.extend(clock_behind(repo, branch, base, when))
+            if not remote:
+                computed.problems.extend(set_back_here(repo, branch, base))
             progress("writing the state tree")
             tree = repo.write_tree(computed.files)
             if tree == computed.state_tree and not said_anew(repo, computed):
@@ -2160,7 +2162,37 @@ def publish(repo: FleetRepo, remote: str | None, branch: str, sha: str, base: st
     if not repo.update_ref(state_ref(branch), sha, base):
         progress(f"state branch moved; {then}")
         return False
+    repo.run("update-ref", written_ref(branch), sha)
     return True
+
+
+def written_ref(branch: str) -> str:
+    """Where a clone keeps the state fleetq last wrote on its own ``branch``
+    (with no remote): a ref of fleetq's own, for ``set_back_here``."""
+    return f"refs/fleetq/written/{branch}"
+
+
+def set_back_here(repo: FleetRepo, branch: str, base: str | None) -> list[Problem]:
+    """A warning when this clone's state branch, which fleetq writes with no
+    remote, is not built on the state it last wrote there: deleted, or set
+    back (git branch -f, git reset), a reconcile goes on from what is there,
+    forgetting what came after (enqueue times, the jobs that finished, which
+    run again, the clusters' reports); said with the state to put back."""
+    last = repo.resolve(written_ref(branch))
+    if last is None or last == base or (base is not None and repo.is_ancestor(last, base)):
+        return []
+    undo = f"put it back (git branch -f {branch} {last[:12]}) and reconcile again"
+    if base is None:
+        return [Problem(branch, 0, (
+            f"the state branch {branch} is gone from this clone, where fleetq last wrote "
+            f"{last[:12]}: this reconcile starts the state anew, forgetting what it knew "
+            f"(enqueue times, the jobs that finished, which run again, the clusters' "
+            f"reports); if that was not meant, {undo}"), "warning")]
+    return [Problem(branch, 0, (
+        f"the state branch {branch} is at {base[:12]}, which is not built on {last[:12]}, the "
+        f"state fleetq last wrote here (set back: git branch -f, git reset): this reconcile "
+        f"goes on from {base[:12]}, forgetting what came after; if that was not meant, "
+        f"{undo}"), "warning")]
 
 
 def said_anew(repo: FleetRepo, computed: Computed) -> list[str]:

@@ -123,6 +123,14 @@ def rev(path: Path, name: str) -> str | None:
     return proc.stdout.strip() or None
 
 
+def no_state(path: Path, branch: str = STATE) -> None:
+    """The clone as one that never had a state: its state branch deleted, and
+    fleetq's note of the state it last wrote there (which tells a branch
+    deleted by mistake) with it."""
+    git(path, "update-ref", "-d", f"refs/heads/{branch}")
+    git(path, "update-ref", "-d", f"refs/fleetq/written/{branch}")
+
+
 def state_show(path: Path, file: str, branch: str = STATE) -> str | None:
     """``git show <branch>:<file>``, or None when the file is not on the branch."""
     proc = subprocess.run(["git", "show", f"{branch}:{file}"], cwd=path, capture_output=True,

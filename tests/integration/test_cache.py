@@ -24,6 +24,7 @@ from .conftest import (
     git,
     make_fleet_repo,
     member_cluster,
+    no_state,
     one_leaf_tree,
     placements,
     priority_classes,
@@ -227,7 +228,7 @@ def test_parsing_in_two_processes_gives_the_same_state(tmp_path: Path, monkeypat
     message = git(path, "log", "-1", "--format=%B", STATE)
 
     monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 10_000)
-    git(path, "update-ref", "-d", f"refs/heads/{STATE}")
+    no_state(path)
     single = run_reconcile(path, use_cache=False)
     assert calls == [29]
     assert rev(path, f"{STATE}^{{tree}}") == tree
@@ -265,7 +266,7 @@ def test_many_new_parsed_jobs_are_saved_by_a_forked_process_the_same(
     assert len(written_behind) >= 8  # 24 jobs spread over the shards
 
     shutil.rmtree(path / ".git" / "fleetq")
-    git(path, "update-ref", "-d", f"refs/heads/{STATE}")
+    no_state(path)
     monkeypatch.setattr(cache_module, "BEHIND_MIN_ENTRIES", 10_000)
     at_the_end = run_reconcile(path)
     assert len(forks) == 1

@@ -34,6 +34,7 @@ from .conftest import (
     line_of,
     make_fleet_repo,
     member_cluster,
+    no_state,
     one_leaf_tree,
     placements,
     pytorchjob,
@@ -1142,7 +1143,7 @@ def test_progress_goes_to_a_terminal_only(seed_fleet: SeedFleet) -> None:
     assert piped.returncode == 0, piped.stderr
     assert "scheduling" not in piped.stderr and "\r" not in piped.stderr
 
-    git(seed_fleet.path, "update-ref", "-d", f"refs/heads/{STATE}")
+    no_state(seed_fleet.path)
     leader, follower = pty.openpty()
     proc = subprocess.run(
         [sys.executable, "-m", "reconciler.cli", "reconcile", "--repo", str(seed_fleet.path),

@@ -17,6 +17,7 @@ from .conftest import (
     git,
     make_fleet_repo,
     member_cluster,
+    no_state,
     placements,
     pytorchjob,
     state_show,
@@ -346,7 +347,7 @@ def _rendered_in_two_then_one(tmp_path: Path, monkeypatch, forks: list[int],
     assert len(forks) == 1
     tree = rev(path, f"{STATE}^{{tree}}")
     monkeypatch.setattr(manifests, "PARALLEL_MIN_JOBS", 10_000)
-    git(path, "update-ref", "-d", f"refs/heads/{STATE}")
+    no_state(path)
     one = run_reconcile(path, use_cache=False)
     assert len(forks) == 1
     assert rev(path, f"{STATE}^{{tree}}") == tree
@@ -380,7 +381,7 @@ def test_default_message_lists_the_first_changes_and_counts_the_rest(
     assert run_reconcile(path).commit is None  # (its trailers read back)
 
     monkeypatch.setattr(pipeline, "CHANGE_LIMIT", 3)  # all three listed, none counted
-    git(path, "update-ref", "-d", f"refs/heads/{STATE}")
+    no_state(path)
     assert run_reconcile(path, use_cache=False).commit is not None
     message = git(path, "log", "-1", "--format=%B", STATE)
     assert "admit PyTorchJob team-hz/train -> hz" in message
@@ -391,7 +392,7 @@ def test_default_message_lists_the_first_changes_and_counts_the_rest(
         COMMIT_TEMPLATE + "limit {{ change_limit }}\n")
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", "our own message")
-    git(path, "update-ref", "-d", f"refs/heads/{STATE}")
+    no_state(path)
     assert run_reconcile(path, use_cache=False).commit is not None
     lines = git(path, "log", "-1", "--format=%B", STATE).splitlines()
     assert sum(line.startswith("* admit ") for line in lines) == 3
@@ -416,7 +417,7 @@ def test_a_file_rendered_under_overlays_is_rendered_again_once_they_are_gone(
         assert pod["containers"][0]["image"] == IMAGE
         assert "nodeSelector" not in pod
     tree = rev(path, f"{STATE}^{{tree}}")
-    git(path, "update-ref", "-d", f"refs/heads/{STATE}")
+    no_state(path)
     run_reconcile(path, use_cache=False)
     assert rev(path, f"{STATE}^{{tree}}") == tree
 

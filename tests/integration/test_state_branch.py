@@ -508,6 +508,40 @@ def test_a_state_of_the_format_before_is_decided_and_rendered_again(tmp_path: Pa
     assert "no change" in again.stdout, again.stdout
 
 
+def test_a_local_state_branch_set_back_or_deleted_is_warned_of_with_the_state_to_put_back(
+        tmp_path: Path) -> None:
+    """With no remote, a state branch set back (git branch -f) or deleted was
+    gone on from as it was, with no word: the jobs admitted since were
+    enqueued and admitted anew, at other times (with a remote, that is
+    refused). Said, with the commit fleetq last wrote there."""
+    path = reconciled_template(tmp_path)
+    first = rev(path, STATE)
+    push_template_job(path, "later")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and "warning: the state branch" not in proc.stderr, proc.stderr
+    second = rev(path, STATE)
+    assert first is not None and second is not None and first != second
+    git(path, "branch", "-f", STATE, first)
+    push_template_job(path, "another")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert (f"{STATE}: warning: the state branch {STATE} is at {first[:12]}, which is not "
+            f"built on {second[:12]}, the state fleetq last wrote here") in proc.stderr, \
+        proc.stderr
+    assert f"put it back (git branch -f {STATE} {second[:12]})" in proc.stderr
+    third = rev(path, STATE)
+    assert third is not None
+    git(path, "branch", "-D", STATE)
+    push_template_job(path, "yet-another")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert (f"warning: the state branch {STATE} is gone from this clone, where fleetq last "
+            f"wrote {third[:12]}") in proc.stderr, proc.stderr
+    push_template_job(path, "and-one-more")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert "warning: the state branch" not in proc.stderr, proc.stderr  # (built on it)
+
+
 def test_a_state_a_later_fleetq_made_is_not_decided_by_this_one(tmp_path: Path) -> None:
     """Runners upgraded one by one: a fleetq of an older state format decided a
     later one's state by its older rules, undoing what that one decided (and
