@@ -1796,8 +1796,7 @@ def pods_held(decisions: Iterable[Decision], prior: Mapping[JobKey, PriorPlaceme
               problems: list[Problem]) -> dict[str, str]:
     """Job file -> ``STARTED_WITH`` of each job counted with what its running
     pods hold (``running_anew``) that runs on where it ran, as it was admitted
-    (placed anew, its pods are made anew); a warning for each, at its source's
-    requests."""
+    (placed anew, its pods are made anew); a warning for each, at its name."""
     out: dict[str, str] = {}
     for d in decisions:
         text = started.get(d.key)
