@@ -983,8 +983,8 @@ _OWN_NAMES = {"ElasticQuotaTree", "PropagationPolicy", "ClusterPropagationPolicy
 
 def _read_job(doc: Document, job_kind: Any, blob: str, large: bool = False
               ) -> JobSource | InvalidJob:
-    """``large``: its file holds more than ``OBJECT_MOST`` bytes (only then can
-    the job, and so its size is looked at)."""
+    """``large``: its file holds more than ``OBJECT_MOST`` bytes; only then can
+    the job be too large, and only then is its size looked at."""
     try:
         if large:
             _not_too_large(doc.value)

@@ -71,10 +71,11 @@ ACK_MIN = "pod-group.scheduling.sigs.k8s.io/min-available"
 SP_GROUP = "scheduling.x-k8s.io/pod-group"
 VOLCANO_GROUP = "scheduling.k8s.io/group-name"
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
-# On a job of a kind whose operator makes no pod anew when its pod templates change
-# (all but a batch Job, whose template the API server keeps as sent): the requests each
-# pod of its running pods holds, by pod set, where they are more than its source asks
-# for now (``pods_started_with``). Read back, it says what the cluster holds for it.
+# On a running job of a kind whose operator makes no pod anew when its pod templates
+# change (all but a batch Job, whose template the API server keeps as sent), sent while
+# its pods hold more than its source asks for now: what fleetq counts each of its pods
+# with, by pod set, the larger of the two (``pods_started_with``). Read back by the next
+# reconcile; fleetq's alone (one a source writes is taken off).
 STARTED_WITH = "fleetq.io/pods-started-with"
 # The labels of a job that Kueue's webhook refuses to change while the job runs
 # (its jobframework's ValidateJobOnUpdate), beside its queue: its
@@ -528,9 +529,13 @@ def _render_one(d: Decision, cluster: MemberCluster, inputs: FleetInputs,
             return
         obj, groups = render_job(manifest, d, cluster, inputs.tree, queue, kept)
         obj = overlays.apply(obj, d, cluster, out.problems, out.refused, out.unknown)
+        meta = obj.setdefault("metadata", {})
         if started is not None:
-            meta = obj.setdefault("metadata", {})
             meta["annotations"] = {**(meta.get("annotations") or {}), STARTED_WITH: started}
+        elif isinstance(meta.get("annotations"), dict) and STARTED_WITH in meta["annotations"]:
+            del meta["annotations"][STARTED_WITH]  # (fleetq's alone: not a source's)
+            if not meta["annotations"]:
+                del meta["annotations"]
         # (what Kueue keeps first: the spec is then checked as the Job goes, its
         # parallelism kept)
         by_kueue = keep_for_kueue(obj, kueue_then) if kueue_then is not None else []

@@ -851,8 +851,14 @@ def test_a_running_pytorchjob_whose_requests_are_lowered_is_counted_as_its_pods_
     proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:10:00Z",
                   *no_cache)
     assert proc.returncode == 0 and "no change" in proc.stdout, proc.stdout
-    # raised above what its pods hold: counted as its source asks, no annotation
-    write_files(path, {"jobs/run.yaml": pytorchjob("run", workers=2, cpu="2500m")})
+    # raised above what its pods hold: counted as its source asks, no annotation (one the
+    # source writes is fleetq's own: taken off)
+    raised = pytorchjob("run", workers=2, cpu="2500m").replace(
+        "  namespace: default\n",
+        "  namespace: default\n  annotations:\n"
+        "    fleetq.io/pods-started-with: '{\"worker\": {\"cpu\": \"9\"}}'\n", 1)
+    assert "pods-started-with" in raised
+    write_files(path, {"jobs/run.yaml": raised})
     commit_all(path, "more cpu")
     proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:15:00Z",
                   *no_cache)
