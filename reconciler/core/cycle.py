@@ -61,13 +61,7 @@ from reconciler.core.preemption import (
     would_retake,
 )
 from reconciler.core.problems import Problem, did_you_mean, listed, shown_path
-from reconciler.core.quota import (
-    PREEMPTIBLE_LABEL,
-    QuotaTree,
-    QuotaUsage,
-    max_changed,
-    max_jobs_hint,
-)
+from reconciler.core.quota import QuotaTree, QuotaUsage, max_changed, max_jobs_hint
 from reconciler.core.resources import MAX_JOBS, Resources, ResourcesView
 
 MAX_CLUSTER_NOTES = 3
@@ -1703,19 +1697,14 @@ class _Cycle:
             for cs, copy_fit in self._copies.pop(key, []):
                 cs.place(key, job.pod_sets, copy_fit)
                 extra.append(cs.name)
-        preemptible = job.preemptible
-        borrowed = None  # (a job labelled non-preemptible that runs borrowing above min)
         if self.usage is not None and p.quota is not None and p.policy.queued:
-            if force and not preemptible:
-                borrowed = self.usage.np_shortfall(p.quota, job.requests)
-                preemptible = borrowed is not None
             for _ in range(1 + len(extra)):
-                self.usage.charge(p.quota, job.requests, preemptible=preemptible)
+                self.usage.charge(p.quota, job.requests, preemptible=job.preemptible)
         when = admitted_at or self.inp.now
         self.changes += 1
         admitted = Admitted(
             key=key, quota=p.quota, priority=p.priority,
-            preemptible=preemptible and not extra, requests=dict(job.requests),
+            preemptible=job.preemptible and not extra, requests=dict(job.requests),
             cluster=cluster.name, pod_sets=job.pod_sets, admitted_at=when,
             enqueued_at=p.enqueued_at, queued=p.policy.queued,
             seq=self.preemption.next_seq())
@@ -1727,12 +1716,6 @@ class _Cycle:
         reason = f"admitted to {cluster.name} ({placed})"
         if extra:
             reason += f"; a copy also on {', '.join(sorted(extra))} (Duplicated)"
-        if borrowed is not None:
-            # (DESIGN §3: a non-preemptible job fits within min; labelled so once it ran
-            # borrowing, the room it borrows would be reclaimable by no one)
-            reason += (f"; labelled {PREEMPTIBLE_LABEL}: \"false\" while it runs above its "
-                       f"quota's min ({borrowed.describe()}): it stays preemptible, its room "
-                       f"reclaimable, until it runs again and is admitted within min")
         d = self.decisions[key]
         if d.preempted_by is not None and not d.preemptions:
             self._spared_before_it_ran.add(key)  # (see _record_preemptions)

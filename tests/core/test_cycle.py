@@ -185,34 +185,6 @@ def test_a_non_preemptible_job_is_limited_to_min() -> None:
     assert d["p"].phase is Phase.ADMITTED  # a preemptible job borrows above min
 
 
-def test_a_job_labelled_non_preemptible_while_it_runs_borrowing_stays_reclaimable() -> None:
-    """DESIGN §3: a non-preemptible job fits within min and is never a victim.
-    Labelled so once it runs above its quota's min, what it borrows would be
-    reclaimable by no one: it stays preemptible until it runs again."""
-    a = gpu_job("a", 8, "team-a").non_preemptible().obj()  # (qa's min is 4)
-    b = gpu_job("b", 6, "team-b", replicas=2).created(t(5)).obj()  # (within qb's min 12)
-    result = reconcile_cycle(replace(
-        borrowing_input(), jobs=(a, b),
-        prior={a.key: admitted_prior(a, cluster="c1", quota="root/qa")}))
-    d = by_name(result)
-    assert (d["b"].phase, d["a"].preempted_by) == (Phase.ADMITTED, str(b.key))
-    # (as it is labelled now, it waits for a min of 8)
-    assert d["a"].phase is Phase.INADMISSIBLE and "min (non-preemptible) 4" in d["a"].reason
-    alone = by_name(reconcile_cycle(replace(
-        borrowing_input(), jobs=(a,),
-        prior={a.key: admitted_prior(a, cluster="c1", quota="root/qa")})))["a"]
-    assert alone.phase is Phase.ADMITTED
-    assert 'preemptible: "false" while it runs above its quota\'s min' in alone.reason
-    assert "until it runs again and is admitted within min" in alone.reason
-    within = gpu_job("w", 4, "team-a").non_preemptible().obj()
-    kept = reconcile_cycle(replace(
-        borrowing_input(), jobs=(within, b, gpu_job("p", 4, "team-a").obj()),
-        prior={within.key: admitted_prior(within, cluster="c1", quota="root/qa")}))
-    d = by_name(kept)
-    assert d["w"].phase is Phase.ADMITTED and "preemptible" not in d["w"].reason
-    assert d["b"].phase is Phase.ADMITTED
-
-
 def test_a_job_beyond_its_quotas_max_is_inadmissible_with_an_actionable_reason() -> None:
     result = reconcile_cycle(borrowing_input(gpu_job("huge", 8, "team-a", replicas=2)))
     d = by_name(result)["huge"]
