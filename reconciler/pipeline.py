@@ -3086,20 +3086,25 @@ def check_no_other_state(repo: FleetRepo, branch: str, source: str,
     # rename of this clone's would go on from an older state, dropping what came after)
     theirs = next(((remote, head, made_from) for remote, head, made_from in copies
                    if remote is not None and (wanted is None or remote == wanted)), None)
+    if local is None and theirs is None:  # (another remote's copy alone)
+        theirs = next(((remote, head, made_from) for remote, head, made_from in copies
+                       if remote is not None), None)
     if theirs is not None and theirs[0] is not None and (
             local is None or not repo.is_ancestor(theirs[1], local)):
         other, _, made_from = theirs
         where = f"{other}/{name}"
+        to = wanted or other
         move = (f"push {other}'s copy of it under the new name (git fetch {other} && git "
-                f"push {other} refs/remotes/{other}/{name}:refs/heads/{branch})"
-                + (f"; this clone's {name} is not {other}'s, so do not rename it" if local
-                   else ""))
+                f"push {to} refs/remotes/{other}/{name}:refs/heads/{branch})" if wanted else
+                f"take {other}'s copy of it here under the new name (git fetch {other} && "
+                f"git branch {branch} refs/remotes/{other}/{name})")
+        if local:
+            move += f"; this clone's {name} is not {other}'s, so do not rename it"
     else:
         made_from = next(m for remote, _, m in copies if remote is None)
         where = name
-        push = wanted or (theirs[0] if theirs is not None else None)
         move = (f"rename the branch (git branch -m {name} {branch}"
-                + (f" && git push {push} {branch}" if push else "") + ")")
+                + (f" && git push {wanted} {branch}" if wanted else "") + ")")
     raise GitError(
         f"no state branch {branch!r} yet, but {where} holds this fleet's state (made "
         f"from {made_from[:12]}, in the history of {source}): a first reconcile on "

@@ -454,6 +454,35 @@ def test_a_state_branch_renamed_is_moved_from_the_remotes_copy_when_this_clones_
     assert git(origin, "merge-base", newer, moved).strip() == newer  # (carried on from it)
 
 
+def test_a_state_branch_renamed_while_another_remote_alone_holds_the_state_is_told_the_fix(
+        tmp_path: Path) -> None:
+    """The state is on a remote other than the one the reconcile writes to,
+    and not in this clone: the advice looked for this clone's copy, and the
+    command ended in a traceback (StopIteration)."""
+    origin, clones = _origin_with_clones(tmp_path, ["a"])
+    a = clones["a"]
+    upstream = tmp_path / "upstream.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(upstream))
+    git(a, "remote", "add", "upstream", str(upstream))
+    git(a, "push", "-q", "upstream", "HEAD:main")
+    assert fleetq("reconcile", "--repo", str(a), "--remote", "upstream", "--now", NOW,
+                  "-q").returncode == 0
+    git(a, "branch", "-D", "-q", STATE)
+    write_files(a, {"fleet.yaml": "apiVersion: fleetq.io/v1alpha1\nkind: Fleet\n"
+                                  "metadata: {name: fleet}\nspec:\n  stateBranch: fleetq/moved\n"})
+    commit_all(a, "another state branch")
+    git(a, "push", "-q", "origin", "HEAD:main")
+    for remote, fix in (("origin", f"git fetch upstream && git push origin refs/remotes/"
+                                   f"upstream/{STATE}:refs/heads/fleetq/moved"),
+                        ("", f"git fetch upstream && git branch fleetq/moved refs/remotes/"
+                             f"upstream/{STATE}")):
+        proc = fleetq("reconcile", "--repo", str(a), "--remote", remote, "--now", NOW)
+        assert proc.returncode == 2, proc.stdout
+        assert "Traceback" not in proc.stderr, proc.stderr
+        assert f"but upstream/{STATE} holds this fleet's state" in proc.stderr, proc.stderr
+        assert fix in proc.stderr, proc.stderr
+
+
 def test_a_sha256_repository_is_told_it_is_not_one_fleetq_reads(tmp_path: Path) -> None:
     """git ls-tree failed with "Not a valid object name": fleetq names its
     objects by SHA-1 ids."""
