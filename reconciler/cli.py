@@ -165,11 +165,24 @@ def _progress(enabled: bool) -> Any:
     def report(msg: str) -> None:
         # (one screen line at most: \r and erasing the line take back that line alone, so
         # a longer one, wrapped, would leave its first part above the next)
-        width = shutil.get_terminal_size((80, 24)).columns - 1
+        width = _stderr_columns() - 1
         shown = msg if len(msg) <= width else msg[:max(width - 1, 0)] + "…"
         print(f"\r\033[K{shown}", end="", file=sys.stderr, flush=True)
 
     return report
+
+
+def _stderr_columns() -> int:
+    """The width of the terminal progress is told on: ``COLUMNS``, else
+    stderr's (stdout may be a pipe, a tee, of another width), else 80."""
+    said = os.environ.get("COLUMNS", "")
+    if said.isdigit() and int(said) > 0:
+        return int(said)
+    try:
+        columns = os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError):
+        columns = 0
+    return columns if columns > 0 else 80
 
 
 def _end_progress(enabled: bool) -> None:
@@ -1521,7 +1534,8 @@ def init_repo(target: Path, *, commit: bool) -> None:
         shutil.copytree(template, target, dirs_exist_ok=True)
         if commit:
             env = _identity(target)
-            _git(target, env, "init", "-q", "-b", "main")
+            # (sha1 whatever git's default, GIT_DEFAULT_HASH: fleetq reads no other)
+            _git(target, env, "init", "-q", "--object-format=sha1", "-b", "main")
             _git(target, env, "add", "-A")
             _git(target, env, "commit", "-q", "-m", "Fleet repo from the fleetq template")
     except (OSError, subprocess.CalledProcessError) as exc:
@@ -1547,7 +1561,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     where = shlex.quote(str(target))
     print(f"next: cd {where} && fleetq validate && fleetq reconcile && fleetq status"
           if not args.no_git else
-          f"next: cd {where} && git init -b main && git add -A && git commit -m 'Fleet repo' "
+          f"next: cd {where} && git init --object-format=sha1 -b main && git add -A && "
+          f"git commit -m 'Fleet repo' "
           f"&& fleetq validate && fleetq reconcile")
     return EXIT_OK
 

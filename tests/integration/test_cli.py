@@ -950,6 +950,18 @@ def test_init_commits_as_the_person_and_without_an_identity_still_commits(
     assert f"next: cd '{target}' && fleetq validate" in proc.stdout, proc.stdout
 
 
+def test_init_makes_a_sha1_repository_whatever_gits_default(tmp_path: Path) -> None:
+    """With git's default object format sha256 (GIT_DEFAULT_HASH, or
+    init.defaultObjectFormat from git 2.46), init made a repository every next
+    command then refused."""
+    env = {"GIT_DEFAULT_HASH": "sha256"}
+    target = tmp_path / "fleet"
+    assert fleetq("init", str(target), env=env).returncode == 0
+    assert git(target, "rev-parse", "--show-object-format").strip() == "sha1"
+    proc = fleetq("validate", "--repo", str(target), env=env)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_init_without_git_says_how_to_commit_first_and_validate_then(tmp_path: Path) -> None:
     """Its hint began with ``fleetq validate``, which reads a git repository,
     and did not quote a path with a space."""
@@ -958,7 +970,8 @@ def test_init_without_git_says_how_to_commit_first_and_validate_then(tmp_path: P
     assert proc.returncode == 0, proc.stderr
     assert not (target / ".git").exists()
     hint = proc.stdout.splitlines()[-1]
-    assert hint.startswith(f"next: cd '{target}' && git init -b main && git add -A && "), hint
+    assert hint.startswith(f"next: cd '{target}' && git init --object-format=sha1 -b main && "
+                           f"git add -A && "), hint
     steps = hint.removeprefix(f"next: cd '{target}' && ")
     done = subprocess.run(steps, shell=True, cwd=target, capture_output=True, text=True,
                           env={**os.environ, **AUTHOR, "PATH": f"{Path(sys.executable).parent}"
