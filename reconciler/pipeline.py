@@ -568,14 +568,14 @@ def kept_moving(repo: FleetRepo) -> str:
     each of its writes; when the remote refused the pushes with a lock
     (``FleetRepo.last_refusal``), what it said last, which names a lock file
     left there if no other writer holds it."""
-    said = f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts"
     refusal = repo.last_refusal
     if refusal is None:
-        return said
-    return (f"{said}, the last of them refused by the remote: {refusal.strip()}; if no "
-            f"other reconcile, report or watch writes the state branch now, a lock file "
-            f"left on the remote (named above, by a push that was killed) stops every push: "
-            f"remove it there")
+        return f"the state branch kept moving; gave up after {MAX_ATTEMPTS} attempts"
+    return (f"gave up after {MAX_ATTEMPTS} attempts to push the state branch, the last of "
+            f"them refused by the remote as if another writer held the branch: "
+            f"{refusal.strip()}; if no other reconcile, report or watch writes it now, a "
+            f"lock file left on the remote (named above, by a push that was killed) stops "
+            f"every push: remove it there")
 
 
 def no_clusters(inputs: FleetInputs) -> list[Problem]:
@@ -1210,7 +1210,9 @@ def _source_blobs(repo: FleetRepo, rev: str, path: str,
     of ``rev`` (``_changes``), where its history is no longer than
     ``CHANGES_LISTED``: a fleet with many files that never build (patches, a
     folder of broken files) walked its whole history once for each of them."""
-    index = _changes(repo, rev)
+    asked = _ASKED.setdefault((str(repo.git_dir), rev), set())
+    asked.add(path)
+    index = _changes(repo, rev) if len(asked) > WALKED_ALONE else None
     if index is None:
         yield from _followed_blobs(repo, rev, path, commits)
         return
@@ -1237,6 +1239,10 @@ def _source_blobs(repo: FleetRepo, rev: str, path: str,
 
 
 CHANGES_LISTED = 20_000  # commits whose changes are listed at once (see _source_blobs)
+# files whose history is walked alone before the changes of all are listed: a listing
+# of a long history costs a few walks of one file (a fleet with a broken file or two)
+WALKED_ALONE = 8
+_ASKED: dict[tuple[str, str], set[str]] = {}  # (repository, revision) -> the paths asked
 # (repository, commit) -> its first parents' changes (``_changes``): the last listed
 _LISTED: list[tuple[tuple[str, str], dict[str, list[tuple[int, str, str | None]]] | None]] = []
 
@@ -1253,10 +1259,13 @@ def _changes(repo: FleetRepo, rev: str) -> dict[str, list[tuple[int, str, str | 
     for listed_for, index in _LISTED:
         if listed_for == key:
             return index
-    out = repo.run("log", "--first-parent", "--diff-merges=first-parent", "-M", "-z",
-                   "--name-status", "--format=%x1e%H",
-                   f"--max-count={CHANGES_LISTED + 1}", sha, "--", check=False
-                   ).decode("utf-8", "surrogateescape")
+    try:
+        out = repo.run("log", "--first-parent", "--diff-merges=first-parent", "-M", "-z",
+                       "--name-status", "--format=%x1e%H",
+                       f"--max-count={CHANGES_LISTED + 1}", sha, "--"
+                       ).decode("utf-8", "surrogateescape")
+    except GitError:  # (a git before 2.31, without --diff-merges: each walked alone)
+        out = "\x1e" * (CHANGES_LISTED + 2)
     chunks = out.split("\x1e")[1:]
     got: dict[str, list[tuple[int, str, str | None]]] | None = None
     if len(chunks) <= CHANGES_LISTED:

@@ -404,7 +404,9 @@ def test_a_lock_file_left_on_the_remote_is_told_with_the_remotes_words_and_the_f
     git(seed, "push", "-q", "origin", "HEAD:main")
     proc = fleetq("reconcile", "--repo", str(seed), "--remote", "origin", "--now", NOW)
     assert proc.returncode == 2, proc.stderr
-    assert "gave up after 8 attempts, the last of them refused by the remote:" in proc.stderr
+    assert ("gave up after 8 attempts to push the state branch, the last of them refused by "
+            "the remote as if another writer held the branch:") in proc.stderr, proc.stderr
+    assert "kept moving" not in proc.stderr  # (it never moved)
     assert "state.lock" in proc.stderr, proc.stderr
     assert ("a lock file left on the remote (named above, by a push that was killed) stops "
             "every push: remove it there") in proc.stderr, proc.stderr
@@ -459,7 +461,7 @@ def test_a_state_branch_renamed_while_another_remote_alone_holds_the_state_is_to
     """The state is on a remote other than the one the reconcile writes to,
     and not in this clone: the advice looked for this clone's copy, and the
     command ended in a traceback (StopIteration)."""
-    origin, clones = _origin_with_clones(tmp_path, ["a"])
+    _, clones = _origin_with_clones(tmp_path, ["a"])
     a = clones["a"]
     upstream = tmp_path / "upstream.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(upstream))
