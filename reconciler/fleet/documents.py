@@ -551,11 +551,15 @@ def iter_mapping_docs(docs: list[Document], problems: list[Problem],
                 "not the file LFS keeps; keep manifests out of LFS (.gitattributes), or "
                 "exclude the file in fleet.yaml"))
         elif not isinstance(value, dict):
+            # (a file that holds objects too is a manifest: left out, they would go)
+            manifest = any(isinstance(d.value, dict) and d.value.get("kind") for d in docs)
             problem = Problem(doc.path, doc.line, (
                 f"{doc.place} is {yaml_type(value)}, not a Kubernetes "
-                f"object; every document needs apiVersion, kind and metadata, or, if the file "
-                f"is not a Kubernetes manifest (a kustomize patch, a values file), exclude it "
-                f"in fleet.yaml (spec.exclude: [{_exclude_pattern(doc.path)!r}])"))
+                f"object; every document needs apiVersion, kind and metadata" + (
+                    "; take it out of the file" if manifest else
+                    f", or, if the file is not a Kubernetes manifest (a kustomize patch, a "
+                    f"values file), exclude it in fleet.yaml (spec.exclude: "
+                    f"[{_exclude_pattern(doc.path)!r}])")))
         elif not isinstance(value.get("apiVersion"), str) or \
                 not isinstance(value.get("kind"), str):
             problem = Problem(doc.path, doc.line, (

@@ -878,7 +878,7 @@ def read_file(src: SourceFile, inputs: FleetInputs, trees: list[Document],
         api_version, kind = value["apiVersion"], value["kind"]
         job_kind = kind_for(api_version, kind)
         if job_kind is not None:
-            outcome = _read_job(doc, job_kind, src.blob, len(src.data) > OBJECT_MOST)
+            outcome = _read_job(doc, job_kind, src.blob, could_be_too_large(src.data))
             if record is not None:
                 record.append(outcome)
             _take_job(inputs, outcome)
@@ -983,8 +983,8 @@ _OWN_NAMES = {"ElasticQuotaTree", "PropagationPolicy", "ClusterPropagationPolicy
 
 def _read_job(doc: Document, job_kind: Any, blob: str, large: bool = False
               ) -> JobSource | InvalidJob:
-    """``large``: its file holds more than ``OBJECT_MOST`` bytes; only then can
-    the job be too large, and only then is its size looked at."""
+    """``large``: its file could hold a job too large (``could_be_too_large``);
+    only then is its size looked at."""
     try:
         if large:
             _not_too_large(doc.value)
@@ -1010,6 +1010,18 @@ def _read_job(doc: Document, job_kind: Any, blob: str, large: bool = False
 
 
 OBJECT_MOST = 3 << 19  # the bytes of an object etcd stores (1.5 MiB): the API server's limit
+ALIASED_MOST = 1 << 14  # the bytes of a file with aliases whose jobs' sizes are not looked at
+
+
+def could_be_too_large(data: bytes | str) -> bool:
+    """Whether a file could hold a job larger than ``OBJECT_MOST`` as JSON: one
+    larger than that, or with aliases (``*name``), which expand what they name,
+    larger than ``ALIASED_MOST``. (Each job's size is looked at in those alone:
+    most files are small, and counting costs as much as parsing.)"""
+    size = len(data)
+    if size > OBJECT_MOST:
+        return True
+    return size > ALIASED_MOST and ("*" in data if isinstance(data, str) else b"*" in data)
 
 
 def _not_too_large(value: Mapping[str, Any]) -> None:

@@ -2327,3 +2327,29 @@ def test_a_document_that_is_a_list_is_told_with_how_to_leave_its_file_out() -> N
         "document needs apiVersion, kind and metadata, or, if the file is not a Kubernetes "
         "manifest (a kustomize patch, a values file), exclude it in fleet.yaml (spec.exclude: "
         "['patches/replicas.yaml'])"]
+
+
+def test_a_job_made_large_by_aliases_is_refused_though_its_file_is_small() -> None:
+    """The size of a job is looked at where its file could hold one too large:
+    aliases expand what they name, so a 100 KB file of 20 aliased values is
+    2 MB as the API server stores it."""
+    value = "x" * 100_000
+    text = JOB.replace('resources: {requests: {cpu: "1"}}}]',
+                       'resources: {requests: {cpu: "1"}}, env: ['
+                       f'{{name: V0, value: &big "{value}"}}, '
+                       + ", ".join(f"{{name: V{i}, value: *big}}" for i in range(1, 20))
+                       + "]}]")
+    assert len(text) < 3 << 19
+    inputs = read({"jobs/aliased.yaml": text})
+    assert [bad.key.name for bad in inputs.invalid] == ["j1"], told(inputs)
+    assert "as the API server stores it (JSON), more than the 1,572,864" in \
+        inputs.invalid[0].message
+
+
+def test_a_document_that_is_a_list_in_a_file_of_objects_is_told_to_be_taken_out() -> None:
+    """The file holds a job too: excluding it, as told of a file of patches,
+    would take the job out of the fleet."""
+    inputs = read({"jobs/j.yaml": JOB + "---\n- stray\n"})
+    assert told(inputs) == [
+        "jobs/j.yaml:10: document 2 is a list, not a Kubernetes object; every document needs "
+        "apiVersion, kind and metadata; take it out of the file"]
