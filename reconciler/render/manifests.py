@@ -76,7 +76,7 @@ KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 # its pods hold more than its source asks for now: what fleetq counts each of its pods
 # with, by pod set, the larger of the two (``pods_started_with``). Read back by the next
 # reconcile; fleetq's alone (one a source writes is taken off).
-STARTED_WITH = "fleetq.io/pods-started-with"
+STARTED_WITH = "fleetq.io/pods-counted-with"
 # The labels of a job that Kueue's webhook refuses to change while the job runs
 # (its jobframework's ValidateJobOnUpdate), beside its queue: its
 # WorkloadPriorityClass (any change before Kueue 0.12, any on a job not

@@ -844,7 +844,7 @@ def test_a_running_pytorchjob_whose_requests_are_lowered_is_counted_as_its_pods_
         assert run["phase"] == "Admitted" and run["requests"]["cpu"] == "6", run
         assert wait["phase"] == "Queued", wait
         sent = state_yaml(path, running)
-        assert json.loads(sent["metadata"]["annotations"]["fleetq.io/pods-started-with"]) == {
+        assert json.loads(sent["metadata"]["annotations"]["fleetq.io/pods-counted-with"]) == {
             "master": {"cpu": "2", "memory": "1Gi"}, "worker": {"cpu": "2", "memory": "1Gi"}}
         worker = sent["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
         assert worker["containers"][0]["resources"]["requests"]["cpu"] == "1"  # (as edited)
@@ -856,8 +856,8 @@ def test_a_running_pytorchjob_whose_requests_are_lowered_is_counted_as_its_pods_
     raised = pytorchjob("run", workers=2, cpu="2500m").replace(
         "  namespace: default\n",
         "  namespace: default\n  annotations:\n"
-        "    fleetq.io/pods-started-with: '{\"worker\": {\"cpu\": \"9\"}}'\n", 1)
-    assert "pods-started-with" in raised
+        "    fleetq.io/pods-counted-with: '{\"worker\": {\"cpu\": \"9\"}}'\n", 1)
+    assert "pods-counted-with" in raised
     write_files(path, {"jobs/run.yaml": raised})
     commit_all(path, "more cpu")
     proc = fleetq("reconcile", "--repo", str(path), "--now", "2026-11-29T12:15:00Z",
@@ -867,7 +867,7 @@ def test_a_running_pytorchjob_whose_requests_are_lowered_is_counted_as_its_pods_
     run = placements(path)["default/run"]
     assert run["phase"] == "Admitted" and run["requests"]["cpu"] == "7500m", run
     sent = state_yaml(path, running)
-    assert "fleetq.io/pods-started-with" not in (sent["metadata"].get("annotations") or {})
+    assert "fleetq.io/pods-counted-with" not in (sent["metadata"].get("annotations") or {})
 
 
 @pytest.mark.parametrize(("dialect", "cache"), [("volcano", True), ("volcano", False),
