@@ -785,12 +785,15 @@ def test_a_file_renamed_and_broken_at_once_is_read_as_it_last_was(tmp_path: Path
     assert any(v.get("cluster") == "gpu-bj-b" for v in after.values())
 
 
+@pytest.mark.parametrize("patches", [1, 12])
 def test_a_fleet_with_no_state_finds_a_broken_files_last_good_version_across_renames(
-        tmp_path: Path) -> None:
+        tmp_path: Path, patches: int) -> None:
     """No state yet (a first reconcile, a check): a broken file's versions are
-    read from the source's history, listed once for every file, and followed
-    back across a rename (git mv, then broken) and another commit before it;
-    a file that never built has none, and costs no more."""
+    read from the source's history, followed back across a rename (git mv,
+    then broken) and another commit before it; a file that never built has
+    none. With a few broken files each history is walked alone; with more,
+    the changes of every file are listed once (one git log for all), and the
+    same is found."""
     path = tmp_path / "fleet"
     assert fleetq("init", str(path)).returncode == 0
     git(path, "mv", "clusters/gpu-bj-b.yaml", "clusters/bj.yaml")
@@ -800,15 +803,21 @@ def test_a_fleet_with_no_state_finds_a_broken_files_last_good_version_across_ren
     text = (path / "clusters/bj.yaml").read_text()
     write_files(path, {"clusters/bj.yaml": text.replace("resourceReservation: false",
                                                         "resourceReservation: [false", 1),
-                       "patches/p.yaml": "- op: replace\n  path: /spec/replicas\n  value: 2\n"})
-    commit_all(path, "broken, and a patch")
-    proc = fleetq("validate", "--repo", str(path))
+                       **{f"a-patches/p{i:02d}.yaml": "- op: replace\n  path: /spec/replicas\n"
+                          f"  value: {i}\n" for i in range(patches)}})
+    commit_all(path, "broken, and patches")
+    trace = tmp_path / "git-trace"
+    proc = fleetq("validate", "--repo", str(path), env={"GIT_TRACE": str(trace)})
     assert proc.returncode == 1, proc.stdout
     said = proc.stdout + proc.stderr
     assert "clusters/bj.yaml: warning: the fleet goes on with this file's last good version" \
         in said, said
-    assert "patches/p.yaml:1: error:" in said, said
-    assert "patches/p.yaml: warning: the fleet goes on" not in said
+    assert "a-patches/p00.yaml:1: error:" in said, said
+    assert "a-patches/p00.yaml: warning: the fleet goes on" not in said
+    walks = [line for line in trace.read_text().splitlines() if " git log " in line]
+    listed = [line for line in walks if "--name-status" in line]
+    assert len(listed) == (patches + 1 > 8), walks  # (the 9th file asked lists them all)
+    assert len(walks) - len(listed) == min(patches + 1, 8), walks
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
     assert proc.returncode == 0, proc.stderr
     assert any(v.get("cluster") == "gpu-bj-b" for v in placements(path).values())
