@@ -40,6 +40,9 @@ def _ref_events(wake: threading.Event, roots: Sequence[Path]) -> Any:
 
     names = ("HEAD", "packed-refs", "FETCH_HEAD", "ORIG_HEAD")
     refs = tuple(str(root / "refs") for root in roots)
+    # (fleetq's own notes, refs/fleetq/: the state it last saw or wrote, never a
+    # revision a watch follows; each round writes them)
+    own = tuple(str(root / "refs" / "fleetq") + os.sep for root in roots)
 
     class RefEvents(FileSystemEventHandler):
         def dispatch(self, event: FileSystemEvent) -> None:
@@ -48,6 +51,8 @@ def _ref_events(wake: threading.Event, roots: Sequence[Path]) -> Any:
             for raw in (event.src_path, event.dest_path):
                 path = os.fsdecode(raw or "")
                 name = os.path.basename(path).removesuffix(".lock")
+                if path.startswith(own):
+                    continue
                 if path.startswith(refs) or name in names:
                     wake.set()
                     return

@@ -347,6 +347,36 @@ def test_an_idle_watch_does_not_poll_its_own_reads(
     w.close()
 
 
+def test_a_watch_is_not_woken_by_fleetqs_own_notes_in_refs_fleetq(
+        tmp_path: Path, watching: list[Watching], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each round writes fleetq's notes of the state it saw or wrote
+    (refs/fleetq/...), never a revision a watch follows: they woke it, and it
+    resolved its revisions again, for nothing."""
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    checks: list[float] = []
+    real = RefWatcher.current
+
+    def counted(self: RefWatcher) -> Any:
+        checks.append(time.monotonic())
+        return real(self)
+
+    monkeypatch.setattr(RefWatcher, "current", counted)
+    w = Watching(path)
+    watching.append(w)
+    committed(w.next())
+    time.sleep(0.5)
+    idle_from = len(checks)
+    head = git(path, "rev-parse", "HEAD").strip()
+    for i in range(3):
+        git(path, "update-ref", f"refs/fleetq/written/note-{i}", head)
+    w.quiet(1.0)
+    assert len(checks) - idle_from == 0, "woken by refs/fleetq"
+    write_files(path, {"jobs/b.yaml": pytorchjob("b", cpu="2")})
+    commit_all(path, "b")
+    committed(w.next())  # (a branch moved: woken)
+    w.close()
+
+
 def test_without_file_events_the_revisions_are_checked_every_interval(
         tmp_path: Path, watching: list[Watching]) -> None:
     path = make_fleet_repo(tmp_path / "fleet", fleet_files())
