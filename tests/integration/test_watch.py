@@ -322,10 +322,9 @@ def test_a_push_the_remote_refuses_again_and_again_is_reported_once(
     w.close()
 
 
-def test_an_idle_watch_does_not_poll_its_own_reads(
-        tmp_path: Path, watching: list[Watching], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Resolving a revision opens the ref files it watches: such events are no change."""
-    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+def _counted_checks(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """When the watch resolves its revisions (``RefWatcher.current``), each
+    time: the real method, counted."""
     checks: list[float] = []
     real = RefWatcher.current
 
@@ -334,6 +333,14 @@ def test_an_idle_watch_does_not_poll_its_own_reads(
         return real(self)
 
     monkeypatch.setattr(RefWatcher, "current", counted)
+    return checks
+
+
+def test_an_idle_watch_does_not_poll_its_own_reads(
+        tmp_path: Path, watching: list[Watching], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resolving a revision opens the ref files it watches: such events are no change."""
+    path = make_fleet_repo(tmp_path / "fleet", fleet_files())
+    checks = _counted_checks(monkeypatch)
     w = Watching(path)
     watching.append(w)
     committed(w.next())
@@ -353,14 +360,7 @@ def test_a_watch_is_not_woken_by_fleetqs_own_notes_in_refs_fleetq(
     (refs/fleetq/...), never a revision a watch follows: they woke it, and it
     resolved its revisions again, for nothing."""
     path = make_fleet_repo(tmp_path / "fleet", fleet_files())
-    checks: list[float] = []
-    real = RefWatcher.current
-
-    def counted(self: RefWatcher) -> Any:
-        checks.append(time.monotonic())
-        return real(self)
-
-    monkeypatch.setattr(RefWatcher, "current", counted)
+    checks = _counted_checks(monkeypatch)
     w = Watching(path)
     watching.append(w)
     committed(w.next())
