@@ -62,12 +62,13 @@ from reconciler.fleet.inputs import FleetInputs, JobEntry
 from reconciler.fleet.jobs import JobSource
 from reconciler.fleet.state import Written
 
-CACHE_FORMAT = 67  # (67: a min that leaves out cpu or memory tells of the queue order, settings of
-# a quota with quotas under it warned of; 66: a RayJob's head requests the Ray autoscaler's
-# container, a PyTorchJob's Master that does not say replicas: 1 refused, a quota's resource named
-# without its domain warned of, a fleet spec.exclude leaves without its clusters, quota tree or
-# policies warned of, fields of the fleet's kinds of the wrong type refused; 65: an elastic
-# PyTorchJob's min above its max, its workers below its min, its two nproc per node, an old
+CACHE_FORMAT = 68  # (68: a job another controller manages (managedBy) refused, more of what the MPI
+# operator and KubeRay refuse; 67: a min that leaves out cpu or memory tells of the queue order,
+# settings of a quota with quotas under it warned of; 66: a RayJob's head requests the Ray
+# autoscaler's container, a PyTorchJob's Master that does not say replicas: 1 refused, a quota's
+# resource named without its domain warned of, a fleet spec.exclude leaves without its clusters,
+# quota tree or policies warned of, fields of the fleet's kinds of the wrong type refused; 65: an
+# elastic PyTorchJob's min above its max, its workers below its min, its two nproc per node, an old
 # cleanPodPolicy that does not hold, a YAML escape named and a tab on a last line told there, a
 # quota tree's rules told with its mistakes of form, its namespaces checked, a cluster that declares
 # no nodes warned of, a min that leaves out cpu or memory warned of; 64: the Kueue queue annotation

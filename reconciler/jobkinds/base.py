@@ -603,6 +603,57 @@ def mapping_at(obj: Manifest, *path: str) -> Manifest | None:
     return cur if isinstance(cur, dict) else None
 
 
+MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+# the managedBy of a job the training operator (kubeflow.org/v1) runs
+TRAINING_OPERATOR = "kubeflow.org/training-operator"
+
+
+def managed_elsewhere(obj: Manifest, at: str, own: str, who: str,
+                      takes: tuple[str, ...] | None) -> list[ManifestError]:
+    """A job whose ``managedBy`` (the field at the dotted path ``at``) names a
+    controller other than its own (``own``, the one ``who`` names): on its
+    member cluster that controller leaves it alone. MultiKueue's runs on a
+    manager cluster only (fleetq sends the job to its member cluster in its
+    place), so such a job would never start there; a value other than those
+    the API server ``takes`` (``None``: any) it refuses."""
+    *parents, field = at.split(".")
+    spec = mapping_at(obj, *parents) or {}
+    value = spec.get(field)
+    if value in (None, "", own):
+        return []
+    if value == MULTIKUEUE:
+        return [ManifestError(
+            f"{at} is {MULTIKUEUE!r}: on a member cluster {who} leaves a job that MultiKueue "
+            f"manages alone, and MultiKueue runs on a manager cluster only (fleetq sends "
+            f"the job to its member cluster in its place), so the job would never start "
+            f"there; remove {at}", at)]
+    if takes is not None and value not in takes:
+        allowed = " or ".join(repr(v) for v in takes)
+        return [ManifestError(
+            f"{at} is {as_written(value)}: the API server takes {allowed} only; remove {at} "
+            f"to have {who} run the job", at)]
+    return [ManifestError(
+        f"{at} is {as_written(value)}: {who} runs a job whose {field} is unset or {own!r} "
+        f"only, and fleetq cannot tell that a controller of that name runs on the member "
+        f"cluster, so the job may never start there; remove {at}", at)]
+
+
+def at_least(spec: Manifest, at: str, fields: tuple[str, ...], least: int, who: str
+             ) -> list[ManifestError]:
+    """Each whole-number field of ``spec`` (at the dotted path ``at``) that is
+    below ``least``: ``who`` refuses the job. (One of another type is the
+    field check's to tell.)"""
+    found = []
+    for field in fields:
+        value = spec.get(field)
+        if isinstance(value, int) and not isinstance(value, bool) and value < least:
+            where = f"{at}.{field}"
+            found.append(ManifestError(
+                f"{where} is {value}: {who} refuses a job whose {field} is below {least}",
+                where))
+    return found
+
+
 def require_mapping(obj: Manifest, *path: str) -> Manifest:
     found = mapping_at(obj, *path)
     if found is None:

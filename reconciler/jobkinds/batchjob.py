@@ -10,6 +10,7 @@ from reconciler.jobkinds.base import (
     Observed,
     PodTemplateRef,
     conditions_phase,
+    managed_elsewhere,
     mapping_at,
     replicas_of,
     set_spec_suspend,
@@ -36,6 +37,7 @@ IMMUTABLE_SPEC = ("template", "selector", "completions", "completionMode",
 # with those as it was sent with them (``pipeline.sent_specs``).
 COMPLETIONS_EQUAL_PARALLELISM = "kueue.x-k8s.io/job-completions-equal-parallelism"
 MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
+JOB_CONTROLLER = "kubernetes.io/job-controller"  # (the managedBy of a Job it runs)
 
 
 class BatchJobKind:
@@ -55,18 +57,23 @@ class BatchJobKind:
 
     def broken_rules(self, obj: Manifest, name: str) -> list[ManifestError]:
         """A Job's pods must restart Never or OnFailure: the API server refuses
-        a Job whose pod template says Always, or nothing (a pod's default)."""
+        a Job whose pod template says Always, or nothing (a pod's default). A
+        Job another controller manages (``spec.managedBy``) the member
+        cluster's Job controller leaves alone (``managed_elsewhere``)."""
+        found = managed_elsewhere(obj, "spec.managedBy", JOB_CONTROLLER,
+                                  "the Job controller", None)
         spec = mapping_at(obj, "spec", "template", "spec") or {}
         policy = spec.get("restartPolicy")
         if policy in ("Never", "OnFailure"):
-            return []
+            return found
         at = "spec.template.spec.restartPolicy"
         if policy is None:
-            return [ManifestError(f"{at} is missing: the API server refuses a Job whose pods "
-                                  f"would restart Always, a pod's default; set it to Never "
-                                  f"or OnFailure", at)]
-        return [ManifestError(f"{at} is {as_written(policy)}: the API server takes a Job whose "
-                              f"pods restart Never or OnFailure only", at)]
+            return [*found, ManifestError(
+                f"{at} is missing: the API server refuses a Job whose pods would restart "
+                f"Always, a pod's default; set it to Never or OnFailure", at)]
+        return [*found, ManifestError(
+            f"{at} is {as_written(policy)}: the API server takes a Job whose pods restart "
+            f"Never or OnFailure only", at)]
 
     def set_suspended(self, obj: Manifest, suspended: bool | None) -> None:
         set_spec_suspend(obj, suspended)

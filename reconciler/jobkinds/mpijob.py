@@ -11,17 +11,24 @@ from reconciler.jobkinds.base import (
     DNS_LABEL,
     DNS_LABEL_MOST,
     DNS_LABEL_RULE,
+    MULTIKUEUE,
+    TRAINING_OPERATOR,
     Manifest,
     ManifestError,
     Observed,
     PodTemplateRef,
+    at_least,
     conditions_phase,
+    managed_elsewhere,
     mapping_at,
     replica_specs,
     run_policy_priority_class,
     run_policy_ttl,
     set_run_policy_suspend,
 )
+
+MPI_OPERATOR = "kubeflow.org/mpi-operator"  # (the managedBy of a job it runs)
+CLEAN_POD_POLICIES = ("None", "Running", "All")
 
 
 class MPIJobKind:
@@ -49,11 +56,29 @@ class MPIJobKind:
         """What the MPI operator refuses of its MPIJobs (kubeflow.org/v2beta1:
         its controller's ``ValidateMPIJob``, before it makes a pod): no
         Launcher, or one of more than one replica; a restartPolicy other than
-        Never and OnFailure; a name that makes its last worker's host name no
-        DNS label."""
+        Never and OnFailure; Workers of fewer than one replica; a name that
+        makes its last worker's host name no DNS label; a cleanPodPolicy
+        other than None, Running and All; a negative slotsPerWorker,
+        ttlSecondsAfterFinished, activeDeadlineSeconds or backoffLimit. Of
+        either version, a job another controller manages
+        (``managed_elsewhere``)."""
         if self.api_version != "kubeflow.org/v2beta1":
-            return []
-        found = []
+            return managed_elsewhere(obj, "spec.runPolicy.managedBy", TRAINING_OPERATOR,
+                                     "the training operator", (TRAINING_OPERATOR, MULTIKUEUE))
+        found = managed_elsewhere(obj, "spec.runPolicy.managedBy", MPI_OPERATOR,
+                                  "the MPI operator", (MPI_OPERATOR, MULTIKUEUE))
+        spec = mapping_at(obj, "spec") or {}
+        run_policy = mapping_at(obj, "spec", "runPolicy") or {}
+        clean = run_policy.get("cleanPodPolicy")
+        if clean is not None and clean not in CLEAN_POD_POLICIES:
+            at = "spec.runPolicy.cleanPodPolicy"
+            found.append(ManifestError(
+                f"{at} is {as_written(clean)}: the MPI operator takes "
+                f"{', '.join(CLEAN_POD_POLICIES)} only", at))
+        found.extend(at_least(spec, "spec", ("slotsPerWorker",), 0, "the MPI operator"))
+        found.extend(at_least(run_policy, "spec.runPolicy", (
+            "ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit"), 0,
+            "the MPI operator"))
         specs = mapping_at(obj, "spec", "mpiReplicaSpecs") or {}
         launcher = specs.get("Launcher")
         if launcher is None:
@@ -75,6 +100,11 @@ class MPIJobKind:
                     f"only", at))
         worker = specs.get("Worker")
         workers = worker.get("replicas") if isinstance(worker, dict) else None
+        if isinstance(workers, int) and not isinstance(workers, bool) and workers < 1:
+            at = "spec.mpiReplicaSpecs.Worker.replicas"
+            found.append(ManifestError(
+                f"{at} is {workers}: the MPI operator refuses Workers of fewer than one "
+                f"replica; remove the Worker to run the launcher alone", at))
         last = f"{name}-worker-{workers - 1 if isinstance(workers, int) and workers > 0 else 0}"
         if len(last) > DNS_LABEL_MOST or not DNS_LABEL.fullmatch(last):
             found.append(ManifestError(

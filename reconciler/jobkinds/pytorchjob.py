@@ -5,11 +5,14 @@ from __future__ import annotations
 from reconciler.jobkinds.base import (
     DNS_1035_LABEL,
     DNS_1035_RULE,
+    MULTIKUEUE,
+    TRAINING_OPERATOR,
     Manifest,
     ManifestError,
     Observed,
     PodTemplateRef,
     conditions_phase,
+    managed_elsewhere,
     mapping_at,
     replica_specs,
     run_policy_priority_class,
@@ -33,8 +36,10 @@ class PyTorchJobKind:
         that is no DNS-1035 label, a replica type other than Master and
         Worker, a replica with no container named pytorch (the one it runs
         torch in), a Master of other than one replica (or that does not say
-        how many), an elastic policy with no Worker."""
-        found = []
+        how many), an elastic policy with no Worker; a job another controller
+        manages (``managed_elsewhere``)."""
+        found = managed_elsewhere(obj, "spec.runPolicy.managedBy", TRAINING_OPERATOR,
+                                  "the training operator", (TRAINING_OPERATOR, MULTIKUEUE))
         if not DNS_1035_LABEL.fullmatch(name):
             found.append(ManifestError(
                 f"metadata.name {name!r} is not a name the training operator takes: its "

@@ -20,8 +20,10 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
+import yaml
+
 from reconciler.core.outcomes import ObservedPhase
-from reconciler.core.problems import as_written
+from reconciler.core.problems import as_written, yaml_type
 from reconciler.core.resources import Resources, add_into
 from reconciler.jobkinds.base import (
     DNS_1035_LABEL,
@@ -29,11 +31,13 @@ from reconciler.jobkinds.base import (
     DNS_LABEL,
     DNS_LABEL_MOST,
     INT32_MAX,
+    MULTIKUEUE,
     Manifest,
     ManifestError,
     Observed,
     PodTemplateRef,
     container_requests,
+    managed_elsewhere,
     mapping_at,
     parse_resources,
     replicas_of,
@@ -47,6 +51,9 @@ RETRYING = ("Retrying", "New", "Initializing", "Waiting")  # a deployment on its
 KUEUE_POD_SETS = 8
 SUBMITTER_JOB_MODE = "K8sJobMode"  # (the CRD's default submissionMode)
 SIDECAR_MODE = "SidecarMode"
+INTERACTIVE_MODE = "InteractiveMode"
+KUBERAY = "ray.io/kuberay-operator"  # (the managedBy of a job KubeRay runs)
+RAY_CLUSTER = "ray.io/cluster"  # (the label a clusterSelector names its RayCluster by)
 # KubeRay's submitter container (``GetDefaultSubmitterContainer``), which it adds to
 # the head pod of a RayJob of SidecarMode (it takes no submitterPodTemplate)
 SIDECAR_SUBMITTER = {"cpu": "500m", "memory": "200Mi"}
@@ -248,8 +255,14 @@ class RayJobKind:
         true); an activeDeadlineSeconds not above 0, a negative backoffLimit;
         under SidecarMode, a submitterPodTemplate, a clusterSelector, or a head
         pod that restarts; a worker group whose minReplicas is above its
-        maxReplicas (``ValidateRayClusterSpec``)."""
-        found = []
+        maxReplicas (``ValidateRayClusterSpec``); a backoffLimit above 0 under
+        InteractiveMode or on an existing cluster; a clusterSelector that
+        names no cluster; a runtimeEnvYAML that is no YAML mapping; a
+        deletionStrategy the CRD's rules or KubeRay refuse
+        (``_deletion_rules``); a job another controller manages
+        (``managed_elsewhere``)."""
+        found = managed_elsewhere(obj, "spec.managedBy", KUBERAY, "KubeRay",
+                                  (KUBERAY, MULTIKUEUE))
         groups = (mapping_at(obj, "spec", "rayClusterSpec") or {}).get("workerGroupSpecs")
         for i, group in enumerate(groups if isinstance(groups, list) else []):
             least, most = (group.get(f) if isinstance(group, dict) else None
@@ -287,6 +300,38 @@ class RayJobKind:
                     f"{at} is {value} while spec.shutdownAfterJobFinishes is not true: "
                     f"KubeRay refuses to delete a cluster it keeps; set "
                     f"shutdownAfterJobFinishes: true, or remove the field", at))
+        retries = spec.get("backoffLimit")
+        retries = retries if isinstance(retries, int) and not isinstance(retries, bool) else 0
+        selector = spec.get("clusterSelector")
+        if isinstance(selector, dict) and selector:
+            if not selector.get(RAY_CLUSTER):
+                found.append(ManifestError(
+                    f"spec.clusterSelector names no cluster: KubeRay runs the job on the "
+                    f"RayCluster its {RAY_CLUSTER} label names, and refuses it without one",
+                    "spec.clusterSelector"))
+            if retries > 0:
+                found.append(ManifestError(
+                    f"spec.backoffLimit is {retries}: KubeRay refuses retries of a job that "
+                    f"runs on an existing RayCluster (spec.clusterSelector); set it to 0",
+                    "spec.backoffLimit"))
+        if spec.get("submissionMode") == INTERACTIVE_MODE and retries > 0:
+            found.append(ManifestError(
+                f"spec.backoffLimit is {retries}: KubeRay refuses retries under "
+                f"submissionMode {INTERACTIVE_MODE}; set it to 0", "spec.backoffLimit"))
+        runtime_env = spec.get("runtimeEnvYAML")
+        if isinstance(runtime_env, str) and runtime_env.strip():
+            try:
+                env = yaml.load(runtime_env, Loader=yaml.CSafeLoader)
+            except yaml.YAMLError as exc:
+                env = exc
+            if env is not None and not isinstance(env, dict):
+                why = "does not read as YAML" if isinstance(env, yaml.YAMLError) else \
+                    f"is {yaml_type(env)}, not a mapping"
+                found.append(ManifestError(
+                    f"spec.runtimeEnvYAML {why}: KubeRay refuses the job; write the runtime "
+                    f"environment as a YAML mapping (pip:, env_vars:, working_dir:, ...)",
+                    "spec.runtimeEnvYAML"))
+        found.extend(_deletion_rules(spec))
         if spec.get("submissionMode") == SIDECAR_MODE:
             for field in ("submitterPodTemplate", "clusterSelector"):
                 if spec.get(field):
@@ -395,6 +440,50 @@ class RayJobKind:
             success = success or status == "SUCCEEDED" or not (status or failed)
             failure = failure or failed or not (status or failed)
         return success, failure
+
+
+def _deletion_rules(spec: Mapping[str, Any]) -> list[ManifestError]:
+    """What the API server (the CRD's rules) and KubeRay refuse of a RayJob's
+    ``deletionStrategy``: onSuccess and onFailure beside deletionRules, or
+    neither; one of the two without the other; either without its policy;
+    DeleteNone while shutdownAfterJobFinishes is true; deletionRules while it
+    is true."""
+    strategy = spec.get("deletionStrategy")
+    if not isinstance(strategy, dict):
+        return []
+    at = "spec.deletionStrategy"
+    legacy = [f for f in ("onSuccess", "onFailure") if f in strategy]
+    rules = bool(strategy.get("deletionRules"))
+    shutdown = spec.get("shutdownAfterJobFinishes") is True
+    if legacy and rules:
+        return [ManifestError(
+            f"{at} has {' and '.join(legacy)} beside deletionRules: the API server takes one "
+            f"of the two ways only; keep one", at)]
+    if rules:
+        return [] if not shutdown else [ManifestError(
+            f"{at}.deletionRules is set while spec.shutdownAfterJobFinishes is true: KubeRay "
+            f"takes one of the two only; remove shutdownAfterJobFinishes, or the rules",
+            f"{at}.deletionRules")]
+    if len(legacy) < 2:
+        missing = "onFailure" if legacy == ["onSuccess"] else "onSuccess"
+        return [ManifestError(
+            f"{at} needs both onSuccess and onFailure, or deletionRules: the API server "
+            f"refuses it otherwise; add {missing}" if legacy else
+            f"{at} needs both onSuccess and onFailure, or deletionRules: the API server "
+            f"refuses an empty one; remove it, or fill it in", at)]
+    found = []
+    for field in legacy:
+        policy = mapping_at(strategy, field) or {}
+        if policy.get("policy") is None:
+            found.append(ManifestError(
+                f"{at}.{field}.policy is not set: KubeRay refuses the job; set it to "
+                f"DeleteCluster, DeleteWorkers, DeleteSelf or DeleteNone", f"{at}.{field}"))
+        elif policy.get("policy") == "DeleteNone" and shutdown:
+            found.append(ManifestError(
+                f"{at}.{field}.policy is DeleteNone while spec.shutdownAfterJobFinishes is "
+                f"true: KubeRay refuses the job; choose one of the two",
+                f"{at}.{field}.policy"))
+    return found
 
 
 def _retries_left(obj: Manifest, status: Mapping[str, Any]) -> bool:

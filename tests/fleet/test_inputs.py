@@ -1159,6 +1159,123 @@ def test_a_sidecar_mode_rayjob_whose_head_restarts_is_an_error_at_its_line() -> 
         "Never only; fix the manifest"]
     assert told(read({"jobs/r.yaml": text.replace("Always", "Never")})) == []
 
+@pytest.mark.parametrize(("lines", "said"), [
+    ("  submissionMode: InteractiveMode\n  backoffLimit: 2\n", "jobs/r.yaml:9: "
+     "spec.backoffLimit is 2: KubeRay refuses retries under submissionMode InteractiveMode; "
+     "set it to 0"),
+    ("  submissionMode: InteractiveMode\n  backoffLimit: 0\n", None),
+    ("  clusterSelector: {ray.io/cluster: ''}\n", "jobs/r.yaml:8: spec.clusterSelector names "
+     "no cluster: KubeRay runs the job on the RayCluster its ray.io/cluster label names, and "
+     "refuses it without one"),
+    ("  runtimeEnvYAML: 'pip: [a'\n", "jobs/r.yaml:8: spec.runtimeEnvYAML does not read as "
+     "YAML: KubeRay refuses the job; write the runtime environment as a YAML mapping (pip:, "
+     "env_vars:, working_dir:, ...)"),
+    ("  runtimeEnvYAML: '- requests'\n", "jobs/r.yaml:8: spec.runtimeEnvYAML is a list, not a "
+     "mapping: KubeRay refuses the job; write the runtime environment as a YAML mapping (pip:, "
+     "env_vars:, working_dir:, ...)"),
+    ("  runtimeEnvYAML: |\n    pip: [requests]\n", None),
+    ("  deletionStrategy: {onSuccess: {policy: DeleteCluster}, onFailure: {policy: "
+     "DeleteNone}}\n", "jobs/r.yaml:8: spec.deletionStrategy.onFailure.policy is DeleteNone "
+     "while spec.shutdownAfterJobFinishes is true: KubeRay refuses the job; choose one of the "
+     "two"),
+    ("  deletionStrategy: {onSuccess: {policy: DeleteCluster}}\n", "jobs/r.yaml:8: "
+     "spec.deletionStrategy needs both onSuccess and onFailure, or deletionRules: the API "
+     "server refuses it otherwise; add onFailure"),
+    ("  deletionStrategy: {deletionRules: [{condition: {jobStatus: FAILED}, policy: "
+     "DeleteCluster}]}\n", "jobs/r.yaml:8: spec.deletionStrategy.deletionRules is set while "
+     "spec.shutdownAfterJobFinishes is true: KubeRay takes one of the two only; remove "
+     "shutdownAfterJobFinishes, or the rules"),
+    ("  deletionStrategy: {onSuccess: {policy: DeleteCluster}, onFailure: {policy: "
+     "DeleteCluster}}\n", None),
+    ("  managedBy: kueue.x-k8s.io/multikueue\n", "jobs/r.yaml:8: spec.managedBy is "
+     "'kueue.x-k8s.io/multikueue': on a member cluster KubeRay leaves a job that MultiKueue "
+     "manages alone, and MultiKueue runs on a manager cluster only (fleetq sends the job to "
+     "its member cluster in its place), so the job would never start there; remove "
+     "spec.managedBy"),
+    ("  managedBy: foo.io/bar\n", "jobs/r.yaml:8: spec.managedBy is 'foo.io/bar': the API "
+     "server takes 'ray.io/kuberay-operator' or 'kueue.x-k8s.io/multikueue' only; remove "
+     "spec.managedBy to have KubeRay run the job"),
+    ("  managedBy: ray.io/kuberay-operator\n", None),
+])
+def test_more_of_a_rayjob_spec_kuberay_refuses_is_an_error_at_its_line(
+        lines: str, said: str | None) -> None:
+    """More of ``ValidateRayJobSpec`` and of the RayJob CRD's own rules: each
+    of these was admitted, and its job never started."""
+    text = RAYJOB.replace("NAME", "groupName: cpu").replace(
+        "  shutdownAfterJobFinishes: true\n", "  shutdownAfterJobFinishes: true\n" + lines)
+    assert told(read({"jobs/r.yaml": text})) == ([f"{said}; fix the manifest"] if said else [])
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    (JOB.replace("spec:\n", "spec:\n  managedBy: kueue.x-k8s.io/multikueue\n", 1),
+     "jobs/j.yaml:5: spec.managedBy is 'kueue.x-k8s.io/multikueue': on a member cluster the Job "
+     "controller leaves a job that MultiKueue manages alone, and MultiKueue runs on a manager "
+     "cluster only (fleetq sends the job to its member cluster in its place), so the job would "
+     "never start there; remove spec.managedBy"),
+    (JOB.replace("spec:\n", "spec:\n  managedBy: example.com/mine\n", 1),
+     "jobs/j.yaml:5: spec.managedBy is 'example.com/mine': the Job controller runs a job whose "
+     "managedBy is unset or 'kubernetes.io/job-controller' only, and fleetq cannot tell that a "
+     "controller of that name runs on the member cluster, so the job may never start there; "
+     "remove spec.managedBy"),
+    (JOB.replace("spec:\n", "spec:\n  managedBy: kubernetes.io/job-controller\n", 1), None),
+    (REFUSED_PYTORCHJOB.replace("llama.v2", "llama").replace("replicas: 2", "replicas: 1")
+     .replace("Launcher:", "Worker:").replace("trainer", "pytorch").replace(
+         "spec:\n", "spec:\n  runPolicy: {managedBy: kueue.x-k8s.io/multikueue}\n", 1),
+     "jobs/p.yaml:5: spec.runPolicy.managedBy is 'kueue.x-k8s.io/multikueue': on a member "
+     "cluster the training operator leaves a job that MultiKueue manages alone, and MultiKueue "
+     "runs on a manager cluster only (fleetq sends the job to its member cluster in its place), "
+     "so the job would never start there; remove spec.runPolicy.managedBy"),
+    (REFUSED_PYTORCHJOB.replace("llama.v2", "llama").replace("replicas: 2", "replicas: 1")
+     .replace("Launcher:", "Worker:").replace("trainer", "pytorch").replace(
+         "spec:\n", "spec:\n  runPolicy: {managedBy: foo.io/bar}\n", 1),
+     "jobs/p.yaml:5: spec.runPolicy.managedBy is 'foo.io/bar': the API server takes "
+     "'kubeflow.org/training-operator' or 'kueue.x-k8s.io/multikueue' only; remove "
+     "spec.runPolicy.managedBy to have the training operator run the job"),
+    (MPIJOB.replace("NAME", "m").replace("replicas: 2", "replicas: 1").replace(
+        "Always", "Never").replace("ExitCode", "Never").replace(
+        "spec:\n", "spec:\n  runPolicy: {managedBy: kueue.x-k8s.io/multikueue}\n", 1),
+     "jobs/j.yaml:5: spec.runPolicy.managedBy is 'kueue.x-k8s.io/multikueue': on a member "
+     "cluster the MPI operator leaves a job that MultiKueue manages alone, and MultiKueue runs "
+     "on a manager cluster only (fleetq sends the job to its member cluster in its place), so "
+     "the job would never start there; remove spec.runPolicy.managedBy"),
+])
+def test_a_job_another_controller_manages_is_an_error_at_its_line(
+        text: str, said: str | None) -> None:
+    """A job copied from a MultiKueue manager cluster keeps its managedBy: on
+    the member cluster fleetq sends it to, its operator left it alone, and it
+    held its quota for ever."""
+    path = "jobs/p.yaml" if "PyTorchJob" in text else "jobs/j.yaml"
+    assert told(read({path: text})) == ([f"{said}; fix the manifest"] if said else [])
+
+
+@pytest.mark.parametrize(("lines", "said"), [
+    ("  runPolicy: {cleanPodPolicy: Sometimes}\n", "jobs/m.yaml:5: "
+     "spec.runPolicy.cleanPodPolicy is 'Sometimes': the MPI operator takes None, Running, All "
+     "only"),
+    ("  runPolicy: {ttlSecondsAfterFinished: -1}\n", "jobs/m.yaml:5: "
+     "spec.runPolicy.ttlSecondsAfterFinished is -1: the MPI operator refuses a job whose "
+     "ttlSecondsAfterFinished is below 0"),
+    ("  runPolicy: {backoffLimit: -2}\n", "jobs/m.yaml:5: spec.runPolicy.backoffLimit is -2: "
+     "the MPI operator refuses a job whose backoffLimit is below 0"),
+    ("  slotsPerWorker: -1\n", "jobs/m.yaml:5: spec.slotsPerWorker is -1: the MPI operator "
+     "refuses a job whose slotsPerWorker is below 0"),
+    ("  slotsPerWorker: 0\n  runPolicy: {cleanPodPolicy: All, backoffLimit: 0}\n", None),
+])
+def test_more_of_an_mpijob_the_mpi_operator_refuses_is_an_error_at_its_line(
+        lines: str, said: str | None) -> None:
+    """The rest of ``ValidateMPIJob``'s rules: each job was admitted, and
+    never started."""
+    text = MPIJOB.replace("NAME", "m").replace("replicas: 2", "replicas: 1").replace(
+        "Always", "Never").replace("ExitCode", "Never").replace("spec:\n", "spec:\n" + lines, 1)
+    assert told(read({"jobs/m.yaml": text})) == ([f"{said}; fix the manifest"] if said else [])
+    if said is None:  # (Workers of no replica are refused too)
+        zero = text.replace("replicas: 16", "replicas: 0")
+        assert told(read({"jobs/m.yaml": zero})) == [
+            "jobs/m.yaml:13: spec.mpiReplicaSpecs.Worker.replicas is 0: the MPI operator "
+            "refuses Workers of fewer than one replica; remove the Worker to run the launcher "
+            "alone; fix the manifest"]
+
+
 def test_a_ray_worker_group_without_a_name_of_its_own_is_told_at_its_line() -> None:
     """A group with no groupName was read as worker-1, and one named as
     another was read as a second pod set of that name: both RayJobs fail on
