@@ -170,7 +170,10 @@ class CycleResult:
         """Why ``job``'s gang would not fit now on each of the clusters ``names``
         that it would not fit on, its quota aside (``ClusterState.fit``); with
         the running jobs ``without`` (their pod sets) gone, when given (a
-        what-if: each is put back as it was); ``empty``: with none on it."""
+        what-if: each is put back as it was); ``empty``: with none on it. On a
+        cluster that checks its free sum alone, pods no node could ever run
+        (``ClusterState.never_runs``) do not fit either: placed there, they
+        would stay Pending."""
         total = job_cluster_total(job.pod_sets)
         out = {}
         for name in names:
@@ -190,6 +193,10 @@ class CycleResult:
                     state.undo_remove(key, pod_sets, fit)
             if isinstance(got, str):
                 out[name] = got
+            elif not state.cluster.resource_reservation:
+                never = state.never_runs(job.pod_sets)
+                if never is not None:
+                    out[name] = never
         return out
 
 
@@ -1640,12 +1647,18 @@ class _Cycle:
         preference order (binpack/spread, by free sum); the first where the
         gang packs wins. Under a Duplicated policy every other cluster of that
         group where it fits gets a full copy too (kept for ``_admit``).
+
+        A cluster that checks its free sum alone (no resourceReservation) where
+        some of the job's pods could never run (``ClusterState.never_runs``)
+        is taken only when no cluster of any group where they could fits now:
+        placed there, they would stay Pending, holding the job's quota.
         """
         job = p.job
         memo = self._fail_memo.setdefault(p.shape, {})
+        last_resort: list[tuple[ClusterState, Fit]] = []
         for group in p.groups:
-            chosen: tuple[ClusterState, Fit] | None = None
-            copies: list[tuple[ClusterState, Fit]] = []
+            fitting: list[tuple[ClusterState, Fit]] = []  # (in preference order)
+            chosen: int | None = None  # the first of them where its pods could run
             strategy = self._strategy(p)
             ck = (id(group), p.total_items, strategy)
             ranking = self._rankings.get(ck)
@@ -1663,17 +1676,27 @@ class _Cycle:
                 if fit is None:
                     memo[cs.name] = cs.removals
                     continue
-                if chosen is None:
-                    chosen = (cs, fit)
+                fitting.append((cs, fit))
+                if chosen is None and (cs.cluster.resource_reservation
+                                       or cs.never_runs(job.pod_sets) is None):
+                    chosen = len(fitting) - 1
                     if not p.policy.duplicated:
                         break
-                else:
-                    copies.append((cs, fit))
             if chosen is not None:
-                if copies:
-                    self._copies[job.key] = copies
-                return chosen
+                return self._chosen(p, fitting, chosen)
+            if fitting and not last_resort:
+                last_resort = fitting
+        if last_resort:  # (its pods never run there: told in its reason)
+            return self._chosen(p, last_resort, 0)
         return FITS_NO_CLUSTER
+
+    def _chosen(self, p: _Pending, fitting: list[tuple[ClusterState, Fit]],
+                chosen: int) -> tuple[ClusterState, Fit]:
+        """``fitting[chosen]``; under a Duplicated policy, the others are its
+        copies (kept for ``_admit``)."""
+        if p.policy.duplicated and len(fitting) > 1:
+            self._copies[p.job.key] = fitting[:chosen] + fitting[chosen + 1:]
+        return fitting[chosen]
 
     def _admit(self, p: _Pending, cluster: ClusterState, fit: Fit | None, *,
                admitted_at: str | None, force: bool = False,

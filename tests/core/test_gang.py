@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given
 from hypothesis import settings as examples
@@ -153,6 +155,39 @@ def test_without_reservation_a_pod_no_node_could_ever_run_is_warned_of() -> None
         "than 64; c1 checks its free sum alone (no resourceReservation), so they would stay "
         "Pending; lower its pods' requests, or keep it off the cluster (its policy's "
         "clusterAffinity)"), by_name(result)["big"].reason
+
+
+def test_a_cluster_where_the_pods_never_run_is_taken_only_when_no_other_fits() -> None:
+    """Two clusters that check their free sum alone: binpack prefers c1, the
+    fuller, whose GPU nodes are tainted. The GPU job that does not tolerate
+    the taint went there, with its own warning that its pods would stay
+    Pending, though c2 would run them. It goes to c2; only once c2 has no
+    room is it placed on c1, told so as before."""
+    tainted = (cluster("c1").reservation(False)
+               .node("a100", cpu="16", gpu="8", taints=[taint("nvidia.com/gpu", "present")]))
+    plain = cluster("c2").reservation(False).node("g1", cpu="64", gpu="8")
+    j = gpu_job("a", 1).obj()
+    assert by_preference([ClusterState(tainted.obj()), ClusterState(plain.obj())],
+                         job_cluster_total(j.pod_sets), PlacementStrategy.BINPACK)[0].name == "c1"
+    a = by_name(reconcile_cycle(cycle_input(jobs=[j], clusters=[tainted.obj(), plain.obj()])))["a"]
+    assert (a.phase, a.cluster, a.reason) == (Phase.ADMITTED, "c2", "admitted to c2 (worker 1)")
+    # c2 full: c1 is the last resort, the job told that its pods may never run there
+    full = cluster("c2").reservation(False).node("g1", cpu="64", gpu="0")
+    result = reconcile_cycle(cycle_input(jobs=[j], clusters=[tainted.obj(), full.obj()]))
+    a = by_name(result)["a"]
+    assert (a.phase, a.cluster) == (Phase.ADMITTED, "c1")
+    assert "but its pods may never run there" in a.reason
+    assert [p.severity for p in result.problems] == ["warning"]
+    # so across clusterAffinities groups: the second's c2 before the first's c1
+    groups = policy().affinities(["c1"], ["c2"]).obj()
+    a = by_name(reconcile_cycle(cycle_input(jobs=[j], clusters=[tainted.obj(), plain.obj()],
+                                            policies=[groups])))["a"]
+    assert (a.cluster, a.copies) == ("c2", ())
+    # and under a Duplicated policy, c2 runs it and c1 holds a copy, as before
+    both = dataclasses.replace(policy().obj(), duplicated=True)
+    a = by_name(reconcile_cycle(cycle_input(jobs=[j], clusters=[tainted.obj(), plain.obj()],
+                                            policies=[both])))["a"]
+    assert (a.cluster, a.copies) == ("c2", ("c1",))
 
 
 def test_with_reservation_pods_no_node_could_ever_hold_say_what_keeps_them_off() -> None:

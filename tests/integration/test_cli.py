@@ -1868,6 +1868,39 @@ def test_explain_names_a_cluster_with_room_its_policy_rules_out(tmp_path: Path,
     assert placements(path)["default/wait"]["cluster"] == "c2"
 
 
+def test_explain_names_no_cluster_where_the_pods_would_never_run(tmp_path: Path) -> None:
+    """c2, ruled out by a taint, checks its free sum alone (no
+    resourceReservation), and has 4 cpu free in two nodes of 2: the job's
+    one 4-cpu pod never runs there. Explain told it to tolerate the taint,
+    which places it there, its free sum the one fit now, to stay Pending
+    (told in its reason): it tells c2 no more."""
+    placement, _, fixed = RULED_OUT["a taint it does not tolerate"]
+
+    def policy(lines: str) -> str:
+        return QUEUED_CLUSTER_POLICY.replace("  placement:\n", f"  placement:\n{lines}")
+
+    path = make_fleet_repo(tmp_path / "fleet", {
+        "quota.yaml": one_leaf_tree("64", "256Gi"), "policy.yaml": policy(placement),
+        "clusters/c1.yaml": member_cluster("c1", cpu="4"),
+        "clusters/c2.yaml": member_cluster("c2", cpu="2", nodes=2, reservation=False,
+                                           extra=TAINTED),
+        "jobs/run.yaml": batchjob("run", cpu="4")})
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    write_files(path, {"jobs/wait.yaml": batchjob("wait", cpu="4")})
+    commit_all(path)
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    assert placements(path)["default/run"]["cluster"] == "c1"
+    proc = fleetq("explain", "--repo", str(path), "wait", "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    assert "cluster c2" not in proc.stdout, proc.stdout
+    write_files(path, {"policy.yaml": policy(fixed)})
+    commit_all(path)
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW).returncode == 0
+    wait = placements(path)["default/wait"]
+    assert (wait["phase"], wait["cluster"]) == ("Admitted", "c2")
+    assert "but its pods may never run there: no node holds a main pod" in wait["reason"]
+
+
 def test_an_installed_wheel_holds_the_fleet_template(tmp_path: Path) -> None:
     """``pip install .`` (not -e) left the template out: fleetq init and fleetq
     demo said it was not installed. The wheel holds every file of it, where
