@@ -119,6 +119,7 @@ class ClusterState:
         self._larger: dict[tuple[object, ...], str] = {}
         self._never: dict[int, tuple[tuple[PodSet, ...], str | None]] = {}  # (never_runs)
         self._never_shapes: dict[tuple[object, ...], str | None] = {}  # (never_runs)
+        self._blank: ClusterState | None = None  # the cluster with nothing on it (never_runs)
         self.removals = 0  # a fit that failed stays failed until something leaves
         self.version = 0  # bumped on every change
 
@@ -214,10 +215,26 @@ class ClusterState:
                         ps.node_selector, ps.tolerations, ps.node_affinity) for ps in pod_sets)
             if ck not in self._never_shapes:
                 self._never_shapes[ck] = next(filter(None, map(self._never_holds, pod_sets)),
-                                              None)
+                                              None) or self._never_packs(pod_sets)
             # (pod_sets held with it: its id stays its own)
             got = self._never[id(pod_sets)] = (pod_sets, self._never_shapes[ck])
         return got[1]
+
+    def _never_packs(self, pod_sets: tuple[PodSet, ...]) -> str | None:
+        """On a cluster that checks its free sum alone, why the pods of
+        ``pod_sets``, each of which some node holds, would not all pack onto
+        its nodes at once even empty (as ``_pack`` places them); else
+        ``None``. (On one that packs them, a fit packs them.)"""
+        if self.cluster.resource_reservation or sum(ps.replicas for ps in pod_sets) < 2:
+            return None
+        if self._blank is None:
+            self._blank = ClusterState(self.cluster)
+        got = self._blank._pack(pod_sets, job_cluster_total(pod_sets))
+        if isinstance(got, Fit):
+            return None
+        ps, placed = got
+        return (f"{self.name}: its nodes hold no more than {placed or 0} of its {ps.replicas} "
+                f"{ps.name} pods at once, even empty")
 
     def _never_holds(self, ps: PodSet) -> str | None:
         """``never_runs`` of one pod set."""

@@ -134,7 +134,12 @@ def test_without_reservation_a_pod_no_node_could_ever_run_is_warned_of() -> None
     assert state.never_runs(job("c").pod_set("worker", 1, cpu="200").obj().pod_sets) == (
         "c1: no node holds a worker pod: it needs cpu 200, and no node that admits it has "
         "more than 64")
-    assert state.never_runs(job("d").pod_set("worker", 2, cpu="60").obj().pod_sets) is None
+    assert state.never_runs(job("d").pod_set("worker", 1, cpu="60").obj().pod_sets) is None
+    # each pod fits the one node that admits it, but not the gang's two at once, even
+    # empty (their free sum, 192 cpu, held them: they were placed, and stayed Pending)
+    assert state.never_runs(job("e").pod_set("worker", 2, cpu="36").obj().pod_sets) == (
+        "c1: its nodes hold no more than 1 of its 2 worker pods at once, even empty")
+    assert state.never_runs(job("f").pod_set("worker", 2, cpu="32").obj().pod_sets) is None
 
     result = reconcile_cycle(cycle_input(jobs=[j, tolerating], clusters=[c.obj()]))
     a, b = by_name(result)["a"], by_name(result)["b"]
