@@ -2013,8 +2013,10 @@ def _cluster(doc: Document) -> MemberCluster:
     no_labels: tuple[tuple[str, str], ...] = ()
     no_taints: tuple[Taint, ...] = ()
     nodes: list[Node] = []
+    named: dict[str, str] = {}  # node name -> the entry that gives it first
     for i, n in enumerate(spec.get("nodes") or ()):
         where = f"spec.nodes[{i}]"
+        _node_named(str(n.get("name") or f"node-{i}"), f"{where}.name", where, named, errors)
         nodes.append(Node(name=str(n.get("name") or f"node-{i}"),
                           allocatable=errors.take(partial(
                               parse_resources, n.get("allocatable"), f"{where}.allocatable"),
@@ -2042,6 +2044,9 @@ def _cluster(doc: Document) -> MemberCluster:
                              no_labels)
         taints = errors.take(partial(_taints, g.get("taints"), f"{where}.taints"), no_taints)
         base = str(g.get("name") or f"group-{i}")
+        for k in range(count):
+            if not _node_named(f"{base}-{k}", f"{where}.name", where, named, errors):
+                break  # (told once for the group)
         nodes.extend(Node(name=f"{base}-{k}", allocatable=alloc, labels=labels, taints=taints)
                      for k in range(count))
     dialect = spec.get("gangDialect")
@@ -2077,6 +2082,27 @@ def _cluster(doc: Document) -> MemberCluster:
         reserved=reserved,
         nodes=tuple(nodes),
         kubeconfig_context=spec.get("kubeconfigContext"))
+
+
+def _node_named(name: str, field: str, where: str, named: dict[str, str],
+                errors: Errors) -> bool:
+    """Whether a node of a MemberCluster (the entry ``where``) has a name
+    Kubernetes takes that no entry before it (``named``) gives: placements
+    and the clusters' reports name nodes by it, so two of one name would be
+    booked as one. Else an error, at ``field``."""
+    first = named.setdefault(name, where)
+    if first != where:
+        errors.found.append(ManifestError(
+            f"{where} gives node {name!r}, the name {first} gives too: each node of a cluster "
+            f"has a name of its own (a node group's are its name, '-', and 0, 1, ...); rename "
+            f"one", field))
+        return False
+    try:
+        check_name(name, field)
+    except ManifestError as exc:
+        errors.found.append(exc)
+        return False
+    return True
 
 
 GANG_DIALECTS = ("ack", "scheduler-plugins", "volcano", "kueue")

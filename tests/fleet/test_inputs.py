@@ -95,6 +95,31 @@ def test_every_mistake_of_a_member_cluster_is_told_at_its_line() -> None:
     ]
 
 
+@pytest.mark.parametrize(("nodes", "said"), [
+    ('  - {name: n1, allocatable: {cpu: "8"}}\n', [
+        "clusters/c1.yaml:9: spec.nodes[2] gives node 'n1', the name spec.nodes[0] gives too: "
+        "each node of a cluster has a name of its own (a node group's are its name, '-', and 0, "
+        "1, ...); rename one"]),
+    ('  - {name: Bad_Name, allocatable: {cpu: "8"}}\n', [
+        "clusters/c1.yaml:9: spec.nodes[2].name 'Bad_Name' is not a valid name: at most 253 "
+        "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"]),
+    ('  - {name: g-1, allocatable: {cpu: "8"}}\n  nodeGroups:\n  - {name: g, count: 3, '
+     'allocatable: {cpu: "8"}}\n', [
+         "clusters/c1.yaml:11: spec.nodeGroups[0] gives node 'g-1', the name spec.nodes[2] "
+         "gives too: each node of a cluster has a name of its own (a node group's are its "
+         "name, '-', and 0, 1, ...); rename one"]),
+    ('  nodeGroups:\n  - {name: g, count: 3, allocatable: {cpu: "8"}}\n', []),
+])
+def test_a_node_named_twice_or_against_kubernetes_rules_is_an_error_at_its_entry(
+        nodes: str, said: list[str]) -> None:
+    """Two nodes of one name were read as two, and placements booked pods of
+    two jobs on the one node their name gave; a node name Kubernetes refuses
+    was taken. The cluster's file is read as it last was."""
+    inputs = read({"clusters/c1.yaml": CLUSTER + nodes})
+    assert told(inputs) == said
+    assert [c.name for c in inputs.clusters] == ([] if said else ["c1"])
+
+
 PRIORITY_CLASS = """\
 apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
