@@ -1654,6 +1654,7 @@ def _build_policy(doc: Document) -> Policy:
     namespace = None
     if value["kind"] == "PropagationPolicy":
         namespace = str(meta.get("namespace") or "default")
+        check_namespace(namespace)
     selectors = []
     raw_selectors = spec.get("resourceSelectors")
     if raw_selectors is not None and not isinstance(raw_selectors, list):
@@ -1895,6 +1896,20 @@ def _add_policy(doc: Document, inputs: FleetInputs) -> None:
                 f"{policy.ref}: spec.resourceSelectors[{i}] selects {selector.api_version} "
                 f"{selector.kind}, which is no job kind fleetq reads ({kinds}): it selects "
                 f"nothing"), "warning"))
+        if policy.namespace is not None and selector.namespace not in (None,
+                                                                        policy.namespace):
+            inputs.problems.append(Problem(doc.path, doc.line_of(f"spec.resourceSelectors[{i}]"), (
+                f"{policy.ref}: spec.resourceSelectors[{i}] names namespace "
+                f"{selector.namespace}, but a PropagationPolicy selects jobs of its own "
+                f"namespace ({policy.namespace}) only: it selects nothing; use a "
+                f"ClusterPropagationPolicy, or move the policy to {selector.namespace}"),
+                "warning"))
+    if not policy.gang and not policy.duplicated:
+        inputs.problems.append(Problem(doc.path, doc.line_of("spec.placement.replicaScheduling"), (
+            f"{policy.ref}: spec.placement.replicaScheduling says no customSchedulingType: "
+            f"Gang: fleetq places each job it selects whole on one member cluster all the "
+            f"same (its pods start together there, or none do), and divides no job over "
+            f"clusters; set customSchedulingType: Gang"), "warning"))
     failover = doc.value["spec"].get("failover")
     if isinstance(failover, Mapping) and failover.get("cluster") is not None:
         inputs.problems.append(Problem(doc.path, doc.line_of("spec.failover.cluster"), (

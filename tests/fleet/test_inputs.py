@@ -120,6 +120,42 @@ def test_a_node_named_twice_or_against_kubernetes_rules_is_an_error_at_its_entry
     assert [c.name for c in inputs.clusters] == ([] if said else ["c1"])
 
 
+def test_a_policy_that_divides_or_selects_another_namespace_is_told_what_fleetq_does(
+        ) -> None:
+    """A Karmada policy that divides replicas by weight, with no Gang, was
+    read as Gang, its jobs placed whole with no word; a PropagationPolicy
+    whose selector names another namespace selected nothing, with no word;
+    one in a namespace Kubernetes refuses was taken."""
+    divided = POLICY.replace("placement: {replicaScheduling: {customSchedulingType: Gang}}",
+                             "placement:\n    replicaScheduling:\n      "
+                             "replicaSchedulingType: Divided\n      "
+                             "replicaDivisionPreference: Weighted")
+    assert divided != POLICY
+    inputs = read({"policy.yaml": divided})
+    assert told(inputs, "warning") == [
+        "policy.yaml:7: ClusterPropagationPolicy everything: spec.placement.replicaScheduling "
+        "says no customSchedulingType: Gang: fleetq places each job it selects whole on one "
+        "member cluster all the same (its pods start together there, or none do), and divides "
+        "no job over clusters; set customSchedulingType: Gang"]
+    assert [p.name for p in inputs.policies] == ["everything"]
+    assert told(read({"policy.yaml": POLICY}), "warning") == []
+    own = POLICY.replace("kind: ClusterPropagationPolicy", "kind: PropagationPolicy").replace(
+        "{name: everything}", "{name: everything, namespace: team-a}")
+    other = own.replace("kind: Job}]", "kind: Job, namespace: team-b}]")
+    assert other != own
+    assert told(read({"policy.yaml": other}), "warning") == [
+        "policy.yaml:5: PropagationPolicy team-a/everything: spec.resourceSelectors[0] names "
+        "namespace team-b, but a PropagationPolicy selects jobs of its own namespace (team-a) "
+        "only: it selects nothing; use a ClusterPropagationPolicy, or move the policy to team-b"]
+    assert told(read({"policy.yaml": own.replace("kind: Job}]", "kind: Job, namespace: "
+                                                 "team-a}]")}), "warning") == []
+    bad = read({"policy.yaml": own.replace("namespace: team-a", "namespace: Team_A")})
+    assert told(bad) == ["policy.yaml:3: metadata.namespace 'Team_A' is not a valid namespace "
+                         "name: at most 63 lower-case letters, digits and '-', starting and "
+                         "ending with a letter or digit"]
+    assert bad.policies == []
+
+
 PRIORITY_CLASS = """\
 apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
