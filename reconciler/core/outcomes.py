@@ -47,7 +47,7 @@ from reconciler.core.model import (
     Policy,
     evolve,
 )
-from reconciler.core.policy import default_policy, select_policy
+from reconciler.core.policy import EVERY_CLUSTER_FAILED, default_policy, select_policy
 from reconciler.core.resources import Resources, add_into, format_quantity
 
 _ENDED = frozenset((Phase.FINISHED, Phase.FAILED))  # (a set: hashed at once, not compared)
@@ -341,6 +341,9 @@ def finish(decisions: list[Decision], outcomes: Outcomes
             reason = d.reason
             if failed_on and d.phase is not Phase.ADMITTED:
                 told = f" (it failed on {', '.join(failed_on)}: never placed there again)"
+                if EVERY_CLUSTER_FAILED in reason:
+                    told += ("; to run it again, fix the cause and push it under a new name, or "
+                             "let its policy select more clusters")
                 reason = reason if reason.endswith(told) else reason + told
             new = evolve(d, failed_on=failed_on, kept_on=kept_on, reason=reason,
                          kept_since=tuple(sorted(outcomes.kept_since.get(key, {}).items()))

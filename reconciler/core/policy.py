@@ -209,6 +209,9 @@ def with_no_queue_refusal(refused: Sequence[tuple[str, str]]) -> Sequence[tuple[
     return _kueue_refuses(refused, NO_LOCAL_QUEUE)
 
 
+EVERY_CLUSTER_FAILED = "it failed on every cluster its policy selects"
+
+
 def narrowed(groups: list[list[str]], notes: list[str], failed_on: Sequence[str],
              refused: Sequence[tuple[str, str]], clusters: Sequence[MemberCluster]
              ) -> tuple[list[list[str]], list[str], tuple[str, ...], tuple[str, ...]]:
@@ -223,7 +226,7 @@ def narrowed(groups: list[list[str]], notes: list[str], failed_on: Sequence[str]
         were = any(groups)
         groups = [[n for n in g if n not in failed_on] for g in groups]
         if were and not any(groups):  # (the clusters are named with failedOn)
-            notes = [*notes, "it failed on every cluster its policy selects"]
+            notes = [*notes, EVERY_CLUSTER_FAILED]
     said: tuple[str, ...] = ()
     out: list[str] = []
     if refused:

@@ -165,14 +165,16 @@ def test_a_job_that_failed_on_every_candidate_is_inadmissible_and_says_where() -
     assert got["a"].reason == (
         "no member cluster is a candidate for it under ClusterPropagationPolicy gang-queued: "
         "it failed on every cluster its policy selects (it failed on c1: never placed there "
-        "again)")
+        "again); to run it again, fix the cause and push it under a new name, or let its "
+        "policy select more clusters")
     # a cluster it failed on that its policy no longer selects is not named as a candidate
     gone = replace(inp.prior[a.key], failed_on=("c0",))
     got = decide(replace(inp, prior={a.key: gone}), report("c1", (a, ObservedPhase.FAILED, LATER)))
     assert got["a"].reason == (
         "no member cluster is a candidate for it under ClusterPropagationPolicy gang-queued: "
         "it failed on every cluster its policy selects (it failed on c0, c1: never placed "
-        "there again)")
+        "there again); to run it again, fix the cause and push it under a new name, or let its "
+        "policy select more clusters")
 
 
 def test_purge_modes_keep_the_old_copy_until_the_new_placement_runs_or_never() -> None:
