@@ -211,8 +211,11 @@ class ClusterState:
         their pod sets, those read back from the cache do not."""
         got = self._never.get(id(pod_sets))
         if got is None:  # (and by their shape: jobs read back from the cache share none)
-            ck = tuple((ps.name, ps.replicas > 0, tuple(sorted(ps.per_pod.items())),
-                        ps.node_selector, ps.tolerations, ps.node_affinity) for ps in pod_sets)
+            # (the count of pods too where they are counted: see _never_packs)
+            counted = not self.cluster.resource_reservation
+            ck = tuple((ps.name, ps.replicas if counted else ps.replicas > 0,
+                        tuple(sorted(ps.per_pod.items())), ps.node_selector, ps.tolerations,
+                        ps.node_affinity) for ps in pod_sets)
             if ck not in self._never_shapes:
                 self._never_shapes[ck] = next(filter(None, map(self._never_holds, pod_sets)),
                                               None) or self._never_packs(pod_sets)
@@ -221,20 +224,32 @@ class ClusterState:
         return got[1]
 
     def _never_packs(self, pod_sets: tuple[PodSet, ...]) -> str | None:
-        """On a cluster that checks its free sum alone, why the pods of
-        ``pod_sets``, each of which some node holds, would not all pack onto
-        its nodes at once even empty (as ``_pack`` places them); else
-        ``None``. (On one that packs them, a fit packs them.)"""
-        if self.cluster.resource_reservation or sum(ps.replicas for ps in pod_sets) < 2:
+        """On a cluster that checks its free sum alone, why the pods of one of
+        ``pod_sets``, each of which some node holds, would not all fit onto
+        its nodes at once even empty; else ``None``. Each pod set is counted
+        alone, and exactly (the pods each node that admits them holds): sets
+        that fit each alone but perhaps not together are not told, as telling
+        them would take a search of every packing, and "never" must be sure.
+        (On a cluster that packs pods onto nodes, a fit packs them.)"""
+        if self.cluster.resource_reservation:
             return None
         if self._blank is None:
             self._blank = ClusterState(self.cluster)
-        got = self._blank._pack(pod_sets, job_cluster_total(pod_sets))
-        if isinstance(got, Fit):
-            return None
-        ps, placed = got
-        return (f"{self.name}: its nodes hold no more than {placed or 0} of its {ps.replicas} "
-                f"{ps.name} pods at once, even empty")
+        empty = self._blank.node_free
+        for ps in pod_sets:
+            if ps.replicas < 2:
+                continue  # (one pod: _never_holds)
+            per_pod = dict(ps.per_pod)
+            per_pod[PODS] = 1000
+            held = 0
+            for i in self._eligible(ps):
+                held += copies_that_fit(per_pod, empty[i], ps.replicas - held)
+                if held == ps.replicas:
+                    break
+            else:
+                return (f"{self.name}: its nodes hold no more than {held} of its "
+                        f"{ps.replicas} {ps.name} pods at once, even empty")
+        return None
 
     def _never_holds(self, ps: PodSet) -> str | None:
         """``never_runs`` of one pod set."""
@@ -383,6 +398,8 @@ class ClusterState:
         node_free = self.node_free
         for ps_index in order:
             ps = pod_sets[ps_index]
+            if ps.replicas <= 0:
+                continue  # (a group scaled to none: no pod to place, wherever it would go)
             per_pod = dict(ps.per_pod)
             per_pod[PODS] = 1000
             main = _main_resource(per_pod)
@@ -447,6 +464,8 @@ class ClusterState:
         it is made only for the message.)"""
         node_free = self.node_free
         for ps in pod_sets:
+            if ps.replicas <= 0:
+                continue
             short = next((name for name, value in ps.per_pod.items() if value > 0
                           and not any(free.get(name, 0) >= value for free in node_free)),
                          None)

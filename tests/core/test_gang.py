@@ -162,6 +162,49 @@ def test_without_reservation_a_pod_no_node_could_ever_run_is_warned_of() -> None
         "clusterAffinity)"), by_name(result)["big"].reason
 
 
+def test_never_is_said_only_when_sure_whatever_was_asked_before() -> None:
+    """"Its pods may never run there" sends a job to a free-sum cluster last,
+    with a warning: it must hold for the job asked, not for another job of
+    its shape asked first (the answer was kept by shape without the count of
+    pods), nor follow from a best-fit pack that missed one that exists."""
+    c = cluster("c1").reservation(False).node("n1", cpu="64").node("n2", cpu="64")
+    two = job("a").pod_set("worker", 2, cpu="36").obj().pod_sets
+    three = job("b").pod_set("worker", 3, cpu="36").obj().pod_sets
+    held = "c1: its nodes hold no more than 2 of its 3 worker pods at once, even empty"
+    for first, then, said in ((three, two, None), (two, three, held)):
+        state = ClusterState(c.obj())
+        state.never_runs(first)
+        assert state.never_runs(then) == said
+    # a packs s0 and s2, b packs s1; best fit by cpu packs s0 then s1 onto a and b, and
+    # finds no room for s2: not a "never"
+    odd = (cluster("c").reservation(False).node("a", cpu="6", memory="9Gi")
+           .node("b", cpu="5", memory="11Gi"))
+    j = (job("j").pod_set("s0", 1, cpu="5", memory="1Gi").pod_set("s1", 1, cpu="4", memory="8Gi")
+         .pod_set("s2", 1, cpu="1", memory="7Gi").obj())
+    assert ClusterState(odd.obj()).never_runs(j.pod_sets) is None
+    result = reconcile_cycle(cycle_input(jobs=[j], clusters=[odd.obj()]))
+    assert by_name(result)["j"].reason == "admitted to c (s0 1, s1 1, s2 1)"
+    assert not result.problems
+
+
+def test_a_group_of_no_pods_is_placed_nowhere_and_keeps_no_job_off() -> None:
+    """A Ray worker group scaled to none, whose nodeSelector no node has,
+    places no pod: the job fits a cluster that packs its pods (it was refused:
+    "no node has the labels"), and one that checks its free sum does not say
+    "no more than 0 of its 0 pods"."""
+    j = (job("a").pod_set("head", 1, cpu="1")
+         .pod_set("gpu-workers", 0, cpu="1", node_selector={"accel": "a100"})
+         .pod_set("cpu-workers", 2, cpu="1").obj())
+    for reserving in (True, False):
+        c = cluster("c1").reservation(reserving).node("n1", cpu="64").node("n2", cpu="64")
+        assert ClusterState(c.obj()).never_runs(j.pod_sets) is None
+        got = ClusterState(c.obj()).fit(j.key, j.pod_sets, job_cluster_total(j.pod_sets))
+        assert isinstance(got, Fit), got
+        assert all(j.pod_sets[ps].name != "gpu-workers" for _, ps, _ in got.nodes)
+        result = reconcile_cycle(cycle_input(jobs=[j], clusters=[c.obj()]))
+        assert by_name(result)["a"].phase is Phase.ADMITTED and not result.problems
+
+
 def test_a_cluster_where_the_pods_never_run_is_taken_only_when_no_other_fits() -> None:
     """Two clusters that check their free sum alone: binpack prefers c1, the
     fuller, whose GPU nodes are tainted. The GPU job that does not tolerate
