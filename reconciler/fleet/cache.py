@@ -62,37 +62,39 @@ from reconciler.fleet.inputs import FleetInputs, JobEntry
 from reconciler.fleet.jobs import JobSource
 from reconciler.fleet.state import Written
 
-CACHE_FORMAT = 68  # (68: a job another controller manages (managedBy) refused, more of what the MPI
-# operator and KubeRay refuse, a node named twice or against Kubernetes' rules refused, a policy
-# without Gang warned of; 67: a min that leaves out cpu or memory tells of the queue order, settings
-# of a quota with quotas under it warned of; 66: a RayJob's head requests the Ray autoscaler's
-# container, a PyTorchJob's Master that does not say replicas: 1 refused, a quota's resource named
-# without its domain warned of, a fleet spec.exclude leaves without its clusters, quota tree or
-# policies warned of, fields of the fleet's kinds of the wrong type refused; 65: an elastic
-# PyTorchJob's min above its max, its workers below its min, its two nproc per node, an old
-# cleanPodPolicy that does not hold, a YAML escape named and a tab on a last line told there, a
-# quota tree's rules told with its mistakes of form, its namespaces checked, a cluster that declares
-# no nodes warned of, a min that leaves out cpu or memory warned of; 64: the Kueue queue annotation
-# off pod templates; 63: a ConfigMap's keys told at their lines, twice, and its size; 62: the files
-# that hold no document; 61: a job that may grow past what it reserves, warned of; 60: the reason of
-# a victim of its own quota; 59: a list where a string goes not told to be quoted; 58: the data of a
-# ConfigMap or a Secret checked; 57: a Ray worker group's minReplicas above its maxReplicas; 56: a
-# gang short of a cluster's sum told a pod no node holds too; 55: schedulerName volcano taken off on
-# clusters of other dialects; 54: a batch Job's selector made by another cluster taken off; 53: the
-# line of an invalid job's name; 52: a job's Kueue queue taken off on clusters of other dialects;
-# 51: the unknown fields of a job with mistakes; 50: a misspelt placement strategy told with the one
-# meant; 49: why a fleet read has no quota tree, when a file holds one; 48: the gang keys of other
-# dialects taken off pod templates; 47: where a job that names no namespace would name it; 46: the
-# lines of a job's name, of its empty containers, and the mistakes a wrong count or a missing field
-# hid; 45: the fields of a job its API server does not have, and their types; 44: the fields of a
-# RayJob's spec KubeRay refuses; 43: the volume mounts and resource names of a job's pods the API
-# server refuses; 42: what the API server and the operators refuse of a job's pods, name and
-# replicas; 41: the lines of a batch Job's parallelism and of its Kueue annotation
-# job-completions-equal-parallelism, kept as sent on a kueue cluster; 40: a SidecarMode RayJob's
-# head requests its submitter container; 39: a RayJob's worker group names checked; 38: the lines of
-# a batch Job's immutable spec fields, whether a job file was rendered keeping them as sent; 37: the
-# line of a job's maximum run time label, the Kueue labels a job file was rendered with; 36: the
-# line of a creationTimestamp, a RayJob's Kueue pod sets; 35: annotations of 256 KiB at most)
+CACHE_FORMAT = 69  # (69: a RayJob's runtimeEnvYAML read as KubeRay reads it, an empty managedBy of
+# a RayJob or a Job, a Job's that is no domain-prefixed path and an empty deletionRules refused; 68:
+# a job another controller manages (managedBy) refused, more of what the MPI operator and KubeRay
+# refuse, a node named twice or against Kubernetes' rules refused, a policy without Gang warned of;
+# 67: a min that leaves out cpu or memory tells of the queue order, settings of a quota with quotas
+# under it warned of; 66: a RayJob's head requests the Ray autoscaler's container, a PyTorchJob's
+# Master that does not say replicas: 1 refused, a quota's resource named without its domain warned
+# of, a fleet spec.exclude leaves without its clusters, quota tree or policies warned of, fields of
+# the fleet's kinds of the wrong type refused; 65: an elastic PyTorchJob's min above its max, its
+# workers below its min, its two nproc per node, an old cleanPodPolicy that does not hold, a YAML
+# escape named and a tab on a last line told there, a quota tree's rules told with its mistakes of
+# form, its namespaces checked, a cluster that declares no nodes warned of, a min that leaves out
+# cpu or memory warned of; 64: the Kueue queue annotation off pod templates; 63: a ConfigMap's keys
+# told at their lines, twice, and its size; 62: the files that hold no document; 61: a job that may
+# grow past what it reserves, warned of; 60: the reason of a victim of its own quota; 59: a list
+# where a string goes not told to be quoted; 58: the data of a ConfigMap or a Secret checked; 57: a
+# Ray worker group's minReplicas above its maxReplicas; 56: a gang short of a cluster's sum told a
+# pod no node holds too; 55: schedulerName volcano taken off on clusters of other dialects; 54: a
+# batch Job's selector made by another cluster taken off; 53: the line of an invalid job's name; 52:
+# a job's Kueue queue taken off on clusters of other dialects; 51: the unknown fields of a job with
+# mistakes; 50: a misspelt placement strategy told with the one meant; 49: why a fleet read has no
+# quota tree, when a file holds one; 48: the gang keys of other dialects taken off pod templates;
+# 47: where a job that names no namespace would name it; 46: the lines of a job's name, of its empty
+# containers, and the mistakes a wrong count or a missing field hid; 45: the fields of a job its API
+# server does not have, and their types; 44: the fields of a RayJob's spec KubeRay refuses; 43: the
+# volume mounts and resource names of a job's pods the API server refuses; 42: what the API server
+# and the operators refuse of a job's pods, name and replicas; 41: the lines of a batch Job's
+# parallelism and of its Kueue annotation job-completions-equal-parallelism, kept as sent on a kueue
+# cluster; 40: a SidecarMode RayJob's head requests its submitter container; 39: a RayJob's worker
+# group names checked; 38: the lines of a batch Job's immutable spec fields, whether a job file was
+# rendered keeping them as sent; 37: the line of a job's maximum run time label, the Kueue labels a
+# job file was rendered with; 36: the line of a creationTimestamp, a RayJob's Kueue pod sets; 35:
+# annotations of 256 KiB at most)
 MAX_DELTAS = 16  # a state saved as changes is at most this many steps from a whole one
 DELTA_SHARE = 8  # ... and is saved so only while at most 1/8 of its decisions changed
 BEHIND_MIN_ENTRIES = 2000  # fewer new parsed jobs than this are written at the end

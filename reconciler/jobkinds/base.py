@@ -608,18 +608,27 @@ MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 TRAINING_OPERATOR = "kubeflow.org/training-operator"
 
 
+# what the API server takes as a Job's spec.managedBy: a DNS subdomain, a slash and a path
+_DOMAIN_PREFIXED = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+                              r"/[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
+MANAGED_BY_MOST = 63  # (characters of a Job's spec.managedBy)
+
+
 def managed_elsewhere(obj: Manifest, at: str, own: str, who: str,
-                      takes: tuple[str, ...] | None) -> list[ManifestError]:
+                      takes: tuple[str, ...] | None, *, refuser: str = "the API server",
+                      empty_is_unset: bool = True) -> list[ManifestError]:
     """A job whose ``managedBy`` (the field at the dotted path ``at``) names a
     controller other than its own (``own``, the one ``who`` names): on its
     member cluster that controller leaves it alone. MultiKueue's runs on a
     manager cluster only (fleetq sends the job to its member cluster in its
     place), so such a job would never start there; a value other than those
-    the API server ``takes`` (``None``: any) it refuses."""
+    ``refuser`` ``takes`` it refuses (``None``: any domain-prefixed path, as
+    the API server takes for a Job). An empty value is no value where
+    ``empty_is_unset`` (the CRD says so), and refused elsewhere."""
     *parents, field = at.split(".")
     spec = mapping_at(obj, *parents) or {}
     value = spec.get(field)
-    if value in (None, "", own):
+    if value is None or value == own or (value == "" and empty_is_unset):
         return []
     if value == MULTIKUEUE:
         return [ManifestError(
@@ -627,10 +636,16 @@ def managed_elsewhere(obj: Manifest, at: str, own: str, who: str,
             f"manages alone, and MultiKueue runs on a manager cluster only (fleetq sends "
             f"the job to its member cluster in its place), so the job would never start "
             f"there; remove {at}", at)]
+    if takes is None and not (isinstance(value, str) and len(value) <= MANAGED_BY_MOST
+                              and _DOMAIN_PREFIXED.fullmatch(value)):
+        return [ManifestError(
+            f"{at} is {as_written(value)}: {refuser} takes a domain-prefixed path of at most "
+            f"{MANAGED_BY_MOST} characters only (such as example.com/controller); remove {at} "
+            f"to have {who} run the job", at)]
     if takes is not None and value not in takes:
         allowed = " or ".join(repr(v) for v in takes)
         return [ManifestError(
-            f"{at} is {as_written(value)}: the API server takes {allowed} only; remove {at} "
+            f"{at} is {as_written(value)}: {refuser} takes {allowed} only; remove {at} "
             f"to have {who} run the job", at)]
     return [ManifestError(
         f"{at} is {as_written(value)}: {who} runs a job whose {field} is unset or {own!r} "

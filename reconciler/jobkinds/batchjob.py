@@ -61,7 +61,7 @@ class BatchJobKind:
         Job another controller manages (``spec.managedBy``) the member
         cluster's Job controller leaves alone (``managed_elsewhere``)."""
         found = managed_elsewhere(obj, "spec.managedBy", JOB_CONTROLLER,
-                                  "the Job controller", None)
+                                  "the Job controller", None, empty_is_unset=False)
         spec = mapping_at(obj, "spec", "template", "spec") or {}
         policy = spec.get("restartPolicy")
         if policy in ("Never", "OnFailure"):

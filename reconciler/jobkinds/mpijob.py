@@ -66,7 +66,8 @@ class MPIJobKind:
             return managed_elsewhere(obj, "spec.runPolicy.managedBy", TRAINING_OPERATOR,
                                      "the training operator", (TRAINING_OPERATOR, MULTIKUEUE))
         found = managed_elsewhere(obj, "spec.runPolicy.managedBy", MPI_OPERATOR,
-                                  "the MPI operator", (MPI_OPERATOR, MULTIKUEUE))
+                                  "the MPI operator", (MPI_OPERATOR, MULTIKUEUE),
+                                  refuser="the MPI operator")
         spec = mapping_at(obj, "spec") or {}
         run_policy = mapping_at(obj, "spec", "runPolicy") or {}
         clean = run_policy.get("cleanPodPolicy")

@@ -262,7 +262,7 @@ class RayJobKind:
         (``_deletion_rules``); a job another controller manages
         (``managed_elsewhere``)."""
         found = managed_elsewhere(obj, "spec.managedBy", KUBERAY, "KubeRay",
-                                  (KUBERAY, MULTIKUEUE))
+                                  (KUBERAY, MULTIKUEUE), empty_is_unset=False)
         groups = (mapping_at(obj, "spec", "rayClusterSpec") or {}).get("workerGroupSpecs")
         for i, group in enumerate(groups if isinstance(groups, list) else []):
             least, most = (group.get(f) if isinstance(group, dict) else None
@@ -320,11 +320,11 @@ class RayJobKind:
                 f"submissionMode {INTERACTIVE_MODE}; set it to 0", "spec.backoffLimit"))
         runtime_env = spec.get("runtimeEnvYAML")
         if isinstance(runtime_env, str) and runtime_env.strip():
-            try:
-                env = yaml.load(runtime_env, Loader=yaml.CSafeLoader)
+            try:  # (as KubeRay reads it: its first document, every scalar a string)
+                env = next(yaml.load_all(runtime_env, Loader=yaml.CBaseLoader), None)
             except yaml.YAMLError as exc:
                 env = exc
-            if env is not None and not isinstance(env, dict):
+            if env not in (None, "") and not isinstance(env, dict):  # ("": no document)
                 why = "does not read as YAML" if isinstance(env, yaml.YAMLError) else \
                     f"is {yaml_type(env)}, not a mapping"
                 found.append(ManifestError(
@@ -452,9 +452,14 @@ def _deletion_rules(spec: Mapping[str, Any]) -> list[ManifestError]:
     if not isinstance(strategy, dict):
         return []
     at = "spec.deletionStrategy"
-    legacy = [f for f in ("onSuccess", "onFailure") if f in strategy]
-    rules = bool(strategy.get("deletionRules"))
+    # (a field set to null the API server drops: it is not there)
+    legacy = [f for f in ("onSuccess", "onFailure") if strategy.get(f) is not None]
+    rules = strategy.get("deletionRules") is not None
     shutdown = spec.get("shutdownAfterJobFinishes") is True
+    if strategy.get("deletionRules") == []:
+        return [ManifestError(
+            f"{at}.deletionRules is empty: the API server takes one rule or more; add a rule, "
+            f"or remove the field", f"{at}.deletionRules")]
     if legacy and rules:
         return [ManifestError(
             f"{at} has {' and '.join(legacy)} beside deletionRules: the API server takes one "

@@ -1235,6 +1235,18 @@ def test_a_sidecar_mode_rayjob_whose_head_restarts_is_an_error_at_its_line() -> 
      "mapping: KubeRay refuses the job; write the runtime environment as a YAML mapping (pip:, "
      "env_vars:, working_dir:, ...)"),
     ("  runtimeEnvYAML: |\n    pip: [requests]\n", None),
+    # (KubeRay reads it with Go's YAML: a date that is none is a string, only its first
+    # document counts; fleetq's reading of it threw, and no file of the fleet reconciled)
+    ("  runtimeEnvYAML: |\n    env_vars: {CUTOFF: 2024-02-30, AT: !!timestamp x}\n", None),
+    ("  runtimeEnvYAML: |\n    pip: [a]\n    ---\n    - b\n", None),
+    ("  managedBy: ''\n", "jobs/r.yaml:8: spec.managedBy is '': the API server takes "
+     "'ray.io/kuberay-operator' or 'kueue.x-k8s.io/multikueue' only; remove spec.managedBy to "
+     "have KubeRay run the job"),
+    ("  deletionStrategy: {deletionRules: []}\n", "jobs/r.yaml:8: "
+     "spec.deletionStrategy.deletionRules is empty: the API server takes one rule or more; add "
+     "a rule, or remove the field"),
+    ("  deletionStrategy: {onSuccess: {policy: DeleteCluster}, onFailure: {policy: "
+     "DeleteCluster}, deletionRules: null}\n", None),
     ("  deletionStrategy: {onSuccess: {policy: DeleteCluster}, onFailure: {policy: "
      "DeleteNone}}\n", "jobs/r.yaml:8: spec.deletionStrategy.onFailure.policy is DeleteNone "
      "while spec.shutdownAfterJobFinishes is true: KubeRay refuses the job; choose one of the "
@@ -1279,6 +1291,14 @@ def test_more_of_a_rayjob_spec_kuberay_refuses_is_an_error_at_its_line(
      "controller of that name runs on the member cluster, so the job may never start there; "
      "remove spec.managedBy"),
     (JOB.replace("spec:\n", "spec:\n  managedBy: kubernetes.io/job-controller\n", 1), None),
+    (JOB.replace("spec:\n", "spec:\n  managedBy: ''\n", 1),
+     "jobs/j.yaml:5: spec.managedBy is '': the API server takes a domain-prefixed path of at "
+     "most 63 characters only (such as example.com/controller); remove spec.managedBy to have "
+     "the Job controller run the job"),
+    (JOB.replace("spec:\n", "spec:\n  managedBy: my-controller\n", 1),
+     "jobs/j.yaml:5: spec.managedBy is 'my-controller': the API server takes a domain-prefixed "
+     "path of at most 63 characters only (such as example.com/controller); remove "
+     "spec.managedBy to have the Job controller run the job"),
     (REFUSED_PYTORCHJOB.replace("llama.v2", "llama").replace("replicas: 2", "replicas: 1")
      .replace("Launcher:", "Worker:").replace("trainer", "pytorch").replace(
          "spec:\n", "spec:\n  runPolicy: {managedBy: kueue.x-k8s.io/multikueue}\n", 1),
@@ -1299,6 +1319,15 @@ def test_more_of_a_rayjob_spec_kuberay_refuses_is_an_error_at_its_line(
      "cluster the MPI operator leaves a job that MultiKueue manages alone, and MultiKueue runs "
      "on a manager cluster only (fleetq sends the job to its member cluster in its place), so "
      "the job would never start there; remove spec.runPolicy.managedBy"),
+    (MPIJOB.replace("NAME", "m").replace("replicas: 2", "replicas: 1").replace(
+        "Always", "Never").replace("ExitCode", "Never").replace(
+        "spec:\n", "spec:\n  runPolicy: {managedBy: foo.io/bar}\n", 1),
+     "jobs/j.yaml:5: spec.runPolicy.managedBy is 'foo.io/bar': the MPI operator takes "
+     "'kubeflow.org/mpi-operator' or 'kueue.x-k8s.io/multikueue' only; remove "
+     "spec.runPolicy.managedBy to have the MPI operator run the job"),
+    (MPIJOB.replace("NAME", "m").replace("replicas: 2", "replicas: 1").replace(
+        "Always", "Never").replace("ExitCode", "Never").replace(
+        "spec:\n", "spec:\n  runPolicy: {managedBy: ''}\n", 1), None),
 ])
 def test_a_job_another_controller_manages_is_an_error_at_its_line(
         text: str, said: str | None) -> None:
