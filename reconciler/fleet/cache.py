@@ -63,14 +63,15 @@ from reconciler.fleet.jobs import JobSource
 from reconciler.fleet.state import Written
 
 CACHE_FORMAT = 69  # (69: a RayJob's runtimeEnvYAML read as KubeRay reads it, an empty managedBy of
-# a RayJob or a Job, a Job's that is no domain-prefixed path and an empty deletionRules refused; 68:
-# a job another controller manages (managedBy) refused, more of what the MPI operator and KubeRay
-# refuse, a node named twice or against Kubernetes' rules refused, a policy without Gang warned of;
-# 67: a min that leaves out cpu or memory tells of the queue order, settings of a quota with quotas
-# under it warned of; 66: a RayJob's head requests the Ray autoscaler's container, a PyTorchJob's
-# Master that does not say replicas: 1 refused, a quota's resource named without its domain warned
-# of, a fleet spec.exclude leaves without its clusters, quota tree or policies warned of, fields of
-# the fleet's kinds of the wrong type refused; 65: an elastic PyTorchJob's min above its max, its
+# a RayJob or a Job, a Job's that is no domain-prefixed path and an empty deletionRules refused, a
+# node entry left null told at its line, a policy with no replicaScheduling told so; 68: a job
+# another controller manages (managedBy) refused, more of what the MPI operator and KubeRay refuse,
+# a node named twice or against Kubernetes' rules refused, a policy without Gang warned of; 67: a
+# min that leaves out cpu or memory tells of the queue order, settings of a quota with quotas under
+# it warned of; 66: a RayJob's head requests the Ray autoscaler's container, a PyTorchJob's Master
+# that does not say replicas: 1 refused, a quota's resource named without its domain warned of, a
+# fleet spec.exclude leaves without its clusters, quota tree or policies warned of, fields of the
+# fleet's kinds of the wrong type refused; 65: an elastic PyTorchJob's min above its max, its
 # workers below its min, its two nproc per node, an old cleanPodPolicy that does not hold, a YAML
 # escape named and a tab on a last line told there, a quota tree's rules told with its mistakes of
 # form, its namespaces checked, a cluster that declares no nodes warned of, a min that leaves out

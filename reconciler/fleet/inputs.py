@@ -1889,7 +1889,9 @@ def _add_policy(doc: Document, inputs: FleetInputs) -> None:
     if _define(inputs, policy.ref, doc):
         inputs.policies.append(policy)
     read = {(k.api_version, k.kind) for k in KINDS}
+    selects_jobs = False  # (a policy of other kinds alone is told it selects nothing)
     for i, selector in enumerate(policy.selectors):
+        selects_jobs = selects_jobs or (selector.api_version, selector.kind) in read
         if (selector.api_version, selector.kind) not in read:
             kinds = ", ".join(f"{v} {k}" for v, k in sorted(read))
             inputs.problems.append(Problem(doc.path, doc.line_of(f"spec.resourceSelectors[{i}]"), (
@@ -1904,12 +1906,18 @@ def _add_policy(doc: Document, inputs: FleetInputs) -> None:
                 f"namespace ({policy.namespace}) only: it selects nothing; use a "
                 f"ClusterPropagationPolicy, or move the policy to {selector.namespace}"),
                 "warning"))
-    if not policy.gang and not policy.duplicated:
+    if not policy.gang and not policy.duplicated and selects_jobs:
+        placement = doc.value["spec"].get("placement")
+        written = isinstance(placement, Mapping) and placement.get("replicaScheduling") is not None
+        said = ("spec.placement.replicaScheduling says no customSchedulingType: Gang"
+                if written else "spec.placement has no replicaScheduling")
         inputs.problems.append(Problem(doc.path, doc.line_of("spec.placement.replicaScheduling"), (
-            f"{policy.ref}: spec.placement.replicaScheduling says no customSchedulingType: "
-            f"Gang: fleetq places each job it selects whole on one member cluster all the "
-            f"same (its pods start together there, or none do), and divides no job over "
-            f"clusters; set customSchedulingType: Gang"), "warning"))
+            f"{policy.ref}: {said}: fleetq places each job it selects whole on one member "
+            f"cluster all the same (its pods start together there, or none do), and divides "
+            f"no job over clusters; set "
+            + ("customSchedulingType: Gang" if written else
+               "replicaScheduling: {replicaSchedulingType: Divided, customSchedulingType: Gang}")
+            ), "warning"))
     failover = doc.value["spec"].get("failover")
     if isinstance(failover, Mapping) and failover.get("cluster") is not None:
         inputs.problems.append(Problem(doc.path, doc.line_of("spec.failover.cluster"), (
@@ -2031,6 +2039,11 @@ def _cluster(doc: Document) -> MemberCluster:
     named: dict[str, str] = {}  # node name -> the entry that gives it first
     for i, n in enumerate(spec.get("nodes") or ()):
         where = f"spec.nodes[{i}]"
+        if not isinstance(n, dict):
+            errors.found.append(ManifestError(
+                f"{where} must be a mapping (name, allocatable, labels, taints), not "
+                f"{_typed(n)}", where))
+            continue
         _node_named(str(n.get("name") or f"node-{i}"), f"{where}.name", where, named, errors)
         nodes.append(Node(name=str(n.get("name") or f"node-{i}"),
                           allocatable=errors.take(partial(
@@ -2042,6 +2055,11 @@ def _cluster(doc: Document) -> MemberCluster:
                               _taints, n.get("taints"), f"{where}.taints"), no_taints)))
     for i, g in enumerate(spec.get("nodeGroups") or ()):
         where = f"spec.nodeGroups[{i}]"
+        if not isinstance(g, dict):
+            errors.found.append(ManifestError(
+                f"{where} must be a mapping (name, count, allocatable, labels, taints), not "
+                f"{_typed(g)}", where))
+            continue
         count = g.get("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             errors.found.append(ManifestError(f"{where}.count must be a whole number >= 0",
@@ -2097,6 +2115,11 @@ def _cluster(doc: Document) -> MemberCluster:
         reserved=reserved,
         nodes=tuple(nodes),
         kubeconfig_context=spec.get("kubeconfigContext"))
+
+
+def _typed(value: object) -> str:
+    """``a number 7``, ``null``: a value of the wrong type, as told."""
+    return "null" if value is None else f"{yaml_type(value)} {as_written(value)}"
 
 
 def _node_named(name: str, field: str, where: str, named: dict[str, str],

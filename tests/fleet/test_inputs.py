@@ -109,6 +109,12 @@ def test_every_mistake_of_a_member_cluster_is_told_at_its_line() -> None:
          "gives too: each node of a cluster has a name of its own (a node group's are its "
          "name, '-', and 0, 1, ...); rename one"]),
     ('  nodeGroups:\n  - {name: g, count: 3, allocatable: {cpu: "8"}}\n', []),
+    # (an entry left empty, null: the cluster's file was refused as "malformed")
+    ('  - null\n  nodeGroups: [null]\n', [
+        "clusters/c1.yaml:9: spec.nodes[2] must be a mapping (name, allocatable, labels, "
+        "taints), not null",
+        "clusters/c1.yaml:10: spec.nodeGroups[0] must be a mapping (name, count, allocatable, "
+        "labels, taints), not null"]),
 ])
 def test_a_node_named_twice_or_against_kubernetes_rules_is_an_error_at_its_entry(
         nodes: str, said: list[str]) -> None:
@@ -139,6 +145,21 @@ def test_a_policy_that_divides_or_selects_another_namespace_is_told_what_fleetq_
         "no job over clusters; set customSchedulingType: Gang"]
     assert [p.name for p in inputs.policies] == ["everything"]
     assert told(read({"policy.yaml": POLICY}), "warning") == []
+    # (no replicaScheduling at all: said so, with what to write; a policy of other kinds
+    # alone is told it selects nothing, not of Gang)
+    bare = POLICY.replace("  placement: {replicaScheduling: {customSchedulingType: Gang}}\n", "")
+    assert told(read({"policy.yaml": bare}), "warning") == [
+        "policy.yaml:4: ClusterPropagationPolicy everything: spec.placement has no "
+        "replicaScheduling: fleetq places each job it selects whole on one member cluster all "
+        "the same (its pods start together there, or none do), and divides no job over "
+        "clusters; set replicaScheduling: {replicaSchedulingType: Divided, "
+        "customSchedulingType: Gang}"]
+    assert told(read({"policy.yaml": bare.replace("batch/v1, kind: Job", "apps/v1, kind: "
+                                                  "Deployment")}), "warning") == [
+        "policy.yaml:5: ClusterPropagationPolicy everything: spec.resourceSelectors[0] selects "
+        "apps/v1 Deployment, which is no job kind fleetq reads (batch/v1 Job, kubeflow.org/v1 "
+        "MPIJob, kubeflow.org/v1 PyTorchJob, kubeflow.org/v2beta1 MPIJob, ray.io/v1 RayJob): it "
+        "selects nothing"]
     own = POLICY.replace("kind: ClusterPropagationPolicy", "kind: PropagationPolicy").replace(
         "{name: everything}", "{name: everything, namespace: team-a}")
     other = own.replace("kind: Job}]", "kind: Job, namespace: team-b}]")
