@@ -1300,55 +1300,61 @@ def test_more_of_a_rayjob_spec_kuberay_refuses_is_an_error_at_its_line(
     assert told(read({"jobs/r.yaml": text})) == ([f"{said}; fix the manifest"] if said else [])
 
 
+def _job_managed_by(value: str) -> str:
+    return JOB.replace("spec:\n", f"spec:\n  managedBy: {value}\n", 1)
+
+
+def _pytorchjob_managed_by(value: str) -> str:
+    return (REFUSED_PYTORCHJOB.replace("llama.v2", "llama").replace("replicas: 2", "replicas: 1")
+            .replace("Launcher:", "Worker:").replace("trainer", "pytorch")
+            .replace("spec:\n", f"spec:\n  runPolicy: {{managedBy: {value}}}\n", 1))
+
+
+def _mpijob_managed_by(value: str) -> str:
+    return (MPIJOB.replace("NAME", "m").replace("replicas: 2", "replicas: 1")
+            .replace("Always", "Never").replace("ExitCode", "Never")
+            .replace("spec:\n", f"spec:\n  runPolicy: {{managedBy: {value}}}\n", 1))
+
+
 @pytest.mark.parametrize(("text", "said"), [
-    (JOB.replace("spec:\n", "spec:\n  managedBy: kueue.x-k8s.io/multikueue\n", 1),
+    (_job_managed_by("kueue.x-k8s.io/multikueue"),
      "jobs/j.yaml:5: spec.managedBy is 'kueue.x-k8s.io/multikueue': on a member cluster the Job "
      "controller leaves a job that MultiKueue manages alone, and MultiKueue runs on a manager "
      "cluster only (fleetq sends the job to its member cluster in its place), so the job would "
      "never start there; remove spec.managedBy"),
-    (JOB.replace("spec:\n", "spec:\n  managedBy: example.com/mine\n", 1),
+    (_job_managed_by("example.com/mine"),
      "jobs/j.yaml:5: spec.managedBy is 'example.com/mine': the Job controller runs a job whose "
      "managedBy is unset or 'kubernetes.io/job-controller' only, and fleetq cannot tell that a "
      "controller of that name runs on the member cluster, so the job may never start there; "
      "remove spec.managedBy"),
-    (JOB.replace("spec:\n", "spec:\n  managedBy: kubernetes.io/job-controller\n", 1), None),
-    (JOB.replace("spec:\n", "spec:\n  managedBy: ''\n", 1),
+    (_job_managed_by("kubernetes.io/job-controller"), None),
+    (_job_managed_by("''"),
      "jobs/j.yaml:5: spec.managedBy is '': the API server takes a domain-prefixed path of at "
      "most 63 characters only (such as example.com/controller); remove spec.managedBy to have "
      "the Job controller run the job"),
-    (JOB.replace("spec:\n", "spec:\n  managedBy: my-controller\n", 1),
+    (_job_managed_by("my-controller"),
      "jobs/j.yaml:5: spec.managedBy is 'my-controller': the API server takes a domain-prefixed "
      "path of at most 63 characters only (such as example.com/controller); remove "
      "spec.managedBy to have the Job controller run the job"),
-    (REFUSED_PYTORCHJOB.replace("llama.v2", "llama").replace("replicas: 2", "replicas: 1")
-     .replace("Launcher:", "Worker:").replace("trainer", "pytorch").replace(
-         "spec:\n", "spec:\n  runPolicy: {managedBy: kueue.x-k8s.io/multikueue}\n", 1),
+    (_pytorchjob_managed_by("kueue.x-k8s.io/multikueue"),
      "jobs/p.yaml:5: spec.runPolicy.managedBy is 'kueue.x-k8s.io/multikueue': on a member "
      "cluster the training operator leaves a job that MultiKueue manages alone, and MultiKueue "
      "runs on a manager cluster only (fleetq sends the job to its member cluster in its place), "
      "so the job would never start there; remove spec.runPolicy.managedBy"),
-    (REFUSED_PYTORCHJOB.replace("llama.v2", "llama").replace("replicas: 2", "replicas: 1")
-     .replace("Launcher:", "Worker:").replace("trainer", "pytorch").replace(
-         "spec:\n", "spec:\n  runPolicy: {managedBy: foo.io/bar}\n", 1),
+    (_pytorchjob_managed_by("foo.io/bar"),
      "jobs/p.yaml:5: spec.runPolicy.managedBy is 'foo.io/bar': the API server takes "
      "'kubeflow.org/training-operator' or 'kueue.x-k8s.io/multikueue' only; remove "
      "spec.runPolicy.managedBy to have the training operator run the job"),
-    (MPIJOB.replace("NAME", "m").replace("replicas: 2", "replicas: 1").replace(
-        "Always", "Never").replace("ExitCode", "Never").replace(
-        "spec:\n", "spec:\n  runPolicy: {managedBy: kueue.x-k8s.io/multikueue}\n", 1),
+    (_mpijob_managed_by("kueue.x-k8s.io/multikueue"),
      "jobs/j.yaml:5: spec.runPolicy.managedBy is 'kueue.x-k8s.io/multikueue': on a member "
      "cluster the MPI operator leaves a job that MultiKueue manages alone, and MultiKueue runs "
      "on a manager cluster only (fleetq sends the job to its member cluster in its place), so "
      "the job would never start there; remove spec.runPolicy.managedBy"),
-    (MPIJOB.replace("NAME", "m").replace("replicas: 2", "replicas: 1").replace(
-        "Always", "Never").replace("ExitCode", "Never").replace(
-        "spec:\n", "spec:\n  runPolicy: {managedBy: foo.io/bar}\n", 1),
+    (_mpijob_managed_by("foo.io/bar"),
      "jobs/j.yaml:5: spec.runPolicy.managedBy is 'foo.io/bar': the MPI operator takes "
      "'kubeflow.org/mpi-operator' or 'kueue.x-k8s.io/multikueue' only; remove "
      "spec.runPolicy.managedBy to have the MPI operator run the job"),
-    (MPIJOB.replace("NAME", "m").replace("replicas: 2", "replicas: 1").replace(
-        "Always", "Never").replace("ExitCode", "Never").replace(
-        "spec:\n", "spec:\n  runPolicy: {managedBy: ''}\n", 1), None),
+    (_mpijob_managed_by("''"), None),
 ])
 def test_a_job_another_controller_manages_is_an_error_at_its_line(
         text: str, said: str | None) -> None:
