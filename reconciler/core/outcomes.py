@@ -218,7 +218,8 @@ def apply_observations(inp: CycleInput, observations: Mapping[str, ClusterObserv
             if due is not None and (out.failover_due is None or due < out.failover_due):
                 out.failover_due = due
             if why is not None:
-                out.failovers[key] = f"{why}; {_old_copy(failover, job)}"
+                failed = seen is not None and seen.phase is ObservedPhase.FAILED
+                out.failovers[key] = f"{why}; {_old_copy(failover, job, failed)}"
                 out.failed_on[key] = tuple(sorted({*p.failed_on, cluster}))
                 if _keeps_copy(failover, job):
                     out.kept_on[key] = tuple(sorted({*out.kept_on.get(key, ()), cluster}))
@@ -372,13 +373,18 @@ def _keeps_copy(failover: Failover, job: Job) -> bool:
     return _purge(failover) not in IMMEDIATE_PURGE and not job.deleted_after(Phase.FAILED)
 
 
-def _old_copy(failover: Failover, job: Job) -> str:
+def _old_copy(failover: Failover, job: Job, failed: bool) -> str:
+    """What becomes of the copy of a job failing over; ``failed``: it was
+    reported failed there (else it did not start: should it end there while
+    kept, its operator would delete it all the same)."""
     mode = _purge(failover)
     if mode in IMMEDIATE_PURGE:
         return f"its copy there is removed at once (purgeMode {mode})"
     if not _keeps_copy(failover, job):
         return (f"its copy there is removed at once, whatever purgeMode {mode} says: its "
-                f"operator deletes a failed job, which a manifest kept there would run again")
+                + ("operator deletes a failed job, which a manifest kept there would run again"
+                   if failed else "operator deletes the job once it ended, and should the "
+                   "copy end there, a manifest kept there would run it again"))
     if mode == NEVER_PURGE:
         return f"its copy stays there (purgeMode {mode})"
     return (f"its copy stays there {UNTIL_PLACED}, {failover.grace_period_seconds} s at most "

@@ -202,6 +202,21 @@ def test_purge_modes_keep_the_old_copy_until_the_new_placement_runs_or_never() -
         assert running["a"].failed_on == ("c1",)
 
 
+def test_a_failed_job_its_operator_deletes_keeps_no_copy_whatever_its_purge_mode() -> None:
+    """Kept, its manifest would create the job its operator deleted, and run it
+    again: its copy leaves at once, and the reason says why."""
+    inp, a, _ = two_clusters(failover_policy(purge="Never"), waiting=False)
+    deleting = replace(a, deleted_when=(True, True))
+    inp = replace(inp, jobs=tuple(deleting if j.key == a.key else j for j in inp.jobs))
+    filler = next(j for j in inp.jobs if j.key.name == "filler")
+    reports = (report("c1", (a, ObservedPhase.FAILED, LATER)),
+               report("c2", (filler, ObservedPhase.SUCCEEDED, LATER)))
+    assert decide(inp, *reports)["a"].kept_on == ()
+    assert why_failed_over(inp, *reports)["a"].endswith(
+        "; its copy there is removed at once, whatever purgeMode Never says: its operator "
+        "deletes a failed job, which a manifest kept there would run again")
+
+
 def _later(inp: CycleInput, seconds: int, before: dict[str, Decision]
            ) -> tuple[CycleInput, Outcomes]:
     """``inp`` ``seconds`` later, from the decisions ``before``; its outcomes

@@ -855,9 +855,10 @@ def test_a_job_its_operator_deletes_once_failed_keeps_no_old_copy_on_failover(
     assert item["failedOn"] == ["gpu-hz-a"] and "keptOn" not in item, item
     assert "clusters/gpu-hz-a/video/pytorchjob-video-mae-pretrain.yaml" not in state_files(fleet)
     message = git(fleet, "log", "-1", "--format=%B", "fleetq/state")
+    # (it did not fail: should it end there, kept, it would be deleted and run again)
     assert ("its copy there is removed at once, whatever purgeMode Graciously says: its "
-            "operator deletes a failed job, which a manifest kept there would run again"
-            ) in message
+            "operator deletes the job once it ended, and should the copy end there, a manifest "
+            "kept there would run it again") in message
     told = fleetq("explain", "--repo", str(fleet), MAE, "--now", later).stdout
     assert "earlier copy stays" not in told, told
 
