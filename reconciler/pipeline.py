@@ -506,7 +506,8 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     sent_read: SentRead = {}  # (the state's job files the cycle and the render both read)
     started: dict[JobKey, str] = {}  # (``STARTED_WITH`` of jobs whose pods hold more)
     running = running_forms(repo, inputs, prior, lambda: previous_entries, sent_read, started)
-    cycle_input = _cycle_input(inputs, prior, info, now, settled, problems, running)
+    moved = moved_into_broken(repo, inputs, prior, state_info, info.tree)
+    cycle_input = _cycle_input(inputs, prior, info, now, settled, problems, running, moved)
     problems.extend(named_by_order(inputs))
     problems.extend(invalid_copies(inputs))
     problems.extend(on_existing_ray_clusters(inputs))
@@ -595,16 +596,40 @@ def no_clusters(inputs: FleetInputs) -> list[Problem]:
         f"those that do not read, or that fleet.yaml's spec.exclude leaves out"), "warning")]
 
 
+def moved_into_broken(repo: FleetRepo, inputs: FleetInputs,
+                      prior: Mapping[JobKey, PriorPlacement], state: CommitInfo | None,
+                      tree: str) -> dict[str, str]:
+    """The files of the state's jobs moved since (renamed, edited perhaps, as
+    ``git diff -M`` finds them against the source tree the state was made
+    from) into a file that breaks now: old path -> new. Their jobs stay as
+    those of a file that breaks (``_cycle_input``): read no more, a running
+    job would be deleted, a waiting one lose its place, for a typo made in
+    the commit that moved its file."""
+    if state is None or not inputs.broken_paths or not prior:
+        return {}
+    paths = {p.path for p in prior.values()}
+    new = {path for path in inputs.broken_paths if path not in paths}
+    before = trailers(state.message).get(TREE_TRAILER) if new else None
+    if not before or before == tree:
+        return {}
+    fields = repo.run("diff-tree", "-r", "-M", "--diff-filter=R", "--name-status", "-z",
+                      before, tree, check=False).decode("utf-8", "surrogateescape").split("\0")
+    return {fields[i + 1]: fields[i + 2] for i in range(0, len(fields) - 2, 3)
+            if fields[i].startswith("R") and fields[i + 2] in new and fields[i + 1] in paths}
+
+
 def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info: CommitInfo,
                  now: dt.datetime, settled: frozenset[JobKey],
                  problems: list[Problem] | None = None,
-                 running: Mapping[JobKey, Job] | None = None) -> CycleInput:
+                 running: Mapping[JobKey, Job] | None = None,
+                 moved: Mapping[str, str] | None = None) -> CycleInput:
     """The cycle's input. A job defined more than once is invalid: which
     file would count would depend on their names, and a new file must not
     take a running job over (one that ran keeps its place, flagged); so are
     jobs of two kinds with one namespace and name (``shared_names``), each an
     error added to ``problems``. A job of ``running`` (``running_forms``) is
-    counted as it runs."""
+    counted as it runs. The jobs of a file ``moved`` into one that breaks
+    (``moved_into_broken``) stay as those of a file that breaks."""
     jobs = tuple(s.job for s in inputs.jobs.values())
     if running:
         jobs = tuple(running.get(j.key, j) for j in jobs)
@@ -626,6 +651,10 @@ def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info:
             f"none of them is used; rename all but one") for j in jobs if j.key in twice)
         jobs = tuple(j for j in jobs if j.key not in twice)
     broken = inputs.broken_paths
+    if moved:
+        broken = dict(broken)
+        for was, path in sorted(moved.items()):
+            broken[was] = f"moved to {shown_path(path)}, which breaks: {inputs.broken_paths[path]}"
     if inputs.empty_paths and prior:
         # a file emptied (an editor's accident, a bad merge) took its jobs off their
         # clusters: the jobs the state has from it, defined nowhere else now, stay

@@ -785,6 +785,49 @@ def test_a_file_renamed_and_broken_at_once_is_read_as_it_last_was(tmp_path: Path
     assert any(v.get("cluster") == "gpu-bj-b" for v in after.values())
 
 
+def test_a_job_file_renamed_and_broken_at_once_keeps_its_jobs_as_they_were(
+        tmp_path: Path) -> None:
+    """A job's file renamed with a typo in the same commit: its running job was
+    deleted from its cluster (the renamed file was no file the state had), and
+    its waiting job left the state, to come back as a new one, behind the
+    jobs pushed since. Both stay as those of a file that breaks do, named by
+    the file they moved to; fixed, they are where they were."""
+    path = reconciled_template(tmp_path)
+    before = placements(path)
+    mae, tok = "video/video-mae-pretrain", "text/tokenizer-ablation"
+    assert (before[mae]["phase"], before[tok]["phase"]) == ("Admitted", "Queued")
+    git(path, "mv", "jobs/video/video-mae-pretrain.yaml", "jobs/video/mae.yaml")
+    git(path, "mv", "jobs/text/tokenizer-ablation.yaml", "jobs/text/tok.yaml")
+    for name in ("jobs/video/mae.yaml", "jobs/text/tok.yaml"):
+        text = (path / name).read_text()
+        assert "restartPolicy: OnFailure" in text
+        write_files(path, {name: text.replace("restartPolicy: OnFailure",
+                                              "restartPolicy: [OnFailure", 1)})
+    commit_all(path, "renamed, and a typo")
+    assert "R" in git(path, "show", "--name-status", "--format=", "HEAD").split()[0]
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    items = placements(path)
+    assert (items[mae]["phase"], items[mae]["cluster"], items[mae]["admittedAt"]) == (
+        "Admitted", before[mae]["cluster"], before[mae]["admittedAt"])
+    assert items[mae]["reason"].startswith(
+        "source is invalid (moved to jobs/video/mae.yaml, which breaks: jobs/video/mae.yaml:"
+    ), items[mae]["reason"]
+    assert (items[tok]["phase"], items[tok]["enqueuedAt"]) == (
+        "Invalid", before[tok]["enqueuedAt"])
+    rendered = f"clusters/{before[mae]['cluster']}/video/pytorchjob-video-mae-pretrain.yaml"
+    assert state_show(path, rendered)
+    for name in ("jobs/video/mae.yaml", "jobs/text/tok.yaml"):
+        write_files(path, {name: (path / name).read_text().replace(
+            "restartPolicy: [OnFailure", "restartPolicy: OnFailure", 1)})
+    commit_all(path, "fixed")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    items = placements(path)
+    assert (items[mae]["phase"], items[mae]["admittedAt"], items[mae]["source"]["path"]) == (
+        "Admitted", before[mae]["admittedAt"], "jobs/video/mae.yaml")
+    assert (items[tok]["phase"], items[tok]["enqueuedAt"], items[tok]["position"]) == (
+        "Queued", before[tok]["enqueuedAt"], before[tok]["position"])
+
+
 @pytest.mark.parametrize("patches", [1, 12])
 def test_a_fleet_with_no_state_finds_a_broken_files_last_good_version_across_renames(
         tmp_path: Path, patches: int) -> None:
