@@ -1948,7 +1948,8 @@ def describe_changes(prior: dict[JobKey, PriorPlacement], decisions: list[Decisi
                 continue
         if d.phase in (Phase.FINISHED, Phase.FAILED):
             stays = ended_here.get(d.key)
-            lines.append(f"{d.phase.value.lower()} {name} on {d.cluster}"
+            where = ", ".join(c for c in (d.cluster, *d.copies) if c)  # (and its copies')
+            lines.append(f"{d.phase.value.lower()} {name} on {where}"
                          + (f" ({stays})" if stays else ""))
         elif d.failed_on and before is not None and before.phase is Phase.ADMITTED \
                 and before.cluster in d.failed_on:

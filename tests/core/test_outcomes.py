@@ -547,6 +547,10 @@ def test_the_commit_line_of_a_running_job_placed_again_elsewhere_says_it_moved()
     assert describe_changes({key: before}, [again], moved={key: "its node went"}) == [
         "place Job a/a1 again on c1: its node went"]
     assert describe_changes({key: before}, [again]) == []
+    # (a Duplicated job ends on each cluster it ran on: named, not its first alone)
+    copied = replace(before, copies=("c2",))
+    assert describe_changes({key: copied}, [replace(copied, phase=Phase.FAILED)]) == [
+        "failed Job a/a1 on c1, c2"]
 
 
 def test_each_old_copy_goes_by_its_own_failover_time() -> None:
