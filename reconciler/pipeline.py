@@ -2145,6 +2145,7 @@ def reconcile(repo: FleetRepo, *, source_rev: str = "HEAD", state_branch: str | 
             computed.problems.extend(clock_behind(repo, branch, base, when))
             if not remote:
                 computed.problems.extend(set_back_here(repo, branch, base))
+                computed.problems.extend(behind_remote_copies(repo, branch, base))
             progress("writing the state tree")
             tree = repo.write_tree(computed.files)
             if tree == computed.state_tree and not said_anew(repo, computed):
@@ -2233,6 +2234,25 @@ def set_back_here(repo: FleetRepo, branch: str, base: str | None) -> list[Proble
         f"state fleetq last wrote here (set back: git branch -f, git reset): this reconcile "
         f"goes on from {base[:12]}, forgetting what came after; if that was not meant, "
         f"{undo}"), "warning")]
+
+
+def behind_remote_copies(repo: FleetRepo, branch: str, base: str | None) -> list[Problem]:
+    """A warning, for a reconcile with no remote, when a remote's copy of the
+    state branch (as git last fetched it) holds states the local ``base``
+    lacks: written from another clone and pushed there, they are forgotten
+    here, and the commit made on the local branch will not push over them."""
+    out = []
+    for name, head in remote_copies(repo, branch):
+        if base is None or head == base or repo.is_ancestor(head, base) \
+                or not written_by_fleetq(repo, head):
+            continue
+        remote = name.partition("/")[0]
+        out.append(Problem(branch, 0, (
+            f"{name} ({head[:12]}, as git last fetched it) holds states the local {branch} "
+            f"({base[:12]}) lacks: this reconcile goes on from the local one, forgetting "
+            f"them, and its commit will not push there; to go on from them, reconcile with "
+            f"--remote {remote}"), "warning"))
+    return out
 
 
 def said_anew(repo: FleetRepo, computed: Computed) -> list[str]:

@@ -814,6 +814,38 @@ def test_a_shallow_clone_that_lacks_a_broken_files_last_good_version_says_so(
     assert plan.returncode == 0 and "No changes" in plan.stdout, plan.stdout + plan.stderr
 
 
+def test_a_reconcile_with_no_remote_behind_the_remotes_copy_of_the_state_says_so(
+        tmp_path: Path) -> None:
+    """A clone whose local state branch is behind the remote's copy (fetched,
+    not taken), reconciled with --remote '': it went on from the local one,
+    forgetting the states made since, with no word until the next reconcile
+    with the remote refused. It says so, and what to run."""
+    _, clones = _origin_with_clones(tmp_path, ["a", "b"])
+    a, b = clones["a"], clones["b"]
+    assert fleetq("reconcile", "--repo", str(a), "--remote", "origin", "--now", NOW
+                  ).returncode == 0
+    git(b, "fetch", "-q", "origin")
+    git(b, "branch", STATE, f"origin/{STATE}")
+    write_files(a, {"jobs/default/later.yaml": pytorchjob("later")})
+    commit_all(a, "a later job")
+    git(a, "push", "-q", "origin", "main")
+    assert fleetq("reconcile", "--repo", str(a), "--remote", "origin", "--now", NOW
+                  ).returncode == 0
+    git(b, "fetch", "-q", "origin")
+    git(b, "merge", "-q", "--ff-only", "origin/main")
+    head = rev(b, f"origin/{STATE}")
+    assert head != rev(b, STATE)
+    local = fleetq("reconcile", "--repo", str(b), "--remote", "", "--now", NOW)
+    assert local.returncode == 0, local.stderr
+    assert (f"{STATE}: warning: origin/{STATE} ({head[:12]}, as git last fetched it) holds "
+            f"states the local {STATE} (") in local.stderr, local.stderr
+    assert "reconcile with --remote origin" in local.stderr
+    # (up to date with the remote's copy: nothing said)
+    git(b, "branch", "-f", STATE, f"origin/{STATE}")
+    again = fleetq("reconcile", "--repo", str(b), "--remote", "", "--now", NOW)
+    assert again.returncode == 0 and "as git last fetched it" not in again.stderr, again.stderr
+
+
 def test_a_reconcile_that_lost_the_race_says_so(tmp_path: Path) -> None:
     """Its push was refused as another reconcile's came first; it fetched and
     decided again, and said so only on a terminal, in a line wiped at once."""
