@@ -509,6 +509,7 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     moved = moved_into_broken(repo, inputs, prior, state_info, info.tree)
     cycle_input = _cycle_input(inputs, prior, info, now, settled, problems, running, moved)
     problems.extend(named_by_order(inputs))
+    problems.extend(renamed_with_their_files(repo, inputs, prior, state_info, info.tree))
     problems.extend(invalid_copies(inputs))
     problems.extend(on_existing_ray_clusters(inputs))
     outcomes = apply_observations(cycle_input, observations) if prior else None
@@ -596,26 +597,71 @@ def no_clusters(inputs: FleetInputs) -> list[Problem]:
         f"those that do not read, or that fleet.yaml's spec.exclude leaves out"), "warning")]
 
 
+def renamed_since(repo: FleetRepo, state: CommitInfo | None, tree: str
+                  ) -> list[tuple[str, str]]:
+    """(old path, new path) of each file renamed (edited perhaps) between the
+    source tree the state was made from and ``tree``, as ``git diff -M``
+    finds them; none without such a tree."""
+    before = trailers(state.message).get(TREE_TRAILER) if state is not None else None
+    if not before or before == tree:
+        return []
+    fields = repo.run("diff-tree", "-r", "-M", "--diff-filter=R", "--name-status", "-z",
+                      before, tree, check=False).decode("utf-8", "surrogateescape").split("\0")
+    return [(fields[i + 1], fields[i + 2]) for i in range(0, len(fields) - 2, 3)
+            if fields[i].startswith("R")]
+
+
 def moved_into_broken(repo: FleetRepo, inputs: FleetInputs,
                       prior: Mapping[JobKey, PriorPlacement], state: CommitInfo | None,
                       tree: str) -> dict[str, str]:
-    """The files of the state's jobs moved since (renamed, edited perhaps, as
-    ``git diff -M`` finds them against the source tree the state was made
-    from) into a file that breaks now: old path -> new. Their jobs stay as
-    those of a file that breaks (``_cycle_input``): read no more, a running
-    job would be deleted, a waiting one lose its place, for a typo made in
-    the commit that moved its file."""
+    """The files of the state's jobs moved since (``renamed_since``) into a
+    file that breaks now: old path -> new. Their jobs stay as those of a file
+    that breaks (``_cycle_input``): read no more, a running job would be
+    deleted, a waiting one lose its place, for a typo made in the commit that
+    moved its file."""
     if state is None or not inputs.broken_paths or not prior:
         return {}
     paths = {p.path for p in prior.values()}
     new = {path for path in inputs.broken_paths if path not in paths}
-    before = trailers(state.message).get(TREE_TRAILER) if new else None
-    if not before or before == tree:
+    if not new:
         return {}
-    fields = repo.run("diff-tree", "-r", "-M", "--diff-filter=R", "--name-status", "-z",
-                      before, tree, check=False).decode("utf-8", "surrogateescape").split("\0")
-    return {fields[i + 1]: fields[i + 2] for i in range(0, len(fields) - 2, 3)
-            if fields[i].startswith("R") and fields[i + 2] in new and fields[i + 1] in paths}
+    return {old: path for old, path in renamed_since(repo, state, tree)
+            if path in new and old in paths}
+
+
+def renamed_with_their_files(repo: FleetRepo, inputs: FleetInputs,
+                             prior: Mapping[JobKey, PriorPlacement],
+                             state: CommitInfo | None, tree: str) -> list[Problem]:
+    """A warning on each job named by ``metadata.generateName`` whose file was
+    moved (``renamed_since``) while it ran: its name hashes its file's path
+    (DESIGN §2), so it is another job now, and the one that ran is deleted
+    from its cluster, the new one run from the start."""
+    if state is None or not prior:
+        return []
+    ran = {p.path: p for p in prior.values()
+           if p.phase is Phase.ADMITTED and p.key not in inputs.jobs}
+    made: dict[str, list[Job]] = {}
+    for source in inputs.jobs.values():
+        job = source.job
+        if job.key not in prior and ran and job.key.name == stable_name(
+                job.key.name[:-5], job.path, source.index):
+            made.setdefault(job.path, []).append(job)
+    if not made:
+        return []
+    out = []
+    for old, path in renamed_since(repo, state, tree):
+        was = ran.get(old)
+        if was is None:
+            continue
+        for job in made.get(path, ()):
+            if job.key.name[:-5] == was.key.name[:-5] and job.key.kind == was.key.kind:
+                out.append(Problem(path, job.line_of(NAME_AT), (
+                    f"{job.key} is named by its metadata.generateName and its file's path: "
+                    f"moved from {shown_path(old)}, it is a new job, and {was.key}, which ran "
+                    f"on {was.cluster}, is deleted there, the new one run from the start; to "
+                    f"keep it running, give it metadata.name: {was.key.name}, or move the "
+                    f"file back"), "warning"))
+    return out
 
 
 def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info: CommitInfo,

@@ -828,6 +828,41 @@ def test_a_job_file_renamed_and_broken_at_once_keeps_its_jobs_as_they_were(
         "Queued", before[tok]["enqueuedAt"], before[tok]["position"])
 
 
+def test_a_running_job_named_by_its_files_path_warns_when_the_file_moves(
+        tmp_path: Path) -> None:
+    """A RayJob named by generateName hashes its file's path into its name:
+    a file moved (a tidy-up) deleted the running job and ran a new one from
+    the start, with no word but the plan's two lines. The plan and the
+    reconcile warn at the moved file, with the name to keep; a file moved
+    again with a metadata.name is no new job, and nothing is said."""
+    path = reconciled_template(tmp_path)
+    before = placements(path)
+    ran = next(k for k, v in before.items() if k.startswith("video/video-frame-stats-"))
+    assert before[ran]["phase"] == "Admitted"
+    git(path, "mv", "jobs/video/video-frame-stats.yaml", "jobs/video/frame-stats.yaml")
+    commit_all(path, "tidy up")
+    plan = fleetq("plan", "--repo", str(path), "--now", NOW)
+    said = (f"is named by its metadata.generateName and its file's path: moved from "
+            f"jobs/video/video-frame-stats.yaml, it is a new job, and RayJob {ran}, which ran on "
+            f"{before[ran]['cluster']}, is deleted there, the new one run from the start; to "
+            f"keep it running, give it metadata.name: {ran.split('/')[1]}, or move the file "
+            f"back")
+    assert "jobs/video/frame-stats.yaml:" in plan.stdout and said in plan.stdout, plan.stdout
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and said in proc.stderr, proc.stderr
+    text = (path / "jobs/video/frame-stats.yaml").read_text()
+    assert "generateName: video-frame-stats-" in text
+    write_files(path, {"jobs/video/frame-stats.yaml": text.replace(
+        "generateName: video-frame-stats-", "name: frame-stats", 1)})
+    commit_all(path, "named")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    git(path, "mv", "jobs/video/frame-stats.yaml", "jobs/video/stats.yaml")
+    commit_all(path, "moved again")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    assert proc.returncode == 0 and "generateName" not in proc.stderr, proc.stderr
+    assert placements(path)["video/frame-stats"]["phase"] == "Admitted"
+
+
 @pytest.mark.parametrize("patches", [1, 12])
 def test_a_fleet_with_no_state_finds_a_broken_files_last_good_version_across_renames(
         tmp_path: Path, patches: int) -> None:
