@@ -640,10 +640,12 @@ def renamed_with_their_files(repo: FleetRepo, inputs: FleetInputs,
         return []
     ran = {p.path: p for p in prior.values()
            if p.phase is Phase.ADMITTED and p.key not in inputs.jobs}
+    if not ran:
+        return []
     made: dict[str, list[Job]] = {}
     for source in inputs.jobs.values():
         job = source.job
-        if job.key not in prior and ran and job.key.name == stable_name(
+        if job.key not in prior and job.key.name == stable_name(
                 job.key.name[:-5], job.path, source.index):
             made.setdefault(job.path, []).append(job)
     if not made:
