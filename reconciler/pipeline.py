@@ -163,34 +163,34 @@ DUE_TRAILER = "Fleet-Due"
 # taken out), though it keeps fleetq's other trailers
 STATE_TREE_TRAILER = "Fleet-State-Tree"
 STATE_FORMAT = f"20 fleetq/{__version__}"  # a state made by another format is recomputed (20: never
-# all at once said only when sure, a group of no pods placed nowhere, a Duplicated job's clusters
-# with no copy named; 19: a cluster that checks its free sum alone where the pods of a job never run
-# (also: never all at once) taken only when no other fits, a job failed on every cluster told how to
-# run it again; 18: a reclaim takes first from quotas that borrow up to the one they share with it,
-# by priority then recency, not from the nearest; a running job of a kind other than a batch Job
-# counted as its pods hold their requests, a preempted job placed by capacity alone not told of a
-# queue; 17: a RayJob's head requests the Ray autoscaler's container, a PyTorchJob's Master that
-# does not say replicas: 1 is invalid, a waiting job that cannot be resolved shows the quota and
-# priority it waited with, pods no node could ever hold on a cluster that packs them onto nodes told
-# what keeps them off, a job with no quota sent to no kueue cluster, fields of the fleet's kinds of
-# the wrong type refused; 16: a running job whose quota changed, or whose node went, is checked
-# again, a job placed by capacity alone needs no quota, an elastic PyTorchJob's min above its max is
-# invalid; 15: a state commit names its tree, Fleet-State-Tree, and one of this format or later that
-# does not was edited by hand; a job defined twice, or sharing its name, is told at its name's line;
-# an invalid job's reason counts the mistakes a wrong count or a missing field hid; 14: a RayJob
-# whose spec KubeRay refuses is invalid; 13: a job whose pods mount a volume they do not have, or
-# ask for a resource named without its domain, is invalid; 12: a job whose pods, name or replicas
-# the API server or its operator refuses is invalid; 11: a running batch Job counted with what it
-# keeps as sent; 10: a batch Job running on a kueue cluster keeps its annotation job-completions-
-# equal-parallelism, and its parallelism when it was sent with job-min-parallelism, as it was sent
-# with them; 9: a SidecarMode RayJob's head requests its submitter container; 8: a RayJob's worker
-# group names checked, for Kueue's pod sets too; 7: a batch Job running on a cluster keeps the
-# fields of its spec the API server refuses to change as it was sent with them; 6: a job running on
-# a kueue cluster keeps the WorkloadPriorityClass and maximum run time labels it was sent with; 5:
-# no run policy left empty on a kueue cluster, a RayJob's submitter Job counted in its Kueue pod
-# sets; 4: no suspend sent to a kueue cluster, a Volcano PodGroup's priority, YAML tags of no JSON
-# form refused; 3: a RayJob's workers as KubeRay starts them, an MPI launcher made later out of the
-# gang, timestamps read as strings; 2: the items of a v1 List are read as documents)
+# all at once said only when sure, a group of no pods placed nowhere; 19: a cluster that checks its
+# free sum alone where the pods of a job never run (also: never all at once) taken only when no
+# other fits, a job failed on every cluster told how to run it again; 18: a reclaim takes first from
+# quotas that borrow up to the one they share with it, by priority then recency, not from the
+# nearest; a running job of a kind other than a batch Job counted as its pods hold their requests, a
+# preempted job placed by capacity alone not told of a queue; 17: a RayJob's head requests the Ray
+# autoscaler's container, a PyTorchJob's Master that does not say replicas: 1 is invalid, a waiting
+# job that cannot be resolved shows the quota and priority it waited with, pods no node could ever
+# hold on a cluster that packs them onto nodes told what keeps them off, a job with no quota sent to
+# no kueue cluster, fields of the fleet's kinds of the wrong type refused; 16: a running job whose
+# quota changed, or whose node went, is checked again, a job placed by capacity alone needs no
+# quota, an elastic PyTorchJob's min above its max is invalid; 15: a state commit names its tree,
+# Fleet-State-Tree, and one of this format or later that does not was edited by hand; a job defined
+# twice, or sharing its name, is told at its name's line; an invalid job's reason counts the
+# mistakes a wrong count or a missing field hid; 14: a RayJob whose spec KubeRay refuses is invalid;
+# 13: a job whose pods mount a volume they do not have, or ask for a resource named without its
+# domain, is invalid; 12: a job whose pods, name or replicas the API server or its operator refuses
+# is invalid; 11: a running batch Job counted with what it keeps as sent; 10: a batch Job running on
+# a kueue cluster keeps its annotation job-completions- equal-parallelism, and its parallelism when
+# it was sent with job-min-parallelism, as it was sent with them; 9: a SidecarMode RayJob's head
+# requests its submitter container; 8: a RayJob's worker group names checked, for Kueue's pod sets
+# too; 7: a batch Job running on a cluster keeps the fields of its spec the API server refuses to
+# change as it was sent with them; 6: a job running on a kueue cluster keeps the
+# WorkloadPriorityClass and maximum run time labels it was sent with; 5: no run policy left empty on
+# a kueue cluster, a RayJob's submitter Job counted in its Kueue pod sets; 4: no suspend sent to a
+# kueue cluster, a Volcano PodGroup's priority, YAML tags of no JSON form refused; 3: a RayJob's
+# workers as KubeRay starts them, an MPI launcher made later out of the gang, timestamps read as
+# strings; 2: the items of a v1 List are read as documents)
 DEFAULT_IDENTITY = Identity("fleetq", "fleetq@localhost")
 CARRIED_OVER = ("inventory/", "status/")
 DEFAULT_STATE_BRANCH = "fleetq/state"  # when fleet.yaml names none

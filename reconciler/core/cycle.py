@@ -1739,13 +1739,6 @@ class _Cycle:
         reason = f"admitted to {cluster.name} ({placed})"
         if extra:
             reason += f"; a copy also on {', '.join(sorted(extra))} (Duplicated)"
-        if p.policy.duplicated:  # (the clusters of its group that hold no copy: said)
-            group = next((g for g in p.groups if cluster.name in g), ())
-            missing = sorted(set(group) - {cluster.name, *extra})
-            if missing:
-                reason += (f"; {'none' if extra else 'no copy'} on {', '.join(missing)}"
-                           f"{'' if extra else ' (Duplicated)'}: no room there when it was "
-                           f"admitted")
         d = self.decisions[key]
         if d.preempted_by is not None and not d.preemptions:
             self._spared_before_it_ran.add(key)  # (see _record_preemptions)

@@ -324,7 +324,8 @@ class RayJobKind:
                 env = next(yaml.load_all(runtime_env, Loader=yaml.CBaseLoader), None)
             except yaml.YAMLError as exc:
                 env = exc
-            if env not in (None, "") and not isinstance(env, dict):  # ("": no document)
+            # (no document, or YAML's null: no runtime environment, as Go reads it)
+            if env not in (None, "", "~", "null", "Null", "NULL") and not isinstance(env, dict):
                 why = "does not read as YAML" if isinstance(env, yaml.YAMLError) else \
                     f"is {yaml_type(env)}, not a mapping"
                 found.append(ManifestError(

@@ -30,7 +30,6 @@ from tests.builders import (
     gpu_job,
     job,
     policy,
-    prior_of,
     quota,
     res,
     settings,
@@ -237,28 +236,6 @@ def test_a_cluster_where_the_pods_never_run_is_taken_only_when_no_other_fits() -
     a = by_name(reconcile_cycle(cycle_input(jobs=[j], clusters=[tainted.obj(), plain.obj()],
                                             policies=[both])))["a"]
     assert (a.cluster, a.copies) == ("c2", ("c1",))
-
-
-def test_a_duplicated_job_says_which_clusters_of_its_group_hold_no_copy() -> None:
-    """A Duplicated job gets a copy on each cluster of its group with room when
-    it is admitted; c2, short of room, got none, and its reason named c3 alone,
-    as though c2 were no cluster of its policy. It names c2, as the next cycle
-    does from the state (the same reason: nothing to commit)."""
-    both = dataclasses.replace(policy().clusters("c1", "c2", "c3").obj(), duplicated=True)
-    clusters = [cluster(n).node("n1", cpu=c).obj() for n, c in (("c1", "8"), ("c2", "2"),
-                                                               ("c3", "8"))]
-    a = job("a").pod_set("worker", 2, cpu="2")
-    first = reconcile_cycle(cycle_input(jobs=[a], clusters=clusters, policies=[both]))
-    said = ("admitted to c1 (worker 2); a copy also on c3 (Duplicated); none on c2: no room "
-            "there when it was admitted")
-    assert by_name(first)["a"].reason == said
-    again = reconcile_cycle(cycle_input(jobs=[a], clusters=clusters, policies=[both],
-                                        prior=prior_of(first.decisions)))
-    assert by_name(again)["a"].reason == said
-    alone = reconcile_cycle(cycle_input(jobs=[a], clusters=clusters[:2], policies=[both]))
-    assert by_name(alone)["a"].reason == (
-        "admitted to c1 (worker 2); no copy on c2 (Duplicated): no room there when it was "
-        "admitted")
 
 
 def test_with_reservation_pods_no_node_could_ever_hold_say_what_keeps_them_off() -> None:

@@ -1260,6 +1260,8 @@ def test_a_sidecar_mode_rayjob_whose_head_restarts_is_an_error_at_its_line() -> 
     # document counts; fleetq's reading of it threw, and no file of the fleet reconciled)
     ("  runtimeEnvYAML: |\n    env_vars: {CUTOFF: 2024-02-30, AT: !!timestamp x}\n", None),
     ("  runtimeEnvYAML: |\n    pip: [a]\n    ---\n    - b\n", None),
+    ("  runtimeEnvYAML: 'null'\n", None),
+    ("  runtimeEnvYAML: '~'\n", None),
     ("  managedBy: ''\n", "jobs/r.yaml:8: spec.managedBy is '': the API server takes "
      "'ray.io/kuberay-operator' or 'kueue.x-k8s.io/multikueue' only; remove spec.managedBy to "
      "have KubeRay run the job"),
