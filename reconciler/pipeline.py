@@ -26,7 +26,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -507,7 +507,10 @@ def _compute(repo: FleetRepo, *, source_rev: str, state_base: str | None,
     started: dict[JobKey, str] = {}  # (``STARTED_WITH`` of jobs whose pods hold more)
     running = running_forms(repo, inputs, prior, lambda: previous_entries, sent_read, started)
     moved = moved_into_broken(repo, inputs, prior, state_info, info.tree)
-    cycle_input = _cycle_input(inputs, prior, info, now, settled, problems, running, moved)
+    if moved:  # (as the jobs of the file they moved to, which breaks: kept as they are)
+        prior = {key: replace(p, path=moved[key]) if key in moved else p
+                 for key, p in prior.items()}
+    cycle_input = _cycle_input(inputs, prior, info, now, settled, problems, running)
     problems.extend(named_by_order(inputs))
     problems.extend(renamed_with_their_files(repo, inputs, prior, state_info, info.tree))
     problems.extend(invalid_copies(inputs))
@@ -597,36 +600,51 @@ def no_clusters(inputs: FleetInputs) -> list[Problem]:
         f"those that do not read, or that fleet.yaml's spec.exclude leaves out"), "warning")]
 
 
-def renamed_since(repo: FleetRepo, state: CommitInfo | None, tree: str
-                  ) -> list[tuple[str, str]]:
+def renamed_since(repo: FleetRepo, state: CommitInfo | None, tree: str,
+                  paths: Iterable[str]) -> list[tuple[str, str]]:
     """(old path, new path) of each file renamed (edited perhaps) between the
-    source tree the state was made from and ``tree``, as ``git diff -M``
-    finds them; none without such a tree."""
+    source tree the state was made from and ``tree``, as ``git diff -M`` finds
+    them, among ``paths`` (those gone, those come: a few, so that git pairs
+    them all, as it does not past ``diff.renameLimit`` files); none without
+    such a tree."""
     before = trailers(state.message).get(TREE_TRAILER) if state is not None else None
-    if not before or before == tree:
+    asked = sorted(set(paths))
+    if not before or before == tree or not asked:
         return []
     fields = repo.run("diff-tree", "-r", "-M", "--diff-filter=R", "--name-status", "-z",
-                      before, tree, check=False).decode("utf-8", "surrogateescape").split("\0")
+                      before, tree, "--", *(f":(literal){path}" for path in asked),
+                      check=False).decode("utf-8", "surrogateescape").split("\0")
     return [(fields[i + 1], fields[i + 2]) for i in range(0, len(fields) - 2, 3)
             if fields[i].startswith("R")]
 
 
 def moved_into_broken(repo: FleetRepo, inputs: FleetInputs,
                       prior: Mapping[JobKey, PriorPlacement], state: CommitInfo | None,
-                      tree: str) -> dict[str, str]:
-    """The files of the state's jobs moved since (``renamed_since``) into a
-    file that breaks now: old path -> new. Their jobs stay as those of a file
-    that breaks (``_cycle_input``): read no more, a running job would be
-    deleted, a waiting one lose its place, for a typo made in the commit that
-    moved its file."""
+                      tree: str) -> dict[JobKey, str]:
+    """The jobs of the state whose file moved since (``renamed_since``) into a
+    file that breaks now, and still names them there (``name: NAME``: git
+    pairs files by likeness, and a job deleted beside a new file made from
+    the same template is no job moved): each with the path it moved to. They
+    stay as the jobs of a file that breaks do, read from there (``_compute``):
+    read no more, a running job would be deleted, a waiting one lose its
+    place, for a typo made in the commit that moved its file."""
     if state is None or not inputs.broken_paths or not prior:
         return {}
     paths = {p.path for p in prior.values()}
-    new = {path for path in inputs.broken_paths if path not in paths}
-    if not new:
-        return {}
-    return {old: path for old, path in renamed_since(repo, state, tree)
-            if path in new and old in paths}
+    new = [path for path in inputs.broken_paths if path not in paths]
+    gone = {p.path for p in prior.values() if p.key not in inputs.jobs} if new else set()
+    out: dict[JobKey, str] = {}
+    for old, path in renamed_since(repo, state, tree, [*new, *gone]):
+        if path not in new or old not in gone:
+            continue
+        blob = repo.blob_of(tree, path)
+        data = repo.read_blobs([blob])[blob] if blob is not None else b""
+        for p in prior.values():
+            if p.path == old and p.key not in inputs.jobs and re.search(
+                    rb"^\s*name:\s*['\"]?" + re.escape(p.key.name.encode()) + rb"['\"]?\s*$",
+                    data, re.M):
+                out[p.key] = path
+    return out
 
 
 def renamed_with_their_files(repo: FleetRepo, inputs: FleetInputs,
@@ -634,29 +652,32 @@ def renamed_with_their_files(repo: FleetRepo, inputs: FleetInputs,
                              state: CommitInfo | None, tree: str) -> list[Problem]:
     """A warning on each job named by ``metadata.generateName`` whose file was
     moved (``renamed_since``) while it ran: its name hashes its file's path
-    (DESIGN §2), so it is another job now, and the one that ran is deleted
-    from its cluster, the new one run from the start."""
+    and its place there (DESIGN §2), so it is another job now, and the one
+    that ran is deleted from its cluster, the new one run from the start."""
     if state is None or not prior:
         return []
-    ran = {p.path: p for p in prior.values()
-           if p.phase is Phase.ADMITTED and p.key not in inputs.jobs}
+    ran: dict[str, list[PriorPlacement]] = {}
+    for p in prior.values():
+        if p.phase is Phase.ADMITTED and p.key not in inputs.jobs:
+            ran.setdefault(p.path, []).append(p)
     if not ran:
         return []
-    made: dict[str, list[Job]] = {}
+    made: dict[str, list[tuple[Job, int | str]]] = {}
     for source in inputs.jobs.values():
         job = source.job
         if job.key not in prior and job.key.name == stable_name(
                 job.key.name[:-5], job.path, source.index):
-            made.setdefault(job.path, []).append(job)
+            made.setdefault(job.path, []).append((job, source.index))
     if not made:
         return []
     out = []
-    for old, path in renamed_since(repo, state, tree):
-        was = ran.get(old)
-        if was is None:
-            continue
-        for job in made.get(path, ()):
-            if job.key.name[:-5] == was.key.name[:-5] and job.key.kind == was.key.kind:
+    for old, path in renamed_since(repo, state, tree, [*ran, *made]):
+        for job, index in made.get(path, ()):
+            # (the job of the same prefix and place in the file, under its old path)
+            was = next((p for p in ran.get(old, ()) if p.key.kind == job.key.kind
+                        and p.key.namespace == job.key.namespace
+                        and p.key.name == stable_name(job.key.name[:-5], old, index)), None)
+            if was is not None:
                 out.append(Problem(path, job.line_of(NAME_AT), (
                     f"{job.key} is named by its metadata.generateName and its file's path: "
                     f"moved from {shown_path(old)}, it is a new job, and {was.key}, which ran "
@@ -669,15 +690,13 @@ def renamed_with_their_files(repo: FleetRepo, inputs: FleetInputs,
 def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info: CommitInfo,
                  now: dt.datetime, settled: frozenset[JobKey],
                  problems: list[Problem] | None = None,
-                 running: Mapping[JobKey, Job] | None = None,
-                 moved: Mapping[str, str] | None = None) -> CycleInput:
+                 running: Mapping[JobKey, Job] | None = None) -> CycleInput:
     """The cycle's input. A job defined more than once is invalid: which
     file would count would depend on their names, and a new file must not
     take a running job over (one that ran keeps its place, flagged); so are
     jobs of two kinds with one namespace and name (``shared_names``), each an
     error added to ``problems``. A job of ``running`` (``running_forms``) is
-    counted as it runs. The jobs of a file ``moved`` into one that breaks
-    (``moved_into_broken``) stay as those of a file that breaks."""
+    counted as it runs."""
     jobs = tuple(s.job for s in inputs.jobs.values())
     if running:
         jobs = tuple(running.get(j.key, j) for j in jobs)
@@ -699,10 +718,6 @@ def _cycle_input(inputs: FleetInputs, prior: dict[JobKey, PriorPlacement], info:
             f"none of them is used; rename all but one") for j in jobs if j.key in twice)
         jobs = tuple(j for j in jobs if j.key not in twice)
     broken = inputs.broken_paths
-    if moved:
-        broken = dict(broken)
-        for was, path in sorted(moved.items()):
-            broken[was] = f"moved to {shown_path(path)}, which breaks: {inputs.broken_paths[path]}"
     if inputs.empty_paths and prior:
         # a file emptied (an editor's accident, a bad merge) took its jobs off their
         # clusters: the jobs the state has from it, defined nowhere else now, stay

@@ -809,13 +809,19 @@ def test_a_job_file_renamed_and_broken_at_once_keeps_its_jobs_as_they_were(
     items = placements(path)
     assert (items[mae]["phase"], items[mae]["cluster"], items[mae]["admittedAt"]) == (
         "Admitted", before[mae]["cluster"], before[mae]["admittedAt"])
-    assert items[mae]["reason"].startswith(
-        "source is invalid (moved to jobs/video/mae.yaml, which breaks: jobs/video/mae.yaml:"
-    ), items[mae]["reason"]
+    assert items[mae]["reason"].startswith("source is invalid (jobs/video/mae.yaml:"), \
+        items[mae]["reason"]
+    assert items[mae]["source"]["path"] == "jobs/video/mae.yaml"
     assert (items[tok]["phase"], items[tok]["enqueuedAt"]) == (
         "Invalid", before[tok]["enqueuedAt"])
     rendered = f"clusters/{before[mae]['cluster']}/video/pytorchjob-video-mae-pretrain.yaml"
     assert state_show(path, rendered)
+    # (and so on: a reconcile of another push keeps them, from the file they moved to)
+    kept = placements(path)
+    write_files(path, {"README.md": "another push\n"})
+    commit_all(path, "another push")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    assert {k: placements(path)[k] for k in (mae, tok)} == {k: kept[k] for k in (mae, tok)}
     for name in ("jobs/video/mae.yaml", "jobs/text/tok.yaml"):
         write_files(path, {name: (path / name).read_text().replace(
             "restartPolicy: [OnFailure", "restartPolicy: OnFailure", 1)})
@@ -826,6 +832,18 @@ def test_a_job_file_renamed_and_broken_at_once_keeps_its_jobs_as_they_were(
         "Admitted", before[mae]["admittedAt"], "jobs/video/mae.yaml")
     assert (items[tok]["phase"], items[tok]["enqueuedAt"], items[tok]["position"]) == (
         "Queued", before[tok]["enqueuedAt"], before[tok]["position"])
+    # a job deleted beside a new file made from the same template, broken, is no job moved
+    # (git pairs the two by likeness): it is deleted
+    hotfix = "text/llm-sft-hotfix"
+    text = (path / "jobs/text/llm-sft-hotfix.yaml").read_text()
+    git(path, "rm", "-q", "jobs/text/llm-sft-hotfix.yaml")
+    write_files(path, {"jobs/text/llm-sft-v2.yaml": text.replace(
+        "name: llm-sft-hotfix", "name: llm-sft-v2", 1).replace(
+        "restartPolicy: OnFailure", "restartPolicy: [OnFailure", 1)})
+    commit_all(path, "a v2, with a typo")
+    assert "R" in git(path, "diff", "-M", "--name-status", "HEAD~1", "HEAD")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    assert hotfix not in placements(path)
 
 
 def test_a_running_job_named_by_its_files_path_warns_when_the_file_moves(
@@ -861,6 +879,20 @@ def test_a_running_job_named_by_its_files_path_warns_when_the_file_moves(
     proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
     assert proc.returncode == 0 and "generateName" not in proc.stderr, proc.stderr
     assert placements(path)["video/frame-stats"]["phase"] == "Admitted"
+    # two jobs of one prefix in one file: each told, with its own name (by its place)
+    one = (path / "jobs/platform/dataset-shard-index.yaml").read_text().replace(
+        "name: dataset-shard-index", "generateName: gx-", 1)
+    write_files(path, {"jobs/platform/two.yaml": f"{one}---\n{one}"})
+    commit_all(path, "two of a prefix")
+    assert fleetq("reconcile", "--repo", str(path), "--now", NOW, "-q").returncode == 0
+    ran = sorted(k.split("/")[1] for k, v in placements(path).items()
+                 if k.startswith("platform/gx-") and v["phase"] == "Admitted")
+    assert len(ran) == 2
+    git(path, "mv", "jobs/platform/two.yaml", "jobs/platform/pair.yaml")
+    commit_all(path, "moved")
+    proc = fleetq("reconcile", "--repo", str(path), "--now", NOW)
+    told = sorted(re.findall(r"give it metadata.name: (gx-\w+)", proc.stderr))
+    assert told == ran, proc.stderr
 
 
 @pytest.mark.parametrize("patches", [1, 12])
