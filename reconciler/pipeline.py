@@ -181,7 +181,7 @@ STATE_FORMAT = f"20 fleetq/{__version__}"  # a state made by another format is r
 # 13: a job whose pods mount a volume they do not have, or ask for a resource named without its
 # domain, is invalid; 12: a job whose pods, name or replicas the API server or its operator refuses
 # is invalid; 11: a running batch Job counted with what it keeps as sent; 10: a batch Job running on
-# a kueue cluster keeps its annotation job-completions- equal-parallelism, and its parallelism when
+# a kueue cluster keeps its annotation job-completions-equal-parallelism, and its parallelism when
 # it was sent with job-min-parallelism, as it was sent with them; 9: a SidecarMode RayJob's head
 # requests its submitter container; 8: a RayJob's worker group names checked, for Kueue's pod sets
 # too; 7: a batch Job running on a cluster keeps the fields of its spec the API server refuses to
