@@ -611,8 +611,16 @@ def renamed_since(repo: FleetRepo, state: CommitInfo | None, tree: str,
     asked = sorted(set(paths))
     if not before or before == tree or not asked:
         return []
+    return _renames(repo, before, tree, asked)
+
+
+def _renames(repo: FleetRepo, tree: str, newer: str, paths: Sequence[str] = ()
+             ) -> list[tuple[str, str]]:
+    """(old path, new path) of each file renamed between ``tree`` and
+    ``newer``, as ``git diff -M`` finds them (among ``paths``, when given)."""
     fields = repo.run("diff-tree", "-r", "-M", "--diff-filter=R", "--name-status", "-z",
-                      before, tree, "--", *(f":(literal){path}" for path in asked),
+                      tree, newer, *(["--", *(f":(literal){path}" for path in paths)]
+                                     if paths else []),
                       check=False).decode("utf-8", "surrogateescape").split("\0")
     return [(fields[i + 1], fields[i + 2]) for i in range(0, len(fields) - 2, 3)
             if fields[i].startswith("R")]
@@ -631,18 +639,22 @@ def moved_into_broken(repo: FleetRepo, inputs: FleetInputs,
     if state is None or not inputs.broken_paths or not prior:
         return {}
     paths = {p.path for p in prior.values()}
-    new = [path for path in inputs.broken_paths if path not in paths]
-    gone = {p.path for p in prior.values() if p.key not in inputs.jobs} if new else set()
+    new = {path for path in inputs.broken_paths if path not in paths}
+    if not new:
+        return {}
+    gone: dict[str, list[PriorPlacement]] = {}  # path -> the state's jobs defined nowhere now
+    for p in prior.values():
+        if p.key not in inputs.jobs:
+            gone.setdefault(p.path, []).append(p)
     out: dict[JobKey, str] = {}
     for old, path in renamed_since(repo, state, tree, [*new, *gone]):
         if path not in new or old not in gone:
             continue
         blob = repo.blob_of(tree, path)
         data = repo.read_blobs([blob])[blob] if blob is not None else b""
-        for p in prior.values():
-            if p.path == old and p.key not in inputs.jobs and re.search(
-                    rb"^\s*name:\s*['\"]?" + re.escape(p.key.name.encode()) + rb"['\"]?\s*$",
-                    data, re.M):
+        for p in gone[old]:
+            if re.search(rb"^\s*name:\s*['\"]?" + re.escape(p.key.name.encode()) + rb"['\"]?\s*$",
+                         data, re.M):
                 out[p.key] = path
     return out
 
@@ -1487,13 +1499,8 @@ class _EarlierVersions:
         yield from _source_blobs(self.repo, self.source_rev, path)
 
     def _renamed_from(self, tree: str, newer: str, name: str) -> str | None:
-        fields = self.repo.run("diff-tree", "-r", "-M", "--diff-filter=R", "--name-status",
-                               "-z", tree, newer, check=False
-                               ).decode("utf-8", "surrogateescape").split("\0")
-        for i in range(0, len(fields) - 2, 3):
-            if fields[i].startswith("R") and fields[i + 2] == name:
-                return fields[i + 1]
-        return None
+        return next((old for old, new in _renames(self.repo, tree, newer) if new == name),
+                    None)
 
     def _each(self, path: str, chunks: Iterable[list[str]] | None = None
               ) -> Iterator[str | None]:

@@ -2042,10 +2042,11 @@ def _cluster(doc: Document) -> MemberCluster:
         if not isinstance(n, dict):
             errors.found.append(ManifestError(
                 f"{where} must be a mapping (name, allocatable, labels, taints), not "
-                f"{_typed(n)}", where))
+                f"{yaml_type(n)}", where))
             continue
-        _node_named(str(n.get("name") or f"node-{i}"), f"{where}.name", where, named, errors)
-        nodes.append(Node(name=str(n.get("name") or f"node-{i}"),
+        name = str(n.get("name") or f"node-{i}")
+        _node_named(name, f"{where}.name", where, named, errors)
+        nodes.append(Node(name=name,
                           allocatable=errors.take(partial(
                               parse_resources, n.get("allocatable"), f"{where}.allocatable"),
                               no_resources),
@@ -2058,7 +2059,7 @@ def _cluster(doc: Document) -> MemberCluster:
         if not isinstance(g, dict):
             errors.found.append(ManifestError(
                 f"{where} must be a mapping (name, count, allocatable, labels, taints), not "
-                f"{_typed(g)}", where))
+                f"{yaml_type(g)}", where))
             continue
         count = g.get("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
@@ -2115,11 +2116,6 @@ def _cluster(doc: Document) -> MemberCluster:
         reserved=reserved,
         nodes=tuple(nodes),
         kubeconfig_context=spec.get("kubeconfigContext"))
-
-
-def _typed(value: object) -> str:
-    """``a number 7``, ``null``: a value of the wrong type, as told."""
-    return "null" if value is None else f"{yaml_type(value)} {as_written(value)}"
 
 
 def _node_named(name: str, field: str, where: str, named: dict[str, str],

@@ -43,6 +43,8 @@ from reconciler.jobkinds.base import (
     DNS_LABEL,
     DNS_LABEL_MOST,
     DNS_LABEL_RULE,
+    DNS_SUBDOMAIN,
+    DNS_SUBDOMAIN_MOST,
     JobKind,
     Manifest,
     ManifestError,
@@ -362,7 +364,7 @@ _LABEL_RULE = ("at most 63 letters, digits, '-', '_' and '.', starting and endin
 def _label_wrong(key: str, value: str, label: bool) -> str | None:
     """What Kubernetes finds wrong with a label (``label``) or annotation, if anything."""
     prefix, slash, name = key.rpartition("/")
-    if (slash and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix))) or \
+    if (slash and (len(prefix) > DNS_SUBDOMAIN_MOST or not DNS_SUBDOMAIN.fullmatch(prefix))) or \
             len(name) > 63 or not _LABEL_VALUE.fullmatch(name):
         return (f"key {key!r} is not a valid {'label' if label else 'annotation'} key: an "
                 f"optional DNS subdomain and '/', then {_LABEL_RULE}")
@@ -378,9 +380,6 @@ def _labels(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((sys.intern(str(k)), sys.intern(v or "")) for k, v in labels.items()))
 
 
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
-
 def check_namespace(namespace: str, field: str = "metadata.namespace") -> None:
     """Kubernetes' rule for a namespace (a DNS-1123 label): the state branch's
     folders are named by it, and a cluster would refuse it anyway."""
@@ -394,7 +393,7 @@ def named_as_kubernetes_names(key: JobKey) -> bool:
     whose manifest says no such name cannot be told from another one, so the
     job that ran from its file keeps its place until it is fixed."""
     return len(key.namespace) <= DNS_LABEL_MOST and bool(DNS_LABEL.fullmatch(key.namespace)) and \
-        len(key.name) <= JOB_NAME_MOST and bool(_DNS_SUBDOMAIN.fullmatch(key.name))
+        len(key.name) <= JOB_NAME_MOST and bool(DNS_SUBDOMAIN.fullmatch(key.name))
 
 
 def check_name(name: str, field: str = "metadata.name", what: str = "",
@@ -402,7 +401,7 @@ def check_name(name: str, field: str = "metadata.name", what: str = "",
     """Kubernetes' rule for an object's name (a DNS-1123 subdomain, of at most
     ``most`` characters): the state branch's file of it is named by it, and a
     cluster would refuse it anyway."""
-    if len(name) > most or not _DNS_SUBDOMAIN.fullmatch(name):
+    if len(name) > most or not DNS_SUBDOMAIN.fullmatch(name):
         raise ManifestError(
             f"{what or field} {name!r} is not a valid name: at most {most} lower-case "
             f"letters, digits, '-' and '.', starting and ending with a letter or digit", field)

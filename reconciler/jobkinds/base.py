@@ -416,6 +416,9 @@ def overcommitted(name: str) -> bool:
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DNS_1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 DNS_LABEL_MOST = 63
+# (and a DNS-1123 subdomain: labels joined by '.', 253 characters at most)
+DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+DNS_SUBDOMAIN_MOST = 253
 DNS_LABEL_RULE = ("at most 63 lower-case letters, digits and '-', starting and ending with a "
                   "letter or digit")
 DNS_1035_RULE = ("a lower-case letter first, then lower-case letters, digits and '-', a letter "
@@ -608,10 +611,16 @@ MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 TRAINING_OPERATOR = "kubeflow.org/training-operator"
 
 
-# what the API server takes as a Job's spec.managedBy: a DNS subdomain, a slash and a path
-_DOMAIN_PREFIXED = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-                              r"/[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
+# what the API server takes as a Job's spec.managedBy: a DNS subdomain, '/' and a path of these
+_PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
 MANAGED_BY_MOST = 63  # (characters of a Job's spec.managedBy)
+
+
+def _domain_prefixed(value: object) -> bool:
+    if not isinstance(value, str) or len(value) > MANAGED_BY_MOST:
+        return False
+    prefix, slash, path = value.partition("/")
+    return bool(slash and DNS_SUBDOMAIN.fullmatch(prefix) and _PATH.fullmatch(path))
 
 
 def managed_elsewhere(obj: Manifest, at: str, own: str, who: str,
@@ -636,8 +645,7 @@ def managed_elsewhere(obj: Manifest, at: str, own: str, who: str,
             f"manages alone, and MultiKueue runs on a manager cluster only (fleetq sends "
             f"the job to its member cluster in its place), so the job would never start "
             f"there; remove {at}", at)]
-    if takes is None and not (isinstance(value, str) and len(value) <= MANAGED_BY_MOST
-                              and _DOMAIN_PREFIXED.fullmatch(value)):
+    if takes is None and not _domain_prefixed(value):
         return [ManifestError(
             f"{at} is {as_written(value)}: {refuser} takes a domain-prefixed path of at most "
             f"{MANAGED_BY_MOST} characters only (such as example.com/controller); remove {at} "
